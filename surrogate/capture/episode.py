@@ -1,0 +1,172 @@
+"""In-memory capture episodes: arrays per frame plus the scene and provenance.
+
+Shapes use T = frames, J = hand joints, S = force/torque sensors, K = tactile
+taxels, R = contact regions on the object surface. All values SI; quaternions
+(w, x, y, z); positions and linear velocities in the world frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class ObjectSpec:
+    """What a user would enter about the object (nominal, not necessarily true, values).
+
+    Attributes:
+      name: object name, unique within a dataset.
+      mass: kg.
+      inertia: [3, 3] about the centre of mass in the body frame, kg m^2.
+      size: characteristic size in m (largest bounding-box side); errors are reported relative to it.
+      geometry: how to rebuild the shape, one of
+        ``{"kind": "box", "half_extents": [hx, hy, hz]}``,
+        ``{"kind": "mesh", "path": str, "sha256": str, "scale": float}``,
+        ``{"kind": "procedural", "family": str, "seed": int, "params": {...}}``.
+        Mesh paths are as given at capture time; geometry is in the body frame with the
+        centre of mass at the origin.
+      friction: nominal sliding friction coefficient, or None if unknown.
+    """
+
+    name: str
+    mass: float
+    inertia: list
+    size: float
+    geometry: dict
+    friction: float | None = None
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["inertia"] = np.asarray(self.inertia, dtype=float).tolist()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ObjectSpec":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+@dataclass
+class Environment:
+    """The static surroundings: ``kind`` ground | table | none, surface ``height`` (m), ``gravity`` [3] m/s^2."""
+
+    kind: str = "ground"
+    height: float = 0.0
+    gravity: list = field(default_factory=lambda: [0.0, 0.0, -9.81])
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Environment":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+@dataclass
+class Provenance:
+    """Where an episode comes from.
+
+    ``real`` is True only for recordings of physical hardware; generated episodes
+    (the capture rig) say so here and in ``generator``.
+    """
+
+    source: str
+    real: bool
+    capture_rate_hz: float
+    upstream_id: str | None = None
+    license: str | None = None
+    notes: str | None = None
+    generator: dict | None = None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Provenance":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+@dataclass
+class Episode:
+    """One captured episode.
+
+    Arrays (T frames):
+      timestamps: [T] s, strictly increasing (stored relative to the first frame; ``t0`` keeps the offset).
+      object_pose: [T, 7] position (m, world) and unit quaternion (w, x, y, z) world-from-body.
+      object_pose_valid: [T] bool or None; False where the tracker lost the object
+        (the pose there holds the last valid value and must be ignored).
+      object_twist: [T, 6] or None; linear velocity (m/s, world) then angular velocity
+        (rad/s) in the frame named by the dataset's ``angular_frame``.
+      joint_pos, joint_vel, joint_cmd: [T, J] or None (rad or m per joint; rad/s or m/s).
+      wrench: [T, S, 6] or None; force (N) and torque (N m) per sensor in the sensor frame.
+      tactile: [T, K] or None; taxel readings in the unit the dataset's meta names.
+      contact_regions: [T, R] or None; 1 where region r of the object surface is in contact.
+      truth: name -> [T, ...] exact physical state (generated data only). Evaluation only:
+        training code never reads it, and readers only load it when asked.
+    """
+
+    episode_id: str
+    timestamps: np.ndarray
+    object_pose: np.ndarray
+    object: ObjectSpec
+    provenance: Provenance
+    environment: Environment = field(default_factory=Environment)
+    object_pose_valid: np.ndarray | None = None
+    object_twist: np.ndarray | None = None
+    joint_pos: np.ndarray | None = None
+    joint_vel: np.ndarray | None = None
+    joint_cmd: np.ndarray | None = None
+    wrench: np.ndarray | None = None
+    tactile: np.ndarray | None = None
+    contact_regions: np.ndarray | None = None
+    grasp_type: int | None = None
+    task: str = ""
+    labels: dict = field(default_factory=dict)
+    t0: float = 0.0
+    truth: dict = field(default_factory=dict)
+
+    @property
+    def num_frames(self) -> int:
+        return int(len(self.timestamps))
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first to the last frame."""
+        return float(self.timestamps[-1] - self.timestamps[0]) if self.num_frames else 0.0
+
+
+# The optional per-frame arrays, in the order the writer stores them.
+OPTIONAL_ARRAYS = (
+    "object_pose_valid", "object_twist", "joint_pos", "joint_vel", "joint_cmd",
+    "wrench", "tactile", "contact_regions",
+)
+
+
+@dataclass
+class DatasetMeta:
+    """Dataset-wide description (one per dataset; LeRobot features are dataset-wide).
+
+    Attributes:
+      name: dataset name (LeRobot repo id style ``org/name`` allowed).
+      robot_type: LeRobot's robot_type (hand model name, or ``none`` for free objects).
+      hand: {"name": str, "model": str | None} or None; joint names live in ``joint_names``.
+      joint_names: [J] names of the hand joints, or None.
+      wrench_sensors: [S] names of force/torque sensors, or None.
+      tactile_unit: unit of tactile readings (e.g. "N" or "1"), or None.
+      angular_frame: "world" | "body": frame of the angular part of ``object_twist``.
+      contact_region_seeds: object name -> [R, 3] seed points (body frame, m); region r is the
+        part of the surface nearest seed r (a Voronoi partition of the surface).
+      skipped: [{"file", "episode", "field", "reason"}] inputs an importer skipped.
+    """
+
+    name: str = "capture"
+    robot_type: str = "none"
+    hand: dict | None = None
+    joint_names: list | None = None
+    wrench_sensors: list | None = None
+    tactile_unit: str | None = None
+    angular_frame: str = "world"
+    contact_region_seeds: dict = field(default_factory=dict)
+    skipped: list = field(default_factory=list)

@@ -1,0 +1,200 @@
+"""Reader: a capture dataset on disk -> Episodes, validated on the way in.
+
+Reads only with pyarrow and json; nothing here needs LeRobot installed. Evaluation-
+only ``truth.*`` features are loaded only when ``include_truth=True`` so that training
+code paths cannot see the exact state by accident.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import CaptureError
+from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
+from .schema import CONTACT_META, FEATURE_KEYS, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
+from .validate import validate_episode, validate_meta
+
+
+@dataclass
+class CaptureDataset:
+    """A loaded capture dataset.
+
+    Attributes:
+      root: dataset directory.
+      info: ``meta/info.json`` as a dict.
+      contact: ``meta/contact.json`` as a dict.
+      meta: the dataset-wide description.
+      episodes: valid episodes, in episode_index order.
+      skipped: [{"file","episode","field","reason"}]: recorded by the importer, plus episodes
+        this read rejected (with ``on_error="skip"``).
+    """
+
+    root: Path
+    info: dict
+    contact: dict
+    meta: DatasetMeta
+    episodes: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+
+    def __len__(self):
+        return len(self.episodes)
+
+    @property
+    def capture_rate_hz(self) -> float:
+        return float(self.contact["capture_rate_hz"])
+
+
+def _load_json(path: Path, what: str) -> dict:
+    if not path.is_file():
+        raise CaptureError(f"missing {what}; is this a capture dataset?", file=path)
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CaptureError(f"corrupt JSON ({e})", file=path) from None
+
+
+def read_metadata(root: str | Path) -> tuple[dict, dict]:
+    """(info.json, contact.json) of a dataset, checking the schema version."""
+    root = Path(root)
+    info = _load_json(root / "meta/info.json", "meta/info.json")
+    contact = _load_json(root / CONTACT_META, CONTACT_META)
+    if contact.get("schema") != SCHEMA_NAME:
+        raise CaptureError(f"not a {SCHEMA_NAME} file (schema={contact.get('schema')!r})", file=root / CONTACT_META, field="schema")
+    major = str(contact.get("schema_version", "")).split(".")[0]
+    if major != SCHEMA_VERSION.split(".")[0]:
+        raise CaptureError(f"schema version {contact.get('schema_version')!r} is not readable by this version "
+                           f"(reads {SCHEMA_VERSION.split('.')[0]}.x)", file=root / CONTACT_META, field="schema_version")
+    for key in ("features", "fps", "data_path", "total_episodes"):
+        if key not in info:
+            raise CaptureError("missing key", file=root / "meta/info.json", field=key)
+    return info, contact
+
+
+def _meta_from_contact(contact: dict) -> DatasetMeta:
+    return DatasetMeta(
+        name=contact.get("name", "capture"),
+        robot_type="none",
+        hand=contact.get("hand"),
+        joint_names=contact.get("joint_names"),
+        wrench_sensors=contact.get("wrench_sensors"),
+        tactile_unit=contact.get("tactile_unit"),
+        angular_frame=contact.get("angular_frame", "world"),
+        contact_region_seeds=contact.get("contact_region_seeds", {}),
+        skipped=list(contact.get("skipped", [])),
+    )
+
+
+def _read_table(path: Path, columns) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as e:
+        raise CaptureError(f"unreadable parquet ({type(e).__name__}: {e})", file=path) from None
+
+
+def _to_numpy(col: pa.ChunkedArray) -> np.ndarray:
+    col = col.combine_chunks()
+    if pa.types.is_fixed_size_list(col.type):
+        width = col.type.list_size
+        return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str = "raise") -> CaptureDataset:
+    """Load and validate every episode of the dataset at ``root``.
+
+    Args:
+      include_truth: also load evaluation-only ``truth.*`` features (benchmarks only).
+      on_error: "raise" stops at the first invalid episode; "skip" leaves it out and
+        lists it in ``dataset.skipped``.
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    root = Path(root)
+    info, contact = read_metadata(root)
+    meta = _meta_from_contact(contact)
+    meta.robot_type = info.get("robot_type", "none")
+    validate_meta(meta, file=root / CONTACT_META)
+    features = info["features"]
+    wanted = [k for k in features if include_truth or not k.startswith(TRUTH_PREFIX)]
+    objects = {name: ObjectSpec.from_json(o) for name, o in contact.get("objects", {}).items()}
+    ep_meta = {e["episode_index"]: e for e in contact.get("episodes", [])}
+
+    files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
+    if not files:
+        raise CaptureError("no data files under data/", file=root)
+    frames: dict[int, dict[str, list]] = {}
+    for path in files:
+        table = _read_table(path, wanted)
+        missing = [k for k in wanted if k not in table.column_names]
+        if missing:
+            raise CaptureError(f"columns {missing} named in meta/info.json are missing", file=path, field=missing[0])
+        cols = {k: _to_numpy(table[k]) for k in wanted}
+        ep_idx = cols["episode_index"]
+        for e in np.unique(ep_idx):
+            sel = ep_idx == e
+            dst = frames.setdefault(int(e), {})
+            for k, v in cols.items():
+                dst.setdefault(k, []).append(v[sel])
+
+    dataset = CaptureDataset(root=root, info=info, contact=contact, meta=meta, skipped=list(meta.skipped))
+    if len(frames) != info["total_episodes"]:
+        msg = f"info.json says {info['total_episodes']} episodes, data files hold {len(frames)}"
+        if on_error == "raise":
+            raise CaptureError(msg, file=root / "meta/info.json", field="total_episodes")
+        dataset.skipped.append({"file": str(root / "meta/info.json"), "episode": None, "field": "total_episodes", "reason": msg})
+    for e in sorted(frames):
+        cols = {k: np.concatenate(v) for k, v in frames[e].items()}
+        em = ep_meta.get(e)
+        try:
+            if em is None:
+                raise CaptureError(f"episode_index {e} has no entry in {CONTACT_META}", file=root / CONTACT_META, episode=e, field="episodes")
+            ep = _episode_from_columns(cols, em, objects, features, root)
+            validate_episode(ep, meta, file=root)
+        except CaptureError as err:
+            if on_error == "raise":
+                raise
+            dataset.skipped.append({"file": str(err.file), "episode": err.episode, "field": err.field, "reason": err.reason})
+            continue
+        dataset.episodes.append(ep)
+    return dataset
+
+
+def _episode_from_columns(cols, em, objects, features, root) -> Episode:
+    order = np.argsort(cols["frame_index"], kind="stable")
+    cols = {k: v[order] for k, v in cols.items()}
+    obj = objects.get(em["object"])
+    if obj is None:
+        raise CaptureError(f"object '{em['object']}' is not described in {CONTACT_META}", file=root / CONTACT_META,
+                           episode=em.get("episode_id"), field="objects")
+    t = cols["timestamp"].astype(np.float64)
+    kw = {}
+    for name, key in FEATURE_KEYS.items():
+        if key in cols:
+            v = cols[key]
+            if name == "wrench":
+                v = v.reshape(len(v), -1, 6)
+            elif name == "object_pose_valid":
+                v = v.astype(bool).reshape(-1)
+            kw[name] = v.astype(np.float64) if v.dtype.kind == "f" else v
+    if "object_pose" not in kw:
+        raise CaptureError("missing", file=root, episode=em.get("episode_id"), field=FEATURE_KEYS["object_pose"])
+    truth = {k[len(TRUTH_PREFIX):]: v.astype(np.float64) for k, v in cols.items() if k.startswith(TRUTH_PREFIX)}
+    return Episode(
+        episode_id=str(em["episode_id"]),
+        timestamps=t,
+        object=obj,
+        provenance=Provenance.from_json(em["provenance"]),
+        environment=Environment.from_json(em.get("environment", {})),
+        grasp_type=em.get("grasp_type"),
+        task=em.get("task", ""),
+        labels=em.get("labels", {}),
+        t0=float(em.get("t0", 0.0)),
+        truth=truth,
+        **kw,
+    )

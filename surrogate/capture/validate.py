@@ -1,0 +1,162 @@
+"""Validator: every check names the file, the episode and the field it rejects.
+
+Used by the writer (nothing invalid is written), the reader (nothing invalid is
+trained on) and the importers (bad episodes are skipped and reported).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import CaptureError
+from .episode import DatasetMeta, Episode
+from .schema import ANGULAR_FRAMES, ENVIRONMENT_KINDS, FEIX_GRASP_TYPES, SI_UNITS
+
+QUAT_NORM_TOL = 1e-2  # stored quaternions are normalized; more than this off is corrupt data
+MAX_REASONABLE_SPEED = 100.0  # m/s between frames: faster is a tracking glitch or wrong units
+
+
+def _fail(msg, ep, field, file):
+    raise CaptureError(msg, file=file, episode=ep.episode_id, field=field)
+
+
+def _check_array(ep, name, arr, shape_tail, file, *, dtype_kind="f"):
+    T = ep.num_frames
+    arr = np.asarray(arr)
+    if arr.ndim != 1 + len(shape_tail):
+        _fail(f"expected shape [T{''.join(f', {s}' for s in shape_tail)}], got {list(arr.shape)}", ep, name, file)
+    if arr.shape[0] != T:
+        _fail(f"has {arr.shape[0]} frames but timestamps has {T} (mismatched lengths)", ep, name, file)
+    for i, s in enumerate(shape_tail):
+        if s is not None and arr.shape[1 + i] != s:
+            _fail(f"expected shape [T{''.join(f', {x}' for x in shape_tail)}], got {list(arr.shape)}", ep, name, file)
+    if dtype_kind == "f":
+        if arr.dtype.kind not in "fiub":
+            _fail(f"expected numbers, got dtype {arr.dtype}", ep, name, file)
+        bad = ~np.isfinite(arr.astype(float))
+        if bad.any():
+            idx = np.argwhere(bad)[0]
+            kind = "NaN" if np.isnan(arr.astype(float)[tuple(idx)]) else "infinite"
+            _fail(f"{kind} value at frame {int(idx[0])} ({int(bad.sum())} non-finite values in all)", ep, name, file)
+    return arr
+
+
+def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None) -> None:
+    """Raise CaptureError on the first problem found in ``ep``; return None if it is valid."""
+    if not isinstance(ep.episode_id, str) or not ep.episode_id:
+        raise CaptureError("episode_id must be a non-empty string", file=file, episode=ep.episode_id, field="episode_id")
+    t = np.asarray(ep.timestamps)
+    if t.ndim != 1 or len(t) < 2:
+        _fail(f"needs at least 2 frames as a 1-D array, got shape {list(t.shape)}", ep, "timestamps", file)
+    _check_array(ep, "timestamps", t, (), file)
+    dt = np.diff(t)
+    if (dt <= 0).any():
+        i = int(np.argmax(dt <= 0))
+        _fail(f"not strictly increasing: frame {i + 1} at {t[i + 1]!r} s follows {t[i]!r} s", ep, "timestamps", file)
+
+    pose = _check_array(ep, "object_pose", ep.object_pose, (7,), file)
+    qn = np.linalg.norm(pose[:, 3:7], axis=1)
+    off = np.abs(qn - 1.0) > QUAT_NORM_TOL
+    if off.any():
+        i = int(np.argmax(off))
+        _fail(f"quaternion at frame {i} has norm {qn[i]:.4f}, not 1 (order must be w, x, y, z)", ep, "object_pose", file)
+    valid = None
+    if ep.object_pose_valid is not None:
+        valid = _check_array(ep, "object_pose_valid", ep.object_pose_valid, (), file).astype(bool)
+        if not valid.any():
+            _fail("the object is never tracked (all frames invalid)", ep, "object_pose_valid", file)
+    pos = pose[:, :3] if valid is None else pose[valid, :3]
+    tv = t if valid is None else t[valid]
+    if len(tv) > 1:
+        speed = np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.diff(tv)
+        if speed.max() > MAX_REASONABLE_SPEED:
+            i = int(np.argmax(speed))
+            _fail(f"object moves at {speed[i]:.3g} m/s near frame {i}; positions must be in metres", ep, "object_pose", file)
+
+    if ep.object_twist is not None:
+        _check_array(ep, "object_twist", ep.object_twist, (6,), file)
+    J = None
+    for name in ("joint_pos", "joint_vel", "joint_cmd"):
+        arr = getattr(ep, name)
+        if arr is not None:
+            arr = _check_array(ep, name, arr, (None,), file)
+            if J is not None and arr.shape[1] != J:
+                _fail(f"has {arr.shape[1]} joints, other joint arrays have {J}", ep, name, file)
+            J = arr.shape[1]
+    if J is not None and meta is not None and meta.joint_names is not None and len(meta.joint_names) != J:
+        _fail(f"has {J} joints but the dataset names {len(meta.joint_names)}", ep, "joint_pos", file)
+    if ep.wrench is not None:
+        w = _check_array(ep, "wrench", ep.wrench, (None, 6), file)
+        if meta is not None and meta.wrench_sensors is not None and w.shape[1] != len(meta.wrench_sensors):
+            _fail(f"has {w.shape[1]} sensors but the dataset names {len(meta.wrench_sensors)}", ep, "wrench", file)
+    if ep.tactile is not None:
+        _check_array(ep, "tactile", ep.tactile, (None,), file)
+    if ep.contact_regions is not None:
+        cr = _check_array(ep, "contact_regions", ep.contact_regions, (None,), file)
+        if ((cr != 0) & (cr != 1)).any():
+            _fail("must hold 0 or 1 per region", ep, "contact_regions", file)
+        if meta is not None:
+            seeds = meta.contact_region_seeds.get(ep.object.name)
+            if seeds is None:
+                _fail(f"no region seeds for object '{ep.object.name}' in the dataset meta", ep, "contact_regions", file)
+            if len(seeds) != cr.shape[1]:
+                _fail(f"has {cr.shape[1]} regions, the object's seeds define {len(seeds)}", ep, "contact_regions", file)
+    for name, arr in ep.truth.items():
+        a = np.asarray(arr)
+        if a.shape[:1] != (ep.num_frames,):
+            _fail(f"has {a.shape[:1]} frames, expected {ep.num_frames}", ep, f"truth.{name}", file)
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            _fail("non-finite values", ep, f"truth.{name}", file)
+
+    _validate_object(ep, file)
+    env = ep.environment
+    if env.kind not in ENVIRONMENT_KINDS:
+        _fail(f"unknown kind '{env.kind}', allowed: {list(ENVIRONMENT_KINDS)}", ep, "environment.kind", file)
+    if len(env.gravity) != 3 or not all(math.isfinite(g) for g in env.gravity):
+        _fail(f"must be 3 finite numbers, got {env.gravity!r}", ep, "environment.gravity", file)
+    pv = ep.provenance
+    if not pv.source:
+        _fail("must name the source", ep, "provenance.source", file)
+    if not (pv.capture_rate_hz and 0 < pv.capture_rate_hz < 1e5):
+        _fail(f"must be in (0, 1e5) Hz, got {pv.capture_rate_hz!r}", ep, "provenance.capture_rate_hz", file)
+    if ep.grasp_type is not None and int(ep.grasp_type) not in FEIX_GRASP_TYPES:
+        _fail(f"must be a Feix GRASP taxonomy id 1..33, got {ep.grasp_type!r}", ep, "grasp_type", file)
+
+
+def _validate_object(ep, file):
+    o = ep.object
+    if not o.name:
+        _fail("object must have a name", ep, "object.name", file)
+    if not (isinstance(o.mass, (int, float)) and math.isfinite(o.mass) and 0 < o.mass < 1e4):
+        _fail(f"must be in (0, 1e4) kg, got {o.mass!r}", ep, "object.mass", file)
+    inertia = np.asarray(o.inertia, dtype=float)
+    if inertia.shape != (3, 3) or not np.isfinite(inertia).all():
+        _fail(f"must be a finite 3x3 matrix, got shape {list(inertia.shape)}", ep, "object.inertia", file)
+    if not np.allclose(inertia, inertia.T, rtol=1e-6, atol=1e-12):
+        _fail("must be symmetric", ep, "object.inertia", file)
+    ev = np.linalg.eigvalsh(inertia)
+    if ev.min() <= 0:
+        _fail(f"must be positive definite, eigenvalues {ev.tolist()}", ep, "object.inertia", file)
+    if ev[0] + ev[1] < ev[2] * (1 - 1e-6):
+        _fail(f"principal moments {ev.tolist()} violate the triangle inequality", ep, "object.inertia", file)
+    if not (isinstance(o.size, (int, float)) and 1e-3 <= o.size <= 10.0):
+        _fail(f"must be in [1e-3, 10] m, got {o.size!r} (units must be metres)", ep, "object.size", file)
+    if o.friction is not None and not (0 <= o.friction < 10):
+        _fail(f"must be in [0, 10), got {o.friction!r}", ep, "object.friction", file)
+    kind = o.geometry.get("kind") if isinstance(o.geometry, dict) else None
+    if kind not in ("box", "mesh", "procedural"):
+        _fail(f"geometry.kind must be box, mesh or procedural, got {kind!r}", ep, "object.geometry", file)
+
+
+def validate_meta(meta: DatasetMeta, *, file=None) -> None:
+    """Check the dataset-wide description."""
+    if meta.angular_frame not in ANGULAR_FRAMES:
+        raise CaptureError(f"must be one of {list(ANGULAR_FRAMES)}, got {meta.angular_frame!r}", file=file, field="angular_frame")
+    if meta.tactile_unit is not None and meta.tactile_unit not in SI_UNITS:
+        raise CaptureError(f"unknown unit {meta.tactile_unit!r}; SI units: {sorted(SI_UNITS)}", file=file, field="tactile_unit")
+    for obj, seeds in meta.contact_region_seeds.items():
+        s = np.asarray(seeds, dtype=float)
+        if s.ndim != 2 or s.shape[1] != 3 or not np.isfinite(s).all():
+            raise CaptureError(f"seeds for object '{obj}' must be finite [R, 3] points", file=file, field="contact_region_seeds")

@@ -1,0 +1,356 @@
+"""Writer: episodes -> a LeRobotDataset v3 tree plus ``meta/contact.json``, atomically.
+
+The whole tree is built under a temporary sibling directory and renamed into place
+when complete, so an interrupted write never leaves a dataset that looks finished.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..atomic import atomic_directory, write_json_atomic
+from ..errors import CaptureError
+from .episode import OPTIONAL_ARRAYS, DatasetMeta, Episode
+from .schema import (
+    CODEBASE_VERSION, CONTACT_META, FEATURE_KEYS, POSE_NAMES, POSE_UNITS, SCHEMA_NAME,
+    SCHEMA_VERSION, TRUTH_PREFIX, TWIST_NAMES, TWIST_UNITS, WRENCH_NAMES, WRENCH_UNITS,
+)
+from .stats import aggregate_stats, feature_stats
+from .validate import validate_episode, validate_meta
+
+DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+
+
+def _flat(ep: Episode, name: str) -> np.ndarray:
+    """[T, n] float32 view of a per-frame array (wrench [T,S,6] -> [T,6S])."""
+    a = np.asarray(getattr(ep, name))
+    return a.reshape(len(a), -1)
+
+
+def _feature_layout(ep: Episode, meta: DatasetMeta) -> dict:
+    """LeRobot feature key -> (source, dtype, names, units, frame) for the arrays ``ep`` has."""
+    layout = {FEATURE_KEYS["object_pose"]: ("object_pose", "float32", POSE_NAMES, POSE_UNITS, "world")}
+    J = None
+    for name in OPTIONAL_ARRAYS:
+        arr = getattr(ep, name)
+        if arr is None:
+            continue
+        key = FEATURE_KEYS[name]
+        if name == "object_pose_valid":
+            layout[key] = (name, "bool", None, ["1"], None)
+        elif name == "object_twist":
+            layout[key] = (name, "float32", TWIST_NAMES, TWIST_UNITS, f"linear: world, angular: {meta.angular_frame}")
+        elif name in ("joint_pos", "joint_vel", "joint_cmd"):
+            J = np.asarray(arr).shape[1]
+            names = list(meta.joint_names) if meta.joint_names else [f"joint{i}" for i in range(J)]
+            unit = {"joint_pos": "rad|m", "joint_vel": "rad/s|m/s", "joint_cmd": "rad|m"}[name]
+            layout[key] = (name, "float32", [f"{n}.{name.split('_')[1]}" for n in names], [unit] * J, "joint")
+        elif name == "wrench":
+            S = np.asarray(arr).shape[1]
+            sensors = list(meta.wrench_sensors) if meta.wrench_sensors else [f"sensor{i}" for i in range(S)]
+            layout[key] = (name, "float32", [f"{s}.{c}" for s in sensors for c in WRENCH_NAMES], WRENCH_UNITS * S, "sensor")
+        elif name == "tactile":
+            K = np.asarray(arr).shape[1]
+            layout[key] = (name, "float32", [f"taxel{i}" for i in range(K)], [meta.tactile_unit or "1"] * K, "sensor")
+        elif name == "contact_regions":
+            R = np.asarray(arr).shape[1]
+            layout[key] = (name, "float32", [f"region{i}" for i in range(R)], ["1"] * R, "object")
+    for tname, arr in ep.truth.items():
+        n = int(np.prod(np.asarray(arr).shape[1:])) if np.asarray(arr).ndim > 1 else 1
+        layout[TRUTH_PREFIX + tname] = (f"truth:{tname}", "float32", [f"{tname}{i}" for i in range(n)], None, "evaluation only")
+    return layout
+
+
+def _column(values: np.ndarray, dtype: str) -> pa.Array:
+    if dtype == "bool":
+        return pa.array(np.asarray(values, dtype=bool).reshape(-1))
+    v = np.ascontiguousarray(values, dtype=np.float32)
+    if v.ndim == 1:
+        v = v[:, None]
+    return pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), v.shape[1])
+
+
+def _hf_features(features: dict) -> dict:
+    out = {}
+    for key, f in features.items():
+        if f["shape"] == [1] and f["names"] is None:
+            out[key] = {"dtype": f["dtype"], "_type": "Value"}
+        else:
+            out[key] = {"feature": {"dtype": f["dtype"], "_type": "Value"}, "length": f["shape"][0], "_type": "List"}
+    return {"info": {"features": out}}
+
+
+class CaptureWriter:
+    """Streams episodes into a new capture dataset; ``close()`` publishes it atomically.
+
+    Use as a context manager; on an exception nothing is published::
+
+        with CaptureWriter(out, meta) as w:
+            for ep in episodes:
+                w.add(ep)
+
+    The first episode fixes which optional arrays the dataset holds (LeRobot features
+    are dataset-wide); a later episode that differs is rejected naming the field.
+    """
+
+    def __init__(self, root: str | Path, meta: DatasetMeta, *, overwrite: bool = False,
+                 data_file_mb: int = 100, chunks_size: int = 1000):
+        validate_meta(meta)
+        self.root = Path(root)
+        self.meta = meta
+        self.data_file_mb = data_file_mb
+        self.chunks_size = chunks_size
+        self._ctx = atomic_directory(self.root, overwrite=overwrite)
+        self._tmp = self._ctx.__enter__()
+        self._layout = None
+        self._writer = None
+        self._file_bytes = 0
+        self._chunk, self._file = 0, 0
+        self._episodes_rows: list[dict] = []
+        self._episode_meta: list[dict] = []
+        self._objects: dict[str, dict] = {}
+        self._tasks: dict[str, int] = {}
+        self._stats: dict[str, list] = {}
+        self._index = 0
+        self._ids: set[str] = set()
+        self._closed = False
+
+    # -- per episode ---------------------------------------------------------
+    def add(self, ep: Episode) -> None:
+        validate_episode(ep, self.meta)
+        if ep.episode_id in self._ids:
+            raise CaptureError("duplicate episode id", episode=ep.episode_id, field="episode_id")
+        layout = _feature_layout(ep, self.meta)
+        if self._layout is None:
+            self._layout = layout
+            self._features = self._features_json(layout)
+            self._schema = self._arrow_schema()
+        elif set(layout) != set(self._layout):
+            diff = sorted(set(layout) ^ set(self._layout))
+            raise CaptureError(f"has fields {diff} differently from the dataset's first episode", episode=ep.episode_id, field=diff[0])
+        else:
+            for key, (_, _, names, _, _) in layout.items():
+                if names is not None and len(names) != len(self._layout[key][2]):
+                    raise CaptureError(f"width {len(names)} differs from the dataset's {len(self._layout[key][2])}", episode=ep.episode_id, field=key)
+        known = self._objects.get(ep.object.name)
+        if known is not None and known != ep.object.to_json():
+            raise CaptureError(f"object '{ep.object.name}' differs from an earlier episode's object of the same name",
+                               episode=ep.episode_id, field="object")
+        self._ids.add(ep.episode_id)
+        self._write_frames(ep)
+
+    def _features_json(self, layout):
+        feats = {}
+        for key, (_, dtype, names, _, _) in layout.items():
+            feats[key] = {"dtype": dtype, "shape": [len(names) if names else 1], "names": names}
+        feats["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
+        for k in ("frame_index", "episode_index", "index", "task_index"):
+            feats[k] = {"dtype": "int64", "shape": [1], "names": None}
+        return feats
+
+    def _arrow_schema(self):
+        fields = []
+        for key, f in self._features.items():
+            if f["dtype"] == "bool":
+                fields.append(pa.field(key, pa.bool_()))
+            elif f["dtype"] == "int64":
+                fields.append(pa.field(key, pa.int64()))
+            elif f["shape"] == [1] and f["names"] is None:
+                fields.append(pa.field(key, pa.float32()))
+            else:
+                fields.append(pa.field(key, pa.list_(pa.float32(), f["shape"][0])))
+        meta = {b"huggingface": json.dumps(_hf_features(self._features)).encode()}
+        return pa.schema(fields, metadata=meta)
+
+    def _values(self, ep, source):
+        if source.startswith("truth:"):
+            a = np.asarray(ep.truth[source[6:]])
+            return a.reshape(len(a), -1)
+        if source == "object_pose":
+            p = np.asarray(ep.object_pose, dtype=np.float64).copy()
+            p[:, 3:] /= np.linalg.norm(p[:, 3:], axis=1, keepdims=True)  # store unit quaternions
+            return p
+        return _flat(ep, source)
+
+    def _write_frames(self, ep: Episode):
+        T = ep.num_frames
+        task = ep.task or "capture"
+        task_index = self._tasks.setdefault(task, len(self._tasks))
+        cols, stats = {}, {}
+        for key, (source, dtype, _, _, _) in self._layout.items():
+            v = self._values(ep, source)
+            cols[key] = _column(v, dtype)
+            stats[key] = feature_stats(np.asarray(v, dtype=np.float32 if dtype != "bool" else bool).reshape(T, -1))
+        t_rel = np.asarray(ep.timestamps, dtype=np.float64) - float(ep.timestamps[0])
+        cols["timestamp"] = pa.array(t_rel.astype(np.float32))
+        cols["frame_index"] = pa.array(np.arange(T, dtype=np.int64))
+        cols["episode_index"] = pa.array(np.full(T, len(self._episode_meta), dtype=np.int64))
+        cols["index"] = pa.array(np.arange(self._index, self._index + T, dtype=np.int64))
+        cols["task_index"] = pa.array(np.full(T, task_index, dtype=np.int64))
+        for k in ("timestamp", "frame_index", "episode_index", "index", "task_index"):
+            stats[k] = feature_stats(cols[k].to_numpy(zero_copy_only=False)[:, None])
+        table = pa.Table.from_pydict({k: cols[k] for k in self._schema.names}, schema=self._schema)
+
+        if self._writer is not None and self._file_bytes > self.data_file_mb * 1e6:
+            self._writer.close()
+            self._writer = None
+            self._file += 1
+            if self._file >= self.chunks_size:
+                self._chunk, self._file = self._chunk + 1, 0
+        if self._writer is None:
+            path = self._tmp / DATA_PATH.format(chunk_index=self._chunk, file_index=self._file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(path, self._schema)
+            self._file_bytes = 0
+        self._writer.write_table(table)
+        self._file_bytes += table.nbytes
+
+        ep_index = len(self._episode_meta)
+        row = {
+            "episode_index": ep_index, "tasks": [task], "length": T,
+            "data/chunk_index": self._chunk, "data/file_index": self._file,
+            "dataset_from_index": self._index, "dataset_to_index": self._index + T,
+        }
+        for key, st in stats.items():
+            for name, v in st.items():
+                row[f"stats/{key}/{name}"] = v
+        row["meta/episodes/chunk_index"] = 0
+        row["meta/episodes/file_index"] = 0
+        self._episodes_rows.append(row)
+        for key, st in stats.items():
+            self._stats.setdefault(key, []).append(st)
+        self._index += T
+        self._objects.setdefault(ep.object.name, ep.object.to_json())
+        self._episode_meta.append({
+            "episode_index": ep_index,
+            "episode_id": ep.episode_id,
+            "object": ep.object.name,
+            "environment": ep.environment.to_json(),
+            "provenance": ep.provenance.to_json(),
+            "task": task,
+            "grasp_type": None if ep.grasp_type is None else int(ep.grasp_type),
+            "labels": ep.labels,
+            "t0": float(ep.timestamps[0]) + float(ep.t0),
+            "truth_fields": sorted(ep.truth),
+        })
+
+    # -- finish ---------------------------------------------------------------
+    def close(self) -> Path:
+        """Write the metadata and publish the dataset at ``root``. Returns ``root``."""
+        if self._closed:
+            return self.root
+        if not self._episode_meta:
+            self.abort()
+            raise CaptureError("no valid episodes to write", file=self.root)
+        if self._writer is not None:
+            self._writer.close()
+        tmp = self._tmp
+        rows = self._episodes_rows
+        ep_table = pa.Table.from_pylist(rows)
+        ep_path = tmp / EPISODES_PATH.format(chunk_index=0, file_index=0)
+        ep_path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(ep_table, ep_path)
+        self._write_tasks(tmp / "meta/tasks.parquet")
+        stats = {k: aggregate_stats(v) for k, v in self._stats.items()}
+        write_json_atomic(tmp / "meta/stats.json", stats)
+        rates = [e["provenance"]["capture_rate_hz"] for e in self._episode_meta]
+        n = len(self._episode_meta)
+        info = {
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": self.meta.robot_type,
+            "total_episodes": n,
+            "total_frames": self._index,
+            "total_tasks": len(self._tasks),
+            "chunks_size": self.chunks_size,
+            "data_files_size_in_mb": self.data_file_mb,
+            "video_files_size_in_mb": 200,
+            # LeRobot wants an integer rate; the exact one is in meta/contact.json.
+            "fps": int(round(float(np.median(rates)))),
+            "splits": {"train": f"0:{n}"},
+            "data_path": DATA_PATH,
+            "video_path": None,
+            "features": self._features,
+        }
+        write_json_atomic(tmp / "meta/info.json", info)
+        contact = {
+            "schema": SCHEMA_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "writer": f"contact-surrogate {__version__}",
+            "name": self.meta.name,
+            "capture_rate_hz": float(np.median(rates)),
+            "features": {
+                key: {"quantity": src if not src.startswith("truth:") else "truth", "units": units, "frame": frame,
+                      "evaluation_only": src.startswith("truth:")}
+                for key, (src, _, _, units, frame) in self._layout.items()
+            } | {"timestamp": {"quantity": "time since the episode's first frame (t0 in episodes)", "units": ["s"],
+                               "frame": None, "evaluation_only": False}},
+            "hand": self.meta.hand,
+            "joint_names": self.meta.joint_names,
+            "wrench_sensors": self.meta.wrench_sensors,
+            "tactile_unit": self.meta.tactile_unit,
+            "angular_frame": self.meta.angular_frame,
+            "contact_region_seeds": {k: np.asarray(v, dtype=float).tolist() for k, v in self.meta.contact_region_seeds.items()},
+            "objects": self._objects,
+            "episodes": self._episode_meta,
+            "skipped": list(self.meta.skipped),
+        }
+        # contact.json is written last: a tree without it is not a capture dataset.
+        write_json_atomic(tmp / CONTACT_META, contact)
+        self._ctx.__exit__(None, None, None)
+        self._closed = True
+        return self.root
+
+    def _write_tasks(self, path):
+        # Same bytes LeRobot (pandas) writes: tasks as the index, task_index as a column.
+        names = list(self._tasks)
+        pandas_meta = {
+            "index_columns": ["__index_level_0__"],
+            "column_indexes": [{"name": None, "field_name": None, "pandas_type": "unicode", "numpy_type": "object",
+                                "metadata": {"encoding": "UTF-8"}}],
+            "columns": [
+                {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64", "metadata": None},
+                {"name": None, "field_name": "__index_level_0__", "pandas_type": "unicode", "numpy_type": "object", "metadata": None},
+            ],
+            "attributes": {}, "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": "2.2.0",
+        }
+        schema = pa.schema([pa.field("task_index", pa.int64()), pa.field("__index_level_0__", pa.string())],
+                           metadata={b"pandas": json.dumps(pandas_meta).encode()})
+        table = pa.Table.from_pydict({"task_index": [self._tasks[n] for n in names], "__index_level_0__": names}, schema=schema)
+        pq.write_table(table, path)
+
+    def abort(self) -> None:
+        """Discard everything written so far; ``root`` is left as it was."""
+        if self._closed:
+            return
+        if self._writer is not None:
+            self._writer.close()
+        self._closed = True
+        try:
+            self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        except RuntimeError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
+
+
+def write_dataset(root: str | Path, episodes, meta: DatasetMeta, *, overwrite: bool = False) -> Path:
+    """Write ``episodes`` (an iterable of Episode) as one capture dataset at ``root``."""
+    with CaptureWriter(root, meta, overwrite=overwrite) as w:
+        for ep in episodes:
+            w.add(ep)
+    return Path(root)

@@ -1,0 +1,140 @@
+"""The ``surrogate`` command: one entry point, one subcommand per job.
+
+Subcommands import their modules lazily so that ``surrogate --help`` is instant and a
+missing optional dependency only affects the subcommand that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import SurrogateError
+
+
+def _cmd_import_contactnets(a):
+    from .importers.contactnets import import_contactnets
+
+    report = import_contactnets(a.src, a.out, overwrite=a.overwrite, progress=not a.quiet)
+    print(report.summary())
+
+
+def _cmd_import_poses(a):
+    from .importers.poses import import_poses
+
+    report = import_poses(a.src, a.out, config=a.config, overrides=a.set or [], overwrite=a.overwrite, progress=not a.quiet)
+    print(report.summary())
+
+
+def _cmd_import_lerobot(a):
+    from .capture.lerobot_map import load_mapping, read_lerobot
+    from .capture.writer import write_dataset
+
+    episodes, meta, skipped = read_lerobot(a.src, load_mapping(a.mapping))
+    meta.skipped = list(skipped)
+    write_dataset(a.out, episodes, meta, overwrite=a.overwrite)
+    print(f"kept {len(episodes)} episodes -> {a.out}; skipped {len(skipped)}")
+    for s in skipped:
+        print(f"  - {s['file']}: episode {s['episode']}: field '{s['field']}': {s['reason']}")
+
+
+def _cmd_inspect(a):
+    from .inspect import inspect
+
+    print(inspect(a.dataset, as_json=a.json))
+
+
+def _cmd_objects(a):
+    from .objects import load_split, split_names
+
+    names = [a.split] if a.split else split_names()
+    for name in names:
+        objs = load_split(name)
+        print(f"split '{name}': {len(objs)} objects")
+        for o in objs:
+            e = o.extents
+            print(f"  {o.name:28s} {o.family:16s} {len(o.pieces):2d} pieces  {e[0]*100:5.1f} x {e[1]*100:5.1f} x {e[2]*100:5.1f} cm  {o.mass*1000:7.1f} g")
+
+
+def _cmd_scene(a):
+    from .objects import load_split, make_object
+    from .scenes import build_scene
+
+    obj = make_object(a.family, a.seed) if a.family else load_split(a.split)[0]
+    scene = build_scene(obj, hand=a.hand, setting=a.setting)
+    m = scene.model
+    print(f"scene: object {obj.name} ({obj.family}), hand {a.hand}, setting {a.setting}")
+    print(f"  bodies {m.nbody}, joints {m.njnt}, actuators {m.nu}, geoms {m.ngeom}, pairs {m.npair}")
+    print(f"  owned pairs ({len(scene.owned_pairs)}): {', '.join(scene.owned_pairs[:8])}{' ...' if len(scene.owned_pairs) > 8 else ''}")
+    if a.xml:
+        Path(a.xml).write_text(scene.spec.to_xml())
+        print(f"  MJCF written to {a.xml}")
+
+
+def _cmd_quickstart(a):
+    from .quickstart import quickstart
+
+    quickstart(a.out, overwrite=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="surrogate", description="Learned contact for MuJoCo: captures, surrogates, hybrid stepping, benchmarks.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    imp = sub.add_parser("import", help="convert recordings into the capture format").add_subparsers(dest="source", required=True)
+    c = imp.add_parser("contactnets", help="the real ContactNets cube tosses (folder, upstream archive or URL)")
+    c.add_argument("src")
+    c.add_argument("--out", required=True)
+    c.set_defaults(func=_cmd_import_contactnets)
+    c = imp.add_parser("poses", help="a folder of tracked object trajectories (CSV, NPZ, torch) + mesh and mass")
+    c.add_argument("src")
+    c.add_argument("--out", required=True)
+    c.add_argument("--config", help="YAML with columns, units, object and provenance (see README)")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value, e.g. units.length=mm (repeatable)")
+    c.set_defaults(func=_cmd_import_poses)
+    c = imp.add_parser("lerobot", help="a LeRobot v3 dataset, given a YAML key mapping and scene description")
+    c.add_argument("src")
+    c.add_argument("--mapping", required=True)
+    c.add_argument("--out", required=True)
+    c.set_defaults(func=_cmd_import_lerobot)
+    for sp in imp.choices.values():
+        sp.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --out")
+        sp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    c = sub.add_parser("inspect", help="summarize a capture dataset")
+    c.add_argument("dataset")
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.set_defaults(func=_cmd_inspect)
+
+    c = sub.add_parser("objects", help="list the objects of the configured splits")
+    c.add_argument("--split", help="one split name (default: all)")
+    c.set_defaults(func=_cmd_objects)
+
+    c = sub.add_parser("scene", help="build a MuJoCo scene and print what it holds")
+    c.add_argument("--family", help="procedural family (default: first object of --split)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--split", default="train")
+    c.add_argument("--hand", default="parallel_jaw", choices=["none", "parallel_jaw", "three_finger"])
+    c.add_argument("--setting", default="table", choices=["table", "ground"])
+    c.add_argument("--xml", help="also write the scene's MJCF here")
+    c.set_defaults(func=_cmd_scene)
+
+    c = sub.add_parser("quickstart", help="the main job on the embedded default (see README)")
+    c.add_argument("--out", default="runs/quickstart")
+    c.set_defaults(func=_cmd_quickstart)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (SurrogateError, FileExistsError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
