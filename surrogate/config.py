@@ -1,0 +1,63 @@
+"""YAML configs: loading, ``KEY=VALUE`` overrides with dotted keys, and checked lookups."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from .errors import ConfigError
+
+
+def load_yaml(path: str | Path) -> dict:
+    """Parse a YAML mapping; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError("no such config file", file=path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"invalid YAML ({e})", file=path) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"top level must be a mapping, got {type(data).__name__}", file=path)
+    return data
+
+
+def apply_overrides(cfg: dict, overrides: list[str], *, file=None) -> dict:
+    """Return a copy of ``cfg`` with ``a.b.c=value`` overrides applied (values parsed as YAML)."""
+    cfg = copy.deepcopy(cfg)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like KEY=VALUE", file=file)
+        key, raw = item.split("=", 1)
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        node = cfg
+        parts = key.strip().split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"cannot set '{key}': '{p}' is not a mapping", file=file, key=key)
+        node[parts[-1]] = value
+    return cfg
+
+
+def merge(base: dict, update: dict) -> dict:
+    """Deep merge: ``update`` wins; mappings are merged key by key."""
+    out = copy.deepcopy(base)
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def check_keys(section: dict, allowed, *, where: str, file=None) -> None:
+    """Reject unknown keys, naming the key and the allowed ones."""
+    for k in section:
+        if k not in allowed:
+            raise ConfigError(f"unknown key; allowed: {sorted(allowed)}", file=file, key=f"{where}.{k}" if where else k)

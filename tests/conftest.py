@@ -1,0 +1,15 @@
+"""Shared test fixtures: where the public sample data is, and a plain skip when it is absent."""
+
+from __future__ import annotations
+
+import pytest
+
+from surrogate.paths import shared_data_dir
+
+SHARED = shared_data_dir()
+
+
+def needs_shared(sub: str):
+    """Mark a test that reads ``<shared data>/<sub>``; it says plainly that it did not run without it."""
+    return pytest.mark.skipif(not (SHARED / sub).exists(),
+                              reason=f"sample data {SHARED / sub} is absent (set SURROGATE_DATA to the shared data folder)")

@@ -1,0 +1,126 @@
+"""ContactNets importer: the real tosses, the upstream archive layout, and bad files."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+from surrogate.capture import read_dataset
+from surrogate.cli import main
+from surrogate.errors import CaptureError
+from surrogate.importers.contactnets import HALF_WIDTH_M, import_contactnets
+
+from .conftest import SHARED, needs_shared
+
+CUBE = SHARED / "contactnets_cube"
+
+
+@needs_shared("contactnets_cube")
+def test_real_tosses_import_and_inspect(tmp_path, capsys):
+    out = tmp_path / "cube"
+    assert main(["import", "contactnets", str(CUBE), "--out", str(out), "--quiet"]) == 0
+    assert main(["inspect", str(out), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out.split("skipped 0 inputs\n", 1)[1])
+    assert s["episodes"] == 450
+    assert s["rate_hz"] == pytest.approx(148.0)
+    assert s["real"] == [True]
+    # The cube rests on the ground with its centre one half-width (0.0524 m) up, within tracking noise.
+    assert s["rest_height_m"]["episodes_at_rest"] > 400
+    assert s["rest_height_m"]["median"] == pytest.approx(HALF_WIDTH_M, abs=0.003)
+    ds = read_dataset(out)
+    ids = {e.episode_id for e in ds.episodes}
+    upstream = {p.stem for p in CUBE.glob("*.pt")}
+    assert ids == upstream  # upstream toss numbers are the episode ids
+    ep = next(e for e in ds.episodes if e.episode_id == "0")
+    raw = torch.load(CUBE / "0.pt", weights_only=True)[0].numpy()
+    np.testing.assert_allclose(ep.object_pose[:, :3], raw[:, :3] * HALF_WIDTH_M, atol=1e-6)
+    np.testing.assert_allclose(np.diff(ep.timestamps), 1 / 148, atol=1e-5)
+    assert ep.environment.gravity[2] == pytest.approx(-9.81, abs=0.01)
+
+
+def _toss(T=30, seed=0):
+    rng = np.random.default_rng(seed)
+    a = np.zeros((1, T, 19))
+    a[0, :, 0:3] = rng.normal(size=3) + np.linspace(0, 1, T)[:, None]
+    a[0, :, 2] += 2
+    a[0, :, 3] = 1.0
+    return torch.from_numpy(a)
+
+
+def _write_folder(folder, tosses):
+    folder.mkdir(parents=True)
+    for name, t in tosses.items():
+        if isinstance(t, bytes):
+            (folder / name).write_bytes(t)
+        else:
+            torch.save(t, folder / name)
+
+
+def test_bad_files_are_skipped_and_reported(tmp_path):
+    nan = _toss(seed=2)
+    nan[0, 5, 1] = float("nan")
+    badq = _toss(seed=3)
+    badq[0, 7, 3] = 3.0
+    buf = io.BytesIO()
+    torch.save(_toss(seed=4), buf)
+    tosses = {
+        "1.pt": _toss(seed=1), "2.pt": nan, "3.pt": badq,
+        "4.pt": buf.getvalue()[:200],  # truncated
+        "5.pt": torch.zeros(1, 10, 12, dtype=torch.float64),  # wrong width
+        "6.pt": torch.zeros(1, 1, 19, dtype=torch.float64),  # one frame
+        "17.pt": _toss(seed=17),
+    }
+    _write_folder(tmp_path / "src", tosses)
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert report.kept == 2
+    by_episode = {s["episode"]: s for s in report.skipped}
+    assert set(by_episode) == {"2", "3", "4", "5", "6"}
+    assert by_episode["2"]["field"] == "position" and "non-finite" in by_episode["2"]["reason"]
+    assert by_episode["3"]["field"] == "object_pose" and "quaternion" in by_episode["3"]["reason"]
+    assert by_episode["4"]["field"] == "tensor" and "4.pt" in by_episode["4"]["file"]
+    assert "[1, T, 19]" in by_episode["5"]["reason"]
+    ds = read_dataset(tmp_path / "out")
+    assert [e.episode_id for e in ds.episodes] == ["1", "17"]
+    assert len(ds.skipped) == 5  # the report travels with the dataset
+
+
+def test_upstream_archive_layout(tmp_path):
+    archive = tmp_path / "contact-nets-main.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for n in (3, 11):
+            buf = io.BytesIO()
+            torch.save(_toss(seed=n), buf)
+            z.writestr(f"contact-nets-main/data/tosses_processed/{n}.pt", buf.getvalue())
+        z.writestr("contact-nets-main/data/params_processed/experiment.json", json.dumps({"dt": 0.01, "mass": 0.5, "mu": 0.3}))
+        z.writestr("contact-nets-main/README.md", "not a toss")
+    report = import_contactnets(archive, tmp_path / "out", progress=False)
+    assert report.kept == 2
+    ds = read_dataset(tmp_path / "out")
+    assert [e.episode_id for e in ds.episodes] == ["3", "11"]
+    ep = ds.episodes[0]
+    assert ep.object.mass == 0.5 and ep.object.friction == 0.3
+    assert ep.provenance.capture_rate_hz == pytest.approx(100.0)
+
+
+def test_nothing_to_import_and_no_partial_output(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CaptureError, match="no toss files"):
+        import_contactnets(tmp_path / "empty", tmp_path / "out", progress=False)
+    # every file bad: nothing is published, and no temporary tree is left behind
+    _write_folder(tmp_path / "bad", {"1.pt": b"garbage"})
+    with pytest.raises(CaptureError, match="no valid episodes"):
+        import_contactnets(tmp_path / "bad", tmp_path / "out", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "empty"]
+
+
+def test_refuses_to_overwrite_without_flag(tmp_path):
+    _write_folder(tmp_path / "src", {"1.pt": _toss()})
+    import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert main(["import", "contactnets", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert main(["import", "contactnets", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--quiet", "--overwrite"]) == 0
