@@ -133,6 +133,8 @@ def main(argv=None) -> int:
     except (SurrogateError, FileExistsError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `surrogate inspect X | head`
+        sys.stderr.close()
     return 0
 
 

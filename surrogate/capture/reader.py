@@ -90,6 +90,25 @@ def _meta_from_contact(contact: dict) -> DatasetMeta:
     )
 
 
+def _objects_from_contact(contact: dict, path: Path) -> dict:
+    """Object name -> ObjectSpec; a malformed object maps to the CaptureError its episodes raise."""
+    out = {}
+    for name, o in (contact.get("objects") or {}).items():
+        try:
+            out[name] = ObjectSpec.from_json(o)
+        except (TypeError, AttributeError) as e:
+            out[name] = CaptureError(f"malformed object '{name}' ({e})", file=path, field="objects")
+    return out
+
+
+def _episode_entries(contact: dict, path: Path) -> dict:
+    """episode_index -> the episode's entry in contact.json."""
+    entries = contact.get("episodes")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "episode_index" in e for e in entries):
+        raise CaptureError("must be a list of objects, each with an episode_index", file=path, field="episodes")
+    return {e["episode_index"]: e for e in entries}
+
+
 def _read_table(path: Path, columns) -> pa.Table:
     try:
         return pq.read_table(path, columns=columns)
@@ -122,13 +141,14 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     validate_meta(meta, file=root / CONTACT_META)
     features = info["features"]
     wanted = [k for k in features if include_truth or not k.startswith(TRUTH_PREFIX)]
-    objects = {name: ObjectSpec.from_json(o) for name, o in contact.get("objects", {}).items()}
-    ep_meta = {e["episode_index"]: e for e in contact.get("episodes", [])}
+    objects = _objects_from_contact(contact, root / CONTACT_META)
+    ep_meta = _episode_entries(contact, root / CONTACT_META)
 
     files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
     if not files:
         raise CaptureError("no data files under data/", file=root)
     frames: dict[int, dict[str, list]] = {}
+    sources: dict[int, Path] = {}  # episode -> data file, so errors name the file to look at
     for path in files:
         table = _read_table(path, wanted)
         missing = [k for k in wanted if k not in table.column_names]
@@ -139,6 +159,7 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
         for e in np.unique(ep_idx):
             sel = ep_idx == e
             dst = frames.setdefault(int(e), {})
+            sources.setdefault(int(e), path)
             for k, v in cols.items():
                 dst.setdefault(k, []).append(v[sel])
 
@@ -154,8 +175,8 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
         try:
             if em is None:
                 raise CaptureError(f"episode_index {e} has no entry in {CONTACT_META}", file=root / CONTACT_META, episode=e, field="episodes")
-            ep = _episode_from_columns(cols, em, objects, features, root)
-            validate_episode(ep, meta, file=root)
+            ep = _episode_from_columns(cols, em, objects, contact.get("features", {}), root)
+            validate_episode(ep, meta, file=sources[e])
         except CaptureError as err:
             if on_error == "raise":
                 raise
@@ -165,13 +186,31 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     return dataset
 
 
-def _episode_from_columns(cols, em, objects, features, root) -> Episode:
+def _episode_from_columns(cols, em, objects, contact_features, root) -> Episode:
+    """Build one Episode from its columns and its ``meta/contact.json`` entry ``em``.
+
+    A malformed entry (missing keys, wrong types) is a CaptureError naming the episode, so
+    that ``on_error="skip"`` can skip it like any other bad episode.
+    """
+    try:
+        return _build_episode(cols, em, objects, contact_features, root)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        if isinstance(e, CaptureError):
+            raise
+        what = f"missing key {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+        ep_id = em.get("episode_id", em.get("episode_index")) if isinstance(em, dict) else None
+        raise CaptureError(f"malformed episode entry ({what})", file=root / CONTACT_META, episode=ep_id, field="episodes") from None
+
+
+def _build_episode(cols, em, objects, contact_features, root) -> Episode:
     order = np.argsort(cols["frame_index"], kind="stable")
     cols = {k: v[order] for k, v in cols.items()}
     obj = objects.get(em["object"])
     if obj is None:
         raise CaptureError(f"object '{em['object']}' is not described in {CONTACT_META}", file=root / CONTACT_META,
                            episode=em.get("episode_id"), field="objects")
+    if isinstance(obj, CaptureError):
+        raise CaptureError(obj.reason, file=obj.file, episode=em.get("episode_id"), field="objects")
     t = cols["timestamp"].astype(np.float64)
     kw = {}
     for name, key in FEATURE_KEYS.items():
@@ -184,7 +223,13 @@ def _episode_from_columns(cols, em, objects, features, root) -> Episode:
             kw[name] = v.astype(np.float64) if v.dtype.kind == "f" else v
     if "object_pose" not in kw:
         raise CaptureError("missing", file=root, episode=em.get("episode_id"), field=FEATURE_KEYS["object_pose"])
-    truth = {k[len(TRUTH_PREFIX):]: v.astype(np.float64) for k, v in cols.items() if k.startswith(TRUTH_PREFIX)}
+    truth = {}
+    for k, v in cols.items():
+        if k.startswith(TRUTH_PREFIX):
+            # Parquet holds truth flattened to [T, n]; contact.json keeps the per-frame shape.
+            shape = contact_features.get(k, {}).get("shape")
+            v = v.astype(np.float64)
+            truth[k[len(TRUTH_PREFIX):]] = v.reshape((len(v), *shape)) if shape is not None else v
     return Episode(
         episode_id=str(em["episode_id"]),
         timestamps=t,

@@ -25,13 +25,15 @@ def _fail(msg, ep, field, file):
 def _check_array(ep, name, arr, shape_tail, file, *, dtype_kind="f"):
     T = ep.num_frames
     arr = np.asarray(arr)
+    # "n" marks a width that may be anything (joints, sensors, taxels, regions).
+    want = "[T" + "".join(f", {'n' if s is None else s}" for s in shape_tail) + "]"
     if arr.ndim != 1 + len(shape_tail):
-        _fail(f"expected shape [T{''.join(f', {s}' for s in shape_tail)}], got {list(arr.shape)}", ep, name, file)
+        _fail(f"expected shape {want}, got {list(arr.shape)}", ep, name, file)
     if arr.shape[0] != T:
         _fail(f"has {arr.shape[0]} frames but timestamps has {T} (mismatched lengths)", ep, name, file)
     for i, s in enumerate(shape_tail):
         if s is not None and arr.shape[1 + i] != s:
-            _fail(f"expected shape [T{''.join(f', {x}' for x in shape_tail)}], got {list(arr.shape)}", ep, name, file)
+            _fail(f"expected shape {want}, got {list(arr.shape)}", ep, name, file)
     if dtype_kind == "f":
         if arr.dtype.kind not in "fiub":
             _fail(f"expected numbers, got dtype {arr.dtype}", ep, name, file)
@@ -121,8 +123,11 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
         _fail("must name the source", ep, "provenance.source", file)
     if not (pv.capture_rate_hz and 0 < pv.capture_rate_hz < 1e5):
         _fail(f"must be in (0, 1e5) Hz, got {pv.capture_rate_hz!r}", ep, "provenance.capture_rate_hz", file)
-    if ep.grasp_type is not None and int(ep.grasp_type) not in FEIX_GRASP_TYPES:
-        _fail(f"must be a Feix GRASP taxonomy id 1..33, got {ep.grasp_type!r}", ep, "grasp_type", file)
+    if ep.grasp_type is not None:
+        # int() would turn 3.5 into 3 and "power" into a ValueError: require an integer id.
+        g = ep.grasp_type
+        if isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, np.integer)) or int(g) not in FEIX_GRASP_TYPES:
+            _fail(f"must be a Feix GRASP taxonomy id 1..33, got {g!r}", ep, "grasp_type", file)
 
 
 def _validate_object(ep, file):

@@ -68,6 +68,28 @@ def _feature_layout(ep: Episode, meta: DatasetMeta) -> dict:
     return layout
 
 
+def _jsonable(obj, *, episode, field):
+    """``obj`` with numpy scalars/arrays turned into Python values; CaptureError if not JSON-able.
+
+    Checked at ``add`` time so that a bad label fails naming its episode, not later in
+    ``close`` when the whole dataset is lost.
+    """
+    def conv(o):
+        if isinstance(o, dict):
+            return {str(k): conv(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [conv(v) for v in o]
+        if isinstance(o, (np.ndarray, np.generic)):
+            return o.tolist()
+        return o
+    out = conv(obj)
+    try:
+        json.dumps(out, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise CaptureError(f"not JSON-serializable ({e})", episode=episode, field=field) from None
+    return out
+
+
 def _column(values: np.ndarray, dtype: str) -> pa.Array:
     if dtype == "bool":
         return pa.array(np.asarray(values, dtype=bool).reshape(-1))
@@ -121,30 +143,48 @@ class CaptureWriter:
         self._index = 0
         self._ids: set[str] = set()
         self._closed = False
+        self._truth_shapes: dict[str, list] = {}
 
     # -- per episode ---------------------------------------------------------
     def add(self, ep: Episode) -> None:
+        """Validate ``ep`` against the format and the episodes before it, then write it.
+
+        All checks run before any state changes, so a rejected episode leaves the writer
+        as it was (the caller may catch the CaptureError and go on).
+        """
         validate_episode(ep, self.meta)
         if ep.episode_id in self._ids:
             raise CaptureError("duplicate episode id", episode=ep.episode_id, field="episode_id")
         layout = _feature_layout(ep, self.meta)
-        if self._layout is None:
-            self._layout = layout
-            self._features = self._features_json(layout)
-            self._schema = self._arrow_schema()
-        elif set(layout) != set(self._layout):
-            diff = sorted(set(layout) ^ set(self._layout))
-            raise CaptureError(f"has fields {diff} differently from the dataset's first episode", episode=ep.episode_id, field=diff[0])
-        else:
-            for key, (_, _, names, _, _) in layout.items():
-                if names is not None and len(names) != len(self._layout[key][2]):
-                    raise CaptureError(f"width {len(names)} differs from the dataset's {len(self._layout[key][2])}", episode=ep.episode_id, field=key)
+        truth_shapes = {k: list(np.asarray(v).shape[1:]) for k, v in ep.truth.items()}
+        if self._layout is not None:
+            self._check_same_features(ep, layout, truth_shapes)
+        obj_json = _jsonable(ep.object.to_json(), episode=ep.episode_id, field="object")
         known = self._objects.get(ep.object.name)
-        if known is not None and known != ep.object.to_json():
+        if known is not None and known != obj_json:
             raise CaptureError(f"object '{ep.object.name}' differs from an earlier episode's object of the same name",
                                episode=ep.episode_id, field="object")
+        json_parts = {name: _jsonable(value, episode=ep.episode_id, field=name) for name, value in (
+            ("labels", ep.labels), ("environment", ep.environment.to_json()), ("provenance", ep.provenance.to_json()))}
+        if self._layout is None:
+            self._layout = layout
+            self._truth_shapes = truth_shapes
+            self._features = self._features_json(layout)
+            self._schema = self._arrow_schema()
         self._ids.add(ep.episode_id)
-        self._write_frames(ep)
+        self._write_frames(ep, obj_json, json_parts)
+
+    def _check_same_features(self, ep: Episode, layout: dict, truth_shapes: dict) -> None:
+        """LeRobot features are dataset-wide: ``ep`` must have the first episode's fields and widths."""
+        if set(layout) != set(self._layout):
+            diff = sorted(set(layout) ^ set(self._layout))
+            raise CaptureError(f"has fields {diff} differently from the dataset's first episode", episode=ep.episode_id, field=diff[0])
+        for key, (_, _, names, _, _) in layout.items():
+            if names is not None and len(names) != len(self._layout[key][2]):
+                raise CaptureError(f"width {len(names)} differs from the dataset's {len(self._layout[key][2])}", episode=ep.episode_id, field=key)
+        if truth_shapes != self._truth_shapes:
+            raise CaptureError(f"truth shapes {truth_shapes} differ from the first episode's {self._truth_shapes}",
+                               episode=ep.episode_id, field="truth")
 
     def _features_json(self, layout):
         feats = {}
@@ -179,7 +219,7 @@ class CaptureWriter:
             return p
         return _flat(ep, source)
 
-    def _write_frames(self, ep: Episode):
+    def _write_frames(self, ep: Episode, obj_json: dict, json_parts: dict):
         T = ep.num_frames
         task = ep.task or "capture"
         task_index = self._tasks.setdefault(task, len(self._tasks))
@@ -227,16 +267,16 @@ class CaptureWriter:
         for key, st in stats.items():
             self._stats.setdefault(key, []).append(st)
         self._index += T
-        self._objects.setdefault(ep.object.name, ep.object.to_json())
+        self._objects.setdefault(ep.object.name, obj_json)
         self._episode_meta.append({
             "episode_index": ep_index,
             "episode_id": ep.episode_id,
             "object": ep.object.name,
-            "environment": ep.environment.to_json(),
-            "provenance": ep.provenance.to_json(),
+            "environment": json_parts["environment"],
+            "provenance": json_parts["provenance"],
             "task": task,
             "grasp_type": None if ep.grasp_type is None else int(ep.grasp_type),
-            "labels": ep.labels,
+            "labels": json_parts["labels"],
             "t0": float(ep.timestamps[0]) + float(ep.t0),
             "truth_fields": sorted(ep.truth),
         })
@@ -249,8 +289,18 @@ class CaptureWriter:
         if not self._episode_meta:
             self.abort()
             raise CaptureError("no valid episodes to write", file=self.root)
+        try:
+            self._publish()
+        except BaseException:
+            # A failure while writing the metadata must not leave the temporary tree behind.
+            self.abort()
+            raise
+        return self.root
+
+    def _publish(self) -> None:
         if self._writer is not None:
             self._writer.close()
+            self._writer = None
         tmp = self._tmp
         rows = self._episodes_rows
         ep_table = pa.Table.from_pylist(rows)
@@ -287,7 +337,9 @@ class CaptureWriter:
             "capture_rate_hz": float(np.median(rates)),
             "features": {
                 key: {"quantity": src if not src.startswith("truth:") else "truth", "units": units, "frame": frame,
-                      "evaluation_only": src.startswith("truth:")}
+                      "evaluation_only": src.startswith("truth:"),
+                      # parquet holds truth flattened to [T, n]; this restores [T, ...] on read.
+                      **({"shape": self._truth_shapes[src[6:]]} if src.startswith("truth:") else {})}
                 for key, (src, _, _, units, frame) in self._layout.items()
             } | {"timestamp": {"quantity": "time since the episode's first frame (t0 in episodes)", "units": ["s"],
                                "frame": None, "evaluation_only": False}},
@@ -305,7 +357,6 @@ class CaptureWriter:
         write_json_atomic(tmp / CONTACT_META, contact)
         self._ctx.__exit__(None, None, None)
         self._closed = True
-        return self.root
 
     def _write_tasks(self, path):
         # Same bytes LeRobot (pandas) writes: tasks as the index, task_index as a column.

@@ -1,0 +1,501 @@
+"""Read a foreign LeRobot v3 dataset (no ``meta/contact.json``) with a key mapping.
+
+A LeRobot dataset knows its feature keys and shapes but not what they mean physically:
+units, quaternion order, which column is the object pose, what the object is. The
+mapping supplies that, in the same YAML style as the project's other configs::
+
+    fields:
+      object_pose: {key: observation.object_pose, layout: [x, y, z, qw, qx, qy, qz], length_unit: m}
+      joint_pos: {key: observation.state, unit: m}
+      joint_cmd: {key: action, unit: m}
+      wrench: {key: observation.wrench, sensors: [wrist]}
+    object: {name: box, mass: 0.2, size: 0.06, geometry: {kind: box, half_extents: [0.03, 0.03, 0.03]}, friction: 0.8}
+    environment: {kind: table, height: 0.0}
+    provenance: {source: "...", real: false}
+    angular_frame: world
+
+Per field (all optional except ``object_pose``):
+  object_pose: key, layout (the 7 names x y z qw qx qy qz in the column's order, e.g.
+    ``[x, y, z, qx, qy, qz, qw]``; default: the feature's names if they are those, else
+    w-first), length_unit (default m).
+  object_pose_valid: key (nonzero = tracked).
+  object_twist: key, linear_unit (m/s), angular_unit (rad/s).
+  joint_pos / joint_cmd: key, unit (required: rad, deg, m, mm, ...). joint_vel: key, unit (rad/s, m/s, ...).
+  wrench: key, sensors (names; width must be 6 per sensor: fx fy fz tx ty tz), force_unit (N), torque_unit (N*m).
+  tactile: key, unit (optional). contact_regions: key.
+  time: key (default ``timestamp``), unit (default s).
+Top level: object (ObjectSpec fields; ``inertia`` may be left out for a box),
+environment, provenance (``source`` and ``real`` required; ``capture_rate_hz`` defaults to
+info.json's fps), angular_frame, and optionally name, robot_type, hand, joint_names,
+contact_region_seeds, episode_id_prefix.
+
+Only pyarrow and json are used to read; neither LeRobot nor pandas is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from ..errors import CaptureError, ConfigError
+from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
+from .reader import _read_table
+from .schema import ANGULAR_FRAMES, POSE_NAMES, UNIT_TO_SI
+from .validate import validate_episode, validate_meta
+
+QUAT_RENORM_TOL = 0.1  # float32 storage leaves |q| a little off 1; further off is bad data for the validator
+
+# Capture quantity -> {option: (default unit or None if required, allowed SI units or None for any)}.
+UNIT_OPTIONS = {
+    "object_pose": {"length_unit": ("m", ("m",))},
+    "object_pose_valid": {},
+    "object_twist": {"linear_unit": ("m/s", ("m/s",)), "angular_unit": ("rad/s", ("rad/s",))},
+    "joint_pos": {"unit": (None, ("m", "rad"))},
+    "joint_vel": {"unit": (None, ("m/s", "rad/s"))},
+    "joint_cmd": {"unit": (None, ("m", "rad"))},
+    "wrench": {"force_unit": ("N", ("N",)), "torque_unit": ("N*m", ("N*m",))},
+    "tactile": {"unit": ("", None)},  # "" = dimensionless/unknown, stored as is
+    "contact_regions": {},
+    "time": {"unit": ("s", ("s",))},
+}
+EXTRA_OPTIONS = {"object_pose": {"layout"}, "wrench": {"sensors"}}
+TOP_KEYS = {"fields", "object", "environment", "provenance", "angular_frame", "name", "robot_type", "hand",
+            "joint_names", "contact_region_seeds", "episode_id_prefix"}
+INDEX_COLUMNS = ("episode_index", "frame_index", "task_index")
+
+
+# --------------------------------------------------------------------------- mapping
+def load_mapping(path: str | Path) -> dict:
+    """Load and check a mapping YAML file. Errors name the file and the key."""
+    path = Path(path)
+    try:
+        mapping = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"cannot read ({e.strerror or e})", file=path) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"not valid YAML ({e})", file=path) from None
+    check_mapping(mapping, file=path)
+    return mapping
+
+
+def check_mapping(mapping, *, file=None) -> None:
+    """Check a mapping's structure and units (before any data is read).
+
+    Raises ConfigError naming the key for structural problems and CaptureError naming
+    the field (``fields.<quantity>.<option>``) and the known units for a bad unit.
+    """
+    if not isinstance(mapping, dict):
+        raise ConfigError(f"must be a mapping with keys {sorted(TOP_KEYS)}, got {type(mapping).__name__}", file=file)
+    unknown = sorted(set(mapping) - TOP_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown key; allowed: {sorted(TOP_KEYS)}", file=file, key=unknown[0])
+    for key in ("fields", "object", "provenance"):
+        if not isinstance(mapping.get(key), dict):
+            raise ConfigError("required, as a mapping", file=file, key=key)
+    fields = mapping["fields"]
+    if "object_pose" not in fields:
+        raise ConfigError("required: the column holding the object pose", file=file, key="fields.object_pose")
+    for name, spec in fields.items():
+        _check_field(name, spec, file)
+    for key in ("source", "real"):
+        if key not in mapping["provenance"]:
+            raise ConfigError("required (say whether the data comes from physical hardware)" if key == "real" else "required",
+                              file=file, key=f"provenance.{key}")
+    obj = mapping["object"]
+    for key in ("name", "mass", "geometry"):
+        if key not in obj:
+            raise ConfigError("required", file=file, key=f"object.{key}")
+    if not isinstance(obj["geometry"], dict):
+        raise ConfigError("must be a mapping with a 'kind'", file=file, key="object.geometry")
+    if "inertia" not in obj and obj["geometry"].get("kind") != "box":
+        raise ConfigError("required unless the geometry is a box (3x3, kg m^2, about the centre of mass)",
+                          file=file, key="object.inertia")
+    if mapping.get("environment") is not None and not isinstance(mapping["environment"], dict):
+        raise ConfigError("must be a mapping", file=file, key="environment")
+    for key, cls in (("object", ObjectSpec), ("environment", Environment), ("provenance", Provenance)):
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(mapping.get(key) or {}) - allowed)
+        if unknown:
+            raise ConfigError(f"unknown key; allowed: {sorted(allowed)}", file=file, key=f"{key}.{unknown[0]}")
+    frame = mapping.get("angular_frame", "world")
+    if frame not in ANGULAR_FRAMES:
+        raise ConfigError(f"must be one of {list(ANGULAR_FRAMES)}, got {frame!r}", file=file, key="angular_frame")
+
+
+def _check_field(name: str, spec, file) -> None:
+    if name not in UNIT_OPTIONS:
+        raise ConfigError(f"unknown quantity; allowed: {sorted(UNIT_OPTIONS)}", file=file, key=f"fields.{name}")
+    if not isinstance(spec, dict) or ("key" not in spec and name != "time"):
+        raise ConfigError("must be a mapping with at least 'key' (the LeRobot feature)", file=file, key=f"fields.{name}")
+    allowed = {"key"} | set(UNIT_OPTIONS[name]) | EXTRA_OPTIONS.get(name, set())
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ConfigError(f"unknown option; allowed: {sorted(allowed)}", file=file, key=f"fields.{name}.{unknown[0]}")
+    for option, (default, dims) in UNIT_OPTIONS[name].items():
+        unit = spec.get(option, default)
+        if unit is None:
+            raise ConfigError(f"required: the unit of the column ({' or '.join(dims)} or a multiple)", file=file,
+                              key=f"fields.{name}.{option}")
+        if unit != "":
+            _unit_factor(unit, dims, f"fields.{name}.{option}", file)
+    if name == "object_pose" and "layout" in spec:
+        layout = spec["layout"]
+        if not isinstance(layout, list) or sorted(layout) != sorted(POSE_NAMES):
+            raise ConfigError(f"must list {POSE_NAMES} in the column's order, got {layout!r}", file=file,
+                              key="fields.object_pose.layout")
+    if name == "wrench" and "sensors" in spec:
+        if not isinstance(spec["sensors"], list) or not spec["sensors"]:
+            raise ConfigError("must be a non-empty list of sensor names", file=file, key="fields.wrench.sensors")
+
+
+def _unit_factor(unit: str, dims, field: str, file=None) -> float:
+    """Factor from ``unit`` to SI; CaptureError naming ``field`` for an unknown or wrong-kind unit."""
+    if unit not in UNIT_TO_SI:
+        raise CaptureError(f"unknown unit {unit!r}; known units: {sorted(UNIT_TO_SI)}", file=file, field=field)
+    si, factor = UNIT_TO_SI[unit]
+    if dims is not None and si not in dims:
+        raise CaptureError(f"unit {unit!r} converts to {si!r}, expected a unit of {' or '.join(dims)}", file=file, field=field)
+    return factor
+
+
+# --------------------------------------------------------------------------- scene
+def box_inertia(mass: float, half_extents) -> list:
+    """[3, 3] inertia (kg m^2) of a solid box of ``mass`` kg with half extents (m) about its centre."""
+    hx, hy, hz = (float(h) for h in half_extents)
+    return (mass / 3.0 * np.diag([hy**2 + hz**2, hx**2 + hz**2, hx**2 + hy**2])).tolist()
+
+
+def _object_spec(obj: dict) -> ObjectSpec:
+    geometry = dict(obj["geometry"])
+    half = geometry.get("half_extents")
+    inertia = obj.get("inertia")
+    if inertia is None:
+        inertia = box_inertia(obj["mass"], half)  # check_mapping ensured this is a box
+    size = obj.get("size")
+    if size is None and half is not None:
+        size = 2.0 * max(float(h) for h in half)
+    return ObjectSpec(name=obj["name"], mass=obj["mass"], inertia=inertia, size=size, geometry=geometry,
+                      friction=obj.get("friction"))
+
+
+def _dataset_meta(root: Path, mapping: dict, info: dict, joint_names, sensors, tactile_unit) -> DatasetMeta:
+    return DatasetMeta(
+        name=mapping.get("name", root.name),
+        robot_type=mapping.get("robot_type", info.get("robot_type") or "none"),
+        hand=mapping.get("hand"),
+        joint_names=joint_names,
+        wrench_sensors=sensors,
+        tactile_unit=tactile_unit,
+        angular_frame=mapping.get("angular_frame", "world"),
+        contact_region_seeds=mapping.get("contact_region_seeds") or {},
+    )
+
+
+# --------------------------------------------------------------------------- columns
+class _Column:
+    """How one capture quantity is read from one LeRobot feature.
+
+    ``width``: values per frame in parquet; ``order``: indices that reorder the parquet
+    columns into the capture layout (pose), or None; ``scale``: [width] factors to SI, in
+    the capture layout.
+    """
+
+    def __init__(self, name, key, width, scale, order=None):
+        self.name, self.key, self.width, self.scale, self.order = name, key, width, scale, order
+
+    def convert(self, raw: np.ndarray) -> np.ndarray:
+        """[T, width] raw values -> SI values in the capture layout."""
+        v = raw.astype(np.float64)
+        if self.order is not None:
+            v = v[:, self.order]
+        return v * self.scale
+
+
+def _feature(info: dict, spec: dict, name: str, info_path: Path) -> dict:
+    key = spec["key"]
+    feats = info["features"]
+    if key not in feats:
+        raise CaptureError(f"{key!r} is not a feature of this dataset; features: {sorted(feats)}", file=info_path,
+                           field=f"fields.{name}.key")
+    return feats[key]
+
+
+def _width(feat: dict) -> int:
+    return int(np.prod(feat.get("shape") or [1]))
+
+
+def _plan_columns(info: dict, fields: dict, info_path: Path) -> tuple[dict, dict]:
+    """Capture quantity -> _Column, plus the names found (joint names, sensors) for the meta."""
+    cols, found = {}, {}
+    for name, spec in fields.items():
+        if name == "time":
+            continue
+        feat = _feature(info, spec, name, info_path)
+        width = _width(feat)
+        units = {opt: spec.get(opt, default) for opt, (default, _) in UNIT_OPTIONS[name].items()}
+        if name == "object_pose":
+            cols[name] = _pose_column(spec, feat, width, units["length_unit"], info_path)
+        elif name == "object_twist":
+            _need_width(width, 6, name, spec, info_path)
+            lin, ang = UNIT_TO_SI[units["linear_unit"]][1], UNIT_TO_SI[units["angular_unit"]][1]
+            cols[name] = _Column(name, spec["key"], 6, np.array([lin] * 3 + [ang] * 3))
+        elif name == "wrench":
+            sensors = spec.get("sensors") or [f"sensor{i}" for i in range(max(width // 6, 1))]
+            _need_width(width, 6 * len(sensors), name, spec, info_path)
+            f, t = UNIT_TO_SI[units["force_unit"]][1], UNIT_TO_SI[units["torque_unit"]][1]
+            cols[name] = _Column(name, spec["key"], width, np.tile([f] * 3 + [t] * 3, len(sensors)))
+            found["sensors"] = list(sensors)
+        elif name == "object_pose_valid":
+            _need_width(width, 1, name, spec, info_path)
+            cols[name] = _Column(name, spec["key"], 1, np.ones(1))
+        else:  # per-joint, tactile and region arrays: one unit for every component
+            unit = units.get("unit") or "1"
+            cols[name] = _Column(name, spec["key"], width, np.full(width, UNIT_TO_SI[unit][1] if unit else 1.0))
+            if name == "joint_pos" and feat.get("names"):
+                found["joint_names"] = [_strip_suffix(n) for n in feat["names"]]
+            if name == "tactile" and spec.get("unit"):
+                found["tactile_unit"] = UNIT_TO_SI[spec["unit"]][0]
+    return cols, found
+
+
+def _strip_suffix(name: str) -> str:
+    # LeRobot names joints "finger_left.pos"; the writer appends ".pos"/".vel"/".cmd" itself.
+    base, _, suffix = str(name).rpartition(".")
+    return base if base and suffix in ("pos", "vel", "cmd") else str(name)
+
+
+def _need_width(width: int, want: int, name: str, spec: dict, info_path: Path) -> None:
+    if width != want:
+        raise CaptureError(f"feature {spec['key']!r} has {width} values per frame, {name} needs {want}", file=info_path,
+                           field=f"fields.{name}")
+
+
+def _pose_column(spec, feat, width, length_unit, info_path) -> _Column:
+    _need_width(width, 7, "object_pose", spec, info_path)
+    names = feat.get("names")
+    from_info = list(names) if isinstance(names, list) and sorted(names) == sorted(POSE_NAMES) else None
+    layout = spec.get("layout") or from_info or POSE_NAMES
+    if spec.get("layout") and from_info and from_info != list(spec["layout"]):
+        # The dataset names its columns and the mapping contradicts it: one of them is wrong.
+        raise CaptureError(f"layout {spec['layout']} contradicts the feature's names {from_info} in info.json",
+                           file=info_path, field="fields.object_pose.layout")
+    order = [layout.index(n) for n in POSE_NAMES]  # capture column i comes from parquet column order[i]
+    factor = UNIT_TO_SI[length_unit][1]
+    return _Column("object_pose", spec["key"], 7, np.array([factor] * 3 + [1.0] * 4), order)
+
+
+def _as_2d(col: pa.ChunkedArray, width: int) -> np.ndarray:
+    """[T, width] numpy array from a scalar, fixed-size list or list column."""
+    col = col.combine_chunks()
+    if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        flat = col.flatten().to_numpy(zero_copy_only=False)
+        if flat.size != len(col) * width:
+            raise ValueError(f"holds {flat.size} values for {len(col)} frames, expected {width} per frame")
+        return flat.reshape(len(col), width)
+    return col.to_numpy(zero_copy_only=False).reshape(len(col), 1)
+
+
+# --------------------------------------------------------------------------- files
+def _load_info(root: Path) -> dict:
+    path = root / "meta/info.json"
+    if not path.is_file():
+        raise CaptureError("missing meta/info.json; is this a LeRobot dataset?", file=path)
+    try:
+        info = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CaptureError(f"corrupt JSON ({e})", file=path) from None
+    for key in ("features", "fps"):
+        if key not in info:
+            raise CaptureError("missing key", file=path, field=key)
+    version = str(info.get("codebase_version", ""))
+    if not version.startswith("v3"):
+        raise CaptureError(f"codebase_version {version!r}: only LeRobot v3 datasets are read (convert v2.x with LeRobot first)",
+                           file=path, field="codebase_version")
+    return info
+
+
+def _data_files(root: Path, info: dict) -> list[Path]:
+    """Data files named by the episode metadata (LeRobot's own index), else found on disk."""
+    ep_files = sorted((root / "meta/episodes").glob("chunk-*/file-*.parquet"))
+    template = info.get("data_path")
+    if ep_files and template:
+        pairs = set()
+        for path in ep_files:
+            t = _read_table(path, ["data/chunk_index", "data/file_index"])
+            pairs.update(zip(t["data/chunk_index"].to_pylist(), t["data/file_index"].to_pylist()))
+        files = [root / template.format(chunk_index=c, file_index=f) for c, f in sorted(pairs)]
+        for f in files:
+            if not f.is_file():
+                raise CaptureError("named by meta/episodes but missing", file=f)
+        return files
+    files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
+    if not files:
+        raise CaptureError("no data files under data/", file=root)
+    return files
+
+
+def _tasks(root: Path) -> dict[int, str]:
+    """task_index -> task text from meta/tasks.parquet (pandas writes the text as the index)."""
+    path = root / "meta/tasks.parquet"
+    if not path.is_file():
+        return {}
+    table = _read_table(path, None)
+    text_col = "task" if "task" in table.column_names else None
+    if text_col is None and table.schema.metadata and b"pandas" in table.schema.metadata:
+        index_cols = json.loads(table.schema.metadata[b"pandas"]).get("index_columns") or []
+        text_col = next((c for c in index_cols if isinstance(c, str) and c in table.column_names), None)
+    if text_col is None or "task_index" not in table.column_names:
+        raise CaptureError(f"expected columns task_index and task (or a pandas index), got {table.column_names}", file=path)
+    return dict(zip(table["task_index"].to_pylist(), table[text_col].to_pylist()))
+
+
+# --------------------------------------------------------------------------- episodes
+def _episode_arrays(table: pa.Table, cols: dict, time_key: str, time_scale: float) -> dict[int, dict]:
+    """episode_index -> {quantity: [T, n] SI array, "timestamps": [T], "frame_index": [T], "task_index": [T]}."""
+    ep_idx = table["episode_index"].to_numpy()
+    frame = table["frame_index"].to_numpy()
+    raw = {name: _as_2d(table[c.key], c.width) for name, c in cols.items()}
+    t = table[time_key].to_numpy().astype(np.float64) * time_scale
+    task = table["task_index"].to_numpy() if "task_index" in table.column_names else np.zeros(len(ep_idx), np.int64)
+    out = {}
+    for e in np.unique(ep_idx):
+        sel = np.flatnonzero(ep_idx == e)
+        arrays = {name: cols[name].convert(raw[name][sel]) for name in cols}
+        arrays.update(timestamps=t[sel], frame_index=frame[sel], task_index=task[sel])
+        out[int(e)] = arrays
+    return out
+
+
+def _merge(parts: list[dict]) -> dict:
+    """One episode's arrays from one or more files, concatenated and put in frame order."""
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.argsort(merged["frame_index"], kind="stable")
+    return {k: v[order] for k, v in merged.items()}
+
+
+def _normalize_quaternions(pose: np.ndarray) -> np.ndarray:
+    """Renormalize near-unit quaternions (float32 storage); leave bad ones for the validator to reject."""
+    pose = pose.copy()
+    n = np.linalg.norm(pose[:, 3:], axis=1)
+    ok = np.isfinite(n) & (np.abs(n - 1.0) <= QUAT_RENORM_TOL)
+    pose[ok, 3:] /= n[ok, None]
+    return pose
+
+
+def _hold_last_valid(pose: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Untracked frames hold the last tracked pose (the format's convention; trackers often write NaN)."""
+    if valid.all() or not valid.any():
+        return pose
+    idx = np.where(valid, np.arange(len(valid)), -1)
+    idx = np.maximum.accumulate(idx)
+    idx[idx < 0] = np.flatnonzero(valid)[0]  # before the first tracked frame: the first tracked pose
+    return pose[idx]
+
+
+def _build_episode(ep_index: int, arrays: dict, mapping: dict, scene: dict, tasks: dict) -> Episode:
+    kw = {}
+    valid = None
+    if "object_pose_valid" in arrays:
+        valid = arrays["object_pose_valid"][:, 0] != 0
+        kw["object_pose_valid"] = valid
+    pose = _normalize_quaternions(arrays["object_pose"])
+    if valid is not None:
+        pose = _hold_last_valid(pose, valid)
+    for name in ("object_twist", "joint_pos", "joint_vel", "joint_cmd", "tactile", "contact_regions"):
+        if name in arrays:
+            kw[name] = arrays[name]
+    if "wrench" in arrays:
+        kw["wrench"] = arrays["wrench"].reshape(len(pose), -1, 6)
+    return Episode(
+        episode_id=f"{mapping.get('episode_id_prefix', 'episode_')}{ep_index:06d}",
+        timestamps=arrays["timestamps"],
+        object_pose=pose,
+        object=scene["object"],
+        provenance=Provenance(**scene["provenance"]),
+        environment=Environment(**scene["environment"]),
+        task=tasks.get(int(arrays["task_index"][0]), ""),
+        **kw,
+    )
+
+
+def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str = "skip"
+                 ) -> tuple[list[Episode], DatasetMeta, list[dict]]:
+    """Read the LeRobot v3 dataset at ``root`` as capture episodes.
+
+    Args:
+      root: dataset directory (``meta/info.json``, ``data/``, ``meta/episodes/``, ``meta/tasks.parquet``).
+      mapping: the mapping dict (see the module docstring) or a path to its YAML file.
+      on_error: "skip" leaves an invalid episode out and reports it; "raise" stops at it.
+    Returns:
+      (episodes in episode_index order, the dataset meta, skipped) where skipped is a list of
+      {"file", "episode", "field", "reason"} (also in ``meta.skipped`` so the writer records it).
+      Arrays are SI; quaternions unit (w, x, y, z); wrench [T, S, 6].
+    Raises:
+      ConfigError for a malformed mapping (naming the key), CaptureError for a bad unit,
+      a key the dataset lacks, a width mismatch or unreadable files (naming file and field).
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if isinstance(mapping, (str, Path)):
+        mapping = load_mapping(mapping)
+    else:
+        check_mapping(mapping)
+    root = Path(root)
+    info = _load_info(root)
+    info_path = root / "meta/info.json"
+    fields = mapping["fields"]
+    cols, found = _plan_columns(info, fields, info_path)
+    time_spec = fields.get("time", {})
+    time_key = time_spec.get("key", "timestamp")
+    if time_key not in info["features"]:
+        raise CaptureError(f"{time_key!r} is not a feature of this dataset", file=info_path, field="fields.time.key")
+    time_scale = UNIT_TO_SI[time_spec.get("unit", "s")][1]
+
+    joint_names = mapping.get("joint_names") or found.get("joint_names")
+    meta = _dataset_meta(root, mapping, info, joint_names, found.get("sensors"), found.get("tactile_unit"))
+    validate_meta(meta)
+    scene = {
+        "object": _object_spec(mapping["object"]),
+        "environment": dict(mapping.get("environment") or {}),
+        "provenance": {"capture_rate_hz": float(info["fps"]), **mapping["provenance"]},
+    }
+    tasks = _tasks(root)
+    wanted = sorted({c.key for c in cols.values()} | {time_key} | {k for k in INDEX_COLUMNS if k in info["features"]})
+
+    parts: dict[int, list[dict]] = {}
+    sources: dict[int, Path] = {}  # episode -> (first) data file, named in errors
+    for path in _data_files(root, info):
+        table = _read_table(path, wanted)
+        try:
+            per_episode = _episode_arrays(table, cols, time_key, time_scale)
+        except ValueError as e:
+            raise CaptureError(str(e), file=path) from None
+        for ep_index, arrays in per_episode.items():
+            parts.setdefault(ep_index, []).append(arrays)
+            sources.setdefault(ep_index, path)
+
+    episodes, skipped = [], []
+    for ep_index in sorted(parts):
+        path = sources[ep_index]
+        try:
+            ep = _build_episode(ep_index, _merge(parts[ep_index]), mapping, scene, tasks)
+            validate_episode(ep, meta, file=path)
+        except CaptureError as e:
+            if on_error == "raise":
+                raise
+            skipped.append(_skip_record(e, path, ep_index, mapping))
+            continue
+        episodes.append(ep)
+    meta.skipped = list(skipped)
+    return episodes, meta, skipped
+
+
+def _skip_record(err: CaptureError, path: Path, ep_index: int, mapping: dict) -> dict:
+    episode = err.episode or f"{mapping.get('episode_id_prefix', 'episode_')}{ep_index:06d}"
+    return {"file": str(err.file or path), "episode": episode, "field": err.field, "reason": err.reason}
