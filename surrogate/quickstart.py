@@ -1,0 +1,118 @@
+"""The main job on the embedded default: every stage that exists, end to end, small.
+
+Stages (each prints what it did; the whole run writes ``OUT/summary.json``):
+  1. import the real ContactNets cube tosses (if the sample data is present),
+  2. load the object splits (train / held-out families, YCB meshes if present),
+  3. build a scene for one object of each family with each hand and check that a
+     passive drop settles under MuJoCo's analytic contact.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from .atomic import write_json_atomic
+from .paths import shared_data_dir
+
+SETTLE_SECONDS = 1.5
+
+
+def _stage(title: str):
+    print(f"\n== {title}", flush=True)
+
+
+def import_tosses(out: Path) -> dict:
+    from .importers.contactnets import import_contactnets
+    from .inspect import summarize
+
+    src = shared_data_dir() / "contactnets_cube"
+    if not src.exists():
+        print(f"sample tosses not found at {src}; set SURROGATE_DATA or run "
+              "`surrogate import contactnets <folder|archive|URL of the upstream repo> --out DATASET`")
+        return {"skipped": f"{src} absent"}
+    report = import_contactnets(src, out / "contactnets_cube", overwrite=True)
+    print(report.summary())
+    s = summarize(out / "contactnets_cube")
+    rest = s["rest_height_m"]
+    print(f"{s['episodes']} real tosses at {s['rate_hz']:.0f} Hz; cube rests {rest['median']*1000:.1f} mm above the ground "
+          f"(half-width 52.4 mm)")
+    return {"episodes": s["episodes"], "rate_hz": s["rate_hz"], "rest_height_m": rest["median"], "skipped": len(s["skipped"])}
+
+
+def list_objects() -> dict:
+    from .objects import load_split, split_names
+
+    out = {}
+    for name in split_names():
+        try:
+            objs = load_split(name)
+        except Exception as e:  # a folder split whose data is absent
+            print(f"split {name}: unavailable ({e})")
+            continue
+        fams = sorted({o.family for o in objs})
+        sizes = [o.size for o in objs]
+        print(f"split {name:8s} {len(objs):3d} objects, families {', '.join(fams)}; size {min(sizes)*100:.1f}-{max(sizes)*100:.1f} cm")
+        out[name] = {"objects": len(objs), "families": fams}
+    return out
+
+
+def drop_settles(obj, hand: str) -> dict:
+    """Drop the object 2 cm onto the table in a scene with ``hand``; report how it settles."""
+    from .scenes import build_scene
+
+    scene = build_scene(obj, hand=hand, setting="table", object_quat="stable")
+    m = scene.model
+    d = scene.make_data(drop_height=0.02)
+    for _ in range(int(SETTLE_SECONDS / m.opt.timestep)):
+        mujoco.mj_step(m, d)
+    a, v = scene.object_qpos_adr, scene.object_dof_adr
+    lin = float(np.linalg.norm(d.qvel[v:v + 3]))
+    ang = float(np.linalg.norm(d.qvel[v + 3:v + 6])) * obj.size
+    z = float(d.qpos[a + 2] - scene.surface_z)
+    ok = bool(np.isfinite(d.qpos).all() and lin < 5e-3 and ang < 5e-3 and z > 0)
+    return {"object": obj.name, "hand": hand, "settled": ok, "speed_m_s": lin, "height_m": z,
+            "owned_pairs": len(scene.owned_pairs), "actuators": int(m.nu)}
+
+
+def check_scenes() -> list:
+    from .objects import load_split
+
+    seen, objs = set(), []
+    for split in ("train", "heldout"):
+        for o in load_split(split):
+            if o.family not in seen:
+                seen.add(o.family)
+                objs.append(o)
+    rows = []
+    for o in objs:
+        for hand in ("parallel_jaw", "three_finger"):
+            r = drop_settles(o, hand)
+            rows.append(r)
+            print(f"  {r['object']:22s} {hand:13s} {'settled' if r['settled'] else 'NOT SETTLED':11s} "
+                  f"speed {r['speed_m_s']*1000:5.2f} mm/s  COM {r['height_m']*1000:5.1f} mm above table  "
+                  f"{r['owned_pairs']:3d} owned pairs  {r['actuators']:2d} actuators")
+    return rows
+
+
+def quickstart(out: str | Path = "runs/quickstart", *, overwrite: bool = True) -> dict:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    summary = {}
+    _stage("1/3 import the real ContactNets cube tosses")
+    summary["contactnets"] = import_tosses(out)
+    _stage("2/3 objects: train and held-out families, mesh files")
+    summary["objects"] = list_objects()
+    _stage("3/3 scenes: one object per family, both hands, passive drop under analytic contact")
+    rows = check_scenes()
+    summary["scenes"] = rows
+    summary["wall_s"] = time.time() - t0
+    write_json_atomic(out / "summary.json", summary)
+    settled = sum(r["settled"] for r in rows)
+    print(f"\nquickstart done in {summary['wall_s']:.0f} s: {settled}/{len(rows)} scenes settled; summary in {out / 'summary.json'}")
+    return summary
