@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import re
 from pathlib import Path
 
 import yaml
@@ -61,3 +63,19 @@ def check_keys(section: dict, allowed, *, where: str, file=None) -> None:
     for k in section:
         if k not in allowed:
             raise ConfigError(f"unknown key; allowed: {sorted(allowed)}", file=file, key=f"{where}.{k}" if where else k)
+
+
+def expand_env(value: str, *, file=None, key=None) -> str:
+    """Expand ``${VAR}`` in a path; ``SURROGATE_DATA`` defaults to the shared data folder,
+    other unset variables are errors naming the key."""
+    from .paths import shared_data_dir
+
+    def sub(m):
+        var = m.group(1)
+        if var == "SURROGATE_DATA":
+            return str(shared_data_dir().resolve())
+        if var not in os.environ:
+            raise ConfigError(f"environment variable ${{{var}}} is not set", file=file, key=key)
+        return os.environ[var]
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", sub, value)

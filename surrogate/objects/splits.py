@@ -20,14 +20,13 @@ checkout). Relative paths are relative to the YAML file's folder.
 
 from __future__ import annotations
 
-import os
-import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from surrogate.config import expand_env
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.objects.families import FAMILIES, make_object
@@ -64,17 +63,7 @@ class SplitSpec:
 
 
 def _expand(value: str, *, file, key) -> str:
-    """Expand ``${VAR}``; SURROGATE_DATA has a default, other unset variables are errors."""
-
-    def sub(m):
-        var = m.group(1)
-        if var == "SURROGATE_DATA":
-            return str(data_root())
-        if var not in os.environ:
-            raise ConfigError(f"environment variable ${{{var}}} is not set", file=file, key=key)
-        return os.environ[var]
-
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", sub, value)
+    return expand_env(value, file=file, key=key)
 
 
 def _read_config(config_path) -> tuple[Path, dict]:

@@ -1,0 +1,196 @@
+"""MuJoCo's analytic contact as a baseline: parameters, batched rollouts of free objects.
+
+The parameters a user can tune in MuJoCo's contact model (per owned pair): sliding friction,
+``solref`` (time constant, damping ratio), ``solimp`` (d0, d_width, width; midpoint and power
+fixed at MuJoCo's defaults), the friction cone (pyramidal or elliptic), and the object's mass
+(scaling its inertia with it). The same model the surrogate runs in is used, with the owned
+pairs in ``analytic`` mode.
+
+Rollouts of many episodes and many parameter sets go through ``mujoco.rollout`` (C, threaded).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+from scipy.spatial.transform import Rotation
+
+from ..scenes import set_contact_mode
+
+CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
+STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+@dataclass
+class AnalyticParams:
+    """Contact parameters of MuJoCo's analytic model (see module docstring).
+
+    friction: sliding coefficient. solref: (time constant s, damping ratio).
+    solimp: (d0, d_width, width m) with midpoint 0.5, power 2. cone: pyramidal | elliptic.
+    mass_scale: true mass / nominal mass (inertia scales with it).
+    """
+
+    friction: float = 0.8
+    solref: tuple = (0.02, 1.0)
+    solimp: tuple = (0.9, 0.95, 0.001)
+    cone: str = "pyramidal"
+    mass_scale: float = 1.0
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["solref"] = [float(x) for x in self.solref]
+        d["solimp"] = [float(x) for x in self.solimp]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "AnalyticParams":
+        return cls(friction=float(d["friction"]), solref=tuple(d["solref"]), solimp=tuple(d["solimp"]),
+                   cone=d.get("cone", "pyramidal"), mass_scale=float(d.get("mass_scale", 1.0)))
+
+
+def apply_params(model: mujoco.MjModel, scene, p: AnalyticParams, *, base_mass=None, base_inertia=None) -> mujoco.MjModel:
+    """Write ``p`` into ``model`` (in place) for the scene's owned pairs and object; returns it."""
+    set_contact_mode(model, scene, "analytic")
+    ids = scene.owned_pair_ids
+    model.pair_friction[ids, 0] = p.friction
+    model.pair_friction[ids, 1] = p.friction
+    model.pair_solref[ids] = np.asarray(p.solref, dtype=float)
+    model.pair_solimp[ids, :3] = np.asarray(p.solimp, dtype=float)
+    model.pair_solimp[ids, 3:] = (0.5, 2.0)
+    model.opt.cone = CONES[p.cone]
+    b = scene.object_body_id
+    m0 = model.body_mass[b] if base_mass is None else base_mass
+    i0 = model.body_inertia[b].copy() if base_inertia is None else base_inertia
+    model.body_mass[b] = m0 * p.mass_scale
+    model.body_inertia[b] = i0 * p.mass_scale
+    return model
+
+
+def models_for(scene, params: list[AnalyticParams]) -> list[mujoco.MjModel]:
+    """One model copy per parameter set (all the same size signature, as rollout needs)."""
+    base = scene.model
+    m0, i0 = float(base.body_mass[scene.object_body_id]), base.body_inertia[scene.object_body_id].copy()
+    out = []
+    for p in params:
+        m = copy.copy(base)
+        apply_params(m, scene, p, base_mass=m0, base_inertia=i0)
+        out.append(m)
+    return out
+
+
+def initial_free_state(ep, *, k: int = 5, gravity=None) -> tuple[np.ndarray, np.ndarray]:
+    """Position, orientation and velocity at the first frame, estimated from the first ``k`` poses.
+
+    Recorded velocities are backward differences of noisy tracked poses; instead the
+    position is fitted with a ballistic parabola (gravity known) and the rotation with a
+    constant body rate over the first ``k`` frames (the object is in free flight there in
+    tosses; for objects at rest the fit returns ~zero velocity).
+
+    Returns:
+      qpos [7] (m, w x y z quaternion) and qvel [6] (linear m/s world, angular rad/s body),
+      MuJoCo's free-joint layout.
+    """
+    k = int(min(k, ep.num_frames))
+    t = ep.timestamps[:k] - ep.timestamps[0]
+    p = ep.object_pose[:k, :3]
+    g = np.asarray(ep.environment.gravity if gravity is None else gravity, dtype=float)
+    # p(t) = p0 + v0 t + g t^2 / 2  ->  least squares for p0, v0 per axis.
+    A = np.stack([np.ones_like(t), t], axis=1)
+    coef, *_ = np.linalg.lstsq(A, p - 0.5 * np.outer(t**2, g), rcond=None)
+    p0, v0 = coef[0], coef[1]
+    R = Rotation.from_quat(ep.object_pose[:k, 3:7], scalar_first=True)
+    rel = (R[0].inv() * R).as_rotvec()  # body-frame rotation vectors relative to frame 0
+    # rel(t) ~ r0 + w t: fitting an intercept absorbs the noise of frame 0 itself.
+    coef_r, *_ = np.linalg.lstsq(A, rel, rcond=None)
+    q0 = (R[0] * Rotation.from_rotvec(coef_r[0])).as_quat(scalar_first=True)
+    w_body = coef_r[1]
+    return np.concatenate([p0, q0]), np.concatenate([v0, w_body])
+
+
+def rollout_free(models: list[mujoco.MjModel], qpos0: np.ndarray, qvel0: np.ndarray, nsteps: int,
+                 *, threads: int = 2) -> np.ndarray:
+    """Roll out a free object from given states.
+
+    Args:
+      models: [B] models (same size signature).
+      qpos0: [B, nq]; qvel0: [B, nv] initial states (object free joint first: the scene has
+        only the object's free joint when there is no hand).
+      nsteps: physics steps.
+    Returns:
+      [B, nsteps + 1, 7] object pose after each step (index 0: the initial state).
+    """
+    m0 = models[0]
+    B = len(models)
+    nstate = mujoco.mj_stateSize(m0, STATE_SPEC)
+    datas = [mujoco.MjData(m0) for _ in range(max(1, threads))]
+    init = np.zeros((B, nstate))
+    d = datas[0]
+    for b in range(B):
+        mujoco.mj_resetData(models[b], d)
+        d.qpos[:] = qpos0[b]
+        d.qvel[:] = qvel0[b]
+        mujoco.mj_getState(models[b], d, init[b], STATE_SPEC)
+    state, _ = mj_rollout.rollout(models, datas, init, nstep=nsteps)
+    qpos = state[:, :, 1:1 + 7]  # FULLPHYSICS: time, qpos, qvel, ...
+    first = init[:, None, 1:1 + 7]
+    return np.concatenate([first, qpos], axis=1)
+
+
+def frames_from_steps(traj: np.ndarray, substeps: int, n_frames: int) -> np.ndarray:
+    """[B, nsteps + 1, 7] per step -> [B, n_frames, 7] at the capture frames."""
+    idx = np.arange(n_frames) * substeps
+    return traj[:, idx]
+
+
+@dataclass
+class TossSet:
+    """Recorded free-object episodes prepared for batched rollouts.
+
+    Attributes: episodes; qpos0 [N, 7]; qvel0 [N, 6]; n_frames [N]; substeps.
+    """
+
+    episodes: list
+    qpos0: np.ndarray
+    qvel0: np.ndarray
+    n_frames: np.ndarray
+    substeps: int
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_episodes(cls, episodes, *, substeps: int = 4, k: int = 5) -> "TossSet":
+        states = [initial_free_state(e, k=k) for e in episodes]
+        return cls(list(episodes), np.stack([s[0] for s in states]), np.stack([s[1] for s in states]),
+                   np.array([e.num_frames for e in episodes]), substeps)
+
+
+def simulate_tosses(scene, params: list[AnalyticParams], tosses: TossSet, *, threads: int = 2,
+                    bucket: int = 16) -> np.ndarray:
+    """Every parameter set on every toss.
+
+    Tosses are rolled out in buckets of similar length (sorted by length, ``bucket`` per
+    call and parameter set) so that short tosses do not pay for the longest one.
+
+    Returns:
+      [P, N, F_max, 7] predicted poses at the capture frames (rows past a toss's length are
+      padding, filled with the last pose; use ``tosses.n_frames``).
+    """
+    P, N = len(params), len(tosses.episodes)
+    models = models_for(scene, params)
+    F = int(tosses.n_frames.max())
+    out = np.zeros((P, N, F, 7))
+    order = np.argsort(tosses.n_frames, kind="stable")
+    for start in range(0, N, bucket):
+        idx = order[start:start + bucket]
+        f = int(tosses.n_frames[idx].max())
+        batch_models = [models[p] for p in range(P) for _ in idx]
+        qpos0 = np.tile(tosses.qpos0[idx], (P, 1))
+        qvel0 = np.tile(tosses.qvel0[idx], (P, 1))
+        traj = rollout_free(batch_models, qpos0, qvel0, (f - 1) * tosses.substeps, threads=threads)
+        frames = frames_from_steps(traj, tosses.substeps, f).reshape(P, len(idx), f, 7)
+        out[:, idx, :f] = frames
+        out[:, idx, f:] = frames[:, :, -1:]
+    return out

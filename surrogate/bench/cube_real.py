@@ -1,0 +1,213 @@
+"""Suite ``cube-real``: real cube tosses, whole-toss rollouts from the first recorded state.
+
+Protocol (as in the cube-toss literature): a fixed seeded split holds out ``n_test`` tosses;
+training sets of 8 ... 256 tosses are nested prefixes of the shuffled rest. Every model
+starts from the same first-state estimate (``analytic.initial_free_state``), rolls out the
+whole toss at ``substeps`` MuJoCo steps per frame, and is scored on every tracked frame.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ..capture import read_dataset
+from ..config import expand_env
+from .analytic import AnalyticParams, TossSet, simulate_tosses
+from .evaluate import aggregate, per_object, score_episode
+from .identify import identify, randomized_ensemble
+from .metrics import box_penetration
+from .predictors import object_scene, surrogate_predict
+
+
+def load_episodes(source: str | Path, *, cache_dir: Path, progress: bool = True):
+    """Episodes of a capture dataset, or of a raw ContactNets folder (imported once into ``cache_dir``)."""
+    src = Path(expand_env(str(source), key="data.source"))
+    if (src / "meta" / "contact.json").exists():
+        ds = read_dataset(src)
+    else:
+        from ..importers.contactnets import import_contactnets
+
+        target = cache_dir / src.name
+        if not (target / "meta" / "contact.json").exists():
+            import_contactnets(src, target, overwrite=True, progress=progress)
+        ds = read_dataset(target)
+    return ds
+
+
+def split(ids: list[str], *, seed: int, n_test: int, sizes) -> dict:
+    """Seeded split: ``test`` ids and nested training sets {size: ids} from the remaining pool."""
+    order = np.random.default_rng(seed).permutation(len(ids))
+    shuffled = [ids[i] for i in order]
+    test, pool = shuffled[:n_test], shuffled[n_test:]
+    train = {int(k): pool[:k] for k in sizes if k <= len(pool)}
+    return {"seed": seed, "test": test, "pool": pool, "train": train}
+
+
+def _penetration(pred, ep):
+    geo = ep.object.geometry
+    if geo.get("kind") != "box":
+        return None
+    return box_penetration(pred, geo["half_extents"], ep.environment.height)
+
+
+def _score_all(preds: dict, episodes, cfg) -> list:
+    m = cfg["metrics"]
+    return [score_episode(preds[e.episode_id][: e.num_frames], e, size=e.object.size, horizons=m["horizons_s"],
+                          divergence=m["divergence"], penetration=_penetration(preds[e.episode_id][: e.num_frames], e))
+            for e in episodes]
+
+
+def predict_analytic(params: list[AnalyticParams], episodes, *, substeps: int, init_frames: int) -> list[dict]:
+    """Predictions of each parameter set: a list (per set) of {episode_id: [T, 7]}."""
+    out = [dict() for _ in params]
+    by_obj = {}
+    for e in episodes:
+        by_obj.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
+    for group in by_obj.values():
+        scene = object_scene(group[0], substeps=substeps, mode="analytic")
+        tosses = TossSet.from_episodes(group, substeps=substeps, k=init_frames)
+        pred = simulate_tosses(scene, params, tosses)
+        for p in range(len(params)):
+            for i, e in enumerate(group):
+                out[p][e.episode_id] = pred[p, i, : e.num_frames]
+    return out
+
+
+def _metrics(scores, cfg):
+    h = cfg["metrics"]["horizons_s"]
+    seed = cfg["metrics"].get("bootstrap_seed", 0)
+    return {"overall": aggregate(scores, horizons=h, seed=seed), "per_object": per_object(scores, horizons=h, seed=seed),
+            "per_episode": scores}
+
+
+def ensemble_coverage(member_preds: list[dict], episodes) -> float:
+    """Fraction of tracked frames where the true position lies within the ensemble's spread
+    (distance to the ensemble median <= the farthest member's distance to it)."""
+    inside, total = 0, 0
+    for e in episodes:
+        P = np.stack([mp[e.episode_id][:, :3] for mp in member_preds])  # [K, T, 3]
+        med = np.median(P, axis=0)
+        radius = np.linalg.norm(P - med, axis=2).max(axis=0)
+        d = np.linalg.norm(e.object_pose[: P.shape[1], :3] - med, axis=1)
+        v = np.ones(len(d), bool) if e.object_pose_valid is None else e.object_pose_valid[: len(d)].astype(bool)
+        inside += int((d <= radius)[v].sum())
+        total += int(v.sum())
+    return inside / max(total, 1)
+
+
+def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True) -> dict:
+    """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
+    t0 = time.time()
+    ds = load_episodes(cfg["data"]["source"], cache_dir=cache_dir, progress=progress)
+    eps = [e for e in ds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
+    by_id = {e.episode_id: e for e in eps}
+    sp = split(sorted(by_id, key=lambda s: (len(s), s)), seed=cfg["data"]["split_seed"], n_test=cfg["data"]["n_test"],
+               sizes=cfg["data"]["train_sizes"])
+    test = [by_id[i] for i in sp["test"]]
+    data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
+                 "sources": sorted({e.provenance.source for e in eps}), "hash": _dataset_hash(ds.root)}
+    if test_data is not None:
+        tds = read_dataset(test_data)
+        test = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
+        data_info["test_data"] = {"name": tds.meta.name, "path": str(tds.root), "episodes": len(test), "hash": _dataset_hash(tds.root)}
+    sim = cfg["simulation"]
+    models = {}
+
+    # -- nominal ------------------------------------------------------------------
+    nom = cfg["baselines"]["nominal"]
+    def nominal_for(e):
+        mu = e.object.friction if nom["friction"] == "object" else float(nom["friction"])
+        return AnalyticParams(friction=float(mu if mu is not None else 0.8), solref=tuple(nom["solref"]),
+                              solimp=tuple(nom["solimp"]), cone=nom["cone"])
+    preds = {}
+    for obj in sorted({e.object.name for e in test}):
+        group = [e for e in test if e.object.name == obj]
+        preds.update(predict_analytic([nominal_for(group[0])], group, substeps=sim["substeps"], init_frames=sim["init_frames"])[0])
+    models["analytic_nominal"] = {"description": "MuJoCo analytic contact with the object's nominal friction and MuJoCo's default solref/solimp, pyramidal cone",
+                                  "params": nominal_for(test[0]).to_json(), **_metrics(_score_all(preds, test, cfg), cfg)}
+
+    # -- identified, per training size ------------------------------------------------
+    ident_cfg = cfg["baselines"]["identified"]
+    by_size, best = {}, None
+    for k in [s for s in ident_cfg["sizes"] if int(s) in sp["train"]]:
+        ids = sp["train"][int(k)]
+        if len(ids) > ident_cfg["max_episodes"]:
+            ids = list(np.random.default_rng(k).choice(ids, ident_cfg["max_episodes"], replace=False))
+        train = [by_id[i] for i in ids]
+        scene = object_scene(train[0], substeps=sim["substeps"], mode="analytic")
+        params, info = identify(scene, TossSet.from_episodes(train, substeps=sim["substeps"], k=sim["init_frames"]),
+                                train[0].object.size, cones=tuple(ident_cfg["cones"]), maxiter=ident_cfg["maxiter"],
+                                popsize=ident_cfg["popsize"], seed=int(k), progress=progress)
+        p = predict_analytic([params], test, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]
+        scores = _score_all(p, test, cfg)
+        by_size[str(k)] = {"params": params.to_json(), "identification": info, "identified_on": len(ids),
+                           "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
+        best = (k, params, info, scores)
+    if best is not None:
+        k, params, info, scores = best
+        models["analytic_identified"] = {
+            "description": f"MuJoCo analytic contact, friction/solref/solimp and cone identified by differential evolution on {k} training tosses",
+            "params": params.to_json(), "identification": info, "train_size": int(k), **_metrics(scores, cfg),
+            "by_train_size": by_size,
+        }
+
+        # -- randomized ensemble anchored on the identified values ------------------------
+        rcfg = cfg["baselines"]["randomized"]
+        members = randomized_ensemble(params, n=rcfg["n"], seed=rcfg["seed"], ranges=rcfg.get("ranges"))
+        mpreds = predict_analytic(members, test, substeps=sim["substeps"], init_frames=sim["init_frames"])
+        member_scores = [_score_all(mp, test, cfg) for mp in mpreds]
+        # Per episode: the ensemble's expected error (mean over members of each scalar).
+        mean_scores = []
+        for i, e in enumerate(test):
+            rows = [ms[i] for ms in member_scores]
+            s = dict(rows[0])
+            for key in ("pos_m", "pos_pct_size", "rot_deg", "final_pos_pct_size"):
+                s[key] = float(np.mean([r[key] for r in rows]))
+            pens = [r["penetration_m"] for r in rows if r["penetration_m"] is not None]
+            s["penetration_m"] = float(np.mean(pens)) if pens else None
+            for key in ("horizon_pos_pct_size", "horizon_rot_deg", "integrated_pos_pct_size"):
+                s[key] = {h: (None if any(r[key][h] is None for r in rows) else float(np.mean([r[key][h] for r in rows])))
+                          for h in rows[0][key]}
+            mean_scores.append(s)
+        models["analytic_randomized"] = {
+            "description": f"ensemble of {len(members)} MuJoCo models randomized around the identified values (friction, solref, solimp width, mass)",
+            "ensemble": {"n": len(members), "anchor": "analytic_identified", "members": [m.to_json() for m in members],
+                         "truth_within_spread": ensemble_coverage(mpreds, test)},
+            **_metrics(mean_scores, cfg),
+        }
+
+    # -- surrogate ------------------------------------------------------------------
+    ckpts = {str(k): v for k, v in (cfg.get("surrogate", {}).get("checkpoints") or {}).items()}
+    if checkpoint is not None:
+        ckpts["given"] = str(checkpoint)
+    if ckpts:
+        by_size_s, main = {}, None
+        for key, path in ckpts.items():
+            p, card = surrogate_predict(path, test, substeps=sim["substeps"], init_frames=sim["init_frames"], progress=progress)
+            scores = _score_all(p, test, cfg)
+            entry = {"checkpoint": str(path), "card_data": card.get("data", {}), "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
+            by_size_s[key] = entry
+            if key == "given" or main is None:
+                main = (path, card, scores)
+        path, card, scores = main
+        models["surrogate"] = {"description": "graph-network contact surrogate inside MuJoCo (hybrid stepper)",
+                               "checkpoint": str(path), "card": {k: card.get(k) for k in ("data", "training", "model")},
+                               **_metrics(scores, cfg), "by_train_size": by_size_s}
+    else:
+        models["surrogate"] = {"status": "not evaluated", "reason": "no --checkpoint given"}
+    return {"data": data_info, "split": {k: v for k, v in sp.items() if k != "pool"}, "models": models, "wall_s": time.time() - t0}
+
+
+def _dataset_hash(root) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(Path(root).rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(root).as_posix().encode())
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()

@@ -1,0 +1,84 @@
+"""Per-episode scores of predicted trajectories and their aggregation into ledger metrics.
+
+A model's predictions for N episodes are scored against the recorded poses (tracking
+dropouts excluded); each episode gets a handful of scalars, and the ledger stores for
+each scalar the mean, median and 95 % bootstrap intervals over episodes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .metrics import first_divergence, horizon_errors, pose_errors, summarize
+
+
+def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: dict, penetration=None) -> dict:
+    """Scalars for one episode.
+
+    Args:
+      pred: [T, 7] predicted poses at the episode's frames.
+      ep: the recorded Episode (its object_pose is the reference).
+      size: object size (m) for relative errors.
+      horizons: seconds at which errors are reported.
+      divergence: thresholds {"pos_frac": fraction of size, "rot_deg": degrees}.
+      penetration: [T] m penetration depth of the prediction, or None.
+    """
+    T = min(len(pred), ep.num_frames)
+    valid = None if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:T], bool)
+    e = pose_errors(pred[:T], ep.object_pose[:T], valid)
+    v = e["valid"]
+    t = ep.timestamps[:T] - ep.timestamps[0]
+    hp = horizon_errors(e["pos_m"] / size * 100.0, v, t, horizons)
+    hr = horizon_errors(e["rot_deg"], v, t, horizons)
+    div = first_divergence({"pose_position": e["pos_m"] / size, "pose_rotation": e["rot_deg"]},
+                           {"pose_position": divergence["pos_frac"], "pose_rotation": divergence["rot_deg"]}, v)
+    return {
+        "id": ep.episode_id,
+        "object": ep.object.name,
+        "pos_m": float(e["pos_m"][v].mean()),
+        "pos_pct_size": float(e["pos_m"][v].mean() / size * 100.0),
+        "rot_deg": float(e["rot_deg"][v].mean()),
+        "final_pos_pct_size": float(e["pos_m"][v][-1] / size * 100.0),
+        "penetration_m": None if penetration is None else float(np.mean(penetration[:T])),
+        "horizon_pos_pct_size": hp["at"],
+        "horizon_rot_deg": hr["at"],
+        "integrated_pos_pct_size": hp["mean_to"],
+        "divergence_step": div["step"],
+        "divergence_time_s": None if div["step"] is None else float(t[div["step"]]),
+        "divergence_which": div["which"],
+    }
+
+
+def aggregate(scores: list[dict], *, horizons, seed: int = 0) -> dict:
+    """Ledger metrics (mean/median/95 % CI per scalar) over episode scores."""
+    def col(key):
+        return [s[key] for s in scores]
+
+    def hcol(key, h):
+        return [s[key].get(f"{h:g}") for s in scores]
+
+    which = Counter(s["divergence_which"] or "never" for s in scores)
+    return {
+        "episodes": len(scores),
+        "pos_m": summarize(col("pos_m"), seed=seed),
+        "pos_pct_size": summarize(col("pos_pct_size"), seed=seed),
+        "rot_deg": summarize(col("rot_deg"), seed=seed),
+        "final_pos_pct_size": summarize(col("final_pos_pct_size"), seed=seed),
+        "penetration_m": summarize(col("penetration_m"), seed=seed),
+        "horizons": {
+            "pos_pct_size": {f"{h:g}": summarize(hcol("horizon_pos_pct_size", h), seed=seed) for h in horizons},
+            "rot_deg": {f"{h:g}": summarize(hcol("horizon_rot_deg", h), seed=seed) for h in horizons},
+            "integrated_pos_pct_size": {f"{h:g}": summarize(hcol("integrated_pos_pct_size", h), seed=seed) for h in horizons},
+        },
+        "divergence": {
+            "time_s": summarize(col("divergence_time_s"), seed=seed),
+            "first_signal": dict(which),
+        },
+    }
+
+
+def per_object(scores: list[dict], *, horizons, seed: int = 0) -> dict:
+    objs = sorted({s["object"] for s in scores})
+    return {o: aggregate([s for s in scores if s["object"] == o], horizons=horizons, seed=seed) for o in objs}

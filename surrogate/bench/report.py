@@ -1,0 +1,162 @@
+"""``report.md`` and plots from a ledger: what people would rather look at than read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..atomic import write_text_atomic  # noqa: E402
+
+MODEL_ORDER = ["analytic_nominal", "analytic_randomized", "analytic_identified", "surrogate"]
+COLORS = {"analytic_nominal": "#999999", "analytic_randomized": "#6baed6", "analytic_identified": "#08519c", "surrogate": "#d94801"}
+
+
+def _models(ledger):
+    return [(k, ledger["models"][k]) for k in MODEL_ORDER + sorted(set(ledger["models"]) - set(MODEL_ORDER))
+            if k in ledger["models"] and "overall" in ledger["models"][k]]
+
+
+def _fmt(s, digits=1):
+    if not s or s.get("mean") is None:
+        return "—"
+    ci = s.get("mean_ci95")
+    ci_txt = f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
+    return f"{s['mean']:.{digits}f}{ci_txt} / {s['median']:.{digits}f}"
+
+
+def _scaled(s, factor):
+    """A summary with its values (not its count) multiplied by ``factor`` (e.g. m -> mm)."""
+    if not s or s.get("mean") is None:
+        return None
+    out = dict(s)
+    for k in ("mean", "median"):
+        out[k] = s[k] * factor
+    for k in ("mean_ci95", "median_ci95"):
+        out[k] = None if s.get(k) is None else [x * factor for x in s[k]]
+    return out
+
+
+def plot_horizons(ledger, path: Path) -> Path | None:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    drawn = False
+    for name, m in _models(ledger):
+        for ax, key, label in ((axes[0], "pos_pct_size", "position error, % of object size"), (axes[1], "rot_deg", "rotation error, deg")):
+            hs = m["overall"]["horizons"][key]
+            xs = [float(h) for h, s in hs.items() if s["mean"] is not None]
+            ys = [s["mean"] for h, s in hs.items() if s["mean"] is not None]
+            if xs:
+                ax.plot(xs, ys, "o-", label=name, color=COLORS.get(name))
+                ax.set_xlabel("horizon, s")
+                ax.set_ylabel(label)
+                drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{ledger['suite']}: error against horizon (mean over test episodes)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_data_efficiency(ledger, path: Path) -> Path | None:
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    drawn = False
+    for name, m in _models(ledger):
+        bs = m.get("by_train_size") or {}
+        pts = sorted((int(k), v["overall"]["pos_pct_size"]["mean"]) for k, v in bs.items() if k.isdigit())
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name, color=COLORS.get(name))
+            drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("training episodes")
+    ax.set_ylabel("position error, % of object size")
+    ax.legend(fontsize=8)
+    ax.set_title("data efficiency")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_per_object(ledger, path: Path) -> Path | None:
+    models = _models(ledger)
+    objects = sorted({o for _, m in models for o in m.get("per_object", {})})
+    if len(objects) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(objects) * len(models)), 3.8))
+    w = 0.8 / len(models)
+    for j, (name, m) in enumerate(models):
+        ys = [m["per_object"].get(o, {}).get("pos_pct_size", {}).get("mean") or 0 for o in objects]
+        ax.bar([i + j * w for i in range(len(objects))], ys, w, label=name, color=COLORS.get(name))
+    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(objects))], objects, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("position error, % of object size")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(ledger: dict, out_dir: str | Path) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = [p for p in (plot_horizons(ledger, out / "horizons.png"), plot_data_efficiency(ledger, out / "data_efficiency.png"),
+                         plot_per_object(ledger, out / "per_object.png")) if p]
+    r = ledger["result"]
+    lines = [
+        f"# Transfer report: `{ledger['suite']}`",
+        "",
+        f"Run {ledger['created']} (config {ledger['config_hash'][:12]}, contact-surrogate {ledger['versions'].get('contact-surrogate')}, "
+        f"MuJoCo {ledger['versions'].get('mujoco')}); data `{ledger['data']['name']}` ({ledger['data']['episodes']} episodes, "
+        f"hash {ledger['data']['hash'][:12]}).",
+        "",
+        f"**Hypothesis.** {ledger['hypothesis']}",
+        "",
+        f"**Falsified if.** {ledger['falsified_if']}",
+        "",
+        f"**Result: {r['verdict']}.** {r['detail']}",
+        "",
+    ]
+    for t in r.get("targets", []):
+        lines.append(f"- {t}")
+    lines += ["", "## Models on the test episodes", "",
+              "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked frames.", "",
+              "| model | episodes | position, % of size | position, mm | rotation, deg | penetration, mm | first divergence, s |",
+              "|---|---|---|---|---|---|---|"]
+    for name, m in _models(ledger):
+        o = m["overall"]
+        lines.append(f"| {name} | {o['episodes']} | {_fmt(o['pos_pct_size'])} | {_fmt(_scaled(o['pos_m'], 1e3))} | "
+                     f"{_fmt(o['rot_deg'])} | {_fmt(_scaled(o.get('penetration_m'), 1e3), 2)} | "
+                     f"{_fmt(o['divergence']['time_s'], 2)} |")
+    not_eval = [(k, v) for k, v in ledger["models"].items() if "overall" not in v]
+    for k, v in not_eval:
+        lines.append(f"| {k} | — | {v.get('status')}: {v.get('reason')} | | | | |")
+    rep = ledger.get("reported") or {}
+    if rep:
+        lines += ["", f"Reported, not re-measured ({rep.get('source', '')}):", "",
+                  "| simulator | position, % of width | rotation, deg |", "|---|---|---|"]
+        for simname, v in rep.get("pos_pct_width", {}).items():
+            lines.append(f"| {simname} (reported) | {v} | {rep.get('rot_deg', {}).get(simname, '—')} |")
+    ident = ledger["models"].get("analytic_identified")
+    if ident and "identification" in ident:
+        lines += ["", "## Identified parameters", "", f"Chosen cone: {ident['params']['cone']}; "
+                  f"{ident['identification']['optimizer']}; training loss per cone: "
+                  + ", ".join(f"{c} {v['loss']:.4f}" for c, v in ident["identification"]["per_cone"].items()), "",
+                  "```json", __import__("json").dumps(ident["params"], indent=1), "```"]
+    rnd = ledger["models"].get("analytic_randomized")
+    if rnd and "ensemble" in rnd:
+        lines += ["", f"Randomized ensemble: {rnd['ensemble']['n']} members; the true position lies within the ensemble's spread "
+                  f"on {rnd['ensemble']['truth_within_spread'] * 100:.1f} % of tracked frames."]
+    lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    path = out / "report.md"
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return path

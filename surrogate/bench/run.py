@@ -1,0 +1,43 @@
+"""``surrogate bench <suite>``: run a suite, write ``ledger.json`` and ``report.md`` atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..paths import REPO_ROOT
+from .ledger import build_ledger, write_ledger
+from .report import write_report
+from .suites import config_hash, load_suite
+
+CACHE_DIR = REPO_ROOT / "datasets" / "cache"
+
+
+def _runner(kind: str):
+    if kind == "cube-real":
+        from . import cube_real
+        return cube_real.run
+    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real']", key="suite")
+
+
+def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(), progress: bool = True,
+              cache_dir: Path = CACHE_DIR) -> dict:
+    cfg = load_suite(suite, overrides)
+    run = _runner(cfg["suite"])(cfg, cache_dir=Path(cache_dir), checkpoint=checkpoint, test_data=test_data, progress=progress)
+    ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run)
+    out = Path(out)
+    write_ledger(ledger, out)
+    write_report(ledger, out)
+    return ledger
+
+
+def summary_lines(ledger: dict) -> list[str]:
+    lines = [f"suite {ledger['suite']}: {ledger['result']['verdict']} — {ledger['result']['detail']}"]
+    for name, m in ledger["models"].items():
+        if "overall" not in m:
+            lines.append(f"  {name:22s} {m.get('status')}: {m.get('reason')}")
+            continue
+        o = m["overall"]
+        lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
+                     f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}")
+    return lines

@@ -1,0 +1,125 @@
+"""Benchmark metrics against hand-computed cases, the ledger schema, and a small cube-real run."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from surrogate.bench.analytic import AnalyticParams, initial_free_state
+from surrogate.bench.ledger import validate_ledger
+from surrogate.bench.metrics import (
+    bootstrap_ci, box_penetration, first_divergence, geodesic_deg, horizon_errors, pose_errors, summarize,
+)
+from surrogate.bench.run import run_suite
+from surrogate.bench.suites import load_suite
+from surrogate.capture import Environment, Episode, ObjectSpec, Provenance
+
+from .conftest import needs_shared
+
+
+def test_geodesic_angle_of_a_known_rotation_and_either_hemisphere():
+    q0 = np.array([1.0, 0, 0, 0])
+    q = Rotation.from_rotvec([0, 0, np.radians(30)]).as_quat(scalar_first=True)
+    assert geodesic_deg(q, q0) == pytest.approx(30.0, abs=1e-9)
+    assert geodesic_deg(-q, q0) == pytest.approx(30.0, abs=1e-9)  # q and -q: the same rotation
+    q170 = Rotation.from_rotvec([np.radians(170), 0, 0]).as_quat(scalar_first=True)
+    assert geodesic_deg(q170, q0) == pytest.approx(170.0, abs=1e-9)
+    assert geodesic_deg(2 * q, q0) == pytest.approx(30.0, abs=1e-9)  # scale does not matter
+
+
+def test_pose_errors_and_horizons_by_hand():
+    T = 5
+    true = np.tile([0, 0, 0, 1.0, 0, 0, 0], (T, 1))
+    pred = true.copy()
+    pred[:, 0] = [0, 0.01, 0.02, 0.03, 0.04]  # drifts 1 cm per frame
+    e = pose_errors(pred, true)
+    np.testing.assert_allclose(e["pos_m"], [0, 0.01, 0.02, 0.03, 0.04])
+    t = np.arange(T) * 0.1
+    h = horizon_errors(e["pos_m"], e["valid"], t, [0.2, 0.35, 1.0])
+    assert h["at"]["0.2"] == pytest.approx(0.02)
+    assert h["at"]["0.35"] == pytest.approx(0.03)  # last frame at or before the horizon
+    assert h["at"]["1"] is None  # episode shorter than the horizon
+    assert h["mean_to"]["0.2"] == pytest.approx(0.01)
+    valid = np.array([1, 1, 0, 1, 1], bool)
+    assert pose_errors(pred, true, valid)["valid"].sum() == 4
+
+
+def test_first_divergence_names_the_first_signal():
+    d = first_divergence({"pose": [0, 0.05, 0.2, 0.3], "force": [0, 2.0, 0, 0]}, {"pose": 0.1, "force": 1.0})
+    assert d == {"step": 1, "which": "force", "per_series": {"pose": 2, "force": 1}}
+    assert first_divergence({"pose": [0, 0]}, {"pose": 1})["step"] is None
+    # frames without a measurement never count as divergence
+    assert first_divergence({"pose": [0, 5, 5]}, {"pose": 1}, valid=np.array([1, 0, 1], bool))["step"] == 2
+
+
+def test_bootstrap_interval_contains_the_mean_and_shrinks_with_data():
+    rng = np.random.default_rng(0)
+    small, big = rng.normal(10, 2, 20), rng.normal(10, 2, 2000)
+    lo, hi = bootstrap_ci(small)
+    assert lo < small.mean() < hi
+    blo, bhi = bootstrap_ci(big)
+    assert (bhi - blo) < (hi - lo) / 5
+    s = summarize([1.0, None, 3.0, float("nan")])
+    assert s["n"] == 2 and s["mean"] == 2.0
+
+
+def test_box_penetration_of_a_tilted_cube():
+    h = 0.05
+    q = Rotation.from_rotvec([0, np.radians(45), 0]).as_quat(scalar_first=True)
+    pose = np.array([[0, 0, 0.06, *q]])
+    # lowest corner of a 45-degree tilted cube is h*sqrt(2) below its centre
+    assert box_penetration(pose, [h, h, h])[0] == pytest.approx(h * np.sqrt(2) - 0.06, abs=1e-12)
+    assert box_penetration(np.array([[0, 0, 0.2, 1, 0, 0, 0]]), [h, h, h])[0] == 0.0
+
+
+def _ballistic_episode(w_body=(0.0, 3.0, 1.0)):
+    t = np.arange(12) / 100.0
+    g = np.array([0, 0, -9.81])
+    v0 = np.array([0.5, -0.2, 1.0])
+    p = np.array([0, 0, 1.0]) + np.outer(t, v0) + 0.5 * np.outer(t**2, g)
+    R = Rotation.from_rotvec(np.outer(t, w_body))
+    pose = np.concatenate([p, R.as_quat(scalar_first=True)], 1)
+    obj = ObjectSpec("cube", 0.3, (np.eye(3) * 1e-3).tolist(), 0.1, {"kind": "box", "half_extents": [0.05] * 3})
+    return Episode("1", t, pose, obj, Provenance("test", False, 100.0), environment=Environment("ground", 0.0, list(g)))
+
+
+def test_initial_state_recovers_a_ballistic_throw():
+    ep = _ballistic_episode()
+    qpos, qvel = initial_free_state(ep, k=5)
+    np.testing.assert_allclose(qpos[:3], [0, 0, 1.0], atol=1e-9)
+    np.testing.assert_allclose(qvel[:3], [0.5, -0.2, 1.0], atol=1e-9)
+    np.testing.assert_allclose(qvel[3:], [0.0, 3.0, 1.0], atol=1e-6)  # body rate of a constant-rate spin
+
+
+def test_suite_config_inherits_and_overrides():
+    cfg = load_suite("cube-real-small", ["baselines.identified.maxiter=3"])
+    assert cfg["suite"] == "cube-real"
+    assert cfg["data"]["n_test"] == 60 and cfg["data"]["split_seed"] == 0  # child wins, base fills in
+    assert cfg["baselines"]["identified"]["maxiter"] == 3
+
+
+@needs_shared("contactnets_cube")
+def test_small_cube_real_suite_end_to_end(tmp_path):
+    over = ["data.n_test=6", "data.train_sizes=[8]", "baselines.identified.sizes=[8]", "baselines.identified.maxiter=1",
+            "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.randomized.n=3"]
+    ledger = run_suite("cube-real-small", out=tmp_path / "report", overrides=over, progress=False, cache_dir=tmp_path / "cache")
+    assert (tmp_path / "report" / "report.md").exists() and (tmp_path / "report" / "horizons.png").exists()
+    on_disk = json.loads((tmp_path / "report" / "ledger.json").read_text())
+    validate_ledger(on_disk)
+    m = on_disk["models"]
+    assert {"analytic_nominal", "analytic_identified", "analytic_randomized", "surrogate"} <= set(m)
+    assert m["analytic_nominal"]["overall"]["episodes"] == 6
+    assert m["surrogate"]["status"] == "not evaluated" and on_disk["result"]["verdict"] == "not tested"
+    assert 0.0 <= m["analytic_randomized"]["ensemble"]["truth_within_spread"] <= 1.0
+    # the test split never overlaps training
+    assert not set(on_disk["split"]["test"]) & set(on_disk["split"]["train"]["8"])
+    # a ledger missing a required part fails validation
+    broken = dict(on_disk)
+    del broken["hypothesis"]
+    with pytest.raises(jsonschema.ValidationError):
+        validate_ledger(broken)
+    assert ledger["config_hash"] == on_disk["config_hash"]
