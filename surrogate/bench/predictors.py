@@ -10,6 +10,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..capture import DatasetMeta
+from ..scenes.from_capture import scene_for_episode
 from .analytic import initial_free_state
 
 DEFAULT_MARGIN = 0.02  # m, when a checkpoint card does not say
@@ -17,8 +18,6 @@ DEFAULT_MARGIN = 0.02  # m, when a checkpoint card does not say
 
 def object_scene(ep, *, substeps: int, mode: str, margin: float = DEFAULT_MARGIN):
     """The MuJoCo scene of a free-object episode (no hand), owned pairs in ``mode``."""
-    from ..model.data import scene_for_episode  # imports torch: only when a scene is needed
-
     return scene_for_episode(ep, DatasetMeta(), margin=margin, substeps=substeps, contact_mode=mode)
 
 
