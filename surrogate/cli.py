@@ -72,10 +72,28 @@ def _cmd_scene(a):
         print(f"  MJCF written to {a.xml}")
 
 
+def _cmd_bench(a):
+    from .bench.run import run_suite, summary_lines
+
+    ledger = run_suite(a.suite, out=a.out, checkpoint=a.checkpoint, test_data=a.test_data, overrides=a.set or [],
+                       progress=not a.quiet)
+    print("\n".join(summary_lines(ledger)))
+    print(f"ledger: {a.out}/ledger.json   report: {a.out}/report.md")
+
+
 def _cmd_quickstart(a):
     from .quickstart import quickstart
 
     quickstart(a.out, overwrite=True)
+
+
+def _cmd_rig_generate(a):
+    from .rig.generate import generate
+
+    report = generate(a.config, objects=a.objects, episodes=a.episodes, out=a.out, workers=a.workers, seed=a.seed,
+                      backend=a.backend, overrides=a.set or [], hand=a.hand, progress=not a.quiet,
+                      duration=a.duration, overwrite=a.overwrite)
+    print(report.summary(rate=a.quiet))  # generate prints the rate itself unless quiet
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +120,24 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --out")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    # The capture rig: one subcommand per job in the `rig` group (add new ones beside `generate`).
+    rig = sub.add_parser("rig", help="the capture rig (reference physics; stands in for hardware)").add_subparsers(
+        dest="rig_command", required=True)
+    c = rig.add_parser("generate", help="generate grasp episodes into a capture dataset (resumable)")
+    c.add_argument("--config", default=None, help="rig config YAML (default configs/rig/default.yaml)")
+    c.add_argument("--objects", required=True, help="object split name (see `surrogate objects`) or a folder of meshes/URDFs")
+    c.add_argument("--episodes", type=int, required=True)
+    c.add_argument("--out", required=True, help="dataset directory; shards of an unfinished run live in <out>.parts")
+    c.add_argument("--workers", type=int, default=1, help="parallel workers (0: run in this process)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--backend", default="process", choices=["process", "ray"])
+    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger", "both"])
+    c.add_argument("--duration", type=float, default=None, help="episode length in s (default: the config's script.duration)")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value, e.g. recorder.rate_hz=200 (repeatable)")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --out")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=_cmd_rig_generate)
+
     c = sub.add_parser("inspect", help="summarize a capture dataset")
     c.add_argument("dataset")
     c.add_argument("--json", action="store_true", help="machine-readable output")
@@ -119,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--setting", default="table", choices=["table", "ground"])
     c.add_argument("--xml", help="also write the scene's MJCF here")
     c.set_defaults(func=_cmd_scene)
+
+    c = sub.add_parser("bench", help="run a benchmark suite (configs/eval/<suite>.yaml) and write a transfer ledger")
+    c.add_argument("suite", help="suite name (e.g. cube-real, cube-real-small) or a YAML path")
+    c.add_argument("--checkpoint", help="surrogate checkpoint folder (weights.safetensors + card.json)")
+    c.add_argument("--out", required=True, help="report folder: ledger.json, report.md, plots")
+    c.add_argument("--test-data", help="evaluate on this capture dataset instead of the suite's test split")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a suite value (repeatable)")
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(func=_cmd_bench)
 
     c = sub.add_parser("quickstart", help="the main job on the embedded default (see README)")
     c.add_argument("--out", default="runs/quickstart")
