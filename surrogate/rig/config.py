@@ -89,6 +89,8 @@ SCRIPT_PARAMS = {
     "lift_threshold": _p("float", 0.02, 0.001, 0.2, "m", "label lifted: the object rose more than this"),
     "slip_threshold": _p("float", 0.005, 0.0005, 0.1, "m",
                          "label slipped: object displacement relative to the hand during hold/perturbation"),
+    "slip_angle_threshold": _p("float", 0.1745, 0.01, 3.1416, "rad",
+                               "label slipped: object rotation relative to the hand during hold/perturbation (pivoting in the grip)"),
 }
 
 # Pairs that must satisfy low <= high: (low key, high key) per section.

@@ -40,6 +40,7 @@ import numpy as np
 from ..capture import Episode, Provenance
 from ..capture.schema import feix_name
 from ..errors import ConfigError
+from ..scenes.from_capture import asset_from_spec
 from .trace import RigTrace
 
 SOURCE = "contact-surrogate capture rig (reference physics; stands in for hardware)"
@@ -226,26 +227,6 @@ def rotvec_from_quat(q: np.ndarray) -> np.ndarray:
 _SEED_CACHE: dict = {}
 
 
-def _object_asset_from_spec(spec):
-    """Rebuild the ObjectAsset an ``ObjectSpec.geometry`` describes (box, procedural or mesh)."""
-    import trimesh
-
-    from ..objects import ObjectAsset, load_mesh_object, make_object
-
-    g = spec.geometry or {}
-    kind = g.get("kind")
-    if kind == "procedural":
-        params = g.get("params", {}) or {}
-        overrides = {k: params[k] for k in params.get("overrides", []) if k in params}
-        return make_object(g["family"], int(g["seed"]), name=spec.name, **overrides)
-    if kind == "box":
-        box = trimesh.creation.box(extents=2 * np.asarray(g["half_extents"], dtype=float))
-        return ObjectAsset.from_pieces(spec.name, "box", [box], source="box", mass=float(spec.mass))
-    if kind == "mesh":
-        return load_mesh_object(g["path"], mass=float(spec.mass), scale=g.get("scale", 1.0), name=spec.name)
-    raise ValueError(f"object '{spec.name}': cannot rebuild geometry of kind {kind!r}; pass obj= or region_seeds=")
-
-
 def contact_region_seeds(obj, n_regions: int, *, n_samples: int = 4096) -> np.ndarray:
     """[R, 3] seed points (body frame, m) partitioning ``obj``'s surface into R Voronoi regions.
 
@@ -419,6 +400,10 @@ def _truth(tr: RigTrace, sel) -> dict:
         if key in (tr.object_true or {}):
             v = np.asarray(tr.object_true[key], dtype=float)
             truth[f"object_{key}"] = np.broadcast_to(v, (T, *v.shape)).copy()
+    adb = (tr.effects or {}).get("actuator_delay_backlash")
+    delay = adb.get("drawn", {}).get("delay_s") if isinstance(adb, dict) else None
+    if delay is not None:
+        truth["actuator_delay_s"] = np.full(T, float(delay))
     return truth
 
 
@@ -454,7 +439,7 @@ def record(trace: RigTrace, cfg: dict, *, rng: np.random.Generator, objects_regi
     tactile = _measure_tactile(true_wrench, rc["tactile"], rng) if rc["tactile"]["enabled"] else None
 
     if region_seeds is None:
-        region_seeds = contact_region_seeds(obj if obj is not None else _object_asset_from_spec(trace.object_nominal),
+        region_seeds = contact_region_seeds(obj if obj is not None else asset_from_spec(trace.object_nominal),
                                             objects_regions)
     regions = annotate_regions(contact_points, region_seeds)
 
@@ -463,7 +448,10 @@ def record(trace: RigTrace, cfg: dict, *, rng: np.random.Generator, objects_regi
         "rig_config_sha256": config_hash(cfg),
         "seed": int(trace.seed),
         "hand": trace.hand,
-        "effects": _plain(trace.effects),
+        # The per-episode draws (true mass, delay, ...) are the hidden physics: they go to
+        # truth (evaluation only), never into provenance where training code could read them.
+        "effects": _plain({k: ({p: v for p, v in e.items() if p != "drawn"} if isinstance(e, dict) else e)
+                           for k, e in trace.effects.items()}),
         "script": _plain(trace.script),
         "recorder": rc,
     }

@@ -28,9 +28,10 @@ Labels (from the exact sampled trajectory, ``episode_labels``):
   than 2 cm away from every hand geom (lost).
 * ``max_slip_m``: largest displacement of the object relative to a fingertip pad
   (in the pad's frame, the largest over pads) during hold and perturbation,
-  from where it was at the start of the hold; ``slipped``: ``max_slip_m >
-  slip_threshold`` (5 mm). ``max_slip_deg``: the same for the rotation relative
-  to the hand base; ``max_drift_m``: displacement relative to the hand base
+  from where it was at the start of the hold. ``max_slip_deg``: the same for the
+  rotation relative to the hand base. ``slipped``: ``max_slip_m > slip_threshold``
+  (5 mm, translational slip) or ``max_slip_deg > slip_angle_threshold`` (10 deg:
+  the object pivots in the grip, the common failure of two-pad grasps); ``max_drift_m``: displacement relative to the hand base
   (includes the sideways float of force-limited fingers, which is not slip).
 """
 
@@ -253,7 +254,8 @@ def episode_labels(times: np.ndarray, object_pos: np.ndarray, rel_pad: np.ndarra
     return {
         "lifted": lifted,
         "dropped": dropped,
-        "slipped": bool(lifted and max_slip > script["slip_threshold"]),
+        "slipped": bool(lifted and (max_slip > script["slip_threshold"]
+                                    or rot.max() > math.degrees(script["slip_angle_threshold"]))),
         "max_slip_m": max_slip,
         "max_slip_deg": float(rot.max()) if lifted else 0.0,
         "max_drift_m": float(drift.max()) if lifted else 0.0,

@@ -31,7 +31,11 @@ def asset_from_spec(spec) -> ObjectAsset:
     elif kind == "procedural":
         from ..objects import make_object
 
-        asset = make_object(geo["family"], int(geo["seed"]), name=safe_name(spec.name), **geo.get("params", {}))
+        # Rebuild from family and seed; only the parameters that were overridden are passed
+        # (the rest of ``params`` is what the seed drew, plus derived values like volume).
+        params = geo.get("params", {}) or {}
+        overrides = {k: params[k] for k in params.get("overrides", []) if k in params}
+        asset = make_object(geo["family"], int(geo["seed"]), name=safe_name(spec.name), **overrides)
     else:
         raise ConfigError(f"cannot rebuild object geometry of kind {kind!r}", key="object.geometry")
     inertia = np.asarray(spec.inertia, float)
