@@ -96,6 +96,16 @@ def _cmd_rig_generate(a):
     print(report.summary(rate=a.quiet))  # generate prints the rate itself unless quiet
 
 
+def _cmd_rig_gap(a):
+    from .rig.gap import study, write_study
+
+    result = study(a.config, objects=a.objects, episodes=a.episodes, hand=a.hand, duration=a.duration, seed=a.seed,
+                   workers=a.workers, maxiter=a.maxiter, popsize=a.popsize, only=a.only, work_dir=a.work_dir,
+                   progress=not a.quiet)
+    path = write_study(result, a.out)
+    print(path.read_text())
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="surrogate", description="Learned contact for MuJoCo: captures, surrogates, hybrid stepping, benchmarks.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -137,6 +147,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --out")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_rig_generate)
+    c = rig.add_parser("gap", help="fit MuJoCo's analytic contact to rig episodes per effect; residual vs repeatability")
+    c.add_argument("--config", default=None, help="rig config YAML (default configs/rig/default.yaml)")
+    c.add_argument("--objects", default="train")
+    c.add_argument("--episodes", type=int, default=6, help="episodes per variant")
+    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"])
+    c.add_argument("--duration", type=float, default=3.0)
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--workers", type=int, default=2)
+    c.add_argument("--maxiter", type=int, default=5, help="differential-evolution generations per cone")
+    c.add_argument("--popsize", type=int, default=5)
+    c.add_argument("--only", nargs="*", help="variants to run (all_off, an effect name, all_on); default all")
+    c.add_argument("--work-dir", help="where the recorded variants are kept (default: a temporary folder)")
+    c.add_argument("--out", required=True, help="folder for gap.json and gap.md")
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(func=_cmd_rig_gap)
 
     c = sub.add_parser("inspect", help="summarize a capture dataset")
     c.add_argument("dataset")

@@ -69,34 +69,39 @@ def toss_errors(pred: np.ndarray, tosses: TossSet, size: float) -> tuple[np.ndar
     return pos, rot
 
 
+UNSTABLE_LOSS = 1e3  # a parameter set whose rollout blew up (NaN) loses to every stable one
+
+
 def loss_of(pos_frac: np.ndarray, rot_deg: np.ndarray) -> np.ndarray:
     """[P, N] errors -> [P] identification loss."""
-    return pos_frac.mean(axis=1) + rot_deg.mean(axis=1) / 100.0
+    loss = pos_frac.mean(axis=1) + rot_deg.mean(axis=1) / 100.0
+    return np.where(np.isfinite(loss), loss, UNSTABLE_LOSS)
 
 
-def identify(scene, tosses: TossSet, size: float, *, cones=("pyramidal", "elliptic"), fit_mass: bool = False,
-             maxiter: int = 20, popsize: int = 8, seed: int = 0, threads: int = 2, progress: bool = True) -> tuple[AnalyticParams, dict]:
-    """Fit analytic contact parameters to ``tosses`` by differential evolution, per cone type.
+def fit_params(evaluate, *, cones=("pyramidal", "elliptic"), fit_mass: bool = False, maxiter: int = 20, popsize: int = 8,
+               seed: int = 0, progress: bool = True, what: str = "identify") -> tuple[AnalyticParams, dict]:
+    """Differential evolution over analytic contact parameters, once per cone type.
 
+    Args:
+      evaluate: ``f(list[AnalyticParams]) -> [P]`` losses (lower is better), called with a
+        whole DE generation at once so that rollouts can be batched.
     Returns:
       (best parameters, info) with info = {"per_cone": {cone: {"params", "loss", "evaluations"}},
-      "cone": chosen, "loss", "wall_s"}.
+      "cone": chosen, "loss", "optimizer", "wall_s"}.
     """
     t0 = time.time()
     info = {"per_cone": {}, "optimizer": f"scipy differential_evolution (popsize {popsize}, maxiter {maxiter}, seed {seed})",
-            "loss": None, "episodes": len(tosses.episodes)}
+            "loss": None, "fit_mass": fit_mass}
     best, best_loss = None, np.inf
     for cone in cones:
         evals = [0]
-        bar = tqdm(total=maxiter + 1, desc=f"identify ({cone})", unit="gen", disable=not progress)
+        bar = tqdm(total=maxiter + 1, desc=f"{what} ({cone})", unit="gen", disable=not progress)
 
         def f(X, cone=cone):
-            X = np.atleast_2d(X.T).T if X.ndim == 1 else X  # scipy passes [ndim, S] when vectorized
+            X = X.reshape(-1, 1) if X.ndim == 1 else X  # scipy passes [ndim, S] when vectorized
             params = [_decode(X[:, s], cone, fit_mass) for s in range(X.shape[1])]
-            pred = simulate_tosses(scene, params, tosses, threads=threads)
-            pos, rot = toss_errors(pred, tosses, size)
             evals[0] += len(params)
-            return loss_of(pos, rot)
+            return np.asarray(evaluate(params), dtype=float)
 
         res = differential_evolution(f, _bounds(fit_mass), maxiter=maxiter, popsize=popsize, seed=seed, tol=1e-3,
                                      polish=False, vectorized=True, updating="deferred", init="sobol",
@@ -110,6 +115,18 @@ def identify(scene, tosses: TossSet, size: float, *, cones=("pyramidal", "ellipt
     info["loss"] = best_loss
     info["wall_s"] = time.time() - t0
     return best, info
+
+
+def identify(scene, tosses: TossSet, size: float, *, threads: int = 2, **kw) -> tuple[AnalyticParams, dict]:
+    """Fit analytic contact parameters to free-object ``tosses`` (``fit_params`` options in ``kw``)."""
+
+    def evaluate(params):
+        pos, rot = toss_errors(simulate_tosses(scene, params, tosses, threads=threads), tosses, size)
+        return loss_of(pos, rot)
+
+    params, info = fit_params(evaluate, **kw)
+    info["episodes"] = len(tosses.episodes)
+    return params, info
 
 
 def randomized_ensemble(center: AnalyticParams, *, n: int = 16, seed: int = 0, ranges: dict | None = None) -> list[AnalyticParams]:
