@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..capture import read_dataset
+from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from .analytic import AnalyticParams, TossSet, simulate_tosses
 from .evaluate import aggregate, per_object, score_episode
@@ -109,11 +109,11 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                sizes=cfg["data"]["train_sizes"])
     test = [by_id[i] for i in sp["test"]]
     data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
-                 "sources": sorted({e.provenance.source for e in eps}), "hash": _dataset_hash(ds.root)}
+                 "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root)}
     if test_data is not None:
         tds = read_dataset(test_data)
         test = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
-        data_info["test_data"] = {"name": tds.meta.name, "path": str(tds.root), "episodes": len(test), "hash": _dataset_hash(tds.root)}
+        data_info["test_data"] = {"name": tds.meta.name, "path": str(tds.root), "episodes": len(test), "hash": dataset_hash(tds.root)}
     sim = cfg["simulation"]
     models = {}
 
@@ -200,14 +200,3 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     else:
         models["surrogate"] = {"status": "not evaluated", "reason": "no --checkpoint given"}
     return {"data": data_info, "split": {k: v for k, v in sp.items() if k != "pool"}, "models": models, "wall_s": time.time() - t0}
-
-
-def _dataset_hash(root) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for p in sorted(Path(root).rglob("*")):
-        if p.is_file():
-            h.update(p.relative_to(root).as_posix().encode())
-            h.update(hashlib.sha256(p.read_bytes()).digest())
-    return h.hexdigest()

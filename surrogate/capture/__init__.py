@@ -4,13 +4,13 @@ See the README's "Capture format" section for every field and unit.
 """
 
 from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
-from .reader import CaptureDataset, read_dataset, read_metadata
+from .reader import CaptureDataset, dataset_hash, read_dataset, read_metadata
 from .schema import FEATURE_KEYS, FEIX_GRASP_TYPES, SCHEMA_VERSION
 from .validate import validate_episode, validate_meta
 from .writer import CaptureWriter, write_dataset
 
 __all__ = [
-    "CaptureDataset", "CaptureWriter", "DatasetMeta", "Environment", "Episode", "FEATURE_KEYS",
+    "CaptureDataset", "CaptureWriter", "dataset_hash", "DatasetMeta", "Environment", "Episode", "FEATURE_KEYS",
     "FEIX_GRASP_TYPES", "ObjectSpec", "Provenance", "SCHEMA_VERSION", "read_dataset", "read_metadata",
     "validate_episode", "validate_meta", "write_dataset",
 ]

@@ -7,6 +7,7 @@ code paths cannot see the exact state by accident.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,3 +244,15 @@ def _build_episode(cols, em, objects, contact_features, root) -> Episode:
         truth=truth,
         **kw,
     )
+
+
+def dataset_hash(root: str | Path) -> str:
+    """sha256 over every file of a dataset (relative names and bytes): its identity in
+    checkpoint cards and benchmark ledgers."""
+    root = Path(root)
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(root).as_posix().encode())
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()

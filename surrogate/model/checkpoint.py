@@ -1,0 +1,107 @@
+"""Released checkpoints: ``weights.safetensors`` + ``card.json``; no pickle anywhere.
+
+The card (JSON) holds: ``schema`` / ``schema_version``; ``features`` (feature-set version,
+edge and node feature names, units used to nondimensionalize, and the normalization
+statistics, which are also buffers in the weights); ``model`` (class and hyperparameters,
+parameter count, FLOPs per contact); ``data`` (dataset name, root, sha256 prefix, train and
+validation episode ids, margin, substeps, smoothing window); ``training`` (config,
+wall time, metrics); ``versions`` (package versions). Loading a card of another schema
+version, or with other feature definitions, fails with a message that says what differs.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..atomic import write_json_atomic
+from ..errors import SurrogateError
+from . import graph as G
+from .gnn import ContactGNN, model_cost
+
+SCHEMA = "contact-surrogate-checkpoint"
+SCHEMA_VERSION = "1.0"
+WEIGHTS, CARD = "weights.safetensors", "card.json"
+
+
+class CheckpointError(SurrogateError, ValueError):
+    """A checkpoint that cannot be loaded by this version (names the file and what differs)."""
+
+
+def _versions() -> dict:
+    import lightning
+    import mujoco
+    import numpy
+    import torch_geometric
+
+    from .. import __version__
+    return {"contact-surrogate": __version__, "torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
+            "lightning": lightning.__version__, "mujoco": mujoco.__version__, "numpy": numpy.__version__,
+            "python": platform.python_version()}
+
+
+def feature_card(model: ContactGNN) -> dict:
+    em, es = model.edge_norm.stats()
+    nm, ns = model.node_norm.stats()
+    return {
+        "version": G.FEATURE_VERSION,
+        "edge": list(G.EDGE_FEATURES), "node": list(G.NODE_FEATURES), "geom_descriptor": list(G.GEOM_DESC),
+        "units": {"L": "object size (largest bounding-box side), m", "V": "sqrt(|g| L), m/s", "F0": "object mass * |g|, N"},
+        "normalization": {"edge_mean": em.tolist(), "edge_std": es.tolist(), "node_mean": nm.tolist(), "node_std": ns.tolist(),
+                          "samples": float(model.edge_norm.count)},
+        "output": "per contact: F = f_n n + F_t (world), f_n = F0 softplus(o0), |F_t| < mu f_n, mu = mu_max sigmoid(o5)",
+    }
+
+
+def export_checkpoint(model: ContactGNN, out_dir, *, data: dict | None = None, training: dict | None = None) -> Path:
+    """Write ``out_dir/weights.safetensors`` and ``out_dir/card.json``; returns ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(out / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
+    card = {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+        "features": feature_card(model),
+        "model": {"class": "surrogate.model.gnn.ContactGNN", "hparams": dict(model.hparams), **model_cost(model)},
+        "data": data or {}, "training": training or {}, "versions": _versions(),
+    }
+    write_json_atomic(out / CARD, card)
+    return out
+
+
+def read_card(path) -> dict:
+    p = Path(path)
+    p = p / CARD if p.is_dir() else p
+    if not p.is_file():
+        raise CheckpointError(f"{p}: no checkpoint card")
+    try:
+        card = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{p}: corrupt card ({e})") from None
+    if card.get("schema") != SCHEMA:
+        raise CheckpointError(f"{p}: not a {SCHEMA} card (schema={card.get('schema')!r})")
+    if card.get("schema_version") != SCHEMA_VERSION:
+        raise CheckpointError(f"{p}: card schema version {card.get('schema_version')!r}; this version of the package "
+                              f"reads {SCHEMA_VERSION!r}. Re-export the checkpoint or install the matching package version.")
+    f = card.get("features", {})
+    if f.get("version") != G.FEATURE_VERSION or f.get("edge") != list(G.EDGE_FEATURES) or f.get("node") != list(G.NODE_FEATURES):
+        raise CheckpointError(f"{p}: the card's feature definitions (version {f.get('version')!r}) differ from this "
+                              f"package's (version {G.FEATURE_VERSION}); the weights would be fed the wrong inputs")
+    return card
+
+
+def load_checkpoint(path) -> tuple[ContactGNN, dict]:
+    """(model in eval mode, card) from a checkpoint folder."""
+    p = Path(path)
+    card = read_card(p)
+    model = ContactGNN(**card["model"]["hparams"])
+    state = load_file(str(p / WEIGHTS))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise CheckpointError(f"{p / WEIGHTS}: weights do not match the card's model (missing {missing[:4]}, unexpected {unexpected[:4]})")
+    model.eval()
+    return model, card

@@ -1,0 +1,266 @@
+"""Contact graphs from MuJoCo's collision detection, for live ``MjData`` and for captures alike.
+
+One graph per (environment, time step). Nodes are the bodies that take part in owned
+contacts (node 0 of every graph is the object); every contact candidate MuJoCo reports
+on an owned pair within the detection distance is one directed edge ``other -> object``
+(several parallel edges between the same two bodies are normal: a box on the ground has
+up to 4). Many graphs form one ``torch_geometric.data.Batch``.
+
+Graphs carry *raw geometry* only, as vectors relative to the bodies (nothing that
+depends on where the scene is in the world), in SI units::
+
+    edge_index [2, E]  (other body node, object node)
+    normal     [E, 3]  unit normal pointing from the other body into the object
+                       (the direction in which a compressive contact force pushes the object)
+    dist       [E]     signed distance (m), negative = penetration (MuJoCo's ``contact.dist``)
+    r_obj      [E, 3]  contact point minus the object's COM (m, world axes)
+    r_oth      [E, 3]  contact point minus the other body's COM (m); 0 for static bodies
+    tangent    [E, 3]  MuJoCo's first contact tangent (only a tie-break for the reported frame)
+    geom_obj, geom_oth [E, 12]  per-side shape descriptor (``GEOM_DESC``)
+    vel, omega [N, 3]  node COM linear and angular velocity (m/s, rad/s, world axes)
+    mass       [N]     kg (0 for static bodies);  inertia [N, 3] principal moments (kg m^2)
+    static     [N]     1 for bodies welded to the world;  is_object [N]
+    gravity    [G, 3]  m/s^2;  length [G] object size L (m);  mass_ref [G] object mass (kg)
+    object_index [G]   node index of each graph's object (incremented by PyG when batching)
+
+The model (``surrogate.model.gnn``) turns these into nondimensional features with
+``edge_features`` / ``node_features`` (differentiable torch, so an unrolled integrator can
+move the contacts), using L, V = sqrt(|g| L) and F0 = m |g| as units:
+
+Edge features (``EDGE_FEATURES``, 41): with n the normal, v = relative velocity of the
+object's material point over the other body's at the contact, w = relative angular
+velocity, x_t = x - (x.n) n, gh = g/|g|:
+  d/L, v.n/V, |v_t|/V, r_obj.n/L, |r_obj_t|/L, r_oth.n/L, |r_oth_t|/L, (w.n) L/V, |w_t| L/V,
+  gh.n, |gh_t|, (v_t.r_t)/(V L), n.(r_t x v_t)/(V L), gh_t.v_t/V, n.(gh_t x v_t)/V,
+  gh_t.r_t/L, n.(gh_t x r_t)/L  (r_t = r_obj_t), then the object's and the other side's
+  geom descriptors (type one-hot of 8, bounding radius / L, sorted AABB half-sizes / L).
+Node features (``NODE_FEATURES``, 9): static, is_object, log(m / m_ref) (0 if static),
+  sorted principal inertia / (m L^2) (0 if static), |v|/V, v.gh/V, |w| L/V.
+
+Every feature is a rotation invariant (dot products, norms, and triple products with the
+normal), so translating or rotating the whole scene with gravity leaves them unchanged.
+The reported contact frame (``contact_frames``) is (n, e1, e2) with e1 the tangential
+direction of r_obj (MuJoCo's tangent only breaks the tie when |r_obj_t| < 1e-6 L).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import torch
+from torch_geometric.data import Batch, Data
+
+GEOM_TYPES = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "other")
+_MJ_TYPE = {
+    int(mujoco.mjtGeom.mjGEOM_PLANE): 0, int(mujoco.mjtGeom.mjGEOM_SPHERE): 1,
+    int(mujoco.mjtGeom.mjGEOM_CAPSULE): 2, int(mujoco.mjtGeom.mjGEOM_ELLIPSOID): 3,
+    int(mujoco.mjtGeom.mjGEOM_CYLINDER): 4, int(mujoco.mjtGeom.mjGEOM_BOX): 5,
+    int(mujoco.mjtGeom.mjGEOM_MESH): 6,
+}
+GEOM_DESC = tuple(f"type_{t}" for t in GEOM_TYPES) + ("rbound", "half_min", "half_mid", "half_max")
+EDGE_SCALARS = (
+    "dist", "vn", "vt", "robj_n", "robj_t", "roth_n", "roth_t", "wn", "wt", "gn", "gt",
+    "vt_dot_rt", "vt_cross_rt", "gt_dot_vt", "gt_cross_vt", "gt_dot_rt", "gt_cross_rt",
+)
+EDGE_FEATURES = EDGE_SCALARS + tuple(f"obj_{g}" for g in GEOM_DESC) + tuple(f"oth_{g}" for g in GEOM_DESC)
+NODE_FEATURES = ("static", "is_object", "log_mass_ratio", "inertia_0", "inertia_1", "inertia_2", "speed", "v_up", "spin")
+FEATURE_VERSION = 1
+
+
+def geom_descriptor(model: mujoco.MjModel, geom_id: int) -> np.ndarray:
+    """[12] shape descriptor of one geom in metres (the model divides by L): one-hot type, rbound, sorted AABB half-sizes."""
+    out = np.zeros(len(GEOM_DESC))
+    t = _MJ_TYPE.get(int(model.geom_type[geom_id]), 7)
+    out[t] = 1.0
+    if t != 0:  # a plane has no size
+        out[8] = model.geom_rbound[geom_id]
+        out[9:12] = np.sort(model.geom_aabb[geom_id, 3:6])
+    return out
+
+
+@dataclass
+class SceneInfo:
+    """What the builder needs to know about a scene beyond the MjModel.
+
+    Attributes:
+      object_body: body id of the object (node 0).
+      length: m, object size L (largest bounding-box side).
+      owned_pair_keys: sorted ``min(g1,g2) * ngeom + max(g1,g2)`` keys of the owned pairs
+        (as ``Scene._keys``); contacts of other pairs are ignored.
+    """
+
+    object_body: int
+    length: float
+    owned_pair_keys: np.ndarray
+
+    @classmethod
+    def from_scene(cls, scene) -> "SceneInfo":
+        return cls(object_body=int(scene.object_body_id), length=float(scene.obj.size), owned_pair_keys=np.asarray(scene._keys))
+
+
+def _principal(model, b):
+    return np.sort(model.body_inertia[b]) if model.body_weldid[b] != 0 else np.zeros(3)
+
+
+def graph_from_mjdata(model: mujoco.MjModel, data: mujoco.MjData, info: SceneInfo, *, body_vel=None) -> Data:
+    """One contact graph from ``data`` after collision detection (``mj_step1``/``mj_forward``).
+
+    Args:
+      model, data: the scene in ``external`` mode (MuJoCo detects owned contacts, applies no force).
+      info: ``SceneInfo.from_scene(scene)``.
+      body_vel: optional {body id: (v [3], w [3])} COM velocities (world) overriding the
+        ones ``data`` holds (captures pass smoothed velocities here).
+    Returns:
+      ``Data`` with the fields of the module docstring (float32), plus ``contact_id`` [E]
+      (index into ``data.contact``) and ``body_id`` [N] (MuJoCo body ids, for applying wrenches).
+    """
+    ob = info.object_body
+    n = data.ncon
+    rows = []
+    if n:
+        geom = data.contact.geom[:n]
+        keys = geom.min(axis=1) * model.ngeom + geom.max(axis=1)
+        pos = np.clip(np.searchsorted(info.owned_pair_keys, keys), 0, max(len(info.owned_pair_keys) - 1, 0))
+        owned = (geom >= 0).all(axis=1) & (info.owned_pair_keys[pos] == keys) if len(info.owned_pair_keys) else np.zeros(n, bool)
+        bodies = model.geom_bodyid[np.maximum(geom, 0)]
+        for i in np.flatnonzero(owned):
+            b1, b2 = bodies[i]
+            if b2 == ob:
+                rows.append((i, geom[i, 1], geom[i, 0], b1, 1.0))
+            elif b1 == ob:
+                rows.append((i, geom[i, 0], geom[i, 1], b2, -1.0))
+    others = sorted({r[3] for r in rows})
+    node_body = [ob] + others
+    node_of = {b: k for k, b in enumerate(node_body)}
+    N, E = len(node_body), len(rows)
+    vel, omega = np.zeros((N, 3)), np.zeros((N, 3))
+    com = np.zeros((N, 3))
+    res = np.zeros(6)
+    for k, b in enumerate(node_body):
+        com[k] = data.xipos[b]
+        if body_vel is not None and b in body_vel:
+            vel[k], omega[k] = body_vel[b]
+        elif model.body_weldid[b] != 0:
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, b, res, 0)
+            omega[k], vel[k] = res[:3], res[3:]
+    static = np.array([float(model.body_weldid[b] == 0) for b in node_body])
+    mass = np.array([model.body_mass[b] if model.body_weldid[b] != 0 else 0.0 for b in node_body])
+    inertia = np.stack([_principal(model, b) for b in node_body])
+    normal, dist, r_obj, r_oth, tangent = (np.zeros((E, 3)), np.zeros(E), np.zeros((E, 3)), np.zeros((E, 3)), np.zeros((E, 3)))
+    g_obj, g_oth = np.zeros((E, len(GEOM_DESC))), np.zeros((E, len(GEOM_DESC)))
+    src, cid = np.zeros(E, dtype=np.int64), np.zeros(E, dtype=np.int64)
+    for e, (i, go, gx, b, sign) in enumerate(rows):
+        c = data.contact[i]
+        frame = np.asarray(c.frame).reshape(3, 3)
+        normal[e] = sign * frame[0]
+        tangent[e] = frame[1]
+        dist[e] = c.dist
+        p = np.asarray(c.pos)
+        r_obj[e] = p - data.xipos[ob]
+        r_oth[e] = 0.0 if model.body_weldid[b] == 0 else p - data.xipos[b]
+        g_obj[e] = geom_descriptor(model, go)
+        g_oth[e] = geom_descriptor(model, gx)
+        src[e] = node_of[b]
+        cid[e] = i
+    f = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float32)  # noqa: E731
+    return Data(
+        num_nodes=N,
+        edge_index=torch.stack([torch.as_tensor(src), torch.zeros(E, dtype=torch.long)]),
+        normal=f(normal), dist=f(dist), r_obj=f(r_obj), r_oth=f(r_oth), tangent=f(tangent),
+        geom_obj=f(g_obj), geom_oth=f(g_oth),
+        vel=f(vel), omega=f(omega), mass=f(mass), inertia=f(inertia), static=f(static),
+        is_object=f(np.arange(N) == 0),
+        gravity=f(np.asarray(model.opt.gravity)[None]), length=f([info.length]),
+        mass_ref=f([model.body_mass[ob]]), object_index=torch.zeros(1, dtype=torch.long),
+        contact_id=torch.as_tensor(cid), body_id=torch.as_tensor(np.asarray(node_body, dtype=np.int64)),
+    )
+
+
+def batch_graphs(graphs) -> Batch:
+    """Many graphs (environments x time steps) as one PyG ``Batch``; ``batch`` maps nodes to graphs."""
+    return Batch.from_data_list(list(graphs))
+
+
+def _edge_graph(g):
+    """[E] graph id of each edge."""
+    batch = getattr(g, "batch", None)
+    if batch is None:
+        return torch.zeros(g.edge_index.shape[1], dtype=torch.long, device=g.edge_index.device)
+    return batch[g.edge_index[1]]
+
+
+def _tan(x, n):
+    return x - (x * n).sum(-1, keepdim=True) * n
+
+
+def relative_velocity(g, vel=None, omega=None):
+    """([E, 3] relative velocity of the object's point over the other body's at the contact, [E, 3] relative spin)."""
+    vel = g.vel if vel is None else vel
+    omega = g.omega if omega is None else omega
+    s, o = g.edge_index
+    va = vel[o] + torch.cross(omega[o], g.r_obj, dim=-1)
+    vb = vel[s] + torch.cross(omega[s], g.r_oth, dim=-1)
+    return va - vb, omega[o] - omega[s]
+
+
+def units(g):
+    """Per-graph (L [G], V [G], F0 [G]): length, velocity sqrt(|g| L) and force m |g| scales."""
+    gn = g.gravity.norm(dim=-1).clamp_min(1e-6)
+    return g.length, torch.sqrt(gn * g.length), g.mass_ref * gn
+
+
+def edge_features(g, vel=None, omega=None) -> torch.Tensor:
+    """[E, 41] nondimensional, rotation- and translation-invariant contact features (``EDGE_FEATURES``)."""
+    eg = _edge_graph(g)
+    L, V, _ = units(g)
+    L, V = L[eg, None], V[eg, None]
+    gh = g.gravity / g.gravity.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+    gh = gh[eg]
+    n = g.normal
+    v, w = relative_velocity(g, vel, omega)
+    vt, rt, gt = _tan(v, n), _tan(g.r_obj, n), _tan(gh, n)
+    dot = lambda a, b: (a * b).sum(-1, keepdim=True)  # noqa: E731
+    trip = lambda a, b: dot(n, torch.cross(a, b, dim=-1))  # noqa: E731
+    nrm = lambda a: torch.sqrt((a * a).sum(-1, keepdim=True) + 1e-12)  # noqa: E731
+    scal = torch.cat([
+        g.dist[:, None] / L, dot(v, n) / V, nrm(vt) / V, dot(g.r_obj, n) / L, nrm(rt) / L,
+        dot(g.r_oth, n) / L, nrm(_tan(g.r_oth, n)) / L, dot(w, n) * L / V, nrm(_tan(w, n)) * L / V,
+        dot(gh, n), nrm(gt), dot(vt, rt) / (V * L), trip(rt, vt) / (V * L), dot(gt, vt) / V, trip(gt, vt) / V,
+        dot(gt, rt) / L, trip(gt, rt) / L,
+    ], dim=-1)
+
+    def geo(d):
+        return torch.cat([d[:, :8], d[:, 8:] / L], dim=-1)
+
+    return torch.cat([scal, geo(g.geom_obj), geo(g.geom_oth)], dim=-1)
+
+
+def node_features(g, vel=None, omega=None) -> torch.Tensor:
+    """[N, 9] nondimensional, invariant body features (``NODE_FEATURES``)."""
+    vel = g.vel if vel is None else vel
+    omega = g.omega if omega is None else omega
+    batch = getattr(g, "batch", None)
+    nb = torch.zeros(g.num_nodes, dtype=torch.long, device=vel.device) if batch is None else batch
+    L, V, _ = units(g)
+    L, V, M = L[nb, None], V[nb, None], g.mass_ref[nb, None]
+    gh = (g.gravity / g.gravity.norm(dim=-1, keepdim=True).clamp_min(1e-6))[nb]
+    st = g.static[:, None]
+    mass = g.mass[:, None]
+    logm = torch.where(st > 0, torch.zeros_like(mass), torch.log(mass.clamp_min(1e-9) / M))
+    inert = torch.where(st > 0, torch.zeros_like(g.inertia), g.inertia / (mass.clamp_min(1e-9) * L * L))
+    speed = torch.sqrt((vel * vel).sum(-1, keepdim=True) + 1e-12) / V
+    spin = torch.sqrt((omega * omega).sum(-1, keepdim=True) + 1e-12) * L / V
+    return torch.cat([st, g.is_object[:, None], logm, inert, speed, (vel * gh).sum(-1, keepdim=True) / V, spin], dim=-1)
+
+
+def contact_frames(g) -> torch.Tensor:
+    """[E, 3, 3] reported contact frames, rows (n, e1, e2) in world axes: e1 along r_obj's tangential part."""
+    n = g.normal
+    L = g.length[_edge_graph(g), None]
+    rt = _tan(g.r_obj, n)
+    e1 = rt + 1e-6 * L * _tan(g.tangent, n)
+    e1 = e1 / e1.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    e2 = torch.cross(n, e1, dim=-1)
+    return torch.stack([n, e1, e2], dim=1)

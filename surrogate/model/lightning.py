@@ -1,0 +1,139 @@
+"""LightningModule and DataModule around the plain ``ContactGNN`` (train.py only wires these)."""
+
+from __future__ import annotations
+
+import math
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from .data import DATA_DEFAULTS, GraphWindows, load_capture, split_episodes
+from .dynamics import unroll
+from .gnn import ContactGNN, body_wrenches
+from .graph import batch_graphs, units
+
+LOSS_DEFAULTS = dict(noise_vel=0.0, noise_dist=0.0, unroll_frames=0, unroll_weight=1000.0, wrench_weight=1.0, ft_weight=1.0)
+OPTIM_DEFAULTS = dict(lr=1e-3, weight_decay=0.0, final_lr_fraction=0.1)
+
+
+def wrench_scale(g):
+    """[G, 6] per-graph units of the wrench loss: F0 for forces, F0 L for torques."""
+    Lg, _, F0 = units(g)
+    return torch.cat([F0[:, None].expand(-1, 3), (F0 * Lg)[:, None].expand(-1, 3)], dim=1)
+
+
+class ContactLightning(L.LightningModule):
+    """Losses: net object wrench (inverse dynamics targets, normalized by m g and m g L),
+    optional pad F/T readings, optional unrolled pose loss through ``dynamics.unroll``;
+    optional input noise on object velocities (in V) and contact distances (in L)."""
+
+    def __init__(self, model: dict | None = None, loss: dict | None = None, optim: dict | None = None,
+                 substeps: int = 4, max_steps: int = 1000):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = ContactGNN(**(model or {}))
+        self.loss_cfg = {**LOSS_DEFAULTS, **(loss or {})}
+        self.optim_cfg = {**OPTIM_DEFAULTS, **(optim or {})}
+        self.substeps, self.max_steps = substeps, max_steps
+
+    def _noisy(self, g):
+        c = self.loss_cfg
+        if not (c["noise_vel"] or c["noise_dist"]):
+            return g, None, None
+        import copy
+        Lg, V, _ = units(g)
+        obj = g.object_index
+        vel = g.vel.index_add(0, obj, torch.randn(len(obj), 3) * c["noise_vel"] * V[:, None])
+        om = g.omega.index_add(0, obj, torch.randn(len(obj), 3) * c["noise_vel"] * (V / Lg)[:, None])
+        h = copy.copy(g)
+        h.dist = g.dist + torch.randn_like(g.dist) * c["noise_dist"] * Lg[g.batch[g.edge_index[1]]]
+        return h, vel, om
+
+    def losses(self, g, *, train: bool):
+        c = self.loss_cfg
+        h, vel, om = self._noisy(g) if train else (g, None, None)
+        f = self.model(h, vel, om)
+        w = body_wrenches(h, f)
+        scale = wrench_scale(g)
+        out = {"wrench": (((w[g.object_index] - g.wrench) / scale) ** 2).mean()}
+        if bool(g.ft_mask.any()):
+            node_scale = scale[g.batch]
+            sel = g.ft_mask > 0
+            out["ft"] = (((w[sel] - g.ft[sel]) / node_scale[sel]) ** 2).mean()
+        K = int(c["unroll_frames"])
+        if K:
+            pos, quat = unroll(self.model, g, frames=K, substeps=self.substeps)
+            Lg = g.length[:, None]
+            ep = ((pos - g.future[:, :K, :3]).norm(dim=-1) / Lg) ** 2
+            dq = (quat * g.future[:, :K, 3:]).sum(-1).abs().clamp(max=1.0)
+            er = (1.0 - dq * dq)  # = sin^2(angle/2): small-angle (angle/2)^2
+            out["unroll"] = (ep + 4.0 * er).mean()
+        out["loss"] = c["wrench_weight"] * out["wrench"] + c["ft_weight"] * out.get("ft", 0.0) + c["unroll_weight"] * out.get("unroll", 0.0)
+        return out
+
+    def training_step(self, batch, _):
+        out = self.losses(batch, train=True)
+        bs = int(batch.num_graphs)
+        for k, v in out.items():
+            self.log(f"train/{k}", v, prog_bar=(k == "loss"), batch_size=bs)
+        return out["loss"]
+
+    def validation_step(self, batch, _):
+        out = self.losses(batch, train=False)
+        bs = int(batch.num_graphs)
+        for k, v in out.items():
+            self.log(f"val/{k}", v, prog_bar=(k == "loss"), batch_size=bs, sync_dist=True)
+        self.log("val_loss", out["loss"], batch_size=bs, sync_dist=True)
+
+    def configure_optimizers(self):
+        o = self.optim_cfg
+        opt = torch.optim.Adam(self.parameters(), lr=o["lr"], weight_decay=o["weight_decay"])
+        gamma = math.exp(math.log(o["final_lr_fraction"]) / max(1, self.max_steps))
+        sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=gamma)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+class CaptureDataModule(L.LightningDataModule):
+    """Training windows from a capture dataset: fixed seeded episode split, features cached in memory.
+
+    The dataset is read and validated in ``prepare`` (``setup``) before any training step, so a
+    bad capture stops the run with a CaptureError naming the episode.
+    """
+
+    def __init__(self, **cfg):
+        super().__init__()
+        self.cfg = {**DATA_DEFAULTS, **cfg}
+        self.train_set = self.val_set = None
+        self.capture = None
+
+    def load(self):
+        if self.capture is None:
+            self.capture = load_capture(self.cfg["root"], max_episodes=self.cfg["max_episodes"])
+            ids = [e.episode_id for e in self.capture.episodes]
+            n_min = self.cfg["hold_out_min_frames"]
+            long_ids = [e.episode_id for e in self.capture.episodes if n_min and e.num_frames >= n_min]
+            self.train_ids, self.val_ids = split_episodes(ids, val_fraction=self.cfg["val_fraction"], seed=self.cfg["split_seed"],
+                                                          always_val=long_ids)
+            if self.cfg["max_train_episodes"]:
+                self.train_ids = self.train_ids[: int(self.cfg["max_train_episodes"])]
+        return self.capture
+
+    def setup(self, stage=None):
+        if self.train_set is not None:
+            return
+        cap = self.load()
+        kw = {k: self.cfg[k] for k in ("margin", "substeps", "window", "order", "unroll_frames")}
+        by_id = {e.episode_id: e for e in cap.episodes}
+        self.train_set = GraphWindows([by_id[i] for i in self.train_ids], cap.meta, **kw)
+        self.val_set = GraphWindows([by_id[i] for i in self.val_ids], cap.meta, **kw)
+
+    def _loader(self, ds, shuffle):
+        return DataLoader(ds, batch_size=self.cfg["batch_size"], shuffle=shuffle, collate_fn=batch_graphs,
+                          num_workers=self.cfg["num_workers"], drop_last=False)
+
+    def train_dataloader(self):
+        return self._loader(self.train_set, True)
+
+    def val_dataloader(self):
+        return self._loader(self.val_set, False)

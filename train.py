@@ -1,0 +1,127 @@
+"""Train the contact surrogate: ``python train.py fit --config configs/train/<name>.yaml [--set key=value ...]``.
+
+Only wiring: the model (``surrogate.model.gnn``), the LightningModule and DataModule
+(``surrogate.model.lightning``) and the release format (``surrogate.model.checkpoint``)
+live in the package. CPU by default; DDP by config (``trainer.strategy: ddp``,
+``trainer.devices: 2``, gloo on CPU). ``ckpt_path: last`` resumes after an interruption.
+At the end of ``fit`` the model is exported as safetensors + JSON card to ``export.dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+DEFAULTS = {
+    "seed": 0,
+    "out_dir": "runs/train",
+    "ckpt_path": None,
+    "data": {},
+    "model": {},
+    "loss": {},
+    "optim": {},
+    "trainer": {"max_epochs": 10, "accelerator": "cpu", "devices": 1, "strategy": "auto", "deterministic": True,
+                "log_every_n_steps": 20, "enable_progress_bar": True},
+    "export": {"dir": None, "eval_rollouts": 0},
+    "threads": 1,
+}
+
+
+def load_config(path, overrides):
+    from surrogate.config import apply_overrides, load_yaml, merge
+
+    cfg = merge(DEFAULTS, load_yaml(path) if path else {})
+    return apply_overrides(cfg, overrides or [], file=path)
+
+
+def fit(cfg: dict) -> dict:
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    from surrogate.model.lightning import CaptureDataModule, ContactLightning
+
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+    L.seed_everything(int(cfg["seed"]), workers=True)
+    out = Path(cfg["out_dir"])
+    data_cfg = dict(cfg["data"])
+    data_cfg["unroll_frames"] = int(cfg["loss"].get("unroll_frames", 0))
+    dm = CaptureDataModule(**data_cfg)
+    t0 = time.time()
+    dm.setup("fit")  # reads + validates every episode: bad captures stop here, before training
+    feat_s = time.time() - t0
+    tcfg = dict(cfg["trainer"])
+    if "ddp" in str(tcfg.get("strategy")) and tcfg.get("accelerator", "cpu") == "cpu" and int(tcfg.get("num_nodes", 1)) == 1:
+        # single-machine CPU DDP (gloo): rendezvous on the loopback interface
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    es_patience = tcfg.pop("early_stopping_patience", None)
+    steps_per_epoch = max(1, -(-len(dm.train_set) // (dm.cfg["batch_size"] * max(1, int(tcfg.get("devices", 1)) if tcfg.get("strategy", "auto") != "auto" else 1))))
+    max_steps = steps_per_epoch * int(tcfg.get("max_epochs") or 1)
+    module = ContactLightning(model=cfg["model"], loss=cfg["loss"], optim=cfg["optim"], substeps=dm.cfg["substeps"], max_steps=max_steps)
+    ckpt = ModelCheckpoint(dirpath=out / "checkpoints", save_last=True, monitor="val_loss", save_top_k=1, filename="best")
+    callbacks = [ckpt]
+    if es_patience:
+        callbacks.append(EarlyStopping(monitor="val_loss", patience=int(es_patience)))
+    trainer = L.Trainer(default_root_dir=str(out), logger=[CSVLogger(str(out), name="csv"), TensorBoardLogger(str(out), name="tb")],
+                        callbacks=callbacks, **tcfg)
+    t1 = time.time()
+    trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
+    wall = time.time() - t1
+    result = {"train_wall_s": wall, "feature_s": feat_s, "val_loss": float(trainer.callback_metrics.get("val_loss", float("nan"))),
+              "epochs": trainer.current_epoch, "steps": trainer.global_step,
+              "train_graphs": len(dm.train_set), "val_graphs": len(dm.val_set)}
+    if trainer.is_global_zero and cfg["export"].get("dir"):
+        result.update(export(cfg, dm, module, ckpt, result))
+    return result
+
+
+def export(cfg, dm, module, ckpt, result) -> dict:
+    import torch
+
+    from surrogate.model.checkpoint import export_checkpoint
+    from surrogate.capture import dataset_hash
+
+    model = module.model
+    if ckpt.best_model_path:  # Lightning's .ckpt is only for resume; read the best weights back from it
+        state = torch.load(ckpt.best_model_path, map_location="cpu", weights_only=True)["state_dict"]
+        model.load_state_dict({k[len("model."):]: v for k, v in state.items() if k.startswith("model.")})
+    model.eval()
+    metrics = dict(result)
+    metrics["best_val_loss"] = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
+    n_eval = int(cfg["export"].get("eval_rollouts") or 0)
+    if n_eval:
+        from surrogate.model.rollout import evaluate_tosses
+        by_id = {e.episode_id: e for e in dm.capture.episodes}
+        eps = [by_id[i] for i in dm.val_ids]
+        eps = eps[:n_eval] if n_eval > 0 else eps
+        for name, n_min in (("heldout_rollouts_all", 2), ("heldout_rollouts_1s", 149)):
+            ev = evaluate_tosses(model, eps, dm.capture.meta, margin=dm.cfg["margin"], substeps=dm.cfg["substeps"], min_frames=n_min)
+            metrics[name] = {k: v for k, v in ev.items() if k != "per_toss"}
+    data = {"name": dm.capture.meta.name, "root": str(dm.cfg["root"]), "sha256": dataset_hash(dm.cfg["root"]),
+            "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": dm.cfg["split_seed"],
+            "margin_m": dm.cfg["margin"], "substeps": dm.cfg["substeps"], "smoothing": {"method": "savitzky-golay local LS",
+            "window": dm.cfg["window"], "order": dm.cfg["order"]}}
+    export_checkpoint(model, cfg["export"]["dir"], data=data, training={"config": cfg, "metrics": metrics})
+    return {"exported": str(cfg["export"]["dir"]), **{k: v for k, v in metrics.items() if k.startswith("heldout")}}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["fit"])
+    p.add_argument("--config", "-c", help="YAML config (configs/train/*.yaml)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key (dotted), repeatable")
+    a = p.parse_args(argv)
+    cfg = load_config(a.config, a.set)
+    res = fit(cfg)
+    print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str))
+    return res
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
