@@ -13,6 +13,7 @@ import mujoco
 import numpy as np
 import torch
 from torch.utils.data import Dataset
+from tqdm import tqdm
 
 from ..capture import read_dataset
 from ..errors import CaptureError
@@ -142,10 +143,10 @@ def load_capture(root, *, max_episodes=None):
 class GraphWindows(Dataset):
     """In-memory list of contact graphs (with targets) from some episodes of a capture dataset."""
 
-    def __init__(self, episodes, meta, **kw):
+    def __init__(self, episodes, meta, *, progress: bool = True, desc: str = "contact graphs", **kw):
         self.graphs = []
         self.episode_ids = []
-        for ep in episodes:
+        for ep in tqdm(episodes, desc=desc, unit="episode", disable=not progress):
             gs = episode_graphs(ep, meta, **kw)
             self.graphs.extend(gs)
             self.episode_ids.append(ep.episode_id)

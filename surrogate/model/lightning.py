@@ -125,8 +125,8 @@ class CaptureDataModule(L.LightningDataModule):
         cap = self.load()
         kw = {k: self.cfg[k] for k in ("margin", "substeps", "window", "order", "unroll_frames")}
         by_id = {e.episode_id: e for e in cap.episodes}
-        self.train_set = GraphWindows([by_id[i] for i in self.train_ids], cap.meta, **kw)
-        self.val_set = GraphWindows([by_id[i] for i in self.val_ids], cap.meta, **kw)
+        self.train_set = GraphWindows([by_id[i] for i in self.train_ids], cap.meta, desc="train graphs", **kw)
+        self.val_set = GraphWindows([by_id[i] for i in self.val_ids], cap.meta, desc="val graphs", **kw)
 
     def _loader(self, ds, shuffle):
         return DataLoader(ds, batch_size=self.cfg["batch_size"], shuffle=shuffle, collate_fn=batch_graphs,
