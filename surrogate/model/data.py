@@ -25,8 +25,29 @@ from .graph import SceneInfo, graph_from_mjdata
 DATA_DEFAULTS = dict(
     root=None, val_fraction=0.2, split_seed=0, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW,
     order=T.DEFAULT_ORDER, unroll_frames=0, max_episodes=None, max_train_episodes=None, hold_out_min_frames=None,
-    batch_size=128, num_workers=0,
+    batch_size=128, num_workers=0, frame_stride=1,
 )
+
+
+def _sensor_pads(scene, meta) -> list[tuple[int, int, int]]:
+    """[(sensor column, pad site id, pad body id)] for the dataset's force/torque sensors.
+
+    Sensor names follow the scenes: ``ft_<pad>`` (e.g. ``ft_left`` on ``pad_left``) or the
+    MuJoCo sensor names ``ft_<pad>_force``; a name that matches no pad is ignored.
+    """
+    m = scene.model
+    out = []
+    for s, name in enumerate(meta.wrench_sensors or []):
+        core = name[3:] if name.startswith("ft_") else name
+        core = core[:-6] if core.endswith("_force") else core
+        for site_name in (f"pad_{core}_site", f"{core}_site", core):
+            try:
+                site = m.site(site_name).id
+            except KeyError:
+                continue
+            out.append((s, site, int(m.site_bodyid[site])))
+            break
+    return out
 
 
 def _hand_qpos_map(scene, meta):
@@ -42,8 +63,11 @@ def _hand_qpos_map(scene, meta):
 
 
 def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW, order=T.DEFAULT_ORDER,
-                   unroll_frames=0, scene=None):
+                   unroll_frames=0, frame_stride=1, scene=None):
     """Training samples of one episode: a list of graphs (frames with contact candidates) with targets.
+
+    ``frame_stride`` keeps every n-th frame: neighbouring frames of a 120 Hz grasp are nearly
+    the same sample, so striding cuts feature time and epoch time with little loss of data.
 
     Each graph carries: ``wrench`` [1, 6] net contact wrench on the object (world; N, N m) by
     inverse dynamics; ``state0`` [1, 13] smoothed pos, quat, vel (world), omega (body);
@@ -62,20 +86,12 @@ def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW
         raise CaptureError("non-finite inverse-dynamics wrench", episode=ep.episode_id, field="object_pose")
     qa, da = scene.object_qpos_adr, scene.object_dof_adr
     hand_map = _hand_qpos_map(scene, meta) if ep.joint_pos is not None else []
-    sensors = []
-    if ep.wrench is not None and scene.hand is not None and meta.wrench_sensors:
-        for s, name in enumerate(meta.wrench_sensors):
-            if name.endswith("_force") or name in scene.hand.pad_site_names:
-                pad = name[3:-6] if name.startswith("ft_") and name.endswith("_force") else name.replace("_site", "")
-                try:
-                    sensors.append((s, m.site(f"{pad}_site").id, m.body(m.site_bodyid[m.site(f"{pad}_site").id]).id))
-                except KeyError:
-                    pass
+    sensors = _sensor_pads(scene, meta) if ep.wrench is not None else []
     Tn = ep.num_frames
     K = int(unroll_frames)
     out = []
     dt = float(np.median(np.diff(ep.timestamps)))
-    for k in range(Tn - K):
+    for k in range(0, Tn - K, max(1, int(frame_stride))):
         if not sm["ok"][k] or (K and not sm["ok"][k + 1:k + K + 1].all()):
             continue
         d.qpos[qa:qa + 3], d.qpos[qa + 3:qa + 7] = sm["pos"][k], sm["quat"][k]
@@ -102,8 +118,9 @@ def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW
                 R = d.site_xmat[site].reshape(3, 3)
                 f = R @ ep.wrench[k, s, :3]
                 tau = R @ ep.wrench[k, s, 3:] + np.cross(d.site_xpos[site] - d.xipos[body], f)
-                # the sensor reads what the finger applies to the pad: the contact wrench is its negative
-                ft[hit[0, 0]] = -torch.as_tensor(np.concatenate([f, tau]), dtype=torch.float32)
+                # capture convention: observation.wrench is the contact wrench acting on the pad
+                # (sensor frame, torque about the sensor site) -- the pad node's target as it is
+                ft[hit[0, 0]] = torch.as_tensor(np.concatenate([f, tau]), dtype=torch.float32)
                 mask[hit[0, 0]] = 1.0
         g.ft, g.ft_mask = ft, mask
         g.episode = torch.tensor([int(ep.episode_id) if str(ep.episode_id).isdigit() else -1])

@@ -123,7 +123,7 @@ class CaptureDataModule(L.LightningDataModule):
         if self.train_set is not None:
             return
         cap = self.load()
-        kw = {k: self.cfg[k] for k in ("margin", "substeps", "window", "order", "unroll_frames")}
+        kw = {k: self.cfg[k] for k in ("margin", "substeps", "window", "order", "unroll_frames", "frame_stride")}
         by_id = {e.episode_id: e for e in cap.episodes}
         self.train_set = GraphWindows([by_id[i] for i in self.train_ids], cap.meta, desc="train graphs", **kw)
         self.val_set = GraphWindows([by_id[i] for i in self.val_ids], cap.meta, desc="val graphs", **kw)

@@ -84,8 +84,7 @@ def study(config=None, *, objects: str = "train", episodes: int = 6, hand: str =
         }
         row["ratio_pos"] = row["residual_pos_mm"] / max(row["repeat_pos_mm"], 1e-9)
         rows.append(row)
-        if progress:
-            print(format_row(row), flush=True)
+        print(format_row(row), flush=True)
     return {"rows": rows, "settings": {"objects": objects, "episodes": episodes, "hand": hand, "duration_s": duration,
                                        "seed": seed, "maxiter": maxiter, "popsize": popsize, "wall_s": time.time() - t0}}
 
