@@ -24,8 +24,15 @@ def test_unknown_family_is_a_clear_error(capsys):
 
 
 def test_quickstart_runs_every_stage(tmp_path):
-    assert main(["quickstart", "--out", str(tmp_path / "qs")]) == 0
+    tiny = ["data.n_test=4", "data.train_sizes=[8]", "baselines.identified.sizes=[8]", "baselines.identified.maxiter=1",
+            "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.randomized.n=2"]
+    args = ["quickstart", "--out", str(tmp_path / "qs"), "--rig-episodes", "1", "--workers", "0"]
+    assert main(args + [f"--set={o}" for o in tiny]) == 0
     s = json.loads((tmp_path / "qs" / "summary.json").read_text())
-    assert {"contactnets", "objects", "scenes"} <= set(s)
+    assert {"contactnets", "objects", "scenes", "rig", "benchmark"} <= set(s)
+    assert s["rig"]["episodes"] == 1
+    if "skipped" not in s["benchmark"]:
+        assert s["benchmark"]["verdict"] in ("supported", "falsified")
+        assert (tmp_path / "qs" / "bench_cube_real" / "ledger.json").exists()
     assert s["scenes"] and all(r["settled"] for r in s["scenes"])
     assert {"train", "heldout"} <= set(s["objects"])
