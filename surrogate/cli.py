@@ -81,6 +81,12 @@ def _cmd_bench(a):
     print(f"ledger: {a.out}/ledger.json   report: {a.out}/report.md")
 
 
+def _cmd_speed(a):
+    from .sim.speed import run
+
+    run(a)
+
+
 def _cmd_quickstart(a):
     from .quickstart import quickstart
 
@@ -189,6 +195,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a suite value (repeatable)")
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=_cmd_bench)
+
+    c = sub.add_parser("speed", help="environment steps per second: analytic vs hybrid stepping")
+    c.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024])
+    c.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk")
+    c.add_argument("--checkpoint", default="checkpoints/cube_tosses")
+    c.add_argument("--threads", type=int, default=1)
+    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"])
+    c.add_argument("--family", default="box")
+    c.add_argument("--min-seconds", type=float, default=0.5)
+    c.set_defaults(func=_cmd_speed)
 
     c = sub.add_parser("quickstart", help="the main job on the embedded default (see README)")
     c.add_argument("--out", default="runs/quickstart")

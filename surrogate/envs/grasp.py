@@ -1,0 +1,410 @@
+"""Grasp-and-lift environments: a hand, an object of the library (or a mesh) on a table,
+MuJoCo physics with analytic or learned (surrogate) contact.
+
+``GraspTask`` holds the physics of N copies (one ``MjModel``, N ``MjData``, one ``Stepper``:
+one network call per physics step for all copies) and computes observations, rewards and
+terminations for all of them with numpy; ``GraspEnv`` (``gymnasium.Env``, N = 1) and
+``GraspVectorEnv`` (``gymnasium.vector.VectorEnv``) are thin shells around it, so N single
+environments and one vector environment of N copies compute the same thing.
+
+Spaces (float32; J = 4 base joints + finger joints, P pads):
+
+* action [4 + n_finger_actuators] in [-1, 1]: position targets of the hand's actuators, each
+  mapped linearly onto its ``ctrlrange`` (-1 -> low, +1 -> high). Base targets are x, y, z (m,
+  relative to the start pose) and yaw (rad); finger targets as in ``surrogate.scenes.hands``.
+  ``GraspTask.action_from_targets`` converts targets to actions.
+* observation [2 J + 13 + 6 P + 1]: hand joint positions (J) and velocities (J); object position
+  (3, m), orientation (4, w x y z), linear velocity (3, m/s) and angular velocity (3, rad/s)
+  relative to the hand base, in the base frame; per pad the force (3, N) and torque (3, N m)
+  of its F/T sensor in the pad site frame (with surrogate contact the contact model's wrench
+  on the pad is included: MuJoCo's sensors do not see ``qfrc_applied``); the object's rise
+  above its rest height (1, m).
+
+Reward per step: ``min(rise, lift_target) / lift_target`` (0..1), and ``-drop_penalty`` on the
+step the episode terminates. Terminated: the object was lifted above ``lift_threshold`` and fell
+back to within 5 mm of the table (dropped), or it left the table (off the table top's area or
+5 cm below its surface), or the state is not finite. Truncated: ``max_episode_steps``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ..errors import ConfigError
+from ..objects import ObjectAsset, load_mesh_object, load_split, make_object
+from ..scenes import TABLE_HEIGHT, build_scene
+from ..scenes.builder import TABLE_HALF
+from ..sim.stepper import CONTACT_MODES, Stepper, step
+
+HANDS = ("parallel_jaw", "three_finger")
+_DROP_BAND = 0.005  # m: a lifted object back within this of its rest height is dropped
+
+
+def resolve_object(object=None, *, object_seed: int = 0, split: str | None = None, split_index: int = 0,
+                   mesh: str | Path | None = None, mass: float = 0.1) -> ObjectAsset:
+    """The object of an environment.
+
+    Args:
+      object: an ``ObjectAsset``, or a procedural family name (default ``box``).
+      object_seed: seed of the procedural family.
+      split: a named split (``surrogate.objects.load_split``); ``split_index`` picks the object.
+      mesh: a mesh file (``load_mesh_object``) of mass ``mass`` kg.
+    """
+    if isinstance(object, ObjectAsset):
+        return object
+    given = [x is not None for x in (object, split, mesh)]
+    if sum(given) > 1:
+        raise ConfigError("give one of object (family), split or mesh", key="object")
+    if mesh is not None:
+        return load_mesh_object(mesh, mass=mass)
+    if split is not None:
+        objs = load_split(split)
+        if not 0 <= split_index < len(objs):
+            raise ConfigError(f"split_index must be in [0, {len(objs)}) for split {split!r}", key="split_index")
+        return objs[split_index]
+    return make_object(object or "box", int(object_seed))
+
+
+class GraspTask:
+    """N copies of the grasp task sharing one model and one stepper.
+
+    Args:
+      num_envs: N.
+      hand: ``parallel_jaw`` or ``three_finger``.
+      obj: the object (``resolve_object``).
+      contact: ``analytic`` or ``surrogate``.
+      checkpoint: surrogate checkpoint folder (or pass ``contact_model``).
+      contact_model: a ``ContactModel`` (e.g. a ``ContactGNN``) for ``contact="surrogate"``.
+      control_dt: s per environment step (a multiple of ``timestep``).
+      timestep: s, physics step.
+      grip_force: N, fingertip force bound (hand default if None).
+      lift_target: m, rise that earns the full reward.  lift_threshold: m, rise that counts as lifted.
+      drop_penalty: reward on a terminating step.
+      randomize: draw object yaw (uniform) and xy offset (+-``xy_noise`` m) at reset.
+      stepper_options: keyword options of ``Stepper`` (on_bad_force, max_force, ...); default
+        ``on_bad_force="fallback"`` so a rollout continues and reports fallbacks in ``stats``.
+    """
+
+    def __init__(self, num_envs: int = 1, *, hand: str = "parallel_jaw", obj: ObjectAsset | None = None,
+                 contact: str = "analytic", checkpoint: str | Path | None = None, contact_model=None,
+                 control_dt: float = 0.02, timestep: float = 0.002, grip_force: float | None = None,
+                 lift_target: float = 0.05, lift_threshold: float = 0.02, drop_penalty: float = 5.0,
+                 randomize: bool = True, xy_noise: float = 0.01, stepper_options: dict | None = None):
+        if hand not in HANDS:
+            raise ConfigError(f"hand must be one of {HANDS}, got {hand!r}", key="hand")
+        if contact not in CONTACT_MODES:
+            raise ConfigError(f"contact must be one of {CONTACT_MODES}, got {contact!r}", key="contact")
+        if int(num_envs) < 1:
+            raise ConfigError(f"num_envs must be >= 1, got {num_envs!r}", key="num_envs")
+        nsub = round(control_dt / timestep)
+        if nsub < 1 or abs(nsub * timestep - control_dt) > 1e-9:
+            raise ConfigError(f"control_dt {control_dt} s must be a multiple of timestep {timestep} s", key="control_dt")
+        if contact == "surrogate" and contact_model is None:
+            if checkpoint is None:
+                raise ConfigError("contact='surrogate' needs checkpoint= (a checkpoint folder) or contact_model=",
+                                  key="checkpoint")
+            from ..model.checkpoint import load_checkpoint
+
+            contact_model = load_checkpoint(checkpoint)[0]
+        self.num_envs = int(num_envs)
+        self.obj = obj if obj is not None else make_object("box", 0)
+        self.scene = build_scene(self.obj, hand=hand, setting="table", timestep=timestep, object_quat="stable",
+                                 grip_force=grip_force)
+        self.model = self.scene.model
+        self.hand = self.scene.hand
+        self.contact = contact
+        self.nsub = nsub
+        self.control_dt = float(control_dt)
+        self.lift_target, self.lift_threshold, self.drop_penalty = float(lift_target), float(lift_threshold), float(drop_penalty)
+        self.randomize, self.xy_noise = bool(randomize), float(xy_noise)
+        opts = {"on_bad_force": "fallback", **(stepper_options or {})}
+        self.stepper = Stepper(self.scene, contact_model, contact=contact, **opts)
+        m, s, h = self.model, self.scene, self.hand
+        self.datas = [s.make_data() for _ in range(self.num_envs)]
+        self.act_ids = s.hand_actuator_ids
+        rng_ = m.actuator_ctrlrange[self.act_ids]
+        self.ctrl_lo, self.ctrl_hi = rng_[:, 0].copy(), rng_[:, 1].copy()
+        jids = [m.joint(n).id for n in h.joint_names]
+        self.qadr = np.array([m.jnt_qposadr[j] for j in jids])
+        self.vadr = np.array([m.jnt_dofadr[j] for j in jids])
+        self.base_id = m.body(h.base_body).id
+        self.ob = s.object_body_id
+        self.pad_bodies = np.array([m.geom_bodyid[m.geom(g).id] for g in h.pad_geom_names])
+        self.pad_sites = np.array([m.site(n).id for n in h.pad_site_names])
+        sens = [m.sensor(n) for n in h.sensor_names]
+        self.sensor_adr = np.concatenate([np.arange(x.adr[0], x.adr[0] + x.dim[0]) for x in sens])
+        self.rest_z = float(s.meta["object_rest_pos"][2])
+        self.rest_quat = np.asarray(s.meta["object_rest_quat"], float)
+        self.obs_dim = 2 * len(jids) + 13 + 6 * len(self.pad_bodies) + 1
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(len(self.act_ids),), dtype=np.float32)
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(self.obs_dim,), dtype=np.float32)
+        self.lifted = np.zeros(self.num_envs, dtype=bool)
+        # the contact model's wrench on each pad at the last physics step (world force, torque about the pad COM)
+        self._pad_wrench = np.zeros((self.num_envs, len(self.pad_bodies), 6))
+        self.steps = np.zeros(self.num_envs, dtype=np.int64)
+
+    # -- actions ---------------------------------------------------------------------------
+    def action_from_targets(self, targets: np.ndarray) -> np.ndarray:
+        """[..., nu] actuator targets (ctrl units) -> normalized actions in [-1, 1] (clipped)."""
+        a = 2.0 * (np.asarray(targets, float) - self.ctrl_lo) / (self.ctrl_hi - self.ctrl_lo) - 1.0
+        return np.clip(a, -1.0, 1.0).astype(np.float32)
+
+    def targets_from_action(self, action: np.ndarray) -> np.ndarray:
+        a = np.clip(np.asarray(action, float), -1.0, 1.0)
+        return self.ctrl_lo + 0.5 * (a + 1.0) * (self.ctrl_hi - self.ctrl_lo)
+
+    # -- reset / step ----------------------------------------------------------------------
+    def reset_one(self, i: int, rng: np.random.Generator) -> None:
+        """Fresh state of copy ``i``: object at rest (random yaw and xy offset if ``randomize``), hand open above."""
+        s, m = self.scene, self.model
+        d = self.datas[i]
+        mujoco.mj_resetData(m, d)
+        fresh = s.make_data()
+        mujoco.mj_copyData(d, m, fresh)
+        if self.randomize:
+            qa = s.object_qpos_adr
+            yaw = rng.uniform(-np.pi, np.pi)
+            qz = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+            q = np.zeros(4)
+            mujoco.mju_mulQuat(q, qz, d.qpos[qa + 3:qa + 7].copy())
+            d.qpos[qa + 3:qa + 7] = q
+            d.qpos[qa:qa + 2] += rng.uniform(-self.xy_noise, self.xy_noise, size=2)
+        mujoco.mj_forward(m, d)
+        self.lifted[i] = False
+        self.steps[i] = 0
+        self._pad_wrench[i] = 0.0
+
+    def apply_action(self, actions: np.ndarray, envs: Sequence[int] | None = None) -> None:
+        acts = np.asarray(actions, dtype=float).reshape(-1, len(self.act_ids))
+        envs = range(self.num_envs) if envs is None else envs
+        for a, i in zip(acts, envs):
+            self.datas[i].ctrl[self.act_ids] = self.targets_from_action(a)
+
+    def simulate(self, envs: Sequence[int] | None = None) -> None:
+        """``control_dt`` of physics for the given copies (all by default), one network call per physics step."""
+        envs = np.arange(self.num_envs) if envs is None else np.asarray(envs, dtype=int)
+        if len(envs):
+            step(self.model, [self.datas[i] for i in envs], self.stepper, nstep=self.nsub)
+            if self.contact == "surrogate":
+                self._pad_wrench[envs] = self.stepper.pad_wrenches(self.pad_bodies)
+
+    def observe(self, envs: Sequence[int] | None = None) -> np.ndarray:
+        """[n, obs_dim] float32 observations."""
+        envs = list(range(self.num_envs)) if envs is None else list(envs)
+        out = np.zeros((len(envs), self.obs_dim), dtype=np.float32)
+        J = len(self.qadr)
+        wr = self._pad_wrench if self.contact == "surrogate" else None
+        for r, i in enumerate(envs):
+            d = self.datas[i]
+            R = d.xmat[self.base_id].reshape(3, 3)
+            bp = d.xpos[self.base_id]
+            rel = R.T @ (d.xipos[self.ob] - bp)
+            qb = np.zeros(4)
+            mujoco.mju_negQuat(qb, d.xquat[self.base_id])
+            rq = np.zeros(4)
+            mujoco.mju_mulQuat(rq, qb, d.xquat[self.ob])
+            vo, vb = np.zeros(6), np.zeros(6)
+            mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_BODY, self.ob, vo, 0)
+            mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_BODY, self.base_id, vb, 0)
+            # velocity of the object relative to the base frame (moving with the base)
+            wb = vb[:3]
+            v_rel = vo[3:] - (vb[3:] + np.cross(wb, d.xipos[self.ob] - d.xipos[self.base_id]))
+            ft = d.sensordata[self.sensor_adr].reshape(-1, 6).copy()
+            if wr is not None:
+                ft -= self._sensor_frame(d, wr[i])
+            out[r] = np.concatenate([d.qpos[self.qadr], d.qvel[self.vadr], rel, rq, R.T @ v_rel, R.T @ (vo[:3] - wb),
+                                     ft.ravel(), [d.xipos[self.ob][2] - self.rest_z]])
+        return out
+
+    def _sensor_frame(self, d, wrench: np.ndarray) -> np.ndarray:
+        """[P, 6] a per-pad wrench (world force, torque about the pad body COM) as an F/T sensor at the pad site reads it.
+
+        The sensor reads the force of the finger on the pad, in the site frame; a contact wrench on the
+        pad adds its negative (torque taken about the site)."""
+        out = np.zeros((len(self.pad_sites), 6))
+        for p, (b, site) in enumerate(zip(self.pad_bodies, self.pad_sites)):
+            Rs = d.site_xmat[site].reshape(3, 3)
+            f, t = wrench[p, :3], wrench[p, 3:]
+            t_site = t + np.cross(d.xipos[b] - d.site_xpos[site], f)
+            out[p, :3], out[p, 3:] = Rs.T @ f, Rs.T @ t_site
+        return out
+
+    def evaluate(self, envs: Sequence[int] | None = None):
+        """(reward [n], terminated [n] bool, info dict of [n] arrays) after a step; updates ``lifted``."""
+        envs = list(range(self.num_envs)) if envs is None else list(envs)
+        n = len(envs)
+        rew, term = np.zeros(n), np.zeros(n, dtype=bool)
+        rise, dropped, off = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        for r, i in enumerate(envs):
+            d = self.datas[i]
+            p = d.xipos[self.ob]
+            finite = bool(np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all())
+            rise[r] = p[2] - self.rest_z if finite else -np.inf
+            if rise[r] > self.lift_threshold:
+                self.lifted[i] = True
+            dropped[r] = bool(self.lifted[i] and rise[r] < _DROP_BAND)
+            off[r] = (not finite) or abs(p[0]) > TABLE_HALF[0] or abs(p[1]) > TABLE_HALF[1] or p[2] < TABLE_HEIGHT - 0.05
+            term[r] = dropped[r] or off[r]
+            rew[r] = (min(max(rise[r], 0.0), self.lift_target) / self.lift_target if finite else 0.0) \
+                - (self.drop_penalty if term[r] else 0.0)
+        info = {"rise": rise, "dropped": dropped, "off_table": off, "lifted": self.lifted[envs].copy()}
+        return rew, term, info
+
+    def render(self, renderer: mujoco.Renderer, i: int = 0) -> np.ndarray:
+        cam = mujoco.MjvCamera()
+        cam.lookat[:] = self.datas[i].xipos[self.ob]
+        cam.distance, cam.azimuth, cam.elevation = 0.5, 135.0, -25.0
+        renderer.update_scene(self.datas[i], camera=cam)
+        return renderer.render()
+
+
+def _make_task(num_envs, kwargs) -> GraspTask:
+    obj_keys = ("object", "object_seed", "split", "split_index", "mesh", "mass")
+    okw = {k: kwargs.pop(k) for k in obj_keys if k in kwargs}
+    return GraspTask(num_envs, obj=resolve_object(**okw), **kwargs)
+
+
+class GraspEnv(gym.Env):
+    """One grasp-and-lift environment (see the module docstring).
+
+    Keyword options: ``hand``, the object (``object`` family or ``ObjectAsset``, ``object_seed``, or
+    ``split`` + ``split_index``, or ``mesh`` + ``mass``), ``contact`` (``analytic`` | ``surrogate``),
+    ``checkpoint`` or ``contact_model``, ``render_mode`` (None | ``rgb_array``), ``width``, ``height``,
+    and the ``GraspTask`` options (control_dt, timestep, grip_force, lift_target, ...).
+    ``reset(options={"randomize": False})`` starts from the nominal pose.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+
+    def __init__(self, render_mode: str | None = None, *, width: int = 320, height: int = 240, **kwargs):
+        if render_mode not in (None, "rgb_array"):
+            raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}", key="render_mode")
+        self.task = _make_task(1, dict(kwargs))
+        self.observation_space = self.task.observation_space
+        self.action_space = self.task.action_space
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.task.control_dt))}
+        self._size = (height, width)
+        self._renderer = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        t = self.task
+        randomize = t.randomize
+        if options and "randomize" in options:
+            t.randomize = bool(options["randomize"])
+        try:
+            t.reset_one(0, self.np_random)
+        finally:
+            t.randomize = randomize
+        _, _, info = t.evaluate()
+        return t.observe()[0], {k: v[0] for k, v in info.items()}
+
+    def step(self, action):
+        t = self.task
+        before = t.stepper.stats()
+        t.apply_action(action)
+        t.simulate()
+        t.steps[0] += 1
+        rew, term, info = t.evaluate()
+        info = {k: v[0] for k, v in info.items()}
+        after = t.stepper.stats()
+        # this step's analytic fallbacks and out-of-training-range contacts (cumulative: task.stepper.stats())
+        info["fallbacks"] = after["fallbacks"] - before["fallbacks"]
+        info["ood_contacts"] = after["ood_edges"] - before["ood_edges"]
+        return t.observe()[0], float(rew[0]), bool(term[0]), False, info
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        if self._renderer is None:
+            self._renderer = mujoco.Renderer(self.task.model, *self._size)
+        return self.task.render(self._renderer, 0)
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+class GraspVectorEnv(VectorEnv):
+    """N copies of ``GraspEnv`` stepped together: ONE network call per physics step for all of them.
+
+    Next-step autoreset (``AutoresetMode.NEXT_STEP``): the step after a copy terminated or was
+    truncated resets it and ignores its action. Copy ``i`` is seeded with ``seed + i``.
+
+    Args:
+      num_envs: N.  max_episode_steps: truncation (None: never).  The rest as ``GraspEnv``.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 4, *, max_episode_steps: int | None = 150, render_mode: str | None = None,
+                 width: int = 320, height: int = 240, **kwargs):
+        self.task = _make_task(num_envs, dict(kwargs))
+        self.num_envs = self.task.num_envs
+        self.single_observation_space = self.task.observation_space
+        self.single_action_space = self.task.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.max_episode_steps = max_episode_steps
+        self.render_mode = render_mode
+        self._size = (height, width)
+        self._renderer = None
+        self._rngs = [np.random.default_rng(i) for i in range(self.num_envs)]
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
+        if seed is not None:
+            seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
+            self._rngs = [np.random.default_rng(s) for s in seeds]
+        t = self.task
+        randomize = t.randomize
+        if options and "randomize" in options:
+            t.randomize = bool(options["randomize"])
+        try:
+            for i in range(self.num_envs):
+                t.reset_one(i, self._rngs[i])
+        finally:
+            t.randomize = randomize
+        self._autoreset[:] = False
+        _, _, info = t.evaluate()
+        return t.observe(), info
+
+    def step(self, actions):
+        t = self.task
+        actions = np.asarray(actions)
+        reset = np.flatnonzero(self._autoreset)
+        live = np.flatnonzero(~self._autoreset)
+        for i in reset:
+            t.reset_one(int(i), self._rngs[i])
+        t.apply_action(actions[live], live)
+        t.simulate(live)
+        t.steps[live] += 1
+        rew, term, info = t.evaluate()
+        trunc = np.zeros(self.num_envs, dtype=bool)
+        if self.max_episode_steps is not None:
+            trunc = (t.steps >= self.max_episode_steps) & ~term
+        rew[reset], term[reset], trunc[reset] = 0.0, False, False
+        self._autoreset = term | trunc
+        return t.observe(), rew, term, trunc, info
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        if self._renderer is None:
+            self._renderer = mujoco.Renderer(self.task.model, *self._size)
+        return np.stack([self.task.render(self._renderer, i) for i in range(self.num_envs)])
+
+    def close_extras(self, **kwargs):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -1,0 +1,19 @@
+"""Hybrid stepping: a contact model inside MuJoCo, batched (``stepper``), its graph builder
+(``batch``), contact models and input-range checks (``contact``), speed benchmark (``speed``)
+and long-rollout soak test (``soak``)."""
+
+from surrogate.sim.batch import ContactBatch, GraphBuilder
+from surrogate.sim.contact import ContactModel, InputRange, MuJoCoContact, ZeroContact
+from surrogate.sim.stepper import (
+    BAD_FORCE_POLICIES,
+    CONTACT_MODES,
+    Stepper,
+    SurrogateStepError,
+    SurrogateWarning,
+    step,
+)
+
+__all__ = [
+    "BAD_FORCE_POLICIES", "CONTACT_MODES", "ContactBatch", "ContactModel", "GraphBuilder", "InputRange",
+    "MuJoCoContact", "Stepper", "SurrogateStepError", "SurrogateWarning", "ZeroContact", "step",
+]

@@ -1,0 +1,200 @@
+"""Batched contact graphs straight from many ``MjData`` (one PyG ``Data`` for all environments).
+
+``surrogate.model.graph.graph_from_mjdata`` builds one graph per ``MjData`` with per-contact
+Python work and PyG batching on top; inside a stepper that runs every physics step for
+hundreds of environments this dominates. ``GraphBuilder`` builds the *same* batched graph
+(same fields, same units, same edge order) with the Python loop reduced to reading a few
+arrays per ``MjData``; everything per contact is vectorized numpy.
+
+The graph is a ``ContactGraph`` (plain attributes; ``to_pyg()`` makes a PyG ``Data``). One
+difference in layout, none in the forces: every environment gets the same fixed node
+set, ``K = 1 + len(others)`` nodes (node 0 the object, then every body that appears in an
+owned pair, sorted by body id), so node ``k`` of environment ``i`` is node ``i * K + k``.
+``graph_from_mjdata`` keeps only the bodies in contact at that step. A node without edges
+sends and receives no messages, so the per-contact outputs of the GNN are identical
+(``tests/test_stepper.py`` checks this against ``graph_from_mjdata``).
+
+Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as in
+``surrogate.model.graph``::
+
+    edge_index [2, E] long (other body node, object node)    normal, r_obj, r_oth, tangent [E, 3]
+    dist [E]   geom_obj, geom_oth [E, 12]   vel, omega [N, 3]   mass [N]   inertia [N, 3]
+    static, is_object [N]   gravity [B, 3]   length, mass_ref [B]   object_index [B] long
+    batch [N] long (environment of each node)
+    env [E] long           environment of each contact
+    contact_id [E] long    index into that environment's ``data.contact``
+    sign [E]               +1 if the object is geom2 of the contact (normal = sign * frame[0])
+    body_id [N] long       MuJoCo body id of each node
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Sequence
+
+import mujoco
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from ..model.graph import GEOM_DESC, geom_descriptor
+
+
+class ContactGraph(SimpleNamespace):
+    """The batched graph as plain attributes (the fields of the module docstring).
+
+    Everything ``ContactGNN`` reads is an attribute, as on a PyG ``Data``; building a ``Data``
+    costs ~0.5 ms per call in PyG's attribute storage, so the stepper does not. ``to_pyg()``
+    gives a real ``Data`` for PyG tools.
+    """
+
+    def to_pyg(self) -> Data:
+        return Data(**vars(self))
+
+
+@dataclass
+class ContactBatch:
+    """A batched graph and the float64 geometry the stepper applies forces with.
+
+    Attributes:
+      graph: the ``ContactGraph`` (module docstring).
+      env: [E] environment of each contact.
+      node: [E] global node index of the other body (``env * K + k``).
+      r_obj, r_oth: [E, 3] float64 lever arms (m) from the object's / other body's COM.
+      num_envs: B.  K: nodes per environment.
+    """
+
+    graph: ContactGraph
+    env: np.ndarray
+    node: np.ndarray
+    r_obj: np.ndarray
+    r_oth: np.ndarray
+    num_envs: int
+    K: int
+
+    @property
+    def num_contacts(self) -> int:
+        return len(self.env)
+
+
+class GraphBuilder:
+    """Precomputed per-model tables and the batched builder for one scene.
+
+    Args:
+      model: the compiled model (any contact mode; only sizes, body and geom tables are read,
+        and they do not change with the mode).
+      object_body: body id of the object.
+      length: m, object size L.
+      owned_pair_ids: [P] model pair ids owned by the contact model.
+    """
+
+    def __init__(self, model: mujoco.MjModel, *, object_body: int, length: float, owned_pair_ids: Sequence[int]):
+        pair_ids = np.asarray(owned_pair_ids, dtype=int)
+        g1, g2 = model.pair_geom1[pair_ids], model.pair_geom2[pair_ids]
+        self.ngeom = int(model.ngeom)
+        self.nbody = int(model.nbody)
+        self.keys = np.sort(np.minimum(g1, g2) * model.ngeom + np.maximum(g1, g2))
+        self.object_body = int(object_body)
+        self.length = float(length)
+        bodies = set(model.geom_bodyid[g1].tolist()) | set(model.geom_bodyid[g2].tolist())
+        bodies.discard(self.object_body)
+        self.node_body = np.array([self.object_body] + sorted(bodies), dtype=np.int64)
+        self.K = len(self.node_body)
+        self.node_of = np.full(model.nbody, -1, dtype=np.int64)
+        self.node_of[self.node_body] = np.arange(self.K)
+        self.geom_body = np.asarray(model.geom_bodyid, dtype=np.int64)
+        self.geom_desc = np.stack([geom_descriptor(model, g) for g in range(model.ngeom)]) if model.ngeom else np.zeros((0, len(GEOM_DESC)))
+        nb = self.node_body
+        self.static = (model.body_weldid[nb] == 0).astype(np.float64)
+        self.mass = np.where(self.static > 0, 0.0, model.body_mass[nb])
+        self.inertia = np.where(self.static[:, None] > 0, 0.0, np.sort(model.body_inertia[nb], axis=1))
+        self.root = np.asarray(model.body_rootid[nb], dtype=np.int64)
+        self.dynamic_nodes = np.flatnonzero(self.static == 0)
+
+    @classmethod
+    def from_scene(cls, scene, model: mujoco.MjModel | None = None) -> "GraphBuilder":
+        m = scene.model if model is None else model
+        return cls(m, object_body=scene.object_body_id, length=scene.obj.size, owned_pair_ids=scene.owned_pair_ids)
+
+    def gather(self, datas: Sequence[mujoco.MjData]):
+        """Read what the graph needs from every ``MjData`` (after collision detection).
+
+        Returns:
+          (contacts, bodies): contacts = (env [C], geom [C, 2], pos [C, 3], frame [C, 9], dist [C]) over *all*
+          contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each node's
+          root [B, K, 3]).
+        """
+        B, K = len(datas), self.K
+        ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
+        C = int(ncon.sum())
+        geom = np.empty((C, 2), dtype=np.int64)
+        pos, frame, dist = np.empty((C, 3)), np.empty((C, 9)), np.empty(C)
+        # Whole (small) body tables per environment: plain copies are cheaper than fancy indexing
+        # per MjData; the node rows are picked once for all environments below.
+        xipos, cvel, scom = np.empty((B, self.nbody, 3)), np.empty((B, self.nbody, 6)), np.empty((B, self.nbody, 3))
+        a = 0
+        # The only per-environment Python: copying MuJoCo's arrays into preallocated buffers
+        # (``data.contact`` views hold exactly ``ncon`` rows).
+        for i, d in enumerate(datas):
+            n = int(ncon[i])
+            if n:
+                c = d.contact
+                geom[a:a + n] = c.geom
+                pos[a:a + n] = c.pos
+                frame[a:a + n] = c.frame
+                dist[a:a + n] = c.dist
+                a += n
+            xipos[i] = d.xipos
+            cvel[i] = d.cvel
+            scom[i] = d.subtree_com
+        xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
+        env = np.repeat(np.arange(B, dtype=np.int64), ncon)
+        cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
+        return (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom)
+
+    def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData]) -> "ContactBatch":
+        """The batched contact graph of all ``datas`` (see the module docstring for the fields)."""
+        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom) = self.gather(datas)
+        B, K = len(datas), self.K
+        # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
+        if len(geom) and len(self.keys):
+            keys = geom.min(axis=1) * self.ngeom + geom.max(axis=1)
+            at = np.clip(np.searchsorted(self.keys, keys), 0, len(self.keys) - 1)
+            owned = (geom >= 0).all(axis=1) & (self.keys[at] == keys)
+        else:
+            owned = np.zeros(len(geom), dtype=bool)
+        env, cid, geom, pos, frame, dist = env[owned], cid[owned], geom[owned], pos[owned], frame[owned], dist[owned]
+        b2_is_obj = self.geom_body[geom[:, 1]] == self.object_body
+        sign = np.where(b2_is_obj, 1.0, -1.0)
+        g_obj = np.where(b2_is_obj, geom[:, 1], geom[:, 0])
+        g_oth = np.where(b2_is_obj, geom[:, 0], geom[:, 1])
+        node = self.node_of[self.geom_body[g_oth]]
+        # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
+        # cvel is the spatial velocity about the subtree COM of the body's root.
+        w = cvel[..., :3]
+        v = cvel[..., 3:] + np.cross(w, xipos - rcom)
+        dyn = (self.static == 0)[None, :, None]
+        v, w = np.where(dyn, v, 0.0), np.where(dyn, w, 0.0)
+        r_obj = pos - xipos[env, 0]
+        r_oth = np.where(self.static[node][:, None] > 0, 0.0, pos - xipos[env, node])
+        f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))  # noqa: E731
+        E = len(env)
+        src = torch.from_numpy(env * K + node)
+        dst = torch.from_numpy(env * K)
+        g = ContactGraph(
+            num_nodes=B * K,
+            edge_index=torch.stack([src, dst]) if E else torch.zeros((2, 0), dtype=torch.long),
+            normal=f32(sign[:, None] * frame[:, 0:3]), dist=f32(dist), r_obj=f32(r_obj), r_oth=f32(r_oth),
+            tangent=f32(frame[:, 3:6]), geom_obj=f32(self.geom_desc[g_obj]), geom_oth=f32(self.geom_desc[g_oth]),
+            vel=f32(v.reshape(B * K, 3)), omega=f32(w.reshape(B * K, 3)),
+            mass=f32(np.tile(self.mass, B)), inertia=f32(np.tile(self.inertia, (B, 1))),
+            static=f32(np.tile(self.static, B)), is_object=f32(np.tile(np.arange(K) == 0, B)),
+            gravity=f32(np.repeat(np.asarray(model.opt.gravity)[None], B, axis=0)),
+            length=f32(np.full(B, self.length)), mass_ref=f32(np.full(B, model.body_mass[self.object_body])),
+            object_index=torch.arange(B, dtype=torch.long) * K,
+            batch=torch.arange(B, dtype=torch.long).repeat_interleave(K),
+            env=torch.from_numpy(env), contact_id=torch.from_numpy(cid), sign=f32(sign),
+            body_id=torch.from_numpy(np.tile(self.node_body, B)),
+        )
+        return ContactBatch(graph=g, env=env, node=env * K + node, r_obj=r_obj, r_oth=r_oth, num_envs=B, K=K)

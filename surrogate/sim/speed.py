@@ -1,0 +1,147 @@
+"""Speed of the hybrid stepper against MuJoCo's analytic contact: environment steps per second.
+
+    python -m surrogate.sim.speed [--batches 1 64 256 1024] [--steps 20] [--checkpoint DIR] [--threads 1]
+
+An environment step here is one physics step of one ``MjData`` (the Gymnasium environments take
+``control_dt / timestep`` of them per action). Every environment starts from the same grasped
+state (a parallel jaw holding a box on the table, reached with analytic contact), so both modes
+see the same contacts (object-table and pad-object). Per-phase times of the hybrid step
+(mj_step1, graph build, network, checks, apply, mj_step2) come from ``Stepper.stats``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+# MuJoCo, torch and the stepper are imported inside the functions, so that building the
+# ``surrogate`` CLI parser (build_parser) stays cheap.
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "cube_tosses"
+
+
+def grasped_state(scene, *, seconds: float = 1.0):
+    """An ``MjData`` of ``scene`` after a scripted analytic close (pads and table in contact)."""
+    from ..scenes import hand_ctrl
+    from .stepper import Stepper, step
+
+    m, h = scene.model, scene.hand
+    st = Stepper(scene, contact="analytic")
+    d = scene.make_data()
+    dt = m.opt.timestep
+    for k in range(int(seconds / dt)):
+        t = k * dt
+        d.ctrl[scene.hand_actuator_ids] = hand_ctrl(h, base=(0, 0, scene.meta["grasp_base_z"] * min(t / 0.4, 1), 0),
+                                                    grip=min(max((t - 0.4) / 0.3, 0.0), 1.0))
+        step(m, d, st)
+    return d
+
+
+def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand: str = "parallel_jaw",
+            family: str = "box", seed: int = 0, min_seconds: float = 0.5) -> list[dict]:
+    """Env steps per second, analytic and hybrid, per batch size.
+
+    Args:
+      contact_model: the surrogate (e.g. a ``ContactGNN``).
+      batches: numbers of ``MjData`` stepped together.
+      steps: physics steps per timing (repeated until ``min_seconds`` have passed).
+    Returns:
+      one dict per batch: batch, analytic_sps, hybrid_sps, ratio (hybrid / analytic),
+      contacts_per_env, phases_ms (hybrid per physics step, whole batch).
+    """
+    import mujoco
+    import numpy as np
+
+    from ..objects import make_object
+    from ..scenes import build_scene
+    from .stepper import Stepper, step
+
+    scene = build_scene(make_object(family, seed), hand=hand, setting="table")
+    m = scene.model
+    d0 = grasped_state(scene)
+    rows = []
+    for B in batches:
+        datas = []
+        for _ in range(B):
+            d = mujoco.MjData(m)
+            mujoco.mj_copyData(d, m, d0)
+            datas.append(d)
+        snap = [np.concatenate([d.qpos, d.qvel]) for d in datas]
+
+        def restore():
+            for d, s in zip(datas, snap):
+                d.qpos[:], d.qvel[:] = s[:m.nq], s[m.nq:]
+                mujoco.mj_forward(m, d)
+
+        out = {"batch": B}
+        for mode in ("analytic", "hybrid"):
+            st = Stepper(scene, contact_model if mode == "hybrid" else None,
+                         contact="surrogate" if mode == "hybrid" else "analytic", on_bad_force="fallback")
+            restore()
+            with warnings.catch_warnings():
+                # out-of-range inputs are expected with a toss model on pads; speed is all we measure
+                warnings.simplefilter("ignore")
+                step(m, datas, st, nstep=1)  # warm-up (allocations, torch kernels)
+                st.reset_stats()
+                n, t0 = 0, time.perf_counter()
+                while n == 0 or time.perf_counter() - t0 < min_seconds:
+                    step(m, datas, st, nstep=steps)
+                    n += steps
+            dt = time.perf_counter() - t0
+            out[f"{mode}_sps"] = B * n / dt
+            if mode == "hybrid":
+                s = st.stats()
+                out["contacts_per_env"] = s["contacts"] / max(s["env_steps"], 1)
+                out["phases_ms"] = {k: 1e3 * v / n for k, v in s["time_s"].items() if v > 0}
+        out["ratio"] = out["hybrid_sps"] / out["analytic_sps"]
+        rows.append(out)
+    return rows
+
+
+def format_table(rows) -> str:
+    lines = ["| batch | analytic steps/s | hybrid steps/s | hybrid / analytic | contacts/env |",
+             "|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['batch']} | {r['analytic_sps']:,.0f} | {r['hybrid_sps']:,.0f} | {r['ratio']:.2f} | "
+                     f"{r['contacts_per_env']:.1f} |")
+    lines.append("")
+    lines.append("hybrid phases, ms per physics step of the whole batch:")
+    for r in rows:
+        lines.append(f"  batch {r['batch']}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["phases_ms"].items()))
+    return "\n".join(lines)
+
+
+def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    p = p or argparse.ArgumentParser(prog="surrogate speed", description=__doc__.splitlines()[0])
+    p.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024])
+    p.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="surrogate checkpoint folder")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (MuJoCo runs on one)")
+    p.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"])
+    p.add_argument("--family", default="box")
+    p.add_argument("--min-seconds", type=float, default=0.5, help="time each measurement at least this long")
+    return p
+
+
+def run(args) -> list[dict]:
+    import torch
+
+    from ..model.checkpoint import load_checkpoint
+
+    torch.set_num_threads(args.threads)
+    model = load_checkpoint(args.checkpoint)[0]
+    rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
+                   min_seconds=args.min_seconds)
+    print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, hand {args.hand}, object {args.family}")
+    print(format_table(rows))
+    return rows
+
+
+def main(argv=None) -> int:
+    run(build_parser().parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

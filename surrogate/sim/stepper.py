@@ -1,0 +1,364 @@
+"""The hybrid stepper: a contact model inside MuJoCo, for one ``MjData`` or a batch.
+
+    stepper = Stepper(scene, load_checkpoint("checkpoints/cube_tosses")[0], contact="surrogate")
+    step(scene.model, datas, stepper, nstep=10)     # datas: one MjData or a list
+    stepper.stats()                                  # fallbacks, out-of-range inputs, timings
+
+One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
+
+1. the owned pairs (of ``roles``) are put in ``external`` mode (MuJoCo detects, applies no
+   force; ``surrogate.scenes.builder`` explains the switch) and ``mj_step1`` runs on each;
+2. one batched contact graph of all owned contacts of all B environments (``GraphBuilder``);
+3. ONE call of the contact model: [E, 3] forces on the object in world axes (N);
+4. guards: a non-finite force, or one larger than ``max_force`` x the object's weight, is
+   an error naming env, step and body (``on_bad_force="raise"``) or makes that environment
+   take this step with MuJoCo's analytic contact (``"fallback"``); inputs outside the
+   model's training range are counted; both are reported by ``stats()`` and warned about once;
+5. ``qfrc_applied`` is zeroed and each body's wrench (the object gets F at the contact,
+   the other body -F: equal and opposite) is added with ``mj_applyFT`` at its COM;
+6. ``mj_step2``.
+
+``contact="analytic"`` on the same model switches the owned pairs to analytic mode, zeroes
+``qfrc_applied`` and calls ``mj_step``: no network. Everything is deterministic for the same
+inputs (CPU torch, fixed thread count).
+
+Why ``qfrc_applied``: it leaves ``xfrc_applied`` to the user (the viewer's perturbations write
+there). MuJoCo's force/torque sensors do not see ``qfrc_applied`` (``cfrc_ext`` holds only
+``xfrc_applied`` and solver contacts), so ``pad_wrenches`` gives the contact model's wrench on
+chosen bodies for sensor-like readings (the Gymnasium envs add it to the pad F/T sensors).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import mujoco
+import numpy as np
+import torch
+
+from ..errors import ConfigError, SurrogateError
+from ..scenes import ROLES, set_contact_mode
+from .batch import GraphBuilder
+from .contact import InputRange
+
+CONTACT_MODES = ("analytic", "surrogate")
+BAD_FORCE_POLICIES = ("raise", "fallback")
+PHASES = ("step1", "graph", "network", "checks", "apply", "step2", "fallback", "analytic")
+
+
+class SurrogateStepError(SurrogateError, FloatingPointError):
+    """The contact model returned a non-finite or exploding force.
+
+    Attributes: env (index in the batch), step (the stepper's physics step count), body (name
+    of the other body of the contact), force (N, the offending contact force norm or nan).
+    """
+
+    def __init__(self, message: str, *, env: int, step: int, body: str, force: float):
+        super().__init__(message)
+        self.env, self.step, self.body, self.force = env, step, body, force
+
+
+class SurrogateWarning(UserWarning):
+    """Something the stepper did that the user should know about (fallbacks, out-of-range inputs)."""
+
+
+def _check_choice(name, value, allowed):
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {allowed}, got {value!r}", key=name)
+
+
+def _as_datas(data) -> list[mujoco.MjData]:
+    if isinstance(data, mujoco.MjData):
+        return [data]
+    datas = list(data)
+    if not all(isinstance(d, mujoco.MjData) for d in datas):
+        raise TypeError("data must be an MjData or a sequence of MjData")
+    return datas
+
+
+def _check_model(m: mujoco.MjModel, datas, builder: GraphBuilder) -> None:
+    if m.nbody != builder.nbody or m.ngeom != builder.ngeom:
+        raise ConfigError(f"model has {m.nbody} bodies / {m.ngeom} geoms; the stepper's scene has "
+                          f"{builder.nbody} / {builder.ngeom}: step a model of the stepper's scene", key="model")
+    for i, d in enumerate(datas):
+        if d.qpos.shape[0] != m.nq or d.qvel.shape[0] != m.nv or d.ctrl.shape[0] != m.nu:
+            raise ConfigError(f"data[{i}] does not belong to this model (nq/nv/nu differ)", key="data")
+
+
+class Stepper:
+    """Configuration and running state of the hybrid stepper for one scene (all its ``MjModel`` copies).
+
+    Args:
+      scene: the ``Scene`` (its owned pairs and object).
+      contact_model: a ``ContactModel`` (a ``ContactGNN`` is one), or a checkpoint folder; needed
+        for ``contact="surrogate"``.
+      contact: ``surrogate`` or ``analytic``.
+      roles: owned-pair roles the contact model takes over (default all: pads, table, ground);
+        the other owned pairs stay analytic.
+      on_bad_force: ``raise`` or ``fallback`` (that env takes that step with analytic contact).
+      max_force: largest allowed contact force, in units of the object's weight (m |g|).
+      ood_std: inputs farther than this many training standard deviations are out of range.
+      check_inputs: compare inputs with the training range (models with normalizers only).
+      num_threads: ``torch.set_num_threads`` for the network (a process-wide torch setting). Default 1:
+        the graphs are small, and on a shared 2-core machine two OpenMP threads made one call
+        ~80x slower (437 ms vs 5.6 ms for 4 envs) by contending with MuJoCo and other processes.
+        None leaves torch's setting alone.
+    """
+
+    def __init__(self, scene, contact_model=None, *, contact: str = "surrogate", roles: Sequence[str] | None = None,
+                 on_bad_force: str = "raise", max_force: float = 1000.0, ood_std: float = 6.0,
+                 check_inputs: bool = True, num_threads: int | None = 1):
+        _check_choice("contact", contact, CONTACT_MODES)
+        _check_choice("on_bad_force", on_bad_force, BAD_FORCE_POLICIES)
+        roles = tuple(ROLES if roles is None else roles)
+        for r in roles:
+            _check_choice("roles", r, ROLES)
+        if not max_force > 0:
+            raise ConfigError(f"max_force must be positive (object weights), got {max_force!r}", key="max_force")
+        if isinstance(contact_model, (str, Path)):
+            from ..model.checkpoint import load_checkpoint
+
+            contact_model = load_checkpoint(contact_model)[0]
+        if contact == "surrogate" and contact_model is None:
+            raise ConfigError("contact='surrogate' needs a contact_model (a ContactGNN, a ContactModel or a checkpoint)",
+                              key="contact_model")
+        if contact_model is not None and not callable(contact_model):
+            raise ConfigError("contact_model must be callable: graph -> [E, 3] forces", key="contact_model")
+        if num_threads is not None:
+            torch.set_num_threads(int(num_threads))
+        self.scene = scene
+        self.contact = contact
+        self.contact_model = contact_model
+        self.roles = roles
+        self.on_bad_force = on_bad_force
+        self.max_force = float(max_force)
+        self.check_inputs = bool(check_inputs)
+        ids = [pid for name, pid in zip(scene.owned_pairs, scene.owned_pair_ids) if scene.pair_roles[name] in roles]
+        self.pair_ids = np.asarray(ids, dtype=int)
+        self.builder = GraphBuilder(scene.model, object_body=scene.object_body_id, length=scene.obj.size,
+                                    owned_pair_ids=self.pair_ids)
+        self.input_range = InputRange.from_model(contact_model, k=ood_std) if contact_model is not None else None
+        # The features the network normalizes, captured on the way in (not computed twice).
+        self._features: dict[str, torch.Tensor] = {}
+        self._capture = False
+        if self.input_range is not None:
+            def hook(key):
+                def pre(module, args):
+                    if self._capture:
+                        self._features[key] = args[0]
+                return pre
+            contact_model.edge_norm.register_forward_pre_hook(hook("edge"))
+            contact_model.node_norm.register_forward_pre_hook(hook("node"))
+        self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
+        self.last_wrench: np.ndarray | None = None  # [B, K, 6] of the last surrogate step
+        self._warned: set[str] = set()
+        self.reset_stats()
+
+    # -- statistics -------------------------------------------------------------------------
+    def reset_stats(self) -> None:
+        self._stats = {"physics_steps": 0, "env_steps": 0, "network_calls": 0, "contacts": 0, "fallbacks": 0,
+                       "bad_force_events": 0, "ood_edges": 0, "ood_nodes": 0, "ood_env_steps": 0}
+        self._fallback_envs: dict[int, int] = {}
+        self._ood_edge_features = np.zeros(41, dtype=np.int64)
+        self._ood_node_features = np.zeros(9, dtype=np.int64)
+        self._time = dict.fromkeys(PHASES, 0.0)
+
+    def stats(self) -> dict:
+        """Counts since construction (or ``reset_stats``) and per-phase wall time (s).
+
+        Keys: physics_steps (calls of one physics step for the whole batch), env_steps (summed over
+        environments), network_calls, contacts (owned contacts seen), fallbacks (env-steps run with
+        analytic contact after a bad force), fallback_envs {env: count}, bad_force_events,
+        ood_edges / ood_nodes (inputs outside the training range), ood_env_steps, ood_features
+        {feature name: count}, time_s {phase: s}.
+        """
+        from ..model.graph import EDGE_FEATURES, NODE_FEATURES
+
+        s = dict(self._stats)
+        s["fallback_envs"] = dict(self._fallback_envs)
+        feats = {f"edge:{n}": int(c) for n, c in zip(EDGE_FEATURES, self._ood_edge_features) if c}
+        feats.update({f"node:{n}": int(c) for n, c in zip(NODE_FEATURES, self._ood_node_features) if c})
+        s["ood_features"] = feats
+        s["time_s"] = dict(self._time)
+        return s
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, SurrogateWarning, stacklevel=4)
+
+    # -- modes ------------------------------------------------------------------------------
+    def set_mode(self, m: mujoco.MjModel, contact: str | None = None) -> None:
+        """Put ``m``'s owned pairs in the mode ``contact`` needs (default: the stepper's)."""
+        contact = self.contact if contact is None else contact
+        _check_choice("contact", contact, CONTACT_MODES)
+        scene = self.scene
+        set_contact_mode(m, scene, "analytic")
+        if contact == "surrogate":
+            set_contact_mode(m, scene, "external", roles=self.roles)
+
+    def pad_wrenches(self, body_ids: Sequence[int]) -> np.ndarray:
+        """[B, len(body_ids), 6] the last surrogate step's wrench on these bodies (force N, torque about
+        the body COM N m; world axes); zeros for bodies the contact model does not touch."""
+        if self.last_wrench is None:
+            return np.zeros((0, len(body_ids), 6))
+        out = np.zeros((self.last_wrench.shape[0], len(body_ids), 6))
+        for j, b in enumerate(body_ids):
+            k = np.flatnonzero(self.builder.node_body == b)
+            if k.size:
+                out[:, j] = self.last_wrench[:, k[0]]
+        return out
+
+
+def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
+    t0 = time.perf_counter()
+    for d in datas:
+        d.qfrc_applied[:] = 0.0
+        mujoco.mj_step(m, d)
+    stepper._time["analytic"] += time.perf_counter() - t0
+    stepper.last_wrench = None
+
+
+def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
+    st, T = stepper._stats, stepper._time
+    B, K = len(datas), stepper.builder.K
+    t0 = time.perf_counter()
+    for d in datas:
+        # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
+        # must not see last step's surrogate forces as external forces.
+        d.qfrc_applied[:] = 0.0
+        mujoco.mj_step1(m, d)
+    t1 = time.perf_counter()
+    cb = stepper.builder.build(m, datas)
+    g = cb.graph
+    E = cb.num_contacts
+    t2 = time.perf_counter()
+    if E:
+        model = stepper.contact_model
+        prepare = getattr(model, "prepare", None)
+        if prepare is not None:
+            prepare(m, datas)
+        stepper._features.clear()
+        stepper._capture = True
+        try:
+            with torch.inference_mode():
+                f = model(g)
+        finally:
+            stepper._capture = False
+        forces = f.detach().double().numpy() if isinstance(f, torch.Tensor) else np.asarray(f, dtype=np.float64)
+        if forces.shape != (E, 3):
+            raise ConfigError(f"contact model returned shape {forces.shape}, expected ({E}, 3)", key="contact_model")
+        st["network_calls"] += 1
+    else:
+        forces = np.zeros((0, 3))
+    t3 = time.perf_counter()
+    step_no = st["physics_steps"]
+    # Guards: non-finite or too large forces, per environment.
+    weight = float(m.body_mass[stepper.builder.object_body] * np.linalg.norm(m.opt.gravity))
+    limit = stepper.max_force * max(weight, 1e-12)
+    norm = np.linalg.norm(forces, axis=1)
+    bad_edge = ~np.isfinite(norm) | (norm > limit)
+    bad_env = np.zeros(B, dtype=bool)
+    if bad_edge.any():
+        e = int(np.flatnonzero(bad_edge)[0])
+        env = int(cb.env[e])
+        body = stepper._body_names[int(cb.node[e]) % K]
+        st["bad_force_events"] += int(bad_edge.sum())
+        msg = (f"contact model force {norm[e]:.4g} N on the object from body '{body}' (env {env}, step {step_no}) is "
+               f"{'not finite' if not np.isfinite(norm[e]) else f'above the limit {limit:.4g} N ({stepper.max_force:g} x the object weight)'}")
+        if stepper.on_bad_force == "raise":
+            raise SurrogateStepError(msg + "; pass on_bad_force='fallback' to continue with analytic contact there",
+                                     env=env, step=step_no, body=body, force=float(norm[e]))
+        bad_env[cb.env[bad_edge]] = True
+        stepper._warn_once("fallback", msg + "; falling back to analytic contact for that env and step "
+                                             "(counted in stats()['fallbacks'])")
+    if stepper.input_range is not None and stepper.check_inputs and E:
+        r = stepper.input_range.check(g, stepper._features.get("edge"), stepper._features.get("node"))
+        ne, nn = int(r["edge"].sum()), int(r["node"].sum())
+        if ne or nn:
+            st["ood_edges"] += ne
+            st["ood_nodes"] += nn
+            envs = np.zeros(B, dtype=bool)
+            envs[cb.env[r["edge"]]] = True
+            envs[g.batch.numpy()[r["node"]]] = True
+            st["ood_env_steps"] += int(envs.sum())
+            stepper._ood_edge_features += r["edge_features"]
+            stepper._ood_node_features += r["node_features"]
+            stepper._warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "
+                                      f"at step {step_no}: {ne} contacts, {nn} bodies; counted in stats()['ood_*']")
+    t4 = time.perf_counter()
+    # Per-body wrenches about each body's COM: F at the contact on the object, -F on the other body.
+    good = ~bad_env[cb.env]
+    W = np.zeros((B * K, 6))
+    if E:
+        fo = forces * good[:, None]
+        np.add.at(W, cb.env * K, np.concatenate([fo, np.cross(cb.r_obj, fo)], axis=1))
+        np.add.at(W, cb.node, -np.concatenate([fo, np.cross(cb.r_oth, fo)], axis=1))
+    W = W.reshape(B, K, 6)
+    stepper.last_wrench = W
+    dyn = stepper.builder.dynamic_nodes
+    nb = stepper.builder.node_body
+    if E:
+        active = np.zeros((B, K), dtype=bool)
+        active[cb.env, 0] = True
+        active[cb.env, cb.node % K] = True
+        active[:, np.setdiff1d(np.arange(K), dyn)] = False
+        active &= ~bad_env[:, None]
+        for i, k in zip(*np.nonzero(active)):
+            d = datas[i]
+            w = W[i, k]
+            mujoco.mj_applyFT(m, d, w[:3], w[3:], d.xipos[nb[k]], int(nb[k]), d.qfrc_applied)
+    t5 = time.perf_counter()
+    if bad_env.any():
+        # mj_step1 changed no state (qpos, qvel, act, time), so the analytic step can start over.
+        ids = stepper.scene.owned_pair_ids
+        saved = m.pair_margin[ids].copy(), m.pair_gap[ids].copy()
+        try:
+            stepper.set_mode(m, "analytic")
+            for i in np.flatnonzero(bad_env):
+                mujoco.mj_step(m, datas[i])
+                stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
+        finally:
+            m.pair_margin[ids], m.pair_gap[ids] = saved
+        st["fallbacks"] += int(bad_env.sum())
+    t6 = time.perf_counter()
+    for i, d in enumerate(datas):
+        if not bad_env[i]:
+            mujoco.mj_step2(m, d)
+    t7 = time.perf_counter()
+    st["contacts"] += E
+    for k, dt in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"),
+                     (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6)):
+        T[k] += dt
+
+
+def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: str | None = None) -> None:
+    """Advance one ``MjData`` or a batch of them by ``nstep`` physics steps.
+
+    Args:
+      m: a compiled model of ``stepper.scene`` (the owned pairs' mode is set here; nothing else changes).
+      data: an ``MjData`` or a sequence of them (all of ``m``).
+      stepper: the ``Stepper``.
+      nstep: physics steps (substeps) to take, >= 1.
+      contact: override the stepper's ``surrogate`` / ``analytic`` for this call.
+    Raises:
+      SurrogateStepError: a bad force with ``on_bad_force="raise"``.
+      ConfigError: bad options, or a model/data of another scene.
+    """
+    datas = _as_datas(data)
+    if int(nstep) != nstep or nstep < 1:
+        raise ConfigError(f"nstep must be a positive integer, got {nstep!r}", key="nstep")
+    contact = stepper.contact if contact is None else contact
+    _check_choice("contact", contact, CONTACT_MODES)
+    if contact == "surrogate" and stepper.contact_model is None:
+        raise ConfigError("this stepper has no contact model: contact must be 'analytic'", key="contact")
+    _check_model(m, datas, stepper.builder)
+    stepper.set_mode(m, contact)
+    one = _physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
+    for _ in range(int(nstep)):
+        one(m, datas, stepper)
+        stepper._stats["physics_steps"] += 1
+        stepper._stats["env_steps"] += len(datas)
