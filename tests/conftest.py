@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Headless rendering on CPU machines (CI has no display): EGL through PyOpenGL.
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 from surrogate.paths import shared_data_dir
 
