@@ -189,13 +189,22 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         for key, path in ckpts.items():
             p, card = surrogate_predict(path, test, substeps=sim["substeps"], init_frames=sim["init_frames"], progress=progress)
             scores = _score_all(p, test, cfg)
-            entry = {"checkpoint": str(path), "card_data": card.get("data", {}), "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
+            # A checkpoint trained on another split may have seen some test episodes: say how many.
+            trained_on = {str(i) for i in (card.get("data", {}) or {}).get("train_episodes", [])}
+            overlap = sorted(trained_on & {e.episode_id for e in test})
+            if overlap:
+                print(f"warning: checkpoint {path} was trained on {len(overlap)} of the {len(test)} test episodes")
+            entry = {"checkpoint": str(path), "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
+                     "test_episodes_seen_in_training": overlap,
+                     "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
             by_size_s[key] = entry
             if key == "given" or main is None:
                 main = (path, card, scores)
         path, card, scores = main
+        key = "given" if "given" in by_size_s else next(iter(by_size_s))
         models["surrogate"] = {"description": "graph-network contact surrogate inside MuJoCo (hybrid stepper)",
-                               "checkpoint": str(path), "card": {k: card.get(k) for k in ("data", "training", "model")},
+                               "checkpoint": str(path), "card": {k: card.get(k) for k in ("training", "model")},
+                               "test_episodes_seen_in_training": by_size_s[key]["test_episodes_seen_in_training"],
                                **_metrics(scores, cfg), "by_train_size": by_size_s}
     else:
         models["surrogate"] = {"status": "not evaluated", "reason": "no --checkpoint given"}

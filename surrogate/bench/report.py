@@ -140,6 +140,10 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
     not_eval = [(k, v) for k, v in ledger["models"].items() if "overall" not in v]
     for k, v in not_eval:
         lines.append(f"| {k} | — | {v.get('status')}: {v.get('reason')} | | | | |")
+    seen = (ledger["models"].get("surrogate") or {}).get("test_episodes_seen_in_training") or []
+    if seen:
+        lines += ["", f"Note: the surrogate checkpoint was trained on {len(seen)} of the test episodes "
+                      f"({', '.join(seen[:10])}{' ...' if len(seen) > 10 else ''}); its figures are optimistic by that much."]
     rep = ledger.get("reported") or {}
     if rep:
         lines += ["", f"Reported, not re-measured ({rep.get('source', '')}):", "",
