@@ -27,7 +27,6 @@ import torch
 from tqdm import tqdm
 
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
-from ..capture.writer import CaptureWriter
 from ..errors import CaptureError
 from .report import ImportReport
 
@@ -180,10 +179,5 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
             report.skip(e, file=name, episode=toss_id)
             continue
         episodes.append(ep)
-    meta = DatasetMeta(name="contactnets_cube", robot_type="none", angular_frame="body", skipped=report.skipped)
-    with CaptureWriter(out, meta, overwrite=overwrite) as w:
-        for ep in episodes:
-            w.add(ep)
-            report.kept += 1
-            report.frames += ep.num_frames
-    return report
+    meta = DatasetMeta(name="contactnets_cube", robot_type="none", angular_frame="body")
+    return report.write(episodes, meta, overwrite=overwrite)

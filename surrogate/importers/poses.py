@@ -24,7 +24,6 @@ from tqdm import tqdm
 
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..capture.schema import ENVIRONMENT_KINDS, UNIT_TO_SI
-from ..capture.writer import CaptureWriter
 from ..config import apply_overrides, check_keys, load_yaml, merge
 from ..errors import AssetError, CaptureError, ConfigError
 from ..paths import CONFIG_DIR
@@ -264,10 +263,5 @@ def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progre
             report.skip(e, file=path, episode=path.stem)
             continue
         episodes.append(ep)
-    meta = DatasetMeta(name=Path(out).name, robot_type="none", skipped=report.skipped)
-    with CaptureWriter(out, meta, overwrite=overwrite) as w:
-        for ep in episodes:
-            w.add(ep)
-            report.kept += 1
-            report.frames += ep.num_frames
-    return report
+    meta = DatasetMeta(name=Path(out).name, robot_type="none")
+    return report.write(episodes, meta, overwrite=overwrite)

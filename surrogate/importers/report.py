@@ -22,6 +22,18 @@ class ImportReport:
         else:
             self.skipped.append({"file": str(file), "episode": episode, "field": None, "reason": f"{type(err).__name__}: {err}"})
 
+    def write(self, episodes, meta, *, overwrite: bool = False) -> "ImportReport":
+        """Write the kept ``episodes`` (the skipped inputs travel in ``meta.skipped``) atomically to ``self.out``."""
+        from ..capture.writer import CaptureWriter
+
+        meta.skipped = self.skipped
+        with CaptureWriter(self.out, meta, overwrite=overwrite) as w:
+            for ep in episodes:
+                w.add(ep)
+                self.kept += 1
+                self.frames += ep.num_frames
+        return self
+
     def summary(self) -> str:
         lines = [f"kept {self.kept} episodes ({self.frames} frames) -> {self.out}", f"skipped {len(self.skipped)} inputs"]
         for s in self.skipped[:20]:

@@ -118,13 +118,21 @@ class ContactGNN(nn.Module):
     Args:
       hidden: latent width H.  steps: message-passing steps M.  mlp_layers: linear layers per MLP.
       mu_max: upper bound of the learned friction coefficient.  slip_eps: eps of the slip direction (in V).
+      gate_distance, gate_width: if set (in L), the normal force is multiplied by
+        sigmoid(-(d/L - gate_distance) / gate_width): no push across a gap. Without it a
+        model trained on noisy poses can hold an object hovering millimetres above a
+        surface (the learned force need not vanish at positive distance).
     """
 
     OUTPUTS = 6
 
-    def __init__(self, *, hidden: int = 64, steps: int = 3, mlp_layers: int = 2, mu_max: float = 1.5, slip_eps: float = 0.01):
+    def __init__(self, *, hidden: int = 64, steps: int = 3, mlp_layers: int = 2, mu_max: float = 1.5, slip_eps: float = 0.01,
+                 gate_distance: float | None = None, gate_width: float = 0.005):
         super().__init__()
         self.hparams = dict(hidden=hidden, steps=steps, mlp_layers=mlp_layers, mu_max=mu_max, slip_eps=slip_eps)
+        if gate_distance is not None:
+            self.hparams.update(gate_distance=float(gate_distance), gate_width=float(gate_width))
+        self.gate_distance, self.gate_width = gate_distance, gate_width
         nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
         self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
         self.edge_enc = mlp(nE, hidden, hidden, mlp_layers)
@@ -149,9 +157,11 @@ class ContactGNN(nn.Module):
             return g.normal.new_zeros(0, 3)
         o = self.decoder(self.latents(g, vel, omega))
         eg = G._edge_graph(g)
-        _, V, F0 = G.units(g)
+        Lg, V, F0 = G.units(g)
         n = g.normal
         fn = F0[eg] * nn.functional.softplus(o[:, 0])
+        if self.gate_distance is not None:
+            fn = fn * torch.sigmoid(-(g.dist / Lg[eg] - self.gate_distance) / self.gate_width)
         mu = self.mu_max * torch.sigmoid(o[:, 5])
         v, _ = G.relative_velocity(g, vel, omega)
         vt = G._tan(v, n)
