@@ -18,7 +18,7 @@ from surrogate.capture import DatasetMeta, Environment, Episode, ObjectSpec, Pro
 from surrogate.errors import CaptureError
 from surrogate.model.checkpoint import CheckpointError, export_checkpoint, load_checkpoint
 from surrogate.model.gnn import ContactGNN, body_wrenches, model_cost, predict_contact_forces
-from surrogate.model.graph import SceneInfo, batch_graphs, graph_from_mjdata
+from surrogate.model.graph import SceneInfo, batch_graphs, graph_from_mjdata, relative_velocity
 from surrogate.objects import make_object
 from surrogate.scenes import build_scene, set_contact_mode
 
@@ -132,6 +132,32 @@ def test_structure_friction_cone_and_reactions():
     w = body_wrenches(b, f)
     # equal and opposite: forces over all nodes sum to zero
     assert torch.allclose(w[:, :3].sum(0), torch.zeros(3), atol=1e-4)
+
+
+@torch.no_grad()
+def test_dissipative_friction_never_pushes_along_the_slip():
+    model = ContactGNN(**TINY, dissipative=True).eval()
+    b = batch_graphs(_tilted_graphs(_box_scene(), 6, seed=1))
+    f = model(b)
+    fn = (f * b.normal).sum(-1)
+    ft = f - fn[:, None] * b.normal
+    v, _ = relative_velocity(b)
+    vt = v - (v * b.normal).sum(-1, keepdim=True) * b.normal
+    assert ((ft * vt).sum(-1) <= 1e-9).all()  # F_t . v_t <= 0 for every contact
+    assert (ft.norm(dim=-1) <= model.mu_max * fn + 1e-6).all()
+
+
+@torch.no_grad()
+def test_distance_gate_removes_push_across_a_gap():
+    gated = ContactGNN(**TINY, gate_distance=0.02, gate_width=0.005).eval()
+    b = batch_graphs(_tilted_graphs(_box_scene(), 4, seed=2))
+    base = ContactGNN(**TINY).eval()
+    base.load_state_dict(gated.state_dict())
+    lifted = b.clone()
+    lifted.dist = b.dist.abs() + 0.1 * lifted.length[lifted.batch[lifted.edge_index[1]]]  # 10 % of the size apart
+    fn_gated = (gated(lifted) * lifted.normal).sum(-1)
+    fn_base = (base(lifted) * lifted.normal).sum(-1)
+    assert (fn_gated <= 1e-3 * fn_base.abs().max()).all() and (fn_base > 0).any()
 
 
 def test_edge_and_node_latents_change_each_step():

@@ -122,17 +122,23 @@ class ContactGNN(nn.Module):
         sigmoid(-(d/L - gate_distance) / gate_width): no push across a gap. Without it a
         model trained on noisy poses can hold an object hovering millimetres above a
         surface (the learned force need not vanish at positive distance).
+      dissipative: tangential force only against the slip, F_t = mu f_n sigmoid(o1) b1 with
+        b1 = -v_t / sqrt(|v_t|^2 + eps^2), so F_t . v_t <= 0: friction can never push an
+        object along (the free tangential components of the default can, which injects
+        energy on shapes the model has not seen).
     """
 
     OUTPUTS = 6
 
     def __init__(self, *, hidden: int = 64, steps: int = 3, mlp_layers: int = 2, mu_max: float = 1.5, slip_eps: float = 0.01,
-                 gate_distance: float | None = None, gate_width: float = 0.005):
+                 gate_distance: float | None = None, gate_width: float = 0.005, dissipative: bool = False):
         super().__init__()
         self.hparams = dict(hidden=hidden, steps=steps, mlp_layers=mlp_layers, mu_max=mu_max, slip_eps=slip_eps)
         if gate_distance is not None:
             self.hparams.update(gate_distance=float(gate_distance), gate_width=float(gate_width))
-        self.gate_distance, self.gate_width = gate_distance, gate_width
+        if dissipative:
+            self.hparams["dissipative"] = True
+        self.gate_distance, self.gate_width, self.dissipative = gate_distance, gate_width, dissipative
         nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
         self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
         self.edge_enc = mlp(nE, hidden, hidden, mlp_layers)
@@ -166,6 +172,9 @@ class ContactGNN(nn.Module):
         v, _ = G.relative_velocity(g, vel, omega)
         vt = G._tan(v, n)
         b1 = -vt / torch.sqrt((vt * vt).sum(-1, keepdim=True) + (self.slip_eps * V[eg, None]) ** 2)
+        if self.dissipative:
+            ft = (mu * fn * torch.sigmoid(o[:, 1]))[:, None] * b1
+            return fn[:, None] * n + ft
         fr = G.contact_frames(g)
         u = o[:, 1:2] * b1 + o[:, 2:3] * torch.cross(n, b1, dim=-1) + o[:, 3:4] * fr[:, 1] + o[:, 4:5] * fr[:, 2]
         ft = (mu * fn)[:, None] * u / torch.sqrt(1.0 + (u * u).sum(-1, keepdim=True))
