@@ -134,7 +134,10 @@ def rollout_free(models: list[mujoco.MjModel], qpos0: np.ndarray, qvel0: np.ndar
         d.qpos[:] = qpos0[b]
         d.qvel[:] = qvel0[b]
         mujoco.mj_getState(models[b], d, init[b], STATE_SPEC)
-    state, _ = mj_rollout.rollout(models, datas, init, nstep=nsteps)
+    # A zero warm start for every trajectory: otherwise each thread's MjData carries the
+    # solver's warm start from whichever trajectory it ran before, and results depend on
+    # thread scheduling (chaotic tosses amplify the difference).
+    state, _ = mj_rollout.rollout(models, datas, init, nstep=nsteps, initial_warmstart=np.zeros((B, m0.nv)))
     qpos = state[:, :, 1:1 + 7]  # FULLPHYSICS: time, qpos, qvel, ...
     first = init[:, None, 1:1 + 7]
     return np.concatenate([first, qpos], axis=1)

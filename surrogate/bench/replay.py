@@ -100,7 +100,8 @@ def simulate_replay(replay: Replay, params: list[AnalyticParams], *, threads: in
     P = len(models)
     datas = [mujoco.MjData(models[0]) for _ in range(max(1, threads))]
     init = np.tile(replay.init_state, (P, 1))
-    state, _ = mj_rollout.rollout(models, datas, init, np.tile(replay.control[None], (P, 1, 1)))
+    state, _ = mj_rollout.rollout(models, datas, init, np.tile(replay.control[None], (P, 1, 1)),
+                                  initial_warmstart=np.zeros((P, models[0].nv)))  # see analytic.rollout_free
     a = replay.scene.object_qpos_adr
     q = state[:, :, 1 + a:1 + a + 7]
     idx = np.arange(1, replay.n_frames) * replay.substeps - 1
