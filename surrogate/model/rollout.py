@@ -1,10 +1,9 @@
 """Rollouts of captured tosses with the surrogate inside MuJoCo, and their errors.
 
-``rollout_mujoco`` is the hybrid loop the stepper will use, batched over many ``MjData``:
-``mj_step1`` (MuJoCo's free motion + collision detection of the owned pairs in
-``external`` mode) -> one contact graph per MjData -> one batched GNN call -> per-body
-wrenches through ``mj_applyFT`` into ``qfrc_applied`` (zeroed every step) -> ``mj_step2``.
-With ``model=None`` the same loop runs MuJoCo's analytic contact (scene in ``analytic`` mode).
+``rollout_mujoco`` rolls out free objects with the hybrid stepper (``surrogate.sim``):
+``mj_step1`` -> one batched contact graph -> one GNN call -> wrenches into
+``qfrc_applied`` -> ``mj_step2``. With ``model=None`` the same loop runs MuJoCo's analytic
+contact.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ import torch
 
 from . import targets as T
 from ..scenes.from_capture import scene_for_episode
-from .gnn import predict_contact_forces
-from .graph import SceneInfo, batch_graphs, graph_from_mjdata
 
 
 def initial_state(ep, *, window=T.DEFAULT_WINDOW, order=T.DEFAULT_ORDER):
@@ -29,16 +26,20 @@ def initial_state(ep, *, window=T.DEFAULT_WINDOW, order=T.DEFAULT_ORDER):
 def rollout_mujoco(model, scene, states, n_frames: int, *, substeps: int, models=None) -> np.ndarray:
     """Simulate B objects from their initial states; returns poses [B, n_frames, 7] at frame times.
 
+    The hybrid stepper (``surrogate.sim``) does the stepping: one batched network call per
+    physics step for all B MjData.
+
     Args:
-      model: a ``ContactGNN`` (surrogate contact; the scene must be in ``external`` mode) or
-        None (MuJoCo's analytic contact; the scene in ``analytic`` mode).
+      model: a ``ContactGNN`` (surrogate contact) or None (MuJoCo's analytic contact).
       scene: the scene (one MjModel shared by all B MjData).
       states: B tuples (pos, quat, vel world, omega body).
       n_frames: frames to return (frame 0 is the initial state).
       substeps: MuJoCo steps per frame.
     """
+    from ..sim import Stepper, step
+
     m = scene.model
-    info = SceneInfo.from_scene(scene)
+    stepper = Stepper(scene, model, contact="analytic" if model is None else "surrogate")
     qa, da = scene.object_qpos_adr, scene.object_dof_adr
     ds = []
     for pos, quat, vel, om in states:
@@ -51,39 +52,10 @@ def rollout_mujoco(model, scene, states, n_frames: int, *, substeps: int, models
     for i, d in enumerate(ds):
         out[i, 0] = d.qpos[qa:qa + 7]
     for f in range(1, n_frames):
-        for _ in range(substeps):
-            if model is None:
-                for d in ds:
-                    mujoco.mj_step(m, d)
-                continue
-            for d in ds:
-                mujoco.mj_step1(m, d)
-            apply_surrogate(model, m, ds, info)
-            for d in ds:
-                mujoco.mj_step2(m, d)
+        step(m, ds, stepper, nstep=substeps)
         for i, d in enumerate(ds):
             out[i, f] = d.qpos[qa:qa + 7]
     return out
-
-
-def apply_surrogate(model, m, ds, info) -> None:
-    """After ``mj_step1`` on every MjData of ``ds``: write the surrogate's contact wrenches into ``qfrc_applied``."""
-    graphs = [graph_from_mjdata(m, d, info) for d in ds]
-    for d in ds:
-        d.qfrc_applied[:] = 0.0
-    if sum(g.edge_index.shape[1] for g in graphs) == 0:
-        return
-    b = batch_graphs(graphs)
-    _, wrench, _ = predict_contact_forces(model, b)
-    wrench = wrench.double().numpy()
-    body = b.body_id.numpy()
-    static = b.static.numpy()
-    gid = b.batch.numpy()
-    for k in range(len(body)):
-        if static[k]:
-            continue
-        d = ds[gid[k]]
-        mujoco.mj_applyFT(m, d, wrench[k, :3], wrench[k, 3:], d.xipos[body[k]], int(body[k]), d.qfrc_applied)
 
 
 def toss_errors(pred, ep, width: float) -> dict:
