@@ -25,7 +25,8 @@ from ..rig.scripts import UngraspableObject
 
 
 def soak(checkpoint, objects, *, steps: int = 1000, hand: str = "parallel_jaw", n_envs: int = 2,
-         control_dt: float = 0.004, seed: int = 0, contact_model=None, progress: bool = False) -> dict:
+         control_dt: float = 0.004, seed: int = 0, contact_model=None, contact: str = "surrogate",
+         progress: bool = False) -> dict:
     """Run the soak test.
 
     Args:
@@ -35,18 +36,20 @@ def soak(checkpoint, objects, *, steps: int = 1000, hand: str = "parallel_jaw", 
         steps: 1000 steps = 4 s, approach, close, lift and about 2 s of hold).
       hand: ``parallel_jaw`` or ``three_finger``.
       n_envs: copies per object (batched together).
+      contact: ``surrogate`` or ``analytic`` (the same rollouts under MuJoCo's contact, to tell
+        the policy's failures from the surrogate's).
     Returns:
       {"ok": bool, "objects": [per-object dict: name, finite, left_scene, dropped, lifted, max_speed (m/s),
        max_rise_m, fallbacks, ood_contact_fraction, seconds], "failures": [names], "skipped": [names], "steps": steps}.
     """
-    if contact_model is None:
+    if contact_model is None and contact == "surrogate":
         from ..model.checkpoint import load_checkpoint
 
         contact_model = load_checkpoint(Path(checkpoint))[0]
     rows, failures, skipped = [], [], []
     for obj in objects:
         t0 = time.perf_counter()
-        venv = GraspVectorEnv(n_envs, hand=hand, object=obj, contact="surrogate", contact_model=contact_model,
+        venv = GraspVectorEnv(n_envs, hand=hand, object=obj, contact=contact, contact_model=contact_model,
                               control_dt=control_dt, max_episode_steps=None)
         task = venv.task
         venv.reset(seed=seed)
