@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from . import targets as T
+from ..bench.metrics import geodesic_deg
 from ..scenes.from_capture import scene_for_episode
 
 
@@ -62,7 +63,7 @@ def toss_errors(pred, ep, width: float) -> dict:
     """Per-toss mean position error (% of width) and rotation error (deg) against the recorded poses."""
     rec = ep.object_pose[: pred.shape[0]]
     pos = np.linalg.norm(pred[:, :3] - rec[:, :3], axis=1) / width * 100
-    rot = T.rotation_angle_deg(pred[:, 3:7], rec[:, 3:7])
+    rot = geodesic_deg(pred[:, 3:7], rec[:, 3:7])
     return {"pos_pct": float(pos.mean()), "rot_deg": float(rot.mean()), "final_pos_pct": float(pos[-1]),
             "final_rot_deg": float(rot[-1])}
 

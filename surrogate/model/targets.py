@@ -81,12 +81,6 @@ def quat_to_mat(q):
     ], -2)
 
 
-def rotation_angle_deg(q1, q2):
-    """[..] geodesic angle (deg) between unit quaternions."""
-    d = np.abs(np.sum(q1 * q2, axis=-1)) / (np.linalg.norm(q1, axis=-1) * np.linalg.norm(q2, axis=-1))
-    return np.degrees(2 * np.arccos(np.clip(d, -1.0, 1.0)))
-
-
 # ---- smoothing -------------------------------------------------------------------------
 def _local_fit(t, y_of, valid, window, order):
     """Per frame i: least-squares polynomial coefficients [T, order+1, D] of y_of(i, idx) vs t - t_i."""
