@@ -90,7 +90,8 @@ def _cmd_speed(a):
 def _cmd_quickstart(a):
     from .quickstart import quickstart
 
-    quickstart(a.out, overwrite=True, rig_episodes=a.rig_episodes, workers=a.workers, bench_overrides=a.set or [])
+    quickstart(a.out, overwrite=True, rig_episodes=a.rig_episodes, workers=a.workers, epochs=a.epochs,
+               bench_overrides=a.set or [], rig_bench_overrides=a.rig_set or [])
 
 
 def _cmd_rig_generate(a):
@@ -208,9 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("quickstart", help="the main job on the embedded default (see README)")
     c.add_argument("--out", default="runs/quickstart")
-    c.add_argument("--rig-episodes", type=int, default=6, help="grasp episodes the rig generates")
+    c.add_argument("--rig-episodes", type=int, default=60, help="grasp episodes the rig generates for training")
+    c.add_argument("--epochs", type=int, default=6, help="training epochs of the surrogate")
     c.add_argument("--workers", type=int, default=2)
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a value of the cube-real-small suite")
+    c.add_argument("--rig-set", action="append", metavar="KEY=VALUE", help="override a value of the rig-grasp-small suite")
     c.set_defaults(func=_cmd_quickstart)
     return p
 

@@ -5,9 +5,13 @@ Stages (each prints what it did; the whole run writes ``OUT/summary.json``):
   2. load the object splits (train / held-out families, YCB meshes if present),
   3. build a scene for one object of each family with each hand and check that a
      passive drop settles under MuJoCo's analytic contact,
-  4. generate a few grasp captures with the capture rig and summarize them,
-  5. run the small ``cube-real`` benchmark: analytic baselines (nominal, identified,
-     randomized) against the released cube-toss surrogate, writing a ledger and report.
+  4. generate grasp captures of training-split objects with the capture rig,
+  5. train the contact surrogate on them (``train.py``, the release's config, fewer epochs),
+  6. run the small ``rig-grasp`` benchmark: that surrogate against analytic MuJoCo (nominal,
+     identified on the same captures, randomized) on held-out families and mesh files,
+  7. run the small ``cube-real`` benchmark: analytic baselines against the released cube-toss
+     surrogate on the real tosses;
+and prints the two ledgers' verdicts.
 """
 
 from __future__ import annotations
@@ -115,8 +119,40 @@ def rig_captures(out: Path, episodes: int, workers: int) -> dict:
     return {"episodes": s["episodes"], "labels": s["labels"], "s_per_episode": report.elapsed_s / max(1, report.simulated)}
 
 
-def small_benchmark(out: Path, overrides) -> dict:
+def train_surrogate(out: Path, epochs: int) -> dict:
+    """Train the rig surrogate on the captures of stage 4 (``train.py`` with the release's config)."""
+    import subprocess
+    import sys
+
+    from .paths import REPO_ROOT
+
+    ckpt = out / "checkpoint_rig"
+    cmd = [sys.executable, str(REPO_ROOT / "train.py"), "fit", "--config", str(REPO_ROOT / "configs" / "train" / "rig_default.yaml"),
+           "--set", f"data.root={out / 'rig_captures'}", "--set", f"out_dir={out / 'train_rig'}",
+           "--set", f"export.dir={ckpt}", "--set", f"trainer.max_epochs={epochs}", "--set", "trainer.enable_progress_bar=false"]
+    print(" ".join(cmd[1:]), flush=True)
+    t0 = time.time()
+    subprocess.run(cmd, check=True, cwd=REPO_ROOT)
+    card = json.loads((ckpt / "card.json").read_text())
+    met = card["training"]["metrics"]
+    print(f"trained in {time.time() - t0:.0f} s: {met['epochs']} epochs, validation loss {met['val_loss']:.2f}; checkpoint {ckpt}")
+    return {"checkpoint": str(ckpt), "wall_s": time.time() - t0, "epochs": met["epochs"], "val_loss": met["val_loss"]}
+
+
+def _bench(suite: str, out: Path, checkpoint, overrides) -> dict:
     from .bench.run import run_suite, summary_lines
+
+    ledger = run_suite(suite, out=out, checkpoint=checkpoint, overrides=list(overrides), cache_dir=out.parent / "cache")
+    print("\n".join(summary_lines(ledger)))
+    return {"verdict": ledger["result"]["verdict"], "detail": ledger["result"]["detail"], "report": str(out / "report.md"),
+            "wall_s": ledger["wall_s"]}
+
+
+def rig_benchmark(out: Path, checkpoint, overrides) -> dict:
+    return _bench("rig-grasp-small", out / "bench_rig_grasp", checkpoint, overrides)
+
+
+def small_benchmark(out: Path, overrides) -> dict:
     from .paths import REPO_ROOT, shared_data_dir
 
     if not (shared_data_dir() / "contactnets_cube").exists():
@@ -124,32 +160,38 @@ def small_benchmark(out: Path, overrides) -> dict:
         return {"skipped": "sample tosses absent"}
     ckpt = REPO_ROOT / "checkpoints" / "cube_tosses"
     # the tosses imported in stage 1 are the suite's data
-    ledger = run_suite("cube-real-small", out=out / "bench_cube_real", checkpoint=ckpt if ckpt.exists() else None,
-                       overrides=[f"data.source={out / 'contactnets_cube'}", *overrides], cache_dir=out / "cache")
-    print("\n".join(summary_lines(ledger)))
-    return {"verdict": ledger["result"]["verdict"], "detail": ledger["result"]["detail"],
-            "report": str(out / "bench_cube_real" / "report.md")}
+    return _bench("cube-real-small", out / "bench_cube_real", ckpt if ckpt.exists() else None,
+                  [f"data.source={out / 'contactnets_cube'}", *overrides])
 
 
-def quickstart(out: str | Path = "runs/quickstart", *, overwrite: bool = True, rig_episodes: int = 6, workers: int = 2,
-               bench_overrides=()) -> dict:
-    out = Path(out)
+def quickstart(out: str | Path = "runs/quickstart", *, overwrite: bool = True, rig_episodes: int = 60, workers: int = 2,
+               epochs: int = 6, bench_overrides=(), rig_bench_overrides=()) -> dict:
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     summary = {}
-    _stage("1/5 import the real ContactNets cube tosses")
+    _stage("1/7 import the real ContactNets cube tosses")
     summary["contactnets"] = import_tosses(out)
-    _stage("2/5 objects: train and held-out families, mesh files")
+    _stage("2/7 objects: train and held-out families, mesh files")
     summary["objects"] = list_objects()
-    _stage("3/5 scenes: one object per family, both hands, passive drop under analytic contact")
+    _stage("3/7 scenes: one object per family, both hands, passive drop under analytic contact")
     rows = check_scenes()
     summary["scenes"] = rows
-    _stage("4/5 capture rig: grasp episodes from the reference contact physics, recorded with sensor noise")
+    _stage("4/7 capture rig: grasp episodes of training-split objects, recorded with sensor noise")
     summary["rig"] = rig_captures(out, rig_episodes, workers)
-    _stage("5/5 benchmark cube-real (small): analytic MuJoCo baselines vs the released surrogate")
-    summary["benchmark"] = small_benchmark(out, bench_overrides)
+    _stage("5/7 train the contact surrogate on those captures")
+    summary["train"] = train_surrogate(out, epochs)
+    _stage("6/7 benchmark rig-grasp (small): held-out families and mesh files, analytic MuJoCo vs the surrogate just trained")
+    summary["bench_rig_grasp"] = rig_benchmark(out, summary["train"]["checkpoint"], rig_bench_overrides)
+    _stage("7/7 benchmark cube-real (small): real tosses, analytic MuJoCo vs the released cube surrogate")
+    summary["bench_cube_real"] = small_benchmark(out, bench_overrides)
     summary["wall_s"] = time.time() - t0
     write_json_atomic(out / "summary.json", summary)
     settled = sum(r["settled"] for r in rows)
-    print(f"\nquickstart done in {summary['wall_s']:.0f} s: {settled}/{len(rows)} scenes settled; summary in {out / 'summary.json'}")
+    print(f"\n== ledger summary")
+    for key in ("bench_rig_grasp", "bench_cube_real"):
+        b = summary[key]
+        if "verdict" in b:
+            print(f"{key[6:]}: {b['verdict']}: {b['detail']}\n  report: {b['report']}")
+    print(f"\nquickstart done in {summary['wall_s'] / 60:.1f} min: {settled}/{len(rows)} scenes settled; summary in {out / 'summary.json'}")
     return summary

@@ -14,10 +14,10 @@ from surrogate.rig.gap import study
 from surrogate.scenes import build_scene, hand_ctrl
 
 
-def _mujoco_episode(substeps=4, rate=120.0, seconds=1.5):
+def _mujoco_episode(substeps=4, rate=120.0, seconds=1.5, family="box", object_quat=None):
     """A grasp-and-lift recorded from MuJoCo's own analytic contact (the oracle)."""
-    obj = make_object("box", 0)
-    scene = build_scene(obj, hand="parallel_jaw", setting="table", timestep=1.0 / rate / substeps)
+    obj = make_object(family, 0 if family == "box" else 100)
+    scene = build_scene(obj, hand="parallel_jaw", setting="table", timestep=1.0 / rate / substeps, object_quat=object_quat)
     m, hand = scene.model, scene.hand
     d = scene.make_data()
     z = scene.meta["grasp_base_z"]
@@ -37,7 +37,7 @@ def _mujoco_episode(substeps=4, rate=120.0, seconds=1.5):
         for _ in range(substeps):
             mujoco.mj_step(m, d)
     spec = ObjectSpec(obj.name, obj.mass, np.asarray(obj.inertia).tolist(), obj.size,
-                      {"kind": "procedural", "family": "box", "seed": 0, "params": dict(obj.params)}, obj.friction)
+                      {"kind": "procedural", "family": family, "seed": 0 if family == "box" else 100, "params": dict(obj.params)}, obj.friction)
     ep = Episode("oracle", np.arange(F) / rate, np.array(poses), spec, Provenance("mujoco oracle", False, rate),
                  environment=Environment("table", scene.surface_z, [0, 0, -9.81]),
                  joint_pos=np.array(qj), joint_cmd=np.array(cmds))
@@ -54,6 +54,26 @@ def test_replay_reproduces_mujoco_with_its_own_parameters():
     assert pos[0] * ep.object.size < 1e-6 and rot[0] < 1e-3  # same contact model: the same trajectory
     # slippery pads leave it on the table: the replay really depends on the contact
     assert np.linalg.norm(pred[1, -1, :3] - ep.object_pose[-1, :3]) > 0.03
+
+
+def test_replay_puts_the_hand_where_it_was_for_an_object_lying_on_its_side():
+    # A capsule lies on its side: the hand's base sits lower than over an upright capsule. The
+    # rebuilt scene must take the recorded orientation, or the replayed pads close centimetres
+    # above the object and never touch it (a bug that once corrupted every lying object's replay).
+    ep, meta = _mujoco_episode(family="capsule", object_quat="stable")
+    assert ep.object_pose[-1, 2] - ep.object_pose[0, 2] > 0.05
+    r = prepare_replay(ep, meta, substeps=4)
+    pos, rot = replay_errors(simulate_replay(r, [AnalyticParams(friction=0.8)]), ep)
+    assert pos[0] * ep.object.size < 1e-6 and rot[0] < 1e-3
+
+
+def test_delayed_replay_lags_the_commands():
+    ep, meta = _mujoco_episode()
+    r = prepare_replay(ep, meta, substeps=4)
+    now, late = simulate_replay(r, [AnalyticParams(friction=0.8), AnalyticParams(friction=0.8, delay_s=0.05)])
+    rise = lambda p: np.flatnonzero(p[:, 2] - p[0, 2] > 0.01)[0]  # noqa: E731
+    # 50 ms = 6 frames at 120 Hz: the lift starts (about) that much later
+    assert 4 <= rise(late) - rise(now) <= 8
 
 
 def test_gap_study_reports_residual_and_repeatability(tmp_path):

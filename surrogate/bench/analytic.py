@@ -32,6 +32,7 @@ class AnalyticParams:
     friction: sliding coefficient. solref: (time constant s, damping ratio).
     solimp: (d0, d_width, width m) with midpoint 0.5, power 2. cone: pyramidal | elliptic.
     mass_scale: true mass / nominal mass (inertia scales with it).
+    delay_s: actuator command latency (s); only replays of commanded episodes use it.
     """
 
     friction: float = 0.8
@@ -39,6 +40,7 @@ class AnalyticParams:
     solimp: tuple = (0.9, 0.95, 0.001)
     cone: str = "pyramidal"
     mass_scale: float = 1.0
+    delay_s: float = 0.0
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -49,7 +51,8 @@ class AnalyticParams:
     @classmethod
     def from_json(cls, d: dict) -> "AnalyticParams":
         return cls(friction=float(d["friction"]), solref=tuple(d["solref"]), solimp=tuple(d["solimp"]),
-                   cone=d.get("cone", "pyramidal"), mass_scale=float(d.get("mass_scale", 1.0)))
+                   cone=d.get("cone", "pyramidal"), mass_scale=float(d.get("mass_scale", 1.0)),
+                   delay_s=float(d.get("delay_s", 0.0)))
 
 
 def apply_params(model: mujoco.MjModel, scene, p: AnalyticParams, *, base_mass=None, base_inertia=None) -> mujoco.MjModel:

@@ -14,7 +14,8 @@ import numpy as np
 from .metrics import first_divergence, horizon_errors, pose_errors, summarize
 
 
-def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: dict, penetration=None) -> dict:
+def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: dict, penetration=None,
+                  origin: float = 0.0, extra_series: dict | None = None) -> dict:
     """Scalars for one episode.
 
     Args:
@@ -24,16 +25,22 @@ def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: di
       horizons: seconds at which errors are reported.
       divergence: thresholds {"pos_frac": fraction of size, "rot_deg": degrees}.
       penetration: [T] m penetration depth of the prediction, or None.
+      origin: s after the first frame from which horizons (and the divergence time) count.
+      extra_series: more divergence signals {name: ([T] error, threshold)}, e.g. the object's
+        slip in the hand or a timing mismatch; checked after the pose signals.
     """
     T = min(len(pred), ep.num_frames)
     valid = None if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:T], bool)
     e = pose_errors(pred[:T], ep.object_pose[:T], valid)
     v = e["valid"]
-    t = ep.timestamps[:T] - ep.timestamps[0]
+    t = ep.timestamps[:T] - ep.timestamps[0] - origin
     hp = horizon_errors(e["pos_m"] / size * 100.0, v, t, horizons)
     hr = horizon_errors(e["rot_deg"], v, t, horizons)
-    div = first_divergence({"pose_position": e["pos_m"] / size, "pose_rotation": e["rot_deg"]},
-                           {"pose_position": divergence["pos_frac"], "pose_rotation": divergence["rot_deg"]}, v)
+    series = {"pose_position": e["pos_m"] / size, "pose_rotation": e["rot_deg"]}
+    limits = {"pose_position": divergence["pos_frac"], "pose_rotation": divergence["rot_deg"]}
+    for name, (x, thr) in (extra_series or {}).items():
+        series[name], limits[name] = np.asarray(x, float)[:T], float(thr)
+    div = first_divergence(series, limits, v)
     return {
         "id": ep.episode_id,
         "object": ep.object.name,

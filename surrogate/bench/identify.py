@@ -32,19 +32,22 @@ BOUNDS = [
     ("width", 1e-4, 0.03, True),
 ]
 MASS_BOUND = ("mass_scale", 0.6, 1.6, False)
+DELAY_BOUND = ("delay_s", 0.0, 0.04, False)  # s of actuator latency (replays of commanded episodes)
 
 
-def _decode(x: np.ndarray, cone: str, fit_mass: bool) -> AnalyticParams:
-    names = [b[0] for b in BOUNDS] + (["mass_scale"] if fit_mass else [])
-    logs = [b[3] for b in BOUNDS] + ([False] if fit_mass else [])
-    v = {n: float(np.exp(xi) if lg else xi) for n, xi, lg in zip(names, x, logs)}
+def _space(fit_mass: bool, fit_delay: bool = False) -> list:
+    return BOUNDS + ([MASS_BOUND] if fit_mass else []) + ([DELAY_BOUND] if fit_delay else [])
+
+
+def _decode(x: np.ndarray, cone: str, fit_mass: bool, fit_delay: bool = False) -> AnalyticParams:
+    v = {n: float(np.exp(xi) if lg else xi) for (n, _, _, lg), xi in zip(_space(fit_mass, fit_delay), x)}
     return AnalyticParams(friction=v["friction"], solref=(v["timeconst"], v["dampratio"]),
-                          solimp=(v["d0"], v["dwidth"], v["width"]), cone=cone, mass_scale=v.get("mass_scale", 1.0))
+                          solimp=(v["d0"], v["dwidth"], v["width"]), cone=cone, mass_scale=v.get("mass_scale", 1.0),
+                          delay_s=v.get("delay_s", 0.0))
 
 
-def _bounds(fit_mass: bool):
-    bs = BOUNDS + ([MASS_BOUND] if fit_mass else [])
-    return [(np.log(lo), np.log(hi)) if lg else (lo, hi) for _, lo, hi, lg in bs]
+def _bounds(fit_mass: bool, fit_delay: bool = False):
+    return [(np.log(lo), np.log(hi)) if lg else (lo, hi) for _, lo, hi, lg in _space(fit_mass, fit_delay)]
 
 
 def toss_errors(pred: np.ndarray, tosses: TossSet, size: float) -> tuple[np.ndarray, np.ndarray]:
@@ -78,8 +81,9 @@ def loss_of(pos_frac: np.ndarray, rot_deg: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(loss), loss, UNSTABLE_LOSS)
 
 
-def fit_params(evaluate, *, cones=("pyramidal", "elliptic"), fit_mass: bool = False, maxiter: int = 20, popsize: int = 8,
-               seed: int = 0, progress: bool = True, what: str = "identify") -> tuple[AnalyticParams, dict]:
+def fit_params(evaluate, *, cones=("pyramidal", "elliptic"), fit_mass: bool = False, fit_delay: bool = False,
+               maxiter: int = 20, popsize: int = 8, seed: int = 0, progress: bool = True,
+               what: str = "identify") -> tuple[AnalyticParams, dict]:
     """Differential evolution over analytic contact parameters, once per cone type.
 
     Args:
@@ -91,7 +95,7 @@ def fit_params(evaluate, *, cones=("pyramidal", "elliptic"), fit_mass: bool = Fa
     """
     t0 = time.time()
     info = {"per_cone": {}, "optimizer": f"scipy differential_evolution (popsize {popsize}, maxiter {maxiter}, seed {seed})",
-            "loss": None, "fit_mass": fit_mass}
+            "loss": None, "fit_mass": fit_mass, "fit_delay": fit_delay}
     best, best_loss = None, np.inf
     for cone in cones:
         evals = [0]
@@ -99,15 +103,15 @@ def fit_params(evaluate, *, cones=("pyramidal", "elliptic"), fit_mass: bool = Fa
 
         def f(X, cone=cone):
             X = X.reshape(-1, 1) if X.ndim == 1 else X  # scipy passes [ndim, S] when vectorized
-            params = [_decode(X[:, s], cone, fit_mass) for s in range(X.shape[1])]
+            params = [_decode(X[:, s], cone, fit_mass, fit_delay) for s in range(X.shape[1])]
             evals[0] += len(params)
             return np.asarray(evaluate(params), dtype=float)
 
-        res = differential_evolution(f, _bounds(fit_mass), maxiter=maxiter, popsize=popsize, seed=seed, tol=1e-3,
+        res = differential_evolution(f, _bounds(fit_mass, fit_delay), maxiter=maxiter, popsize=popsize, seed=seed, tol=1e-3,
                                      polish=False, vectorized=True, updating="deferred", init="sobol",
                                      callback=lambda *a, **k: bar.update(1))
         bar.close()
-        p = _decode(res.x, cone, fit_mass)
+        p = _decode(res.x, cone, fit_mass, fit_delay)
         info["per_cone"][cone] = {"params": p.to_json(), "loss": float(res.fun), "evaluations": evals[0]}
         if res.fun < best_loss:
             best, best_loss = p, float(res.fun)
@@ -135,9 +139,11 @@ def randomized_ensemble(center: AnalyticParams, *, n: int = 16, seed: int = 0, r
     ``ranges`` maps a parameter to a multiplicative range (lo, hi) around the centre
     (log-uniform for friction, timeconst and width; uniform otherwise). Defaults reflect
     what practitioners randomize: friction +-30 %, solref time constant x0.5-2, damping
-    ratio +-30 %, solimp width x0.5-2, mass +-10 %.
+    ratio +-30 %, solimp width x0.5-2, mass +-10 %, and an actuator latency of +-5 ms around the
+    centre's (``delay_s`` is additive, in s, clipped at 0; it matters for commanded replays only).
     """
-    r = {"friction": (0.7, 1.3), "timeconst": (0.5, 2.0), "dampratio": (0.7, 1.3), "width": (0.5, 2.0), "mass_scale": (0.9, 1.1)}
+    r = {"friction": (0.7, 1.3), "timeconst": (0.5, 2.0), "dampratio": (0.7, 1.3), "width": (0.5, 2.0), "mass_scale": (0.9, 1.1),
+         "delay_s": (-0.005, 0.005)}
     r.update(ranges or {})
     rng = np.random.default_rng(seed)
 
@@ -152,5 +158,6 @@ def randomized_ensemble(center: AnalyticParams, *, n: int = 16, seed: int = 0, r
             solimp=(center.solimp[0], center.solimp[1], center.solimp[2] * logu(*r["width"])),
             cone=center.cone,
             mass_scale=center.mass_scale * rng.uniform(*r["mass_scale"]),
+            delay_s=max(0.0, center.delay_s + rng.uniform(*r["delay_s"])),
         ))
     return out

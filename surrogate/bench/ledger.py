@@ -47,9 +47,59 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
     sm, bm = s["overall"][metric], b["overall"][metric]
     ok = sm["mean"] < bm["mean"]
     ci = lambda x: f"[{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
+    gap = (f"target met by {bm['mean'] - sm['mean']:.2f}" if ok else
+           f"target missed by {sm['mean'] - bm['mean']:.2f} (surrogate / baseline = {sm['mean'] / max(bm['mean'], 1e-12):.2f}, needs < 1)")
     return {"verdict": "supported" if ok else "falsified",
-            "detail": f"surrogate mean {metric} {sm['mean']:.2f} {ci(sm)} vs {baseline} {bm['mean']:.2f} {ci(bm)} "
-                      f"(medians {sm['median']:.2f} vs {bm['median']:.2f}; 95 % bootstrap intervals over {sm['n']} test episodes)"}
+            "detail": f"surrogate mean {metric} {sm['mean']:.2f} {ci(sm)} vs {baseline} {bm['mean']:.2f} {ci(bm)}: {gap} "
+                      f"(medians {sm['median']:.2f} vs {bm['median']:.2f}; 95 % bootstrap intervals over {sm['n']} test episodes)",
+            "targets": [{"metric": metric, "baseline": baseline, "surrogate": sm["mean"], "baseline_value": bm["mean"],
+                         "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "met": bool(ok)}]}
+
+
+ANALYTIC = ("analytic_nominal", "analytic_randomized", "analytic_identified")
+
+
+def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, metric: str = "pos_pct_size") -> dict:
+    """Surrogate error at ``horizon_s`` (mean over the acceptance episodes) against the best
+    analytic baseline's: supported when surrogate / best <= ``max_ratio``."""
+    h = f"{float(horizon_s):g}"
+
+    def at(m):
+        if "overall" not in m:
+            return None
+        return m["overall"]["horizons"][metric].get(h)
+
+    s = at(models.get("surrogate", {}))
+    base = {n: at(models[n]) for n in ANALYTIC if n in models and at(models[n]) and at(models[n])["mean"] is not None}
+    if s is None or s["mean"] is None or not base:
+        return {"verdict": "not tested",
+                "detail": f"{'surrogate' if s is None or s['mean'] is None else 'no analytic baseline'} has no error at the {h} s horizon in this run"}
+    best = min(base, key=lambda n: base[n]["mean"])
+    b = base[best]
+    ratio = s["mean"] / max(b["mean"], 1e-12)
+    ok = ratio <= max_ratio
+    ci = lambda x: f" [{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
+    gap = (f"target met (ratio {ratio:.2f} <= {max_ratio:g})" if ok else
+           f"target missed: ratio {ratio:.2f}, needs <= {max_ratio:g} (the surrogate's error would have to fall "
+           f"{100 * (1 - max_ratio / ratio):.0f} % to meet it)")
+    return {"verdict": "supported" if ok else "falsified",
+            "detail": f"{metric} at {h} s after first contact: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
+                      f"({best}) {b['mean']:.2f}{ci(b)} over {s['n']} held-out episodes; {gap}",
+            "targets": [{"metric": f"{metric}@{h}s", "baseline": best, "surrogate": s["mean"], "baseline_value": b["mean"],
+                         "ratio": ratio, "max_ratio": max_ratio, "met": bool(ok)}]}
+
+
+def suite_verdict(cfg: dict, models: dict) -> dict:
+    """The verdict the suite's ``acceptance`` section asks for (default: beat the identified baseline)."""
+    acc = cfg.get("acceptance") or {}
+    if acc.get("kind") == "rate_gap":
+        from .policy import verdict as policy_verdict
+
+        return policy_verdict(models, max_gap=float(acc["max_gap"]))
+    if acc.get("kind") == "horizon_ratio":
+        return horizon_ratio_verdict(models, horizon_s=acc["horizon_s"], max_ratio=acc["max_ratio"],
+                                     metric=acc.get("metric", "pos_pct_size"))
+    return verdict(models)
 
 
 def build_ledger(*, suite: str, cfg: dict, cfg_hash: str, run: dict, assets: dict | None = None, result: dict | None = None) -> dict:
@@ -67,9 +117,12 @@ def build_ledger(*, suite: str, cfg: dict, cfg_hash: str, run: dict, assets: dic
         "hypothesis": " ".join(str(cfg.get("hypothesis", "")).split()),
         "falsified_if": " ".join(str(cfg.get("falsified_if", "")).split()),
         "models": run["models"],
-        "result": result or verdict(run["models"]),
+        "result": result or suite_verdict(cfg, run["models"]),
         "reported": cfg.get("reported", {}),
     }
+    for key in ("recorded_outcomes", "attribution"):  # suite-specific parts
+        if key in run:
+            ledger[key] = run[key]
     return ledger
 
 

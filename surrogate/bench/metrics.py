@@ -47,7 +47,8 @@ def horizon_errors(err: np.ndarray, valid: np.ndarray, times: np.ndarray, horizo
     """Error at each horizon (the last valid frame at or before it) and the integrated error.
 
     Args:
-      err: [T] per-step error; valid: [T] bool; times: [T] s from the start of the rollout.
+      err: [T] per-step error; valid: [T] bool; times: [T] s from the horizon origin (the start of the
+        rollout, or e.g. the first contact of a grasp; earlier frames are negative and ignored).
       horizons: seconds.
     Returns:
       {"at": {h: value or None}, "mean_to": {h: mean of valid errors over [0, h] or None}}.
@@ -56,7 +57,7 @@ def horizon_errors(err: np.ndarray, valid: np.ndarray, times: np.ndarray, horizo
     at, mean_to = {}, {}
     for h in horizons:
         key = f"{h:g}"
-        inside = (times <= h + 1e-9) & valid
+        inside = (times >= -1e-9) & (times <= h + 1e-9) & valid  # frames before the origin do not count
         if times[-1] + 1e-9 < h or not inside.any():
             at[key] = mean_to[key] = None
             continue

@@ -31,6 +31,7 @@ class Replay:
       control: [(F - 1) * substeps, nu] actuator commands per physics step (zero-order hold).
       substeps: physics steps per frame.
       grip_force: N or None, the fingertip force bound the episode was recorded with.
+      joint_names: the dataset's hand joint names (columns of the recorded joint arrays).
     """
 
     episode: object
@@ -39,6 +40,7 @@ class Replay:
     control: np.ndarray
     substeps: int
     grip_force: float | None
+    joint_names: tuple = ()
 
     @property
     def n_frames(self) -> int:
@@ -88,25 +90,62 @@ def prepare_replay(ep, meta, *, substeps: int = 4, margin: float = 0.005, mode: 
             ctrl[:, act] = ep.joint_cmd[hold, col]
     else:
         ctrl[:] = d.ctrl
-    return Replay(ep, scene, init, ctrl, substeps, None if grip is None else float(grip))
+    return Replay(ep, scene, init, ctrl, substeps, None if grip is None else float(grip), tuple(names))
 
 
-def simulate_replay(replay: Replay, params: list[AnalyticParams], *, threads: int = 2) -> np.ndarray:
-    """[P, F, 7] object poses at the episode's frames for each parameter set."""
+def delayed_control(control: np.ndarray, steps: int) -> np.ndarray:
+    """[S, nu] commands acting ``steps`` physics steps late (the first command held meanwhile)."""
+    steps = int(max(0, min(steps, len(control))))
+    if steps == 0:
+        return control
+    return np.concatenate([np.repeat(control[:1], steps, axis=0), control[:-steps]], axis=0)
+
+
+def simulate_replay_qpos(replay: Replay, params: list[AnalyticParams], *, threads: int = 2) -> np.ndarray:
+    """[P, F, nq] the whole scene's ``qpos`` at the episode's frames for each parameter set
+    (analytic contact; each set's ``delay_s`` delays the recorded commands)."""
     models = models_for(replay.scene, params)
     if replay.grip_force is not None and replay.scene.hand is not None:
         for m in models:
             set_grip_force(m, replay.scene.hand, replay.grip_force)
     P = len(models)
+    nq = models[0].nq
+    dt = models[0].opt.timestep
     datas = [mujoco.MjData(models[0]) for _ in range(max(1, threads))]
     init = np.tile(replay.init_state, (P, 1))
-    state, _ = mj_rollout.rollout(models, datas, init, np.tile(replay.control[None], (P, 1, 1)),
+    control = np.stack([delayed_control(replay.control, round(p.delay_s / dt)) for p in params])
+    state, _ = mj_rollout.rollout(models, datas, init, control,
                                   initial_warmstart=np.zeros((P, models[0].nv)))  # see analytic.rollout_free
-    a = replay.scene.object_qpos_adr
-    q = state[:, :, 1 + a:1 + a + 7]
     idx = np.arange(1, replay.n_frames) * replay.substeps - 1
-    first = init[:, None, 1 + a:1 + a + 7]
-    return np.concatenate([first, q[:, idx]], axis=1)
+    return np.concatenate([init[:, None, 1:1 + nq], state[:, idx, 1:1 + nq]], axis=1)
+
+
+def simulate_replay(replay: Replay, params: list[AnalyticParams], *, threads: int = 2) -> np.ndarray:
+    """[P, F, 7] object poses at the episode's frames for each parameter set."""
+    a = replay.scene.object_qpos_adr
+    return simulate_replay_qpos(replay, params, threads=threads)[:, :, a:a + 7]
+
+
+def surrogate_replay_qpos(replay: Replay, stepper) -> np.ndarray:
+    """[F, nq] ``qpos`` at the episode's frames with the stepper's contact model owning the pairs.
+
+    ``replay`` must be prepared with ``mode="external"`` and ``stepper`` built on its scene
+    (``Stepper(replay.scene, contact_model)``); the recorded commands act at once, as in the
+    nominal analytic replay.
+    """
+    from ..sim import step
+
+    m = replay.scene.model
+    d = mujoco.MjData(m)
+    mujoco.mj_setState(m, d, replay.init_state, STATE_SPEC)
+    mujoco.mj_forward(m, d)
+    out = np.zeros((replay.n_frames, m.nq))
+    out[0] = d.qpos
+    for f in range(1, replay.n_frames):
+        d.ctrl[:] = replay.control[(f - 1) * replay.substeps]  # constant over a frame (zero-order hold)
+        step(m, d, stepper, nstep=replay.substeps)
+        out[f] = d.qpos
+    return out
 
 
 def replay_errors(pred: np.ndarray, ep) -> tuple[np.ndarray, np.ndarray]:

@@ -15,9 +15,35 @@ MODEL_ORDER = ["analytic_nominal", "analytic_randomized", "analytic_identified",
 COLORS = {"analytic_nominal": "#999999", "analytic_randomized": "#6baed6", "analytic_identified": "#08519c", "surrogate": "#d94801"}
 
 
-def _models(ledger):
+def _models(ledger, *, pose: bool = True):
+    """(name, model) of evaluated models in display order; with ``pose`` only those with pose errors."""
     return [(k, ledger["models"][k]) for k in MODEL_ORDER + sorted(set(ledger["models"]) - set(MODEL_ORDER))
-            if k in ledger["models"] and "overall" in ledger["models"][k]]
+            if k in ledger["models"] and "overall" in ledger["models"][k]
+            and (not pose or "pos_pct_size" in ledger["models"][k]["overall"])]
+
+
+def _rate(x):
+    return "—" if x is None else f"{x:.2f}"
+
+
+def plot_attribution(ledger, path: Path) -> Path | None:
+    rows = (ledger.get("attribution") or {}).get("rows") or []
+    if len(rows) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    names = [r["variant"] for r in rows]
+    ax.bar(range(len(rows)), [r["identified_pos_pct_size"] for r in rows], color=COLORS["analytic_identified"],
+           label="identified MuJoCo")
+    ax.plot(range(len(rows)), [r["nominal_pos_pct_size"] for r in rows], "o", color=COLORS["analytic_nominal"],
+            label="nominal MuJoCo")
+    ax.set_xticks(range(len(rows)), names, rotation=25, ha="right", fontsize=8)
+    ax.set_ylabel("position error, % of object size")
+    ax.set_title("gap attribution: analytic residual with each rig effect off")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _fmt(s, digits=1):
@@ -110,7 +136,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = [p for p in (plot_horizons(ledger, out / "horizons.png"), plot_data_efficiency(ledger, out / "data_efficiency.png"),
-                         plot_per_object(ledger, out / "per_object.png")) if p]
+                         plot_per_object(ledger, out / "per_object.png"), plot_attribution(ledger, out / "attribution.png")) if p]
     r = ledger["result"]
     lines = [
         f"# Transfer report: `{ledger['suite']}`",
@@ -127,7 +153,16 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
         "",
     ]
     for t in r.get("targets", []):
-        lines.append(f"- {t}")
+        lines.append(f"- target `{t['metric']}` against `{t['baseline']}`: surrogate {t['surrogate']:.3f}, baseline "
+                     f"{t['baseline_value']:.3f}: **{'met' if t['met'] else 'missed'}**"
+                     + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
+                     + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
+    lines += _outcome_lines(ledger) + _per_set_lines(ledger)
+    if not _models(ledger):
+        lines += _tail_lines(ledger, out, plots)
+        path = out / "report.md"
+        write_text_atomic(path, "\n".join(lines) + "\n")
+        return path
     lines += ["", "## Models on the test episodes", "",
               "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked frames.", "",
               "| model | episodes | position, % of size | position, mm | rotation, deg | penetration, mm | first divergence, s |",
@@ -160,7 +195,80 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
     if rnd and "ensemble" in rnd:
         lines += ["", f"Randomized ensemble: {rnd['ensemble']['n']} members; the true position lies within the ensemble's spread "
                   f"on {rnd['ensemble']['truth_within_spread'] * 100:.1f} % of tracked frames."]
-    lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    lines += _tail_lines(ledger, out, plots)
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
     return path
+
+
+def _outcome_lines(ledger) -> list[str]:
+    """Success / slip rates per model (and of the recordings), where the suite measures them."""
+    rows = [(n, m["overall"]) for n, m in _models(ledger) if m["overall"].get("success_rate") is not None]
+    if not rows:
+        return []
+    lines = ["", "## Grasp outcomes", "",
+             "Success: lifted and still held at the end; slip: among lifted episodes, the object moved or turned in the "
+             "grip beyond the rig's thresholds. Agreement: fraction of episodes whose predicted outcome equals the recorded one.", "",
+             "| model | episodes | success rate | slip rate | success agreement | slip agreement |", "|---|---|---|---|---|---|"]
+    rec = (ledger.get("recorded_outcomes") or {}).get("overall")
+    if rec:
+        lines.append(f"| recorded (rig) | {rec['episodes']} | {_rate(rec['success_rate'])} | {_rate(rec['slip_rate'])} | | |")
+    for n, o in rows:
+        ag = o.get("outcome_agreement") or {}
+        lines.append(f"| {n} | {o['episodes']} | {_rate(o['success_rate'])} | {_rate(o['slip_rate'])} | "
+                     f"{_rate(ag.get('success'))} | {_rate(ag.get('slip'))} |")
+    return lines
+
+
+def _per_set_lines(ledger) -> list[str]:
+    models = [(n, m) for n, m in _models(ledger) if "per_set" in m]
+    if not models:
+        return []
+    acc = (ledger["config"].get("acceptance") or {})
+    h = f"{float(acc.get('horizon_s', 1.0)):g}"
+    sets = list(models[0][1]["per_set"])
+    lines = ["", f"## Per test set (position error, % of object size: mean over the episode / at {h} s after first contact)", "",
+             "| model | " + " | ".join(f"{s} ({models[0][1]['per_set'][s]['episodes']} episodes)" for s in sets) + " |",
+             "|---|" + "---|" * len(sets)]
+    for n, m in models:
+        cells = []
+        for s_ in sets:
+            o = m["per_set"][s_]
+            at = o["horizons"]["pos_pct_size"].get(h) or {}
+            cells.append(f"{_fmt(o['pos_pct_size'])} / {at.get('mean') if at.get('mean') is None else round(at['mean'], 1)}")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Acceptance sets: " + ", ".join(ledger["split"].get("target_sets", [])) + ".")
+    return lines
+
+
+def _tail_lines(ledger, out, plots) -> list[str]:
+    lines = []
+    pol = [(n, m) for n, m in _models(ledger, pose=False) if "pos_pct_size" not in m["overall"]]
+    if pol:
+        lines += ["", "## Policy rollouts", "", "| model | rollouts | success rate [95 % CI] | slip rate (of lifted) | fallbacks |",
+                  "|---|---|---|---|---|"]
+        for n, m in pol:
+            o = m["overall"]
+            ci = o["success"].get("mean_ci95") or [None, None]
+            ci_txt = "" if ci[0] is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+            lines.append(f"| {n} | {o['episodes']} | {o['success_rate']:.2f}{ci_txt} | {_rate(o['slip_rate'])} | "
+                         f"{m.get('stepper', {}).get('fallbacks', 0)} |")
+        for k, v in ledger["models"].items():
+            if "overall" not in v:
+                lines.append(f"| {k} | — | {v.get('status')}: {v.get('reason')} | | |")
+    att = ledger.get("attribution")
+    if att:
+        h = f"{float(ledger['config']['acceptance']['horizon_s']):g}"
+        lines += ["", "## Gap attribution", "",
+                  "Each rig effect switched off in turn; MuJoCo re-identified on training grasps of that variant and scored on "
+                  "held-out grasps of it. Residual removed: how much lower the identified model's error is than with all effects on.", "",
+                  f"| variant | identified, % of size | identified at {h} s | nominal, % of size | identified rotation, deg | residual removed |",
+                  "|---|---|---|---|---|---|"]
+        for r in att["rows"]:
+            rr = r["residual_removed_pct"]
+            at = r.get(f"identified_pos_pct_size_at_{h}s")
+            lines.append(f"| {r['variant']} | {r['identified_pos_pct_size']:.1f} | {'—' if at is None else f'{at:.1f}'} | "
+                         f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {'—' if rr is None else f'{rr:+.0f} %'} |")
+    lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    return lines

@@ -17,7 +17,13 @@ def _runner(kind: str):
     if kind == "cube-real":
         from . import cube_real
         return cube_real.run
-    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real']", key="suite")
+    if kind == "rig-grasp":
+        from . import rig_grasp
+        return rig_grasp.run
+    if kind == "policy":
+        from . import policy
+        return policy.run
+    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy']", key="suite")
 
 
 def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(), progress: bool = True,
@@ -38,6 +44,10 @@ def summary_lines(ledger: dict) -> list[str]:
             lines.append(f"  {name:22s} {m.get('status')}: {m.get('reason')}")
             continue
         o = m["overall"]
+        if "pos_pct_size" not in o:
+            lines.append(f"  {name:22s} success {o['success_rate']:.2f}   slip {o['slip_rate'] if o['slip_rate'] is None else round(o['slip_rate'], 2)}"
+                         f"   n={o['episodes']}")
+            continue
         lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
                      f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}")
     return lines

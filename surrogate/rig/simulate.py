@@ -181,6 +181,9 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     script_out["phases"] = {k: [float(a), float(b) if math.isfinite(b) else float(duration)]
                             for k, (a, b) in script.phases.items()}
     script_out["physics"] = {"timestep_s": dt, "substeps": substeps, "rate_hz": rate, "duration_s": duration}
+    # Where the hand's base joints are zero (world, m): scenes rebuilt from the capture put the
+    # hand exactly here, so recorded joint positions place the pads where they really were.
+    script_out["hand_base_pos"] = [float(v) for v in base0]
     return RigTrace(
         times=times,
         object_pose=pose,

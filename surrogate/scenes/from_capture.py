@@ -23,6 +23,11 @@ def asset_from_spec(spec) -> ObjectAsset:
         pieces = [trimesh.creation.box(extents=2 * np.asarray(geo["half_extents"], float))]
         asset = ObjectAsset.from_pieces(safe_name(spec.name), "box", pieces, source=f"capture:{spec.name}",
                                         mass=float(spec.mass), friction=friction)
+    elif kind == "mesh" and str(geo.get("path", "")).lower().endswith(".urdf"):
+        from ..objects.meshes import load_urdf_object
+
+        # A URDF's collision meshes, origins and scales: the geometry the capture was made with.
+        asset = dataclasses.replace(load_urdf_object(geo["path"], friction=friction), name=safe_name(spec.name))
     elif kind == "mesh":
         from ..objects import load_mesh_object
 
@@ -53,7 +58,39 @@ def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: s
     if hand not in HANDS:
         raise ConfigError(f"hand {hand!r} of the dataset is not a known scene hand {HANDS}", key="hand")
     setting = "table" if ep.environment.kind == "table" else "ground"
+    # The hand's base height follows the object's top as it lies on the table, so the scene is
+    # built with the object as recorded: otherwise recorded joint positions put the pads
+    # centimetres away from where they were (an object lying on its side is lower than upright).
     scene = build_scene(asset_from_spec(ep.object), hand=hand, setting=setting, timestep=dt / substeps,
-                        owned_margin=margin, contact_mode=contact_mode, cone=cone)
+                        owned_margin=margin, contact_mode=contact_mode, cone=cone, object_quat=first_quat(ep))
+    base = ((ep.provenance.generator or {}).get("script") or {}).get("hand_base_pos")
+    if base is not None and scene.hand is not None:
+        place_hand_base(scene, base)
     scene.model.opt.gravity[:] = ep.environment.gravity
     return scene
+
+
+def first_quat(ep) -> np.ndarray:
+    """[4] the object's orientation at its first tracked frame (w, x, y, z)."""
+    first = 0 if ep.object_pose_valid is None or not np.any(ep.object_pose_valid) else int(np.argmax(ep.object_pose_valid))
+    q = np.asarray(ep.object_pose[first, 3:7], dtype=float)
+    n = np.linalg.norm(q)
+    return q / n if np.isfinite(n) and n > 0 else np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def place_hand_base(scene, pos) -> None:
+    """Move the hand's base (where its base joints are zero) to ``pos`` [3] (world, m), as the
+    capture recorded it (the rig writes ``provenance.generator.script.hand_base_pos``)."""
+    from .hands import BASE_BODY
+
+    pos = np.asarray(pos, dtype=float)
+    if pos.shape != (3,) or not np.isfinite(pos).all():
+        raise ConfigError(f"hand_base_pos must be 3 finite numbers, got {pos.tolist()!r}",
+                          key="provenance.generator.script.hand_base_pos")
+    m = scene.model
+    b = m.body(BASE_BODY).id
+    shift = pos - m.body_pos[b]
+    m.body_pos[b] = pos
+    if "hand_base_pos" in scene.meta:
+        scene.meta["hand_base_pos"] = [float(v) for v in pos]
+        scene.meta["grasp_base_z"] = float(scene.meta["grasp_base_z"] - shift[2])

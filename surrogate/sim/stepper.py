@@ -141,6 +141,7 @@ class Stepper:
         self.builder = GraphBuilder(scene.model, object_body=scene.object_body_id, length=scene.obj.size,
                                     owned_pair_ids=self.pair_ids)
         self.input_range = InputRange.from_model(contact_model, k=ood_std) if contact_model is not None else None
+        self._hooks = []
         # The features the network normalizes, captured on the way in (not computed twice).
         self._features: dict[str, torch.Tensor] = {}
         self._capture = False
@@ -150,12 +151,20 @@ class Stepper:
                     if self._capture:
                         self._features[key] = args[0]
                 return pre
-            contact_model.edge_norm.register_forward_pre_hook(hook("edge"))
-            contact_model.node_norm.register_forward_pre_hook(hook("node"))
+            self._hooks = [contact_model.edge_norm.register_forward_pre_hook(hook("edge")),
+                           contact_model.node_norm.register_forward_pre_hook(hook("node"))]
         self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
         self.last_wrench: np.ndarray | None = None  # [B, K, 6] of the last surrogate step
         self._warned: set[str] = set()
         self.reset_stats()
+
+    def close(self) -> None:
+        """Detach from the contact model (its input hooks), e.g. before a stepper for another scene
+        reuses the same network; the stepper can still step analytic contact afterwards."""
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self.input_range = None
 
     # -- statistics -------------------------------------------------------------------------
     def reset_stats(self) -> None:

@@ -1,0 +1,122 @@
+"""The rig-grasp and policy suites: outcome labels, verdicts, attribution and small runs end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from surrogate.bench.grasp_outcome import agreement, predicted_labels, rates
+from surrogate.bench.ledger import horizon_ratio_verdict, validate_ledger
+from surrogate.bench.replay import delayed_control, prepare_replay
+from surrogate.bench.rig_grasp import _recorded_qpos
+from surrogate.capture import read_dataset
+from surrogate.rig.generate import generate
+from surrogate.rig.generate import load_config as load_rig
+
+CKPT = "checkpoints/rig_default"
+
+
+@pytest.fixture(scope="module")
+def rig_set(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rig") / "ds"
+    generate(None, objects="heldout", episodes=3, out=out, workers=0, seed=5, progress=False, duration=2.5)
+    return read_dataset(out)
+
+
+def _thr():
+    s = load_rig(None)["script"]
+    return {k: float(s[k]) for k in ("lift_threshold", "slip_threshold", "slip_angle_threshold")}
+
+
+def test_labels_of_the_recorded_trajectory_match_the_rigs(rig_set):
+    # The rig labels its exact trajectory; the same function on the measured one (noisy poses,
+    # measured joints) must agree on lifted/dropped: predictions are labelled like recordings.
+    for ep in rig_set.episodes:
+        r = prepare_replay(ep, rig_set.meta)
+        lab = predicted_labels(r.scene, _recorded_qpos(r), ep, _thr())
+        assert lab["lifted"] == ep.labels["lifted"], ep.episode_id
+        assert lab["dropped"] == ep.labels["dropped"], ep.episode_id
+
+
+def test_rates_and_agreement_hand_computed():
+    L = lambda lifted, slipped=False, dropped=False: {"lifted": lifted, "slipped": slipped, "dropped": dropped}  # noqa: E731
+    pred = [L(True), L(True, slipped=True), L(False), None]
+    true = [L(True), L(True), L(True), L(True)]
+    r = rates(pred)
+    assert r["episodes"] == 3 and r["success_rate"] == pytest.approx(2 / 3) and r["slip_rate"] == pytest.approx(0.5)
+    a = agreement(pred, true)
+    assert a["episodes"] == 3 and a["success"] == pytest.approx(2 / 3) and a["slip"] == pytest.approx(2 / 3)
+
+
+def test_delayed_control_shifts_and_holds_the_first_command():
+    c = np.arange(10, dtype=float)[:, None]
+    d = delayed_control(c, 3)
+    assert d[:, 0].tolist() == [0, 0, 0, 0, 1, 2, 3, 4, 5, 6]
+    assert delayed_control(c, 0) is c
+
+
+def _model(at1):
+    s = {"n": 4, "mean": at1, "median": at1, "mean_ci95": [at1 - 1, at1 + 1], "median_ci95": None}
+    return {"overall": {"horizons": {"pos_pct_size": {"1": s}}}}
+
+
+def test_horizon_ratio_verdict_hand_computed():
+    models = {"analytic_nominal": _model(20.0), "analytic_identified": _model(10.0), "surrogate": _model(4.0)}
+    v = horizon_ratio_verdict(models, horizon_s=1.0, max_ratio=0.5)
+    assert v["verdict"] == "supported" and v["targets"][0]["baseline"] == "analytic_identified"
+    assert v["targets"][0]["ratio"] == pytest.approx(0.4)
+    models["surrogate"] = _model(8.0)
+    v = horizon_ratio_verdict(models, horizon_s=1.0, max_ratio=0.5)
+    assert v["verdict"] == "falsified" and "0.80" in v["detail"] and "38 %" in v["detail"]  # 1 - 0.5/0.8
+    assert horizon_ratio_verdict({"analytic_nominal": _model(1.0), "surrogate": {"status": "not evaluated"}},
+                                 horizon_s=1.0, max_ratio=0.5)["verdict"] == "not tested"
+
+
+def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
+    from surrogate.bench.run import run_suite
+
+    train = tmp_path / "train"
+    generate(None, objects="train", episodes=2, out=train, workers=0, seed=6, progress=False, duration=2.5)
+    sets = {"heldout_families": {"objects": "heldout", "episodes": 2, "seed": 11},
+            "train_objects": {"objects": "val", "episodes": 1, "seed": 12}}
+    over = [f"data.train={train}", f"data.test_sets={json.dumps(sets)}", "data.duration=2.5", "workers=0",
+            "baselines.identified.episodes=2", "baselines.identified.maxiter=1", "baselines.identified.popsize=3",
+            "baselines.identified.cones=[pyramidal]", "baselines.randomized.n=2", "acceptance.sets=[heldout_families]",
+            "attribution.enabled=true", "attribution.effects=[friction_map]", "attribution.train_episodes=1",
+            "attribution.test_episodes=1", "attribution.duration=2.0",
+            "attribution.identified={episodes: 1, maxiter: 1, popsize: 3, cones: [pyramidal]}"]
+    ledger = run_suite("rig-grasp", out=tmp_path / "report", checkpoint=CKPT, overrides=over, progress=False,
+                       cache_dir=tmp_path / "cache")
+    validate_ledger(ledger)
+    ms = ledger["models"]
+    for name in ("analytic_nominal", "analytic_identified", "analytic_randomized", "surrogate"):
+        o = ms[name]["overall"]
+        assert o["episodes"] == 2, name  # the acceptance set only
+        assert set(ms[name]["per_set"]) == {"heldout_families", "train_objects"}
+        assert o["horizons"]["pos_pct_size"]["1"]["n"] == 2
+        assert o["success_rate"] is not None
+    assert ms["analytic_identified"]["params"]["delay_s"] >= 0
+    assert ledger["result"]["verdict"] in ("supported", "falsified")
+    assert [r["variant"] for r in ledger["attribution"]["rows"]] == ["all_on", "without_friction_map"]
+    assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
+    # generated test sets are cached by content: a second run reuses them
+    cached = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert any(n.startswith("rig-heldout_families-") for n in cached)
+
+
+def test_policy_suite_end_to_end(tmp_path):
+    from surrogate.bench.run import run_suite
+
+    ledger = run_suite("policy-small", out=tmp_path, checkpoint=CKPT, progress=False,
+                       overrides=["data.max_objects=1", "data.poses=1", "data.duration=2.0"])
+    validate_ledger(ledger)
+    for name in ("analytic_nominal", "surrogate"):
+        o = ledger["models"][name]["overall"]
+        assert o["episodes"] == 1 and 0.0 <= o["success_rate"] <= 1.0
+    assert ledger["models"]["analytic_identified"]["status"] == "not evaluated"
+    assert ledger["result"]["verdict"] in ("supported", "falsified")
+    assert "Policy rollouts" in (tmp_path / "report.md").read_text()
