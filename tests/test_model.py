@@ -18,7 +18,7 @@ from surrogate.capture import DatasetMeta, Environment, Episode, ObjectSpec, Pro
 from surrogate.errors import CaptureError
 from surrogate.model.checkpoint import CheckpointError, export_checkpoint, load_checkpoint
 from surrogate.model.gnn import ContactGNN, body_wrenches, model_cost, predict_contact_forces
-from surrogate.model.graph import SceneInfo, batch_graphs, graph_from_mjdata, relative_velocity
+from surrogate.model.graph import SceneInfo, batch_graphs, graph_from_mjdata, relative_velocity, units
 from surrogate.objects import make_object
 from surrogate.scenes import build_scene, set_contact_mode
 
@@ -158,6 +158,24 @@ def test_distance_gate_removes_push_across_a_gap():
     fn_gated = (gated(lifted) * lifted.normal).sum(-1)
     fn_base = (base(lifted) * lifted.normal).sum(-1)
     assert (fn_gated <= 1e-3 * fn_base.abs().max()).all() and (fn_base > 0).any()
+
+
+@torch.no_grad()
+def test_penetration_barrier_adds_a_stiff_floor_beyond_its_depth():
+    barred = ContactGNN(**TINY, barrier_depth=0.02, barrier_stiffness=100.0).eval()
+    base = ContactGNN(**TINY).eval()
+    base.load_state_dict(barred.state_dict())
+    b = batch_graphs(_tilted_graphs(_box_scene(), 4, seed=3))
+    L = b.length[b.batch[b.edge_index[1]]]
+    shallow, deep = b.clone(), b.clone()
+    shallow.dist = -0.01 * L                      # inside the barrier depth: no change
+    deep.dist = -0.05 * L                         # 0.03 L past it: + 3 F0 per contact
+    fn = lambda m, g: (m(g) * g.normal).sum(-1)  # noqa: E731
+    assert torch.allclose(fn(barred, shallow), fn(base, shallow))
+    extra = fn(barred, deep) - fn(base, deep)
+    _, _, F0 = units(deep)
+    assert torch.allclose(extra, 3.0 * F0[deep.batch[deep.edge_index[1]]], rtol=1e-4)
+    assert barred.hparams["barrier_depth"] == 0.02
 
 
 def test_edge_and_node_latents_change_each_step():

@@ -185,7 +185,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     if checkpoint is not None:
         ckpts["given"] = str(checkpoint)
     if ckpts:
-        by_size_s, main = {}, None
+        by_size_s, main = {}, {}
         for key, path in ckpts.items():
             p, card = surrogate_predict(path, test, substeps=sim["substeps"], init_frames=sim["init_frames"], progress=progress)
             scores = _score_all(p, test, cfg)
@@ -198,10 +198,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                      "test_episodes_seen_in_training": overlap,
                      "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
             by_size_s[key] = entry
-            if key == "given" or main is None:
-                main = (path, card, scores)
-        path, card, scores = main
-        key = "given" if "given" in by_size_s else next(iter(by_size_s))
+            main[key] = (path, card, scores)
+        # The verdict's surrogate: the one given on the command line, else the largest training size.
+        key = "given" if "given" in by_size_s else max(by_size_s, key=lambda k: int(k) if k.isdigit() else -1)
+        path, card, scores = main[key]
         models["surrogate"] = {"description": "graph-network contact surrogate inside MuJoCo (hybrid stepper)",
                                "checkpoint": str(path), "card": {k: card.get(k) for k in ("training", "model")},
                                "test_episodes_seen_in_training": by_size_s[key]["test_episodes_seen_in_training"],

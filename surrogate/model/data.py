@@ -25,7 +25,7 @@ from .graph import SceneInfo, graph_from_mjdata
 DATA_DEFAULTS = dict(
     root=None, val_fraction=0.2, split_seed=0, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW,
     order=T.DEFAULT_ORDER, unroll_frames=0, max_episodes=None, max_train_episodes=None, hold_out_min_frames=None,
-    batch_size=128, num_workers=0, frame_stride=1,
+    batch_size=128, num_workers=0, frame_stride=1, bench_split=None,
 )
 
 

@@ -94,6 +94,31 @@ class ContactLightning(L.LightningModule):
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
+def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list, list]:
+    """Training and validation ids that follow a benchmark suite's split (``cube-real``).
+
+    ``spec`` = {"suite": name, "size": N}: training is the suite's training set of size N (the
+    first N of its shuffled pool), validation the next ``val_fraction`` x N pool episodes, so
+    that no test episode of the suite is ever trained or validated on and the checkpoint
+    scores cleanly in ``surrogate bench`` at that size.
+    """
+    from ..bench.cube_real import split
+    from ..bench.suites import load_suite
+    from ..errors import ConfigError
+
+    if not isinstance(spec, dict) or "suite" not in spec or "size" not in spec:
+        raise ConfigError("bench_split must be {suite: NAME, size: N}", key="data.bench_split")
+    d = load_suite(spec["suite"])["data"]
+    ids = [e.episode_id for e in episodes if e.num_frames >= d.get("min_frames", 2)]
+    n = int(spec["size"])
+    sp = split(sorted(ids, key=lambda s: (len(s), s)), seed=d["split_seed"], n_test=d["n_test"], sizes=[n])
+    if n not in sp["train"]:
+        raise ConfigError(f"bench_split size {n} exceeds the {len(sp['pool'])} episodes of the suite's training pool",
+                          key="data.bench_split.size")
+    n_val = max(1, int(round(val_fraction * n)))
+    return list(sp["train"][n]), list(sp["pool"][n:n + n_val])
+
+
 class CaptureDataModule(L.LightningDataModule):
     """Training windows from a capture dataset: fixed seeded episode split, features cached in memory.
 
@@ -115,7 +140,10 @@ class CaptureDataModule(L.LightningDataModule):
             long_ids = [e.episode_id for e in self.capture.episodes if n_min and e.num_frames >= n_min]
             self.train_ids, self.val_ids = split_episodes(ids, val_fraction=self.cfg["val_fraction"], seed=self.cfg["split_seed"],
                                                           always_val=long_ids)
-            if self.cfg["max_train_episodes"]:
+            if self.cfg["bench_split"]:
+                self.train_ids, self.val_ids = bench_split_ids(self.capture.episodes, self.cfg["bench_split"],
+                                                               val_fraction=self.cfg["val_fraction"])
+            elif self.cfg["max_train_episodes"]:
                 self.train_ids = self.train_ids[: int(self.cfg["max_train_episodes"])]
         return self.capture
 

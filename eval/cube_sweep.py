@@ -1,0 +1,75 @@
+"""The `cube-real` data-efficiency sweep: one surrogate per training size, then the suite on all of them.
+
+Each size N trains ``configs/train/cube_tosses.yaml`` on exactly the suite's training set of N
+tosses (``data.bench_split``: the first N of the suite's seeded pool; validation is the next
+20 % of the pool; the suite's test tosses are never seen), then ``surrogate bench cube-real``
+scores every checkpoint against the analytic baselines identified at the same sizes.
+
+    python eval/cube_sweep.py --out runs/cube_sweep                 # sizes 8 ... 256, the full suite
+    python eval/cube_sweep.py --sizes 8 32 --suite cube-real-small  # quick
+
+The largest size's checkpoint is the one the verdict uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def train_size(n: int, *, out: Path, suite: str, data_root: str, epochs: int) -> Path:
+    ckpt = out / f"checkpoint_{n}"
+    if (ckpt / "card.json").is_file():
+        print(f"size {n}: reusing {ckpt}")
+        return ckpt
+    cmd = [sys.executable, str(REPO / "train.py"), "fit", "--config", str(REPO / "configs" / "train" / "cube_tosses.yaml"),
+           "--set", f"data.bench_split={{suite: {suite}, size: {n}}}", "--set", "data.max_train_episodes=null",
+           "--set", "data.hold_out_min_frames=null", "--set", f"data.root={data_root}",
+           "--set", f"out_dir={out / f'train_{n}'}", "--set", f"export.dir={ckpt}", "--set", "export.eval_rollouts=0",
+           "--set", f"trainer.max_epochs={epochs}", "--set", "trainer.enable_progress_bar=false"]
+    t0 = time.time()
+    subprocess.run(cmd, check=True, cwd=REPO)
+    print(f"size {n}: trained in {time.time() - t0:.0f} s -> {ckpt}", flush=True)
+    return ckpt
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="runs/cube_sweep")
+    p.add_argument("--suite", default="cube-real")
+    p.add_argument("--sizes", type=int, nargs="+", default=None, help="default: the suite's train_sizes")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--data", default=None, help="imported tosses (default: the suite's source, imported into datasets/cache)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a suite value")
+    args = p.parse_args(argv)
+
+    from surrogate.bench.cube_real import load_episodes
+    from surrogate.bench.run import CACHE_DIR, run_suite, summary_lines
+    from surrogate.bench.suites import load_suite
+
+    cfg = load_suite(args.suite, args.set)
+    sizes = args.sizes or [int(s) for s in cfg["data"]["train_sizes"]]
+    data_root = args.data or str(load_episodes(cfg["data"]["source"], cache_dir=CACHE_DIR).root)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpts = {n: train_size(n, out=out, suite=args.suite, data_root=data_root, epochs=args.epochs) for n in sizes}
+    over = [*args.set, f"data.source={data_root}", f"data.train_sizes={json.dumps(sizes)}",
+            f"surrogate.checkpoints={json.dumps({str(n): str(c) for n, c in ckpts.items()})}"]
+    ledger = run_suite(args.suite, out=out / "report", overrides=over)
+    print("\n".join(summary_lines(ledger)))
+    for key, entry in ledger["models"]["surrogate"]["by_train_size"].items():
+        o = entry["overall"]
+        print(f"  surrogate trained on {key:>5s} tosses: {o['pos_pct_size']['mean']:6.2f} % of width, "
+              f"{o['rot_deg']['mean']:6.2f} deg; test tosses seen in training: {len(entry['test_episodes_seen_in_training'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
