@@ -47,6 +47,18 @@ class Replay:
         return self.episode.num_frames
 
 
+def joint_qpos_columns(model, joint_names) -> list[tuple[int, int]]:
+    """(column in the recorded joint arrays, ``qpos`` address) of each recorded joint the model has."""
+    out = []
+    for c, name in enumerate(joint_names):
+        try:
+            j = model.joint(name).id
+        except KeyError:
+            continue
+        out.append((c, int(model.jnt_qposadr[j])))
+    return out
+
+
 def _actuated_columns(model, joint_names) -> list[tuple[int, int]]:
     """(actuator id, column of the joint it drives in the recorded arrays)."""
     cols = {n: i for i, n in enumerate(joint_names)}
@@ -70,12 +82,8 @@ def prepare_replay(ep, meta, *, substeps: int = 4, margin: float = 0.005, mode: 
     d = mujoco.MjData(m)
     names = list(meta.joint_names or [])
     if ep.joint_pos is not None:
-        for c, name in enumerate(names):
-            try:
-                j = m.joint(name).id
-            except KeyError:
-                continue
-            d.qpos[m.jnt_qposadr[j]] = ep.joint_pos[0, c]
+        for c, adr in joint_qpos_columns(m, names):
+            d.qpos[adr] = ep.joint_pos[0, c]
     first = 0 if ep.object_pose_valid is None else int(np.argmax(ep.object_pose_valid))
     a = scene.object_qpos_adr
     d.qpos[a:a + 7] = ep.object_pose[first]

@@ -40,7 +40,7 @@ from .analytic import AnalyticParams
 from .evaluate import aggregate, per_object, score_episode
 from .grasp_outcome import agreement, outcome_series, predicted_labels, rates
 from .identify import randomized_ensemble
-from .replay import identify_replays, prepare_replay, simulate_replay_qpos, surrogate_replay_qpos
+from .replay import identify_replays, joint_qpos_columns, prepare_replay, simulate_replay_qpos, surrogate_replay_qpos
 
 # Bump when the rig's output for the same config and seed changes, so cached test sets are regenerated.
 RIG_FORMAT = 2
@@ -117,14 +117,9 @@ def _recorded_qpos(replay) -> np.ndarray:
     q = np.tile(d.qpos, (ep.num_frames, 1))
     a = replay.scene.object_qpos_adr
     q[:, a:a + 7] = ep.object_pose
-    names = list(replay.joint_names)
     if ep.joint_pos is not None:
-        for c, name in enumerate(names):
-            try:
-                j = m.joint(name).id
-            except KeyError:
-                continue
-            q[:, m.jnt_qposadr[j]] = ep.joint_pos[:, c]
+        for c, adr in joint_qpos_columns(m, replay.joint_names):
+            q[:, adr] = ep.joint_pos[:, c]
     return q
 
 

@@ -62,7 +62,8 @@ def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: s
     # built with the object as recorded: otherwise recorded joint positions put the pads
     # centimetres away from where they were (an object lying on its side is lower than upright).
     scene = build_scene(asset_from_spec(ep.object), hand=hand, setting=setting, timestep=dt / substeps,
-                        owned_margin=margin, contact_mode=contact_mode, cone=cone, object_quat=first_quat(ep))
+                        owned_margin=margin, contact_mode=contact_mode, cone=cone,
+                        object_quat=first_quat(ep) if hand != "none" else None)
     base = ((ep.provenance.generator or {}).get("script") or {}).get("hand_base_pos")
     if base is not None and scene.hand is not None:
         place_hand_base(scene, base)
