@@ -15,7 +15,7 @@ from .metrics import first_divergence, horizon_errors, pose_errors, summarize
 
 
 def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: dict, penetration=None,
-                  origin: float = 0.0, extra_series: dict | None = None) -> dict:
+                  origin: float = 0.0, extra_series: dict | None = None, max_error_m: float | None = None) -> dict:
     """Scalars for one episode.
 
     Args:
@@ -28,11 +28,20 @@ def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: di
       origin: s after the first frame from which horizons (and the divergence time) count.
       extra_series: more divergence signals {name: ([T] error, threshold)}, e.g. the object's
         slip in the hand or a timing mismatch; checked after the pose signals.
+      max_error_m: if set, a prediction that leaves the scene (position error beyond this, or
+        non-finite: a simulation that blew up) counts this error, not thousands of metres, so
+        one unstable rollout cannot swamp a mean; the episode is flagged ``unstable``.
     """
     T = min(len(pred), ep.num_frames)
     valid = None if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:T], bool)
     e = pose_errors(pred[:T], ep.object_pose[:T], valid)
     v = e["valid"]
+    unstable = False
+    if max_error_m is not None:
+        bad = ~np.isfinite(e["pos_m"]) | (e["pos_m"] > max_error_m) | ~np.isfinite(e["rot_deg"])
+        unstable = bool(bad.any())
+        e["pos_m"] = np.where(np.isfinite(e["pos_m"]), np.minimum(e["pos_m"], max_error_m), max_error_m)
+        e["rot_deg"] = np.where(np.isfinite(e["rot_deg"]), e["rot_deg"], 180.0)
     t = ep.timestamps[:T] - ep.timestamps[0] - origin
     hp = horizon_errors(e["pos_m"] / size * 100.0, v, t, horizons)
     hr = horizon_errors(e["rot_deg"], v, t, horizons)
@@ -55,6 +64,7 @@ def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: di
         "divergence_step": div["step"],
         "divergence_time_s": None if div["step"] is None else float(t[div["step"]]),
         "divergence_which": div["which"],
+        "unstable": unstable,
     }
 
 
@@ -83,6 +93,8 @@ def aggregate(scores: list[dict], *, horizons, seed: int = 0) -> dict:
             "time_s": summarize(col("divergence_time_s"), seed=seed),
             "first_signal": dict(which),
         },
+        # fraction of rollouts that blew up or left the scene (an ensemble's episode counts its members' fraction)
+        "unstable_rate": float(np.mean([float(s.get("unstable") or 0.0) for s in scores])) if scores else None,
     }
 
 

@@ -165,13 +165,13 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
         return path
     lines += ["", "## Models on the test episodes", "",
               "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked frames.", "",
-              "| model | episodes | position, % of size | position, mm | rotation, deg | penetration, mm | first divergence, s |",
-              "|---|---|---|---|---|---|---|"]
+              "| model | episodes | position, % of size | position, mm | rotation, deg | penetration, mm | first divergence, s | unstable |",
+              "|---|---|---|---|---|---|---|---|"]
     for name, m in _models(ledger):
         o = m["overall"]
         lines.append(f"| {name} | {o['episodes']} | {_fmt(o['pos_pct_size'])} | {_fmt(_scaled(o['pos_m'], 1e3))} | "
                      f"{_fmt(o['rot_deg'])} | {_fmt(_scaled(o.get('penetration_m'), 1e3), 2)} | "
-                     f"{_fmt(o['divergence']['time_s'], 2)} |")
+                     f"{_fmt(o['divergence']['time_s'], 2)} | {_rate(o.get('unstable_rate'))} |")
     not_eval = [(k, v) for k, v in ledger["models"].items() if "overall" not in v]
     for k, v in not_eval:
         lines.append(f"| {k} | — | {v.get('status')}: {v.get('reason')} | | | | |")
@@ -263,12 +263,16 @@ def _tail_lines(ledger, out, plots) -> list[str]:
         lines += ["", "## Gap attribution", "",
                   "Each rig effect switched off in turn; MuJoCo re-identified on training grasps of that variant and scored on "
                   "held-out grasps of it. Residual removed: how much lower the identified model's error is than with all effects on.", "",
-                  f"| variant | identified, % of size | identified at {h} s | nominal, % of size | identified rotation, deg | residual removed |",
-                  "|---|---|---|---|---|---|"]
+                  f"| variant | identified, % of size | identified at {h} s | nominal, % of size | identified rotation, deg | unstable (identified) | residual removed |",
+                  "|---|---|---|---|---|---|---|"]
         for r in att["rows"]:
             rr = r["residual_removed_pct"]
             at = r.get(f"identified_pos_pct_size_at_{h}s")
             lines.append(f"| {r['variant']} | {r['identified_pos_pct_size']:.1f} | {'—' if at is None else f'{at:.1f}'} | "
-                         f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {'—' if rr is None else f'{rr:+.0f} %'} |")
+                         f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {r.get('identified_unstable', 0)} | "
+                         f"{'—' if rr is None else f'{rr:+.0f} %'} |")
+    if _models(ledger) and any(m["overall"].get("unstable_rate") for _, m in _models(ledger)):
+        lines += ["", "Unstable: fraction of rollouts that blew up or left the scene; their position error counts as "
+                  f"{ledger['config'].get('metrics', {}).get('max_error_m')} m from then on."]
     lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     return lines

@@ -157,7 +157,7 @@ class _Scorer:
                                m["divergence"].get("timing_s", 0.1))
             labels = predicted_labels(r.scene, qpos, ep, self.thr)
         sc = score_episode(pose, ep, size=ep.object.size, horizons=m["horizons_s"], divergence=m["divergence"],
-                           origin=self.origin, extra_series=extra)
+                           origin=self.origin, extra_series=extra, max_error_m=m.get("max_error_m"))
         sc["outcome"] = labels
         return sc
 
@@ -176,6 +176,7 @@ def _mean_scores(member_scores: list[list[dict]]) -> list[dict]:
         times = [r["divergence_time_s"] for r in rows if r["divergence_time_s"] is not None]
         s["divergence_time_s"] = float(np.median(times)) if times else None
         s["outcome_members"] = [r["outcome"] for r in rows]
+        s["unstable"] = float(np.mean([bool(r["unstable"]) for r in rows]))  # fraction of members that blew up
         out.append(s)
     return out
 
@@ -292,6 +293,7 @@ def attribution(cfg, *, rig, cache_dir, workers, progress) -> dict:
             at = [s["horizon_pos_pct_size"][h] for s in scores if s["horizon_pos_pct_size"][h] is not None]
             row[f"{label}_pos_pct_size_at_{h}s"] = float(np.mean(at)) if at else None
             row[f"{label}_rot_deg"] = float(np.mean([s["rot_deg"] for s in scores]))
+            row[f"{label}_unstable"] = int(sum(bool(s["unstable"]) for s in scores))
         rows.append(row)
         if progress:
             print(f"attribution {name}: identified {row['identified_pos_pct_size']:.1f} % of size, "
