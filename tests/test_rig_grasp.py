@@ -120,3 +120,24 @@ def test_policy_suite_end_to_end(tmp_path):
     assert ledger["models"]["analytic_identified"]["status"] == "not evaluated"
     assert ledger["result"]["verdict"] in ("supported", "falsified")
     assert "Policy rollouts" in (tmp_path / "report.md").read_text()
+
+
+def test_a_rollout_that_blows_up_counts_a_bounded_error_and_is_flagged():
+    from surrogate.bench.evaluate import aggregate, score_episode
+    from surrogate.capture import Episode, ObjectSpec, Provenance
+
+    T = 50
+    true = np.tile([0.0, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0], (T, 1))
+    spec = ObjectSpec("box", 0.1, np.eye(3).tolist(), 0.1, {"kind": "box", "half_extents": [0.05] * 3}, 0.5)
+    ep = Episode("e", np.arange(T) / 100.0, true, spec, Provenance("test", False, 100.0))
+    pred = true.copy()
+    pred[30:, 0] = 1e6          # flung a thousand kilometres
+    pred[40:, 3:] = np.nan      # then non-finite
+    kw = dict(size=0.1, horizons=[0.2, 0.45], divergence={"pos_frac": 0.1, "rot_deg": 15.0})
+    s = score_episode(pred, ep, max_error_m=1.0, **kw)
+    assert s["unstable"] and s["pos_m"] == pytest.approx(20 / 50 * 1.0)     # 20 frames at the 1 m cap
+    assert s["horizon_pos_pct_size"]["0.45"] == pytest.approx(1000.0)      # 1 m = 1000 % of 0.1 m
+    assert s["divergence_step"] == 30 and s["divergence_which"] == "pose_position"
+    ok = score_episode(true, ep, max_error_m=1.0, **kw)
+    assert not ok["unstable"] and ok["pos_m"] == 0.0
+    assert aggregate([s, ok], horizons=[0.2])["unstable_rate"] == 0.5

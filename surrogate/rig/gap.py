@@ -1,11 +1,12 @@
-"""``surrogate rig gap``: proof that the rig's physics is outside MuJoCo's analytic family.
+"""``surrogate rig gap``: how far the rig's physics is from MuJoCo's analytic family.
 
 For each variant of the rig (all effects off, each effect alone, all on) the study records
 grasp episodes, fits MuJoCo's analytic contact (friction, solref, solimp, friction cone and
 the object's mass) to them by differential evolution (replaying the recorded commands in the
 same scene), and reports the residual pose error of the best fit. The rig's repeatability is
 the error between two recordings of the same physics with independent sensor noise: a residual
-clearly above it is a gap that no tuning of MuJoCo's parameters closes.
+clearly above it is a gap that no tuning of MuJoCo's parameters closes; one at its level means
+tuned MuJoCo reproduces the rig as well as a second recording does.
 """
 
 from __future__ import annotations
