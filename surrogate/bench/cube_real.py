@@ -17,7 +17,7 @@ from tqdm import tqdm
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from .analytic import AnalyticParams, TossSet, simulate_tosses
-from .evaluate import aggregate, per_object, score_episode
+from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
 from .identify import identify, randomized_ensemble
 from .metrics import box_penetration
 from .predictors import object_scene, surrogate_predict
@@ -86,16 +86,12 @@ def _metrics(scores, cfg):
 
 def ensemble_coverage(member_preds: list[dict], episodes) -> float:
     """Fraction of tracked frames where the true position lies within the ensemble's spread
-    (distance to the ensemble median <= the farthest member's distance to it)."""
+    (``evaluate.spread_coverage``)."""
     inside, total = 0, 0
     for e in episodes:
-        P = np.stack([mp[e.episode_id][:, :3] for mp in member_preds])  # [K, T, 3]
-        med = np.median(P, axis=0)
-        radius = np.linalg.norm(P - med, axis=2).max(axis=0)
-        d = np.linalg.norm(e.object_pose[: P.shape[1], :3] - med, axis=1)
-        v = np.ones(len(d), bool) if e.object_pose_valid is None else e.object_pose_valid[: len(d)].astype(bool)
-        inside += int((d <= radius)[v].sum())
-        total += int(v.sum())
+        i, t = spread_coverage(np.stack([mp[e.episode_id][:, :3] for mp in member_preds]), e.object_pose[:, :3],
+                               e.object_pose_valid)
+        inside, total = inside + i, total + t
     return inside / max(total, 1)
 
 
@@ -161,18 +157,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         mpreds = predict_analytic(members, test, substeps=sim["substeps"], init_frames=sim["init_frames"])
         member_scores = [_score_all(mp, test, cfg) for mp in mpreds]
         # Per episode: the ensemble's expected error (mean over members of each scalar).
-        mean_scores = []
-        for i, e in enumerate(test):
-            rows = [ms[i] for ms in member_scores]
-            s = dict(rows[0])
-            for key in ("pos_m", "pos_pct_size", "rot_deg", "final_pos_pct_size"):
-                s[key] = float(np.mean([r[key] for r in rows]))
-            pens = [r["penetration_m"] for r in rows if r["penetration_m"] is not None]
-            s["penetration_m"] = float(np.mean(pens)) if pens else None
-            for key in ("horizon_pos_pct_size", "horizon_rot_deg", "integrated_pos_pct_size"):
-                s[key] = {h: (None if any(r[key][h] is None for r in rows) else float(np.mean([r[key][h] for r in rows])))
-                          for h in rows[0][key]}
-            mean_scores.append(s)
+        mean_scores = [ensemble_mean_score([ms[i] for ms in member_scores]) for i in range(len(test))]
         models["analytic_randomized"] = {
             "description": f"ensemble of {len(members)} MuJoCo models randomized around the identified values (friction, solref, solimp width, mass)",
             "ensemble": {"n": len(members), "anchor": "analytic_identified", "members": [m.to_json() for m in members],

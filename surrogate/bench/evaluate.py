@@ -101,3 +101,33 @@ def aggregate(scores: list[dict], *, horizons, seed: int = 0) -> dict:
 def per_object(scores: list[dict], *, horizons, seed: int = 0) -> dict:
     objs = sorted({s["object"] for s in scores})
     return {o: aggregate([s for s in scores if s["object"] == o], horizons=horizons, seed=seed) for o in objs}
+
+
+def ensemble_mean_score(rows: list[dict]) -> dict:
+    """One episode's score for an ensemble: the mean over its members' scores of each error
+    scalar (the ensemble's expected error); other fields come from the first member."""
+    s = dict(rows[0])
+    for key in ("pos_m", "pos_pct_size", "rot_deg", "final_pos_pct_size"):
+        s[key] = float(np.mean([r[key] for r in rows]))
+    pens = [r["penetration_m"] for r in rows if r["penetration_m"] is not None]
+    s["penetration_m"] = float(np.mean(pens)) if pens else None
+    for key in ("horizon_pos_pct_size", "horizon_rot_deg", "integrated_pos_pct_size"):
+        s[key] = {h: (None if any(r[key][h] is None for r in rows) else float(np.mean([r[key][h] for r in rows])))
+                  for h in rows[0][key]}
+    return s
+
+
+def spread_coverage(members: np.ndarray, true: np.ndarray, valid: np.ndarray | None) -> tuple[int, int]:
+    """(frames where the true position lies within the ensemble's spread, tracked frames).
+
+    Within the spread: distance to the ensemble median <= the farthest member's distance to it.
+
+    Args:
+      members: [K, T, 3] predicted positions; true: [>= T, 3]; valid: [>= T] bool or None.
+    """
+    med = np.median(members, axis=0)
+    radius = np.linalg.norm(members - med, axis=2).max(axis=0)
+    T = members.shape[1]
+    d = np.linalg.norm(true[:T] - med, axis=1)
+    v = np.ones(T, bool) if valid is None else np.asarray(valid[:T], bool)
+    return int((d <= radius)[v].sum()), int(v.sum())

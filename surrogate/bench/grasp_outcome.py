@@ -54,17 +54,18 @@ def outcome_series(scene, qpos: np.ndarray) -> dict:
     return out
 
 
-def predicted_labels(scene, qpos: np.ndarray, ep, thresholds: dict) -> dict | None:
+def predicted_labels(scene, qpos: np.ndarray, ep, thresholds: dict, *, series: dict | None = None) -> dict | None:
     """Outcome labels of a predicted trajectory of episode ``ep`` (None when the episode does
     not record its script phases, e.g. a capture from elsewhere).
 
     Args:
       thresholds: ``lift_threshold`` (m), ``slip_threshold`` (m), ``slip_angle_threshold`` (rad).
+      series: ``outcome_series(scene, qpos)`` if the caller has it already.
     """
     phases = ((ep.provenance.generator or {}).get("script") or {}).get("phases")
     if not phases or scene.hand is None:
         return None
-    s = outcome_series(scene, qpos)
+    s = outcome_series(scene, qpos) if series is None else series
     t = ep.timestamps[: len(qpos)] - ep.timestamps[0]
     return episode_labels(t, s["object_pos"], s["rel_pad"], s["rel_pos"], s["rel_quat"], s["hand_object_distance"],
                           phases, thresholds)

@@ -37,7 +37,7 @@ from ..config import expand_env
 from ..errors import ConfigError
 from ..paths import REPO_ROOT
 from .analytic import AnalyticParams
-from .evaluate import aggregate, per_object, score_episode
+from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
 from .grasp_outcome import agreement, outcome_series, predicted_labels, rates
 from .identify import randomized_ensemble
 from .replay import identify_replays, joint_qpos_columns, prepare_replay, simulate_replay_qpos, surrogate_replay_qpos
@@ -155,7 +155,7 @@ class _Scorer:
             extra["grip_slip"] = (slip, m["divergence"].get("slip_m", 0.005))
             extra["timing"] = (_lift_mismatch_s(pose[:, 2], ep.object_pose[:, 2], self.dt, self.thr["lift_threshold"]),
                                m["divergence"].get("timing_s", 0.1))
-            labels = predicted_labels(r.scene, qpos, ep, self.thr)
+            labels = predicted_labels(r.scene, qpos, ep, self.thr, series=s)
         sc = score_episode(pose, ep, size=ep.object.size, horizons=m["horizons_s"], divergence=m["divergence"],
                            origin=self.origin, extra_series=extra, max_error_m=m.get("max_error_m"))
         sc["outcome"] = labels
@@ -163,20 +163,16 @@ class _Scorer:
 
 
 def _mean_scores(member_scores: list[list[dict]]) -> list[dict]:
-    """Per episode: the ensemble's expected error (mean over members of each scalar)."""
+    """Per episode: the ensemble's expected error (``evaluate.ensemble_mean_score``), the median
+    divergence time, each member's outcome and the fraction of members that blew up."""
     out = []
     for i in range(len(member_scores[0])):
         rows = [ms[i] for ms in member_scores]
-        s = dict(rows[0])
-        for key in ("pos_m", "pos_pct_size", "rot_deg", "final_pos_pct_size"):
-            s[key] = float(np.mean([r[key] for r in rows]))
-        for key in ("horizon_pos_pct_size", "horizon_rot_deg", "integrated_pos_pct_size"):
-            s[key] = {h: (None if any(r[key][h] is None for r in rows) else float(np.mean([r[key][h] for r in rows])))
-                      for h in rows[0][key]}
+        s = ensemble_mean_score(rows)
         times = [r["divergence_time_s"] for r in rows if r["divergence_time_s"] is not None]
         s["divergence_time_s"] = float(np.median(times)) if times else None
         s["outcome_members"] = [r["outcome"] for r in rows]
-        s["unstable"] = float(np.mean([bool(r["unstable"]) for r in rows]))  # fraction of members that blew up
+        s["unstable"] = float(np.mean([bool(r["unstable"]) for r in rows]))
         out.append(s)
     return out
 
@@ -225,7 +221,8 @@ def _nominal(ep, nom) -> AnalyticParams:
 
 def _identify(train_ds, train_ids, cfg, *, sim, progress, seed):
     ic = cfg["baselines"]["identified"]
-    eps = [e for e in train_ds.episodes if not train_ids or e.episode_id in set(train_ids)]
+    wanted = set(train_ids)
+    eps = [e for e in train_ds.episodes if not wanted or e.episode_id in wanted]
     rng = np.random.default_rng(seed)
     pick = sorted(rng.choice(len(eps), size=min(int(ic["episodes"]), len(eps)), replace=False))
     replays = [prepare_replay(eps[i], train_ds.meta, substeps=sim["substeps"], margin=sim["margin"]) for i in pick]
@@ -283,12 +280,11 @@ def attribution(cfg, *, rig, cache_dir, workers, progress) -> dict:
         sub["baselines"] = {**cfg["baselines"], "identified": {**cfg["baselines"]["identified"], **ac["identified"]}}
         params, info = _identify(tds, [], sub, sim=sim, progress=progress, seed=int(ac["seed"]))
         row = {"variant": name, "effect_off": off, "identified": params.to_json(), "fit_loss": info["loss"]}
+        scorers = [_Scorer(prepare_replay(ep, eds.meta, substeps=sim["substeps"], margin=sim["margin"]), cfg, thr)
+                   for ep in eds.episodes]
         for label, plist in (("nominal", None), ("identified", [params])):
-            scores = []
-            for ep in eds.episodes:
-                r = prepare_replay(ep, eds.meta, substeps=sim["substeps"], margin=sim["margin"])
-                q = simulate_replay_qpos(r, plist or [_nominal(ep, cfg["baselines"]["nominal"])])[0]
-                scores.append(_Scorer(r, cfg, thr).score(q))
+            scores = [sc.score(simulate_replay_qpos(sc.replay, plist or [_nominal(sc.replay.episode, cfg["baselines"]["nominal"])])[0])
+                      for sc in scorers]
             row[f"{label}_pos_pct_size"] = float(np.mean([s["pos_pct_size"] for s in scores]))
             at = [s["horizon_pos_pct_size"][h] for s in scores if s["horizon_pos_pct_size"][h] is not None]
             row[f"{label}_pos_pct_size_at_{h}s"] = float(np.mean(at)) if at else None
@@ -392,14 +388,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         for k in range(len(members)):
             member_scores[k].append(scored(eid, q[k]))
         a = r.scene.object_qpos_adr
-        P = q[:, :, a:a + 3]
-        med = np.median(P, axis=0)
-        radius = np.linalg.norm(P - med, axis=2).max(axis=0)
-        ep = r.episode
-        dist = np.linalg.norm(ep.object_pose[:, :3] - med, axis=1)
-        v = np.ones(len(dist), bool) if ep.object_pose_valid is None else ep.object_pose_valid.astype(bool)
-        inside += int((dist <= radius)[v].sum())
-        total += int(v.sum())
+        i, t = spread_coverage(q[:, :, a:a + 3], r.episode.object_pose[:, :3], r.episode.object_pose_valid)
+        inside, total = inside + i, total + t
     models["analytic_randomized"] = {
         "description": f"ensemble of {len(members)} MuJoCo models randomized around the identified values (friction, solref, solimp width, mass, actuator latency)",
         "ensemble": {"n": len(members), "anchor": "analytic_identified", "members": [m.to_json() for m in members],
