@@ -39,6 +39,8 @@ def load_config(path, overrides):
 
 
 def fit(cfg: dict) -> dict:
+    if cfg["model"].get("kind", "gnn") == "law":
+        return fit_law(cfg)
     import lightning as L
     import torch
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
@@ -79,6 +81,39 @@ def fit(cfg: dict) -> dict:
     if trainer.is_global_zero and cfg["export"].get("dir"):
         result.update(export(cfg, dm, module, ckpt, result))
     return result
+
+
+def fit_law(cfg: dict) -> dict:
+    """Contact model v2: the passive law fitted on rollouts, then the network's corrections (``surrogate.learn.fit``)."""
+    import lightning as L
+    import torch
+
+    from surrogate.capture import dataset_hash
+    from surrogate.learn.fit import fit_law as run
+    from surrogate.model.checkpoint import export_checkpoint
+
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+    L.seed_everything(int(cfg["seed"]), workers=True)
+    t0 = time.time()
+    res = run(cfg, out=Path(cfg["out_dir"]))
+    dm, metrics = res["data"], res["metrics"]
+    metrics["train_wall_s"] = time.time() - t0
+    out = {"train_wall_s": metrics["train_wall_s"], "release": metrics["release"],
+           "prior": {k: metrics["prior"][k] for k in ("initial", "fitted", "law")}}
+    if "corrections" in metrics:
+        out["corrections"] = {k: metrics["corrections"][k] for k in ("fitted", "paired_minus_prior", "kept")}
+    if cfg["export"].get("dir"):
+        c = dm.cfg
+        data = {"name": dm.capture.meta.name, "root": str(c["root"]), "sha256": dataset_hash(c["root"]),
+                "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
+                "bench_split": c["bench_split"], "margin_m": c["margin"], "substeps": c["substeps"],
+                "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
+                "initial_state": "frame 0: ballistic / constant-rate fit over the first frames (as the benchmarks); "
+                                 "later windows: Savitzky-Golay smoothed pose"}
+        export_checkpoint(res["model"], cfg["export"]["dir"], data=data,
+                          training={"config": cfg, "metrics": metrics, "val_per_episode": res["val_rows"]})
+        out["exported"] = str(cfg["export"]["dir"])
+    return out
 
 
 def export(cfg, dm, module, ckpt, result) -> dict:

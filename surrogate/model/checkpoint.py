@@ -21,7 +21,23 @@ from safetensors.torch import load_file, save_file
 from ..atomic import write_json_atomic
 from ..errors import SurrogateError
 from . import graph as G
+from .contact_law import ContactLawGNN, law_cost
 from .gnn import ContactGNN, model_cost
+
+# The model classes a card may name (the card's ``model.class``), with their cost function.
+MODEL_CLASSES = {
+    "surrogate.model.gnn.ContactGNN": (ContactGNN, model_cost),
+    "surrogate.model.contact_law.ContactLawGNN": (ContactLawGNN, law_cost),
+}
+OUTPUTS = {
+    ContactGNN: "per contact: F = f_n n + F_t (world), f_n = F0 softplus(o0), |F_t| < mu f_n, mu = mu_max sigmoid(o5)",
+    ContactLawGNN: ("per contact: the passive law (surrogate.model.law) with k = k* F0/L^p exp(s_k tanh o_k), "
+                    "c = c*/V exp(s_c tanh o_c), mu = mu* exp(s_mu tanh o_mu); forces solved semi-implicitly"),
+}
+
+
+def _class_name(model) -> str:
+    return f"{type(model).__module__}.{type(model).__name__}"
 
 SCHEMA = "contact-surrogate-checkpoint"
 SCHEMA_VERSION = "1.0"
@@ -44,7 +60,7 @@ def _versions() -> dict:
             "python": platform.python_version()}
 
 
-def feature_card(model: ContactGNN) -> dict:
+def feature_card(model) -> dict:
     em, es = model.edge_norm.stats()
     nm, ns = model.node_norm.stats()
     return {
@@ -53,11 +69,11 @@ def feature_card(model: ContactGNN) -> dict:
         "units": {"L": "object size (largest bounding-box side), m", "V": "sqrt(|g| L), m/s", "F0": "object mass * |g|, N"},
         "normalization": {"edge_mean": em.tolist(), "edge_std": es.tolist(), "node_mean": nm.tolist(), "node_std": ns.tolist(),
                           "samples": float(model.edge_norm.count)},
-        "output": "per contact: F = f_n n + F_t (world), f_n = F0 softplus(o0), |F_t| < mu f_n, mu = mu_max sigmoid(o5)",
+        "output": OUTPUTS[type(model)],
     }
 
 
-def export_checkpoint(model: ContactGNN, out_dir, *, data: dict | None = None, training: dict | None = None) -> Path:
+def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dict | None = None) -> Path:
     """Write ``out_dir/weights.safetensors`` and ``out_dir/card.json``; returns ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -66,7 +82,7 @@ def export_checkpoint(model: ContactGNN, out_dir, *, data: dict | None = None, t
     card = {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
         "features": feature_card(model),
-        "model": {"class": "surrogate.model.gnn.ContactGNN", "hparams": dict(model.hparams), **model_cost(model)},
+        "model": {"class": _class_name(model), "hparams": dict(model.hparams), **MODEL_CLASSES[_class_name(model)][1](model)},
         "data": data or {}, "training": training or {}, "versions": _versions(),
     }
     write_json_atomic(out / CARD, card)
@@ -94,11 +110,14 @@ def read_card(path) -> dict:
     return card
 
 
-def load_checkpoint(path) -> tuple[ContactGNN, dict]:
-    """(model in eval mode, card) from a checkpoint folder."""
+def load_checkpoint(path):
+    """(model in eval mode, card) from a checkpoint folder: a ``ContactGNN`` or a ``ContactLawGNN``."""
     p = Path(path)
     card = read_card(p)
-    model = ContactGNN(**card["model"]["hparams"])
+    name = card.get("model", {}).get("class", "surrogate.model.gnn.ContactGNN")
+    if name not in MODEL_CLASSES:
+        raise CheckpointError(f"{p / CARD}: unknown model class {name!r}; this package knows {sorted(MODEL_CLASSES)}")
+    model = MODEL_CLASSES[name][0](**card["model"]["hparams"])
     state = load_file(str(p / WEIGHTS))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:

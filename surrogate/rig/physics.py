@@ -71,6 +71,7 @@ import mujoco
 import numpy as np
 import trimesh
 
+from surrogate.model.law import point_law
 from surrogate.objects.asset import ObjectAsset
 from surrogate.rig.effects import compliant_pads, mass_mismatch, stribeck_friction
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
@@ -465,17 +466,14 @@ class RigPhysics:
         v = (B @ xi_all.reshape(P, 6)[g][:, :, None])[:, :, 0]  # object velocity relative to pad / table
         vn = (v * n).sum(axis=1)
         k, expo, c = law[:, 0], law[:, 1], law[:, 2]
-        elastic = k * depth ** expo
-        fn = elastic * (1.0 - c * vn)  # Hunt-Crossley with rate = -vn
-        active = fn > 0.0
-        fn *= active
-        f0 = elastic * active
         vt = v - vn[:, None] * n
         speed = np.sqrt((vt * vt).sum(axis=1))
         mu = stribeck_friction.friction_coefficient(self.field(surf), speed, self.stribeck)
-        a = mu * fn / np.sqrt(speed * speed + self.eps * self.eps)  # tangential damping (0 where inactive)
-        # normal damping: Hunt-Crossley c k delta^p plus the spring's backward-Euler term dt dF/d(delta)
-        b = (c + dt * expo / depth) * elastic * active - a
+        # The one implementation of the law's linearization (shared with the learned contact model):
+        # Hunt-Crossley normal force, regularized Coulomb friction as tangential damping a, and the
+        # normal damping b (c k delta^p plus the spring's backward-Euler term dt dF/d(delta)).
+        f0, a, b, _ = point_law(depth, vn, speed, k=k, p=expo, c=c, mu=mu, eps=self.eps, dt=dt)
+        active = f0 > 0.0
         # K_j = a_j I + b_j n n^T;  patch K6 = sum_j B_j^T K_j B_j;  w0 = sum_j B_j^T f0_j n.
         KB = a[:, None, None] * B + (b[:, None] * n)[:, :, None] * (n[:, None, :] @ B)
         Bt = B.transpose(0, 2, 1)

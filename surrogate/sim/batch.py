@@ -21,6 +21,8 @@ Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as i
     dist [E]   geom_obj, geom_oth [E, 12]   vel, omega [N, 3]   mass [N]   inertia [N, 3]
     static, is_object [N]   gravity [B, 3]   length, mass_ref [B]   object_index [B] long
     batch [N] long (environment of each node)
+    inertia_w [B, 3, 3]    the object's inertia about its COM in world axes (kg m^2)
+    dt [B]                 the physics step (s)
     env [E] long           environment of each contact
     contact_id [E] long    index into that environment's ``data.contact``
     sign [E]               +1 if the object is geom2 of the contact (normal = sign * frame[0])
@@ -123,7 +125,7 @@ class GraphBuilder:
         Returns:
           (contacts, bodies): contacts = (env [C], geom [C, 2], pos [C, 3], frame [C, 9], dist [C]) over *all*
           contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each node's
-          root [B, K, 3]).
+          root [B, K, 3], the object's inertia frame ximat [B, 3, 3]).
         """
         B, K = len(datas), self.K
         ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
@@ -133,6 +135,8 @@ class GraphBuilder:
         # Whole (small) body tables per environment: plain copies are cheaper than fancy indexing
         # per MjData; the node rows are picked once for all environments below.
         xipos, cvel, scom = np.empty((B, self.nbody, 3)), np.empty((B, self.nbody, 6)), np.empty((B, self.nbody, 3))
+        ximat = np.empty((B, 9))
+        ob = self.object_body
         a = 0
         # The only per-environment Python: copying MuJoCo's arrays into preallocated buffers
         # (``data.contact`` views hold exactly ``ncon`` rows).
@@ -148,14 +152,18 @@ class GraphBuilder:
             xipos[i] = d.xipos
             cvel[i] = d.cvel
             scom[i] = d.subtree_com
+            ximat[i] = d.ximat[ob]
         xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
         env = np.repeat(np.arange(B, dtype=np.int64), ncon)
         cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
-        return (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom)
+        return (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3))
 
-    def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData]) -> "ContactBatch":
-        """The batched contact graph of all ``datas`` (see the module docstring for the fields)."""
-        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom) = self.gather(datas)
+    def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32) -> "ContactBatch":
+        """The batched contact graph of all ``datas`` (see the module docstring for the fields).
+
+        ``dtype``: of the float fields (float64 for the law models' semi-implicit solve and the twin).
+        """
+        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat) = self.gather(datas)
         B, K = len(datas), self.K
         # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
         if len(geom) and len(self.keys):
@@ -178,7 +186,10 @@ class GraphBuilder:
         v, w = np.where(dyn, v, 0.0), np.where(dyn, w, 0.0)
         r_obj = pos - xipos[env, 0]
         r_oth = np.where(self.static[node][:, None] > 0, 0.0, pos - xipos[env, node])
-        f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))  # noqa: E731
+        npd = np.float32 if dtype == torch.float32 else np.float64
+        f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
+        inertia = model.body_inertia[self.object_body]
+        inertia_w = np.einsum("bij,j,bkj->bik", ximat, inertia, ximat)
         E = len(env)
         src = torch.from_numpy(env * K + node)
         dst = torch.from_numpy(env * K)
@@ -194,6 +205,7 @@ class GraphBuilder:
             length=f32(np.full(B, self.length)), mass_ref=f32(np.full(B, model.body_mass[self.object_body])),
             object_index=torch.arange(B, dtype=torch.long) * K,
             batch=torch.arange(B, dtype=torch.long).repeat_interleave(K),
+            inertia_w=f32(inertia_w), dt=f32(np.full(B, model.opt.timestep)),
             env=torch.from_numpy(env), contact_id=torch.from_numpy(cid), sign=f32(sign),
             body_id=torch.from_numpy(np.tile(self.node_body, B)),
         )

@@ -153,6 +153,8 @@ class Stepper:
                 return pre
             self._hooks = [contact_model.edge_norm.register_forward_pre_hook(hook("edge")),
                            contact_model.node_norm.register_forward_pre_hook(hook("node"))]
+        # Law models solve their forces semi-implicitly in float64 (``ContactLawGNN.graph_dtype``).
+        self.graph_dtype = getattr(contact_model, "graph_dtype", torch.float32)
         self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
         self.last_wrench: np.ndarray | None = None  # [B, K, 6] of the last surrogate step
         self._warned: set[str] = set()
@@ -241,7 +243,7 @@ def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
         d.qfrc_applied[:] = 0.0
         mujoco.mj_step1(m, d)
     t1 = time.perf_counter()
-    cb = stepper.builder.build(m, datas)
+    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype)
     g = cb.graph
     E = cb.num_contacts
     t2 = time.perf_counter()

@@ -1,0 +1,183 @@
+"""Lightning training of the contact law on rollouts (``train.py`` wires it for ``model.kind: law``).
+
+Two stages, each a ``Trainer.fit`` of ``RolloutLightning``:
+
+1. ``prior``: only the global law's three log-parameters (stiffness, damping, friction) are
+   trained; the network corrections are zero (the constant law).
+2. ``corrections``: the prior is frozen and the network's bounded corrections are trained.
+
+Every step rolls a batch of windows out through the differentiable twin (``surrogate.sim.twin``)
+and takes the pose loss (``objective.pose_loss``); gradients are clipped. Every validation
+epoch rolls the *whole* validation episodes out from the benchmarks' first-state estimate and
+logs their mean position error (% of size) and rotation error (deg): the checkpoint kept is
+the one with the lowest ``val_score`` = position % + ``rot_weight_val`` x rotation deg, the
+benchmarks' metric, never a one-step loss.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+from ..model.contact_law import ContactLawGNN
+from ..model.data import load_capture, split_episodes
+from ..sim.twin import Twin
+from .objective import episode_scores, rollout_episodes, window_loss
+from .windows import batches, episode_windows, group_episodes
+
+DATA_DEFAULTS = dict(root=None, val_fraction=0.2, val_min=50, split_seed=0, bench_split=None, margin=0.02, substeps=4,
+                     window_frames=64, window_stride=32, init_frames=5, batch_size=32, max_episodes=None,
+                     max_train_episodes=None, max_val_episodes=None)
+LOSS_DEFAULTS = dict(rot_weight=0.5, rot_weight_val=0.5)
+STAGES = ("prior", "corrections")
+
+
+class _Items(Dataset):
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+class RolloutData(L.LightningDataModule):
+    """Episodes of a capture dataset, split, grouped by scene, cut into training windows.
+
+    Training items are batches of equal-length windows of one scene (reshuffled every epoch);
+    validation items are chunks of whole validation episodes of one scene.
+    """
+
+    def __init__(self, **cfg):
+        super().__init__()
+        unknown = sorted(set(cfg) - set(DATA_DEFAULTS))
+        if unknown:
+            from ..errors import ConfigError
+            raise ConfigError(f"unknown data keys {unknown}; known: {sorted(DATA_DEFAULTS)}", key=f"data.{unknown[0]}")
+        self.cfg = {**DATA_DEFAULTS, **cfg}
+        self.capture = None
+        self.groups = None
+        self.epoch = 0
+
+    def load(self):
+        if self.capture is not None:
+            return self.capture
+        c = self.cfg
+        self.capture = load_capture(c["root"], max_episodes=c["max_episodes"])
+        eps = self.capture.episodes
+        ids = [e.episode_id for e in eps]
+        if c["bench_split"]:
+            from ..model.lightning import bench_split_ids
+
+            n = int(c["bench_split"]["size"])
+            frac = max(c["val_fraction"], c["val_min"] / max(n, 1))
+            self.train_ids, self.val_ids = bench_split_ids(eps, c["bench_split"], val_fraction=frac)
+        else:
+            self.train_ids, self.val_ids = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"])
+        if c["max_train_episodes"]:
+            self.train_ids = self.train_ids[: int(c["max_train_episodes"])]
+        if c["max_val_episodes"]:
+            self.val_ids = self.val_ids[: int(c["max_val_episodes"])]
+        return self.capture
+
+    def setup(self, stage=None):
+        if self.groups is not None:
+            return
+        cap = self.load()
+        c = self.cfg
+        by_id = {e.episode_id: e for e in cap.episodes}
+        train, val = set(self.train_ids), set(self.val_ids)
+        chosen = [by_id[i] for i in self.train_ids + self.val_ids]
+        self.groups = group_episodes(chosen, cap.meta, margin=c["margin"], substeps=c["substeps"])
+        self.twins = [Twin(g.scene) for g in self.groups]
+        self.windows = []  # per group
+        for g in tqdm(self.groups, desc="rollout windows", unit="scene", disable=len(self.groups) < 4):
+            ws = []
+            for e in g.episodes:
+                if e.episode_id in train:
+                    ws += episode_windows(e, cap.meta, g.scene, frames=c["window_frames"], stride=c["window_stride"],
+                                          substeps=c["substeps"], init_frames=c["init_frames"])
+            self.windows.append(ws)
+        self.val_items = []
+        for gi, g in enumerate(self.groups):
+            eps = sorted([e for e in g.episodes if e.episode_id in val], key=lambda e: e.num_frames)
+            self.val_items += [(gi, eps[k:k + 16]) for k in range(0, len(eps), 16)]
+        self.n_windows = sum(len(w) for w in self.windows)
+
+    def train_items(self, epoch: int) -> list:
+        rng = np.random.default_rng((int(self.cfg["split_seed"]), epoch))
+        items = []
+        for gi, ws in enumerate(self.windows):
+            items += [(gi, [ws[i] for i in b]) for b in batches(ws, int(self.cfg["batch_size"]), rng=rng)]
+        return [items[i] for i in rng.permutation(len(items))]
+
+    def train_dataloader(self):
+        self.epoch += 1
+        return DataLoader(_Items(self.train_items(self.epoch)), batch_size=None, shuffle=False, collate_fn=lambda x: x)
+
+    def val_dataloader(self):
+        return DataLoader(_Items(self.val_items), batch_size=None, shuffle=False, collate_fn=lambda x: x)
+
+
+class RolloutLightning(L.LightningModule):
+    """The ``ContactLawGNN`` trained through the twin (see the module docstring).
+
+    Args:
+      model: ``ContactLawGNN`` keyword arguments.  stage: ``prior`` or ``corrections``.
+      lr: Adam learning rate.  loss: ``LOSS_DEFAULTS`` overrides.  data: the ``RolloutData`` (for its twins).
+    """
+
+    def __init__(self, model: dict, *, stage: str, lr: float, loss: dict | None = None, data: RolloutData | None = None):
+        super().__init__()
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+        self.model = ContactLawGNN(**model)
+        self.stage, self.lr = stage, float(lr)
+        self.loss_cfg = {**LOSS_DEFAULTS, **(loss or {})}
+        self.data = data
+        self._val_rows: list[dict] = []
+        self.val_history: list[dict] = []
+
+    def _set_trainable(self):
+        prior = self.stage == "prior"
+        for p in self.model.prior_parameters():
+            p.requires_grad_(prior)
+        for p in self.model.correction_parameters():
+            p.requires_grad_(not prior)
+
+    def training_step(self, batch, _):
+        gi, windows = batch
+        loss = window_loss(self.data.twins[gi], self.model, windows, substeps=self.data.cfg["substeps"],
+                           rot_weight=self.loss_cfg["rot_weight"])
+        self.log("train/pose_loss", loss, prog_bar=True, batch_size=len(windows))
+        return loss
+
+    def validation_step(self, batch, _):
+        gi, eps = batch
+        preds = rollout_episodes(self.data.twins[gi], self.model, eps, self.data.capture.meta,
+                                 substeps=self.data.cfg["substeps"], init_frames=self.data.cfg["init_frames"])
+        self._val_rows += episode_scores(preds, eps)
+
+    def on_validation_epoch_end(self):
+        rows, self._val_rows = self._val_rows, []
+        if not rows:
+            return
+        pos = float(np.mean([r["pos_pct"] for r in rows]))
+        rot = float(np.mean([r["rot_deg"] for r in rows]))
+        score = pos + self.loss_cfg["rot_weight_val"] * rot
+        self.log("val/pos_pct", pos)
+        self.log("val/rot_deg", rot)
+        self.log("val_score", score, prog_bar=True)
+        self.val_history.append({"epoch": int(self.current_epoch), "pos_pct": pos, "rot_deg": rot, "score": score,
+                                 "prior": self.model.prior().to_json()})
+        self.last_val_rows = rows
+
+    def configure_optimizers(self):
+        self._set_trainable()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return torch.optim.Adam(params, lr=self.lr)

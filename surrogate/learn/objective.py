@@ -1,0 +1,110 @@
+"""What rollout training optimizes and selects by: pose errors of twin rollouts.
+
+* ``pose_loss``: the training loss of a batch of windows, position error in object sizes plus
+  the geodesic rotation error (rad, weighted), averaged over tracked frames; smooth at zero.
+* ``rollout_episodes`` + ``episode_scores``: whole-episode rollouts from the benchmarks'
+  first-state estimate, scored with the benchmarks' metric (``surrogate.metrics.pose_errors``:
+  mean position error in % of the object size, mean geodesic rotation in degrees, over tracked
+  frames). For free objects the twin *is* the hybrid stepper (same trajectory to ~1e-12 m), so
+  this is the number ``surrogate bench cube-real`` reports for the same episodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..metrics import pose_errors
+from .windows import Window, episode_windows
+
+
+def pose_loss(pos, quat, target, valid, size, *, rot_weight: float = 0.5, eps: float = 1e-4) -> torch.Tensor:
+    """Mean over tracked frames of |dp| / L + rot_weight * angle (rad).
+
+    Args:
+      pos [B, F, 3], quat [B, F, 4]: the rollout.  target [B, F, 7]: recorded poses.
+      valid [B, F] bool.  size [B] m.
+    """
+    dp = pos - target[..., :3]
+    e_pos = torch.sqrt((dp * dp).sum(-1) + (eps * size[:, None]) ** 2) / size[:, None]
+    q = quat / quat.norm(dim=-1, keepdim=True)
+    dot = (q * target[..., 3:7]).sum(-1).abs().clamp(max=1.0)
+    # 2 atan2(|vector part of q^-1 q_true|, |dot|) without the arccos's infinite slope at 0
+    sin_half = torch.sqrt((1.0 - dot * dot).clamp_min(0.0) + eps * eps)
+    angle = 2.0 * torch.atan2(sin_half, dot)
+    w = valid.to(pos.dtype)
+    return ((e_pos + rot_weight * angle) * w).sum() / w.sum().clamp_min(1.0)
+
+
+def stack_windows(windows: list[Window]):
+    """Tensors of a batch of equal-length windows: state0 [B, 13], target [B, F, 7], valid [B, F], size [B],
+    and qpos / qvel [B, S + 1, *] (None without a hand)."""
+    f64 = lambda a: torch.as_tensor(np.stack(a), dtype=torch.float64)  # noqa: E731
+    state0 = f64([w.state0 for w in windows])
+    target = f64([w.target for w in windows])
+    valid = torch.as_tensor(np.stack([w.valid for w in windows]))
+    size = f64([w.size for w in windows])
+    qpos = np.stack([w.qpos for w in windows]) if windows[0].qpos is not None else None
+    qvel = np.stack([w.qvel for w in windows]) if windows[0].qvel is not None else None
+    return state0, target, valid, size, qpos, qvel
+
+
+def window_loss(twin, model, windows: list[Window], *, substeps: int, rot_weight: float) -> torch.Tensor:
+    """The pose loss of one batch of equal-length windows rolled out through the twin."""
+    state0, target, valid, size, qpos, qvel = stack_windows(windows)
+    pos, quat = twin.rollout(model, state0, target.shape[1], substeps=substeps, qpos=qpos, qvel=qvel)
+    return pose_loss(pos, quat, target, valid, size, rot_weight=rot_weight)
+
+
+def _pad(a: np.ndarray | None, n: int):
+    if a is None or len(a) >= n:
+        return a
+    return np.concatenate([a, np.repeat(a[-1:], n - len(a), axis=0)])
+
+
+@torch.no_grad()
+def rollout_episodes(twin, model, episodes, meta, *, substeps: int, init_frames: int = 5, chunk: int = 16) -> dict:
+    """{episode_id: [T, 7] predicted poses} of whole episodes from their first-state estimate."""
+    out = {}
+    wins = [episode_windows(e, meta, twin.scene, frames=0, stride=1, substeps=substeps, init_frames=init_frames)[0]
+            for e in episodes]
+    order = np.argsort([len(w.target) for w in wins], kind="stable")
+    for k in range(0, len(order), chunk):
+        idx = order[k:k + chunk]
+        F = max(len(wins[i].target) for i in idx)
+        S = (F - 1) * substeps + 1
+        state0 = torch.as_tensor(np.stack([wins[i].state0 for i in idx]), dtype=torch.float64)
+        qpos = None if wins[idx[0]].qpos is None else np.stack([_pad(wins[i].qpos, S) for i in idx])
+        qvel = None if wins[idx[0]].qvel is None else np.stack([_pad(wins[i].qvel, S) for i in idx])
+        pos, quat = twin.rollout(model, state0, F, substeps=substeps, qpos=qpos, qvel=qvel)
+        pred = torch.cat([pos, quat], -1).numpy()
+        for j, i in enumerate(idx):
+            out[wins[i].episode_id] = pred[j, :len(wins[i].target)]
+    return out
+
+
+def episode_scores(preds: dict, episodes, *, max_error_size: float = 10.0) -> list[dict]:
+    """Per episode {id, pos_pct, rot_deg}: the benchmarks' mean errors over tracked frames (a rollout that
+    blows up counts ``max_error_size`` object sizes, as the suites bound it)."""
+    rows = []
+    for e in episodes:
+        p = preds[str(e.episode_id)]
+        valid = None if e.object_pose_valid is None else np.asarray(e.object_pose_valid[:len(p)], bool)
+        err = pose_errors(p, e.object_pose[:len(p)], valid)
+        v = err["valid"]
+        pos = np.where(np.isfinite(err["pos_m"]), np.minimum(err["pos_m"], max_error_size * e.object.size), max_error_size * e.object.size)
+        rot = np.where(np.isfinite(err["rot_deg"]), err["rot_deg"], 180.0)
+        rows.append({"id": str(e.episode_id), "pos_pct": float(pos[v].mean() / e.object.size * 100.0),
+                     "rot_deg": float(rot[v].mean())})
+    return rows
+
+
+def paired_difference(a: list[dict], b: list[dict], key: str, *, seed: int = 0, n_boot: int = 2000) -> dict:
+    """Mean of b - a over the same episodes with a 95 % bootstrap interval (negative: b is better)."""
+    da = {r["id"]: r[key] for r in a}
+    diff = np.array([r[key] - da[r["id"]] for r in b if r["id"] in da])
+    if not len(diff):
+        return {"n": 0, "mean": None, "ci95": None}
+    rng = np.random.default_rng(seed)
+    boots = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(1)
+    return {"n": int(len(diff)), "mean": float(diff.mean()), "ci95": [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]}

@@ -1,0 +1,142 @@
+"""Capture episodes -> rollout windows for training a contact law through the twin.
+
+A window is W + 1 frames of one episode: the initial state at its first frame, the recorded
+poses of the following W frames (the loss compares the twin's rollout with them, frames with
+tracking dropouts excluded), and, for episodes with a hand, the recorded joint configuration
+per physics step (the hand is kinematic in the twin).
+
+Initial states are never the recorded velocities (backward differences of noisy tracked
+poses): a window starting at frame 0 uses the benchmarks' first-state estimate
+(``surrogate.estimate.initial_free_state``), later windows the Savitzky-Golay smoothed state
+(``surrogate.model.targets.smooth_pose``).
+
+Windows of episodes that share a scene (object, hand, rate, gravity) are batched together:
+the twin steps one scene for many windows at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..estimate import initial_free_state
+from ..model import targets as T
+from ..scenes.from_capture import scene_for_episode
+
+
+@dataclass
+class Window:
+    """One training window (shapes: W + 1 frames, S = W * substeps physics steps).
+
+    Attributes:
+      episode_id, start: where it comes from.  size: object size L (m).
+      state0: [13] pos, quat (w x y z), vel (world), omega (body).
+      target: [W + 1, 7] recorded poses.  valid: [W + 1] bool (tracked frames).
+      qpos, qvel: [S + 1, nq] / [S + 1, nv] the scene's configuration per step with the recorded hand
+        joints (object entries unused), or None without a hand.
+    """
+
+    episode_id: str
+    start: int
+    size: float
+    state0: np.ndarray
+    target: np.ndarray
+    valid: np.ndarray
+    qpos: np.ndarray | None = None
+    qvel: np.ndarray | None = None
+
+
+@dataclass
+class SceneGroup:
+    """Episodes that share one scene, and the scene (owned pairs external)."""
+
+    key: tuple
+    scene: object
+    episodes: list = field(default_factory=list)
+
+
+def scene_key(ep) -> tuple:
+    return (ep.object.name, float(ep.provenance.capture_rate_hz), tuple(ep.environment.gravity),
+            str(((ep.provenance.generator or {}).get("script") or {}).get("hand_base_pos")))
+
+
+def group_episodes(episodes, meta, *, margin: float, substeps: int) -> list[SceneGroup]:
+    """Episodes grouped by scene, one scene built per group (``scene_for_episode``)."""
+    groups: dict[tuple, SceneGroup] = {}
+    for e in episodes:
+        k = scene_key(e)
+        if k not in groups:
+            groups[k] = SceneGroup(k, scene_for_episode(e, meta, margin=margin, substeps=substeps, contact_mode="external"))
+        groups[k].episodes.append(e)
+    return list(groups.values())
+
+
+def hand_trajectory(ep, meta, scene, frames: np.ndarray, substeps: int):
+    """([S + 1, nq], [S + 1, nv]) the scene's qpos0 with the recorded hand joints, linearly
+    interpolated to the physics steps between ``frames[0]`` and ``frames[-1]``; velocities from the
+    interpolation (per-frame differences). None, None without recorded joints."""
+    if ep.joint_pos is None or not meta.joint_names:
+        return None, None
+    m = scene.model
+    cols = []
+    for c, name in enumerate(meta.joint_names):
+        try:
+            j = m.joint(name).id
+        except KeyError:
+            continue
+        cols.append((c, int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])))
+    f0, f1 = int(frames[0]), int(frames[-1])
+    t = ep.timestamps
+    steps = (f1 - f0) * substeps
+    ts = np.interp(np.arange(steps + 1) / substeps + f0, np.arange(len(t)), t)
+    qpos = np.repeat(np.asarray(m.qpos0)[None], steps + 1, axis=0)
+    qvel = np.zeros((steps + 1, m.nv))
+    for c, adr, dadr in cols:
+        x = ep.joint_pos[:, c]
+        qpos[:, adr] = np.interp(ts, t, x)
+        qvel[:, dadr] = np.interp(ts, t, np.gradient(x, t))
+    return qpos, qvel
+
+
+def state_at(ep, frame: int, *, init_frames: int, smooth: dict | None) -> np.ndarray:
+    """[13] the window's initial state (see the module docstring)."""
+    if frame == 0:
+        q, v = initial_free_state(ep, k=init_frames)
+        return np.concatenate([q, v])
+    sm = smooth
+    return np.concatenate([sm["pos"][frame], sm["quat"][frame], sm["vel"][frame], sm["omega_b"][frame]])
+
+
+def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int, init_frames: int = 5,
+                    window: int = T.DEFAULT_WINDOW, order: int = T.DEFAULT_ORDER) -> list[Window]:
+    """The windows of one episode: starts every ``stride`` frames, ``frames`` frames long (an episode
+    shorter than that gives one window of its whole length). ``frames <= 0``: the whole episode."""
+    n = ep.num_frames
+    W = n - 1 if frames <= 0 else min(int(frames), n - 1)
+    starts = list(range(0, n - W, max(1, int(stride)))) or [0]
+    sm = T.smooth_pose(ep.timestamps, ep.object_pose, ep.object_pose_valid, window=window, order=order)
+    valid = np.asarray(ep.object_pose_valid, bool) if ep.object_pose_valid is not None else np.ones(n, bool)
+    out = []
+    for s in starts:
+        if s > 0 and not sm["ok"][s]:
+            continue
+        sl = slice(s, s + W + 1)
+        qpos, qvel = hand_trajectory(ep, meta, scene, np.arange(s, s + W + 1), substeps)
+        out.append(Window(str(ep.episode_id), s, float(ep.object.size), state_at(ep, s, init_frames=init_frames, smooth=sm),
+                          np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel))
+    return out
+
+
+def batches(windows: list[Window], batch_size: int, *, rng: np.random.Generator | None = None) -> list[list[int]]:
+    """Indices of ``windows`` in batches of equal length (the twin steps a batch together)."""
+    by_len: dict[int, list[int]] = {}
+    for i, w in enumerate(windows):
+        by_len.setdefault(len(w.target), []).append(i)
+    out = []
+    for idx in by_len.values():
+        idx = list(rng.permutation(idx)) if rng is not None else idx
+        out += [idx[k:k + batch_size] for k in range(0, len(idx), batch_size)]
+    if rng is not None:
+        out = [out[i] for i in rng.permutation(len(out))]
+    return out

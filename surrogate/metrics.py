@@ -1,0 +1,140 @@
+"""Trajectory metrics in the terms of the contact-learning literature.
+
+Cube-toss papers (ContactNets; Parmar et al. 2021; Acosta, Yang and Posa 2022) score a
+rollout against the recorded toss by the per-step position error (reported as a percentage
+of the cube width) and the geodesic rotation error in degrees, averaged per toss and then
+over tosses. Rotation errors have heavy tails, so medians are reported beside means.
+
+Shapes: T = steps, N = episodes/tosses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def geodesic_deg(q_pred: np.ndarray, q_true: np.ndarray) -> np.ndarray:
+    """Geodesic angle between orientations, degrees.
+
+    Args:
+      q_pred, q_true: [..., 4] quaternions (w, x, y, z); need not be normalized.
+    Returns:
+      [...] angle in [0, 180]. q and -q are the same rotation (the hemisphere does not matter).
+    """
+    a = q_pred / np.linalg.norm(q_pred, axis=-1, keepdims=True)
+    b = q_true / np.linalg.norm(q_true, axis=-1, keepdims=True)
+    dot = np.abs(np.sum(a * b, axis=-1)).clip(0.0, 1.0)
+    return np.degrees(2.0 * np.arccos(dot))
+
+
+def pose_errors(pred: np.ndarray, true: np.ndarray, valid: np.ndarray | None = None) -> dict:
+    """Per-step errors of a predicted pose trajectory.
+
+    Args:
+      pred, true: [T, 7] poses (m; quaternion w, x, y, z).
+      valid: [T] bool, frames where ``true`` is a real measurement (tracking dropouts are
+        excluded from every average), or None for all.
+    Returns:
+      {"pos_m": [T], "rot_deg": [T], "valid": [T] bool}
+    """
+    pos = np.linalg.norm(pred[:, :3] - true[:, :3], axis=1)
+    rot = geodesic_deg(pred[:, 3:7], true[:, 3:7])
+    v = np.ones(len(pos), bool) if valid is None else np.asarray(valid, bool)
+    return {"pos_m": pos, "rot_deg": rot, "valid": v}
+
+
+def horizon_errors(err: np.ndarray, valid: np.ndarray, times: np.ndarray, horizons) -> dict:
+    """Error at each horizon (the last valid frame at or before it) and the integrated error.
+
+    Args:
+      err: [T] per-step error; valid: [T] bool; times: [T] s from the horizon origin (the start of the
+        rollout, or e.g. the first contact of a grasp; earlier frames are negative and ignored).
+      horizons: seconds.
+    Returns:
+      {"at": {h: value or None}, "mean_to": {h: mean of valid errors over [0, h] or None}}.
+      None where the episode is shorter than the horizon.
+    """
+    at, mean_to = {}, {}
+    for h in horizons:
+        key = f"{h:g}"
+        inside = (times >= -1e-9) & (times <= h + 1e-9) & valid  # frames before the origin do not count
+        if times[-1] + 1e-9 < h or not inside.any():
+            at[key] = mean_to[key] = None
+            continue
+        at[key] = float(err[np.flatnonzero(inside)[-1]])
+        mean_to[key] = float(err[inside].mean())
+    return {"at": at, "mean_to": mean_to}
+
+
+def first_divergence(series: dict, thresholds: dict, valid: np.ndarray | None = None) -> dict:
+    """The first step at which any error series exceeds its threshold, and which one.
+
+    Args:
+      series: name -> [T] error (e.g. "pose", "force", "slip", "timing").
+      thresholds: name -> threshold in the series' unit.
+      valid: [T] bool frames to consider, or None.
+    Returns:
+      {"step": int or None, "which": name or None, "per_series": {name: step or None}}.
+      Ties go to the series listed first.
+    """
+    per = {}
+    for name, e in series.items():
+        e = np.asarray(e, dtype=float)
+        hit = e > thresholds[name]
+        if valid is not None:
+            hit &= np.asarray(valid, bool)
+        per[name] = int(np.argmax(hit)) if hit.any() else None
+    steps = [(s, name) for name, s in per.items() if s is not None]
+    if not steps:
+        return {"step": None, "which": None, "per_series": per}
+    step, which = min(steps, key=lambda x: x[0])
+    return {"step": step, "which": which, "per_series": per}
+
+
+def bootstrap_ci(values, *, stat=np.mean, n_boot: int = 2000, level: float = 0.95, seed: int = 0):
+    """Percentile bootstrap interval of ``stat`` over ``values`` (resampling episodes).
+
+    ``stat`` must accept ``axis`` (np.mean, np.median, ...): all resamples are reduced in one call.
+    Returns (lo, hi); (nan, nan) for no values, (v, v) for one.
+    """
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if len(x) == 0:
+        return (float("nan"), float("nan"))
+    if len(x) == 1:
+        return (float(x[0]), float(x[0]))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    stats = stat(x[idx], axis=1)
+    a = (1.0 - level) / 2.0
+    return (float(np.quantile(stats, a)), float(np.quantile(stats, 1.0 - a)))
+
+
+def summarize(values, *, seed: int = 0) -> dict:
+    """Mean, median and 95 % bootstrap intervals of per-episode values (None/NaN dropped)."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if len(x) == 0:
+        return {"n": 0, "mean": None, "median": None, "mean_ci95": None, "median_ci95": None}
+    return {
+        "n": int(len(x)),
+        "mean": float(x.mean()),
+        "median": float(np.median(x)),
+        "mean_ci95": list(bootstrap_ci(x, stat=np.mean, seed=seed)),
+        "median_ci95": list(bootstrap_ci(x, stat=np.median, seed=seed)),
+    }
+
+
+def box_penetration(pose: np.ndarray, half_extents, surface_z: float = 0.0) -> np.ndarray:
+    """Depth (m, >= 0) of the lowest box corner below a horizontal surface, per step.
+
+    Args:
+      pose: [T, 7]; half_extents: [3] m.
+    Returns:
+      [T] penetration depth.
+    """
+    from scipy.spatial.transform import Rotation
+
+    h = np.asarray(half_extents, dtype=float)
+    corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * h
+    R = Rotation.from_quat(pose[:, 3:7], scalar_first=True)
+    z = np.stack([R.apply(c)[:, 2] for c in corners], axis=1) + pose[:, 2:3]
+    return np.maximum(0.0, surface_z - z.min(axis=1))

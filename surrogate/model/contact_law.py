@@ -1,0 +1,174 @@
+"""Contact model v2: a graph network that outputs bounded corrections of a passive contact law.
+
+    contact graph --features--> normalizers --+--> stiffness MLP (configuration features only) --> o_k [E]
+                                              +--> encode-process-decode GNN (all features) ------> o_c, o_mu [E]
+    k  = k*  F0 / L^p * exp(s_k  tanh(o_k))        stiffness: a function of configuration only
+    c  = c*  / V      * exp(s_c  tanh(o_c))        Hunt-Crossley damping >= 0
+    mu = min(mu* exp(s_mu tanh(o_mu)), mu_max)     friction coefficient > 0
+    forces = the law (``surrogate.model.law``) solved semi-implicitly with these parameters
+
+(k*, c*, mu*) is the global prior law (``LawPrior``; learnable log-parameters, fitted first on
+rollouts); the heads' last layers start at zero, so an untrained model *is* the prior law. The
+corrections are bounded (factor e^s at most), and whatever the network outputs the force is the
+law's: zero at separation, a spring on penetration whose elastic part depends on configuration
+only, damping and friction that only dissipate. ``corrections=False`` builds no network: the
+constant law with learnable global parameters (the prior's own row in the benchmarks).
+
+The learned core sees only nondimensional features (``surrogate.model.graph``: lengths in the
+object size L, velocities in V = sqrt(|g| L), forces in F0 = m |g|) through running normalizers
+that are buffers of the model (so of the checkpoint).
+
+Graph fields used beyond ``surrogate.model.graph``'s: ``inertia_w`` [B, 3, 3] (the object's
+inertia about its COM in world axes) and ``dt`` [B] (the physics step), which the semi-implicit
+solve needs; ``surrogate.sim.batch.GraphBuilder`` and the twin provide them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from . import graph as G
+from .gnn import InteractionLayer, Normalizer, mlp
+from .law import LawPrior, point_law, solve_free_object
+
+# Features that do not depend on any velocity: the stiffness head only sees these, so the
+# elastic force is a function of configuration alone.
+_VELOCITY_EDGE = {"vn", "vt", "wn", "wt", "vt_dot_rt", "vt_cross_rt", "gt_dot_vt", "gt_cross_vt"}
+CONFIG_EDGE_INDEX = tuple(i for i, n in enumerate(G.EDGE_FEATURES) if n not in _VELOCITY_EDGE)
+
+
+def _zero_last(seq: nn.Sequential) -> None:
+    last = [m for m in seq if isinstance(m, nn.Linear)][-1]
+    nn.init.zeros_(last.weight)
+    nn.init.zeros_(last.bias)
+
+
+class ContactLawGNN(nn.Module):
+    """Per-contact forces of a passive law whose parameters a graph network corrects.
+
+    Args:
+      prior: ``LawPrior`` fields (dict): the initial global law.
+      corrections: build the networks (False: the constant law only).
+      hidden, steps, mlp_layers: GNN width, message-passing steps, linear layers per MLP.
+      bounds: (s_k, s_c, s_mu) log-bounds of the corrections.
+      mu_max: upper bound of the friction coefficient.
+    """
+
+    graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
+
+    def __init__(self, *, prior: dict | None = None, corrections: bool = True, hidden: int = 32, steps: int = 2,
+                 mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0):
+        super().__init__()
+        p = LawPrior.from_json(prior or {})
+        self._hparams = dict(corrections=bool(corrections), hidden=int(hidden), steps=int(steps),
+                             mlp_layers=int(mlp_layers), bounds=[float(b) for b in bounds], mu_max=float(mu_max))
+        self.exponent, self.slip_eps, self.mu_max = p.exponent, p.slip_eps, float(mu_max)
+        self.bounds = tuple(float(b) for b in bounds)
+        self.log_stiffness = nn.Parameter(torch.tensor(math.log(p.stiffness)))
+        self.log_damping = nn.Parameter(torch.tensor(math.log(p.damping)))
+        self.log_friction = nn.Parameter(torch.tensor(math.log(p.friction)))
+        nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
+        self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
+        self.register_buffer("config_index", torch.tensor(CONFIG_EDGE_INDEX, dtype=torch.long), persistent=False)
+        self.corrections = bool(corrections)
+        if self.corrections:
+            self.stiffness_mlp = mlp(len(CONFIG_EDGE_INDEX), hidden, 1, mlp_layers, layer_norm=False)
+            self.edge_enc = mlp(nE, hidden, hidden, mlp_layers)
+            self.node_enc = mlp(nN, hidden, hidden, mlp_layers)
+            self.layers = nn.ModuleList([InteractionLayer(hidden, mlp_layers, update_nodes=k < steps - 1)
+                                         for k in range(steps)])
+            self.decoder = mlp(hidden, hidden, 2, mlp_layers, layer_norm=False)
+            _zero_last(self.stiffness_mlp)
+            _zero_last(self.decoder)
+
+    @property
+    def hparams(self) -> dict:
+        """Constructor arguments that rebuild this model, with the *fitted* prior (what a card records)."""
+        return {"prior": self.prior().to_json(), **self._hparams}
+
+    # -- parameters --------------------------------------------------------------------------
+    def prior(self) -> LawPrior:
+        """The current global law (fitted values)."""
+        return LawPrior(stiffness=float(self.log_stiffness.exp()), exponent=self.exponent,
+                        damping=float(self.log_damping.exp()), friction=float(self.log_friction.exp()),
+                        slip_eps=self.slip_eps)
+
+    def prior_parameters(self) -> list[nn.Parameter]:
+        return [self.log_stiffness, self.log_damping, self.log_friction]
+
+    def correction_parameters(self) -> list[nn.Parameter]:
+        prior = {id(p) for p in self.prior_parameters()}
+        return [p for p in self.parameters() if id(p) not in prior]
+
+    def law_parameters(self, g, vel=None, omega=None) -> torch.Tensor:
+        """[E, 3] nondimensional (k*, c*, mu) of every contact (prior times the bounded corrections)."""
+        ef = self.edge_norm(G.edge_features(g, vel, omega).float())
+        nf = self.node_norm(G.node_features(g, vel, omega).float())
+        E = ef.shape[0]
+        base = torch.stack([self.log_stiffness, self.log_damping, self.log_friction]).expand(E, 3)
+        if not self.corrections:
+            return base.exp()
+        s_k, s_c, s_mu = self.bounds
+        o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]
+        e = self.edge_enc(ef)
+        x = self.node_enc(nf)
+        for layer in self.layers:
+            x, e = layer(x, g.edge_index, e)
+        o = self.decoder(e)
+        corr = torch.stack([s_k * torch.tanh(o_k), s_c * torch.tanh(o[:, 0]), s_mu * torch.tanh(o[:, 1])], dim=1)
+        out = (base + corr).exp()
+        return torch.cat([out[:, :2], out[:, 2:].clamp_max(self.mu_max)], dim=1)
+
+    # -- forces ------------------------------------------------------------------------------
+    def forward(self, g, vel=None, omega=None) -> torch.Tensor:
+        """[E, 3] contact forces on the object (world axes, N, float64); ``vel``/``omega`` override node velocities."""
+        return self.solve(g, vel, omega)[0]
+
+    def solve(self, g, vel=None, omega=None):
+        """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law (float64)."""
+        vel = g.vel if vel is None else vel
+        omega = g.omega if omega is None else omega
+        vel, omega = vel.double(), omega.double()
+        B = g.object_index.shape[0]
+        obj = g.object_index
+        s, o = g.edge_index
+        eg = G._edge_graph(g)
+        E = s.shape[0]
+        dt = g.dt.double()
+        if E == 0:
+            _, xi = solve_free_object(*(vel.new_zeros(0),) * 3, vel.new_zeros(0, 3), vel.new_zeros(0, 3), vel.new_zeros(0, 3),
+                                      eg, vel=vel[obj], omega=omega[obj], mass=g.mass_ref.double(),
+                                      inertia_w=g.inertia_w.double(), gravity=g.gravity.double(), dt=dt, num_envs=B)
+            return vel.new_zeros(0, 3), xi
+        prm = self.law_parameters(g, vel, omega).double()
+        L, V, F0 = (u.double()[eg] for u in G.units(g))
+        p = self.exponent
+        k = prm[:, 0] * F0 / L ** p
+        c = prm[:, 1] / V
+        mu = prm[:, 2]
+        n = g.normal.double()
+        r_obj, r_oth = g.r_obj.double(), g.r_oth.double()
+        u_oth = vel[s] + torch.cross(omega[s], r_oth, dim=-1)
+        v = vel[o] + torch.cross(omega[o], r_obj, dim=-1) - u_oth
+        vn = (v * n).sum(-1)
+        vt = v - vn[:, None] * n
+        speed = torch.sqrt((vt * vt).sum(-1) + 1e-30)
+        f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=k, p=p, c=c, mu=mu, eps=self.slip_eps * V, dt=dt[eg])
+        return solve_free_object(f0, a, b, n, r_obj, u_oth, eg, vel=vel[obj], omega=omega[obj], mass=g.mass_ref.double(),
+                                 inertia_w=g.inertia_w.double(), gravity=g.gravity.double(), dt=dt, num_envs=B)
+
+
+def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:
+    """Parameter count and multiply-add FLOPs per contact of the networks (the law's solve is ~1k FLOPs on top)."""
+    from .gnn import _mlp_flops, count_parameters
+
+    if not model.corrections:
+        return {"parameters": count_parameters(model), "flops_per_contact": 1000, "edge_flops": 1000, "node_flops": 0}
+    edge = _mlp_flops(model.stiffness_mlp) + _mlp_flops(model.edge_enc) + _mlp_flops(model.decoder) + \
+        sum(_mlp_flops(layer.edge_mlp) for layer in model.layers) + 1000
+    node = _mlp_flops(model.node_enc) + sum(_mlp_flops(layer.node_mlp) for layer in model.layers if layer.node_mlp is not None)
+    return {"parameters": count_parameters(model), "flops_per_contact": int(edge + nodes_per_contact * node),
+            "edge_flops": int(edge), "node_flops": int(node)}

@@ -1,0 +1,161 @@
+"""The passive contact law: Hunt-Crossley normal force and regularized Coulomb friction,
+solved semi-implicitly so that it is stable and dissipative at the simulator's timestep.
+
+One implementation, used by the capture rig's reference physics (numpy, ``surrogate.rig.physics``),
+by the learned contact model (torch, ``surrogate.model.contact_law``) inside the hybrid stepper,
+and by the differentiable twin the model is trained through (``surrogate.sim.twin``).
+
+Per contact point, with penetration ``delta >= 0``, the relative velocity ``v`` of the object's
+material point over the other body's (``v_n = v . n`` > 0 separating, ``v_t`` its tangential part)::
+
+    f_n = [k delta^p (1 - c v_n)]_+                      Hunt-Crossley: a spring on penetration with
+                                                         damping that vanishes with it (no force at
+                                                         separation, no sticky pull: f_n >= 0)
+    F_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2)            regularized Coulomb: |F_t| < mu f_n, F_t . v_t <= 0
+
+**Semi-implicit step.** The steep friction slope (mu f_n / eps) and the stiff spring are
+unstable with explicit forces. The law is therefore linearized around the current state,
+``F(v') = f0 n - a v' - b (v'.n) n`` with ``f0 = k delta^p``, ``a = mu f_n / sqrt(|v_t|^2 + eps^2)``
+(tangential damping) and ``b = c k delta^p + dt p k delta^(p-1) - a`` (Hunt-Crossley damping plus
+the backward-Euler term of the spring), and evaluated at the *end-of-step* velocity ``v'``,
+which is solved for together with the body's motion (``point_law`` gives ``f0, a, b``;
+``solve_free_object`` does the solve for a free object against kinematic other bodies). The
+solved friction can shrink a point's slip but never reverse it within a step, and
+``F_t . v_t' = -a |v_t'|^2 <= 0``: friction only dissipates. ``K = a I + b n n^T`` is positive
+semi-definite, so the solve is always well posed.
+
+Units: functions here take SI values; the learned model hands them parameters built from
+nondimensional ones (``LawPrior``: k in ``F0 / L^p``, c in ``1 / V``, eps in ``V``, with
+F0 = m |g|, V = sqrt(|g| L)), so the learned core never sees units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+
+def _where(cond, x, y):
+    """``where`` for numpy arrays and torch tensors alike."""
+    if isinstance(cond, torch.Tensor):
+        return torch.where(cond, x, y)
+    return np.where(cond, x, y)
+
+
+def point_law(depth, vn, speed, *, k, p, c, mu, eps, dt):
+    """The linearized law at contact points (numpy or torch; shapes broadcast).
+
+    Args:
+      depth: [n] penetration (m); <= 0 means separated (no force).
+      vn: [n] normal relative velocity (m/s, positive separating).
+      speed: [n] tangential slip speed |v_t| (m/s).
+      k, p, c, mu: stiffness (N/m^p), exponent, Hunt-Crossley damping (s/m), friction coefficient;
+        per point or scalars.
+      eps: slip regularization (m/s).  dt: step (s).
+    Returns:
+      (f0, a, b, fn) each [n]: elastic normal force, tangential and extra normal damping
+      (N s/m) of ``F(v') = f0 n - a v' - b (v'.n) n``, and the normal force at the current
+      velocity. All zero where the point is separated or being pulled apart faster than the
+      damping allows (``f_n`` would be negative).
+    """
+    on = depth > 0
+    ds = _where(on, depth, depth * 0 + 1.0)  # a safe base: no inf/NaN gradient of delta^(p-1) at 0
+    elastic = k * ds ** p * on
+    fn = elastic * (1.0 - c * vn)
+    active = fn > 0
+    fn = fn * active
+    f0 = elastic * active
+    a = mu * fn / (speed * speed + eps * eps) ** 0.5
+    b = (c * elastic + dt * p * k * ds ** (p - 1.0)) * active - a
+    return f0, a, b, fn
+
+
+@dataclass
+class LawPrior:
+    """Global (nondimensional) parameters of the law: the constant law a network corrects.
+
+    stiffness: k in F0 / L^p.  exponent: p.  damping: c in 1 / V.  friction: mu.
+    slip_eps: eps in V.  With F0 = m |g| (object weight), L = object size, V = sqrt(|g| L).
+    """
+
+    stiffness: float = 300.0
+    exponent: float = 1.5
+    damping: float = 1.0
+    friction: float = 0.3
+    slip_eps: float = 1e-3
+
+    def to_json(self) -> dict:
+        return {k: float(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "LawPrior":
+        known = set(cls.__dataclass_fields__)
+        bad = sorted(set(d) - known)
+        if bad:
+            raise ValueError(f"unknown law prior keys {bad}; known: {sorted(known)}")
+        out = cls(**{k: float(v) for k, v in d.items()})
+        for name in ("stiffness", "exponent", "damping", "friction", "slip_eps"):
+            v = getattr(out, name)
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"law prior {name} must be positive and finite, got {v!r}")
+        return out
+
+
+def skew(r: torch.Tensor) -> torch.Tensor:
+    """[..., 3] -> [..., 3, 3] cross-product matrices ([r]x u = r x u)."""
+    z = torch.zeros_like(r[..., 0])
+    x, y, w = r.unbind(-1)
+    return torch.stack([torch.stack([z, -w, y], -1), torch.stack([w, z, -x], -1), torch.stack([-y, x, z], -1)], -2)
+
+
+def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, inertia_w, gravity, dt, num_envs: int):
+    """Contact forces of the semi-implicit law for free objects against kinematic other bodies (torch).
+
+    The object's end-of-step twist xi' = (v', w') solves (M the object's 6x6 inertia at its COM,
+    B_j xi = v + w x r_j the velocity of contact point j, K_j = a_j I + b_j n_j n_j^T)::
+
+        (M + dt sum_j B_j^T K_j B_j) xi' = M xi_free + dt sum_j B_j^T (f0_j n_j + K_j u_oth_j)
+
+    with xi_free the contact-free prediction (gravity, gyroscopic torque) and u_oth_j the
+    other body's velocity at the point (held for the step). The forces are then the law's at
+    the end-of-step velocity, ``F_j = f0_j n_j - K_j (B_j xi' - u_oth_j)``: applied as
+    external forces to the same rigid-body step, they produce exactly xi'.
+
+    Args:
+      f0, a, b: [E] from ``point_law``.  normal: [E, 3] unit, into the object.
+      r_obj: [E, 3] contact point minus the object's COM (m, world).  u_oth: [E, 3] other body's
+        point velocity (m/s).  env: [E] long, the environment of each contact.
+      vel, omega: [B, 3] object COM velocity and angular velocity (world).  mass: [B] kg.
+      inertia_w: [B, 3, 3] inertia about the COM in world axes.  gravity: [B, 3].  dt: [B] or float (s).
+    Returns:
+      (forces [E, 3] on the object, N; xi' [B, 6] the end-of-step twist).
+    """
+    dtype = vel.dtype
+    B = num_envs
+    dt = torch.as_tensor(dt, dtype=dtype).expand(B) if not torch.is_tensor(dt) or dt.ndim == 0 else dt.to(dtype)
+    eye = torch.eye(3, dtype=dtype)
+    M = torch.zeros(B, 6, 6, dtype=dtype)
+    M[:, :3, :3] = mass[:, None, None] * eye
+    M[:, 3:, 3:] = inertia_w
+    Iw = torch.einsum("bij,bj->bi", inertia_w, omega)
+    w_free = omega - dt[:, None] * torch.linalg.solve(inertia_w, torch.cross(omega, Iw, dim=-1)[..., None])[..., 0]
+    xi_free = torch.cat([vel + dt[:, None] * gravity, w_free], dim=-1)
+    rhs = torch.einsum("bij,bj->bi", M, xi_free)
+    A = M
+    if env.numel():
+        Bm = torch.cat([eye.expand(len(env), 3, 3), -skew(r_obj)], dim=-1)  # [E, 3, 6]
+        K = a[:, None, None] * eye + b[:, None, None] * normal[:, :, None] * normal[:, None, :]
+        BtK = Bm.transpose(1, 2) @ K  # [E, 6, 3]
+        dte = dt[env]
+        A = A.index_add(0, env, dte[:, None, None] * (BtK @ Bm))
+        src = f0[:, None] * normal + torch.einsum("eij,ej->ei", K, u_oth)
+        rhs = rhs.index_add(0, env, dte[:, None] * torch.einsum("eij,ej->ei", Bm.transpose(1, 2), src))
+    xi = torch.linalg.solve(A, rhs[..., None])[..., 0]
+    if not env.numel():
+        return vel.new_zeros(0, 3), xi
+    u_new = torch.einsum("eij,ej->ei", Bm, xi[env]) - u_oth
+    forces = f0[:, None] * normal - torch.einsum("eij,ej->ei", K, u_new)
+    return forces, xi

@@ -1,0 +1,144 @@
+"""The differentiable twin of the hybrid step, in torch: what contact models are trained through.
+
+For B episodes (windows) at once, every physics step:
+
+1. the current object pose (detached) and the other bodies' recorded configuration are written
+   into a scratch ``MjData`` per episode, and MuJoCo's own collision detection runs on the
+   owned pairs (``mj_kinematics`` -> ``mj_comPos`` -> ``mj_comVel`` -> ``mj_collision``);
+2. the batched contact graph is built by the stepper's ``GraphBuilder`` (float64);
+3. the contacts are attached to the differentiable object state: each contact point rides on
+   the object (``r_obj = R R0^T r0``) and its signed distance is *linearized* around MuJoCo's
+   value, ``d = d0 + n . (dx_point)``: equal to MuJoCo's in value, differentiable in the pose;
+4. the contact model gives forces (``ContactLawGNN.solve``: the semi-implicit law), and the object
+   takes the same semi-implicit Euler step MuJoCo takes for a free body
+   (``surrogate.model.dynamics.rigid_step``).
+
+Other bodies (a hand) are kinematic: their joint positions and velocities are given per step
+(recorded joint positions for grasps), so gradients flow through the object only. With the
+same parameters, the twin and the hybrid stepper in MuJoCo produce the same trajectory
+(``tests/test_contact_law.py`` states the tolerance).
+
+Shapes: B episodes, S physics steps, F frames (S = (F - 1) * substeps).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import mujoco
+import numpy as np
+import torch
+
+from ..model.dynamics import quat_to_mat, rigid_step
+from ..scenes import set_contact_mode
+from .batch import GraphBuilder
+
+
+def body_inertia(model: mujoco.MjModel, body: int) -> np.ndarray:
+    """[3, 3] inertia about the COM in the body frame (MuJoCo keeps principal moments and their axes)."""
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, model.body_iquat[body])
+    R = R.reshape(3, 3)
+    return R @ np.diag(model.body_inertia[body]) @ R.T
+
+
+class Twin:
+    """The twin for one scene (its owned pairs in ``external`` mode, as the stepper steps them).
+
+    Args:
+      scene: the ``Scene``; the twin switches a private copy of its model to ``external``.
+      model: optional ``MjModel`` of the scene to use instead (e.g. with another mass).
+    """
+
+    def __init__(self, scene, model: mujoco.MjModel | None = None):
+        self.scene = scene
+        m = copy.copy(scene.model if model is None else model)
+        set_contact_mode(m, scene, "external")
+        self.m = m
+        self.builder = GraphBuilder.from_scene(scene, m)
+        self.ob = scene.object_body_id
+        self.qa, self.da = scene.object_qpos_adr, scene.object_dof_adr
+        self.inertia_b = torch.as_tensor(body_inertia(m, self.ob))
+        self.mass = float(m.body_mass[self.ob])
+        self._datas: list[mujoco.MjData] = []
+
+    def _scratch(self, B: int) -> list[mujoco.MjData]:
+        while len(self._datas) < B:
+            self._datas.append(mujoco.MjData(self.m))
+        return self._datas[:B]
+
+    def rollout(self, contact_model, state0: torch.Tensor, n_frames: int, *, substeps: int,
+                qpos=None, qvel=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Roll out B objects; differentiable in ``state0`` and the contact model's parameters.
+
+        Args:
+          contact_model: a model with ``solve(graph, vel, omega) -> (forces [E, 3], twist)``
+            (``ContactLawGNN``).
+          state0: [B, 13] float64: position (3, world), quaternion (4, w x y z), velocity (3, world),
+            angular velocity (3, body) at frame 0.
+          n_frames: F frames to return (frame 0 is the initial state).
+          substeps: physics steps per frame (the scene's timestep is the frame period / substeps).
+          qpos, qvel: optional [B, S + 1, nq] / [B, S + 1, nv] configuration and velocity of the
+            other (kinematic) joints per step; the object's entries are ignored. Default: the model's
+            ``qpos0`` and zero velocity (a static world).
+        Returns:
+          (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times.
+        """
+        m, qa, da = self.m, self.qa, self.da
+        B = state0.shape[0]
+        datas = self._scratch(B)
+        for d in datas:
+            mujoco.mj_resetData(m, d)
+        pos, quat, vel, om_b = state0[:, :3], state0[:, 3:7], state0[:, 7:10], state0[:, 10:13]
+        mass = torch.full((B,), self.mass, dtype=torch.float64)
+        inertia_b = self.inertia_b.expand(B, 3, 3)
+        gravity = torch.as_tensor(np.asarray(m.opt.gravity), dtype=torch.float64).expand(B, 3)
+        dt = float(m.opt.timestep)
+        poses, quats = [pos], [quat]
+        steps = (n_frames - 1) * substeps
+        for s in range(steps):
+            p_np, q_np = pos.detach().numpy(), quat.detach().numpy()
+            v_np, w_np = vel.detach().numpy(), om_b.detach().numpy()
+            for i, d in enumerate(datas):
+                if qpos is not None:
+                    d.qpos[:] = qpos[i, s]
+                if qvel is not None:
+                    d.qvel[:] = qvel[i, s]
+                d.qpos[qa:qa + 3], d.qpos[qa + 3:qa + 7] = p_np[i], q_np[i]
+                d.qvel[da:da + 3], d.qvel[da + 3:da + 6] = v_np[i], w_np[i]
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_comPos(m, d)
+                mujoco.mj_comVel(m, d)
+                mujoco.mj_collision(m, d)
+            g = self.builder.build(m, datas, dtype=torch.float64).graph
+            f, w = self._wrench(contact_model, g, pos, quat, vel, om_b)
+            pos, quat, vel, om_b = rigid_step(pos, quat, vel, om_b, w, mass=mass, inertia_b=inertia_b,
+                                              gravity=gravity, dt=dt)
+            if (s + 1) % substeps == 0:
+                poses.append(pos)
+                quats.append(quat)
+        return torch.stack(poses, 1), torch.stack(quats, 1)
+
+    @staticmethod
+    def _wrench(contact_model, g, pos, quat, vel, om_b):
+        """Attach the detected contacts to the differentiable state; ([E, 3] forces, [B, 6] object wrench)."""
+        B = pos.shape[0]
+        s, o = g.edge_index
+        env = g.batch[o] if len(o) else o
+        R = quat_to_mat(quat)
+        h = copy.copy(g)
+        if len(o):
+            R0 = R.detach()
+            r0 = g.r_obj
+            r_obj = torch.einsum("eij,ekj,ek->ei", R[env], R0[env], r0)  # R R0^T r0: the point rides on the object
+            c0 = pos.detach()[env]
+            h.r_obj = r_obj
+            h.dist = g.dist + ((pos[env] - c0 + r_obj - r0) * g.normal).sum(-1)
+        obj = g.object_index
+        node_vel = g.vel.index_copy(0, obj, vel)
+        node_om = g.omega.index_copy(0, obj, torch.einsum("bij,bj->bi", R, om_b))
+        forces, _ = contact_model.solve(h, node_vel, node_om)
+        w = pos.new_zeros(B, 6)
+        if len(o):
+            w = w.index_add(0, env, torch.cat([forces, torch.cross(h.r_obj, forces, dim=-1)], dim=-1))
+        return forces, w
