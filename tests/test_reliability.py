@@ -305,3 +305,65 @@ def test_case9_dt_contradicting_the_tosses_is_rejected(tmp_path, capsys):
     assert "experiment.json: field 'dt'" in err and "148" in err
     (src / "experiment.json").write_text(json.dumps({"dt": 1 / 148}))
     assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+
+
+# ----------------------------------------------------------------------------- case 7: poses importer files and config values
+
+
+@pytest.fixture
+def poses_setup(tmp_path):
+    """(src folder with one good CSV, config path) for the poses importer."""
+    import trimesh
+
+    from .test_import_poses import _config, _trajectory, _write_csv
+
+    mesh = tmp_path / "box.stl"
+    trimesh.creation.box(extents=[40, 60, 80]).export(mesh)
+    src = tmp_path / "tracks"
+    src.mkdir()
+    t, pos, rot = _trajectory()
+    _write_csv(src / "good.csv", t, pos, rot)
+    return src, _config(tmp_path, mesh)
+
+
+def test_case7_non_utf8_and_header_only_csv_are_skipped(tmp_path, poses_setup):
+    from surrogate.importers.poses import import_poses
+
+    src, cfg = poses_setup
+    good = (src / "good.csv").read_text()
+    (src / "latin1.csv").write_bytes(good.replace("time_ms", "t\u00e9mps_ms").encode("latin-1"))
+    (src / "header_only.csv").write_text(good.splitlines()[0] + "\n")
+    report = import_poses(src, tmp_path / "out", config=cfg, progress=False)
+    skips = _skips(report)
+    assert report.kept == 1 and set(skips) == {"latin1", "header_only"}
+    assert skips["latin1"]["field"] == "encoding" and "UTF-8" in skips["latin1"]["reason"]
+    assert skips["header_only"]["field"] == "rows" and "no data rows" in skips["header_only"]["reason"]
+
+
+def test_case7_utf8_bom_header_is_accepted(tmp_path, poses_setup):
+    from surrogate.importers.poses import import_poses
+
+    src, cfg = poses_setup
+    (src / "bom.csv").write_bytes(b"\xef\xbb\xbf" + (src / "good.csv").read_bytes())
+    report = import_poses(src, tmp_path / "out", config=cfg, progress=False)
+    assert report.kept == 2 and not report.skipped, report.summary()
+
+
+@pytest.mark.parametrize("override, key", [
+    ("environment.height=abc", "environment.height"), ("environment.height=1e9", "environment.height"),
+    ("environment.foo=1", "environment.foo"), ("environment.gravity=abc", "environment.gravity"),
+    ("object.mass=heavy", "object.mass"), ("rate_hz=-5", "rate_hz"), ("provenance.real=maybe", "provenance.real")])
+def test_case7_bad_config_values_name_the_key(tmp_path, poses_setup, capsys, override, key):
+    src, cfg = poses_setup
+    rc = main(["import", "poses", str(src), "--out", str(tmp_path / "out"), "--config", str(cfg), "--set", override, "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"field '{key}'" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_case7_numeric_text_is_read_as_a_number(tmp_path, poses_setup):
+    from surrogate.importers.poses import load_config
+
+    _, cfg = poses_setup
+    c = load_config(cfg, ["environment.height=1e-1", "environment.gravity=[0, 0, -9.8]"])
+    assert c["environment"]["height"] == 0.1 and isinstance(c["environment"]["height"], float)
