@@ -367,3 +367,71 @@ def test_case7_numeric_text_is_read_as_a_number(tmp_path, poses_setup):
     _, cfg = poses_setup
     c = load_config(cfg, ["environment.height=1e-1", "environment.gravity=[0, 0, -9.8]"])
     assert c["environment"]["height"] == 0.1 and isinstance(c["environment"]["height"], float)
+
+
+def _cube_dataset(tmp_path, name="ds"):
+    from surrogate.importers.contactnets import import_contactnets
+
+    src = tmp_path / f"{name}_src"
+    if not src.exists():
+        _consistent_tosses(src)
+    import_contactnets(src, tmp_path / name, progress=False)
+    return tmp_path / name
+
+
+def _edit_json(path, fn):
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("fps", [0, -5, "148"])
+def test_case9_info_fps_must_be_positive(tmp_path, fps):
+    from surrogate.errors import CaptureError
+
+    ds = _cube_dataset(tmp_path)
+    _edit_json(ds / "meta/info.json", lambda d: d.update(fps=fps))
+    with pytest.raises(CaptureError, match="info.json: field 'fps'"):
+        read_dataset(ds)
+
+
+def test_case9_capture_rate_hz_must_be_positive(tmp_path):
+    from surrogate.errors import CaptureError
+
+    ds = _cube_dataset(tmp_path)
+    _edit_json(ds / "meta/contact.json", lambda d: d.update(capture_rate_hz=0))
+    with pytest.raises(CaptureError, match="contact.json: field 'capture_rate_hz'"):
+        read_dataset(ds)
+
+
+def test_case9_removed_feature_description_is_rejected(tmp_path):
+    from surrogate.errors import CaptureError
+
+    ds = _cube_dataset(tmp_path)
+    _edit_json(ds / "meta/contact.json", lambda d: d["features"].pop("observation.object_twist"))
+    with pytest.raises(CaptureError, match="contact.json: field 'features.observation.object_twist'"):
+        read_dataset(ds)
+
+
+@pytest.mark.parametrize("missing", ["meta/stats.json", "meta/episodes/chunk-000/file-000.parquet"])
+def test_case9_missing_stats_or_episodes_parquet_is_rejected(tmp_path, missing):
+    from surrogate.errors import CaptureError
+
+    ds = _cube_dataset(tmp_path)
+    (ds / missing).unlink()
+    with pytest.raises(CaptureError, match=f"{missing}: missing"):
+        read_dataset(ds)
+
+
+def test_case9_absurd_twist_is_rejected(tmp_path):
+    import torch
+
+    from surrogate.importers.contactnets import import_contactnets
+
+    src = _consistent_tosses(tmp_path / "src")
+    a = torch.load(src / "2.pt", weights_only=True)
+    a[0, 10, 7] = 1e22
+    torch.save(a, src / "2.pt")
+    report = import_contactnets(src, tmp_path / "out", progress=False)
+    s = _skips(report)["2"]
+    assert report.kept == 2 and s["field"] == "object_twist" and "frame 10" in s["reason"] and "m/s" in s["reason"]
