@@ -435,3 +435,53 @@ def test_case9_absurd_twist_is_rejected(tmp_path):
     report = import_contactnets(src, tmp_path / "out", progress=False)
     s = _skips(report)["2"]
     assert report.kept == 2 and s["field"] == "object_twist" and "frame 10" in s["reason"] and "m/s" in s["reason"]
+
+
+# ----------------------------------------------------------------------------- case 13: modes, stale temporary trees, messages
+
+
+def test_case13_datasets_get_the_users_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        ds = _cube_dataset(tmp_path)
+    finally:
+        os.umask(old)
+    modes = {p.relative_to(ds).as_posix(): p.stat().st_mode & 0o777 for p in [ds, *ds.rglob("*")]}
+    assert modes["."] == 0o755 and modes["meta"] == 0o755
+    assert modes["meta/contact.json"] == modes["meta/info.json"] == modes["meta/stats.json"] == 0o644
+    assert set(modes.values()) <= {0o755, 0o644}, modes
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_case13_stale_partial_folders_are_cleaned_up(tmp_path):
+    from surrogate.atomic import PARTIAL_MARKER
+
+    ours = tmp_path / ".ds.crashed1.partial"  # left by a write whose process died
+    ours.mkdir()
+    (ours / PARTIAL_MARKER).write_text(f"{_dead_pid()}\n")
+    (ours / "meta").mkdir()
+    live = tmp_path / ".ds.running.partial"  # another process is building it right now
+    live.mkdir()
+    (live / PARTIAL_MARKER).write_text(f"{os.getppid()}\n")
+    foreign = tmp_path / ".ds.someone.partial"  # no marker: not ours, left alone
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("x")
+    ds = _cube_dataset(tmp_path)
+    assert not ours.exists() and live.exists() and (foreign / "keep.txt").exists()
+    assert not (ds / PARTIAL_MARKER).exists()  # the marker never ships in a dataset
+
+
+def test_case13_messages_print_plain_numbers(tmp_path, poses_setup, capsys):
+    src, cfg = poses_setup
+    text = (src / "good.csv").read_text().splitlines()
+    text[11] = text[10]  # a repeated timestamp
+    (src / "repeated.csv").write_text("\n".join(text) + "\n")
+    assert main(["import", "poses", str(src), "--out", str(tmp_path / "out"), "--config", str(cfg), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "repeated.csv" in x)
+    assert "np.float" not in line and "not strictly increasing: frame 10 at 0.075 s follows 0.075 s" in line, line
