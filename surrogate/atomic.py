@@ -3,6 +3,12 @@
 Files are written to a temporary sibling and renamed into place (rename is atomic
 on POSIX within one filesystem). Directories are built under a temporary sibling
 and swapped in with renames, so readers see either the old tree or the new one.
+
+Outputs get the user's umask (temporary files and folders are created 0600/0700 and
+widened before they are published). A hidden ``.partial`` folder left by a crash holds
+a marker file naming the process that made it; the next write of the same output
+removes it once that process is gone (folders without the marker are not ours and are
+left alone). ``pid_lock`` keeps a second concurrent writer away from an output.
 """
 
 from __future__ import annotations
@@ -13,6 +19,39 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from .errors import LockedError
+
+PARTIAL_MARKER = ".contact-surrogate-partial"  # inside our temporary trees: the PID that builds it
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _widen(path: Path, *, directory: bool) -> None:
+    """Give ``path`` the mode a plain ``open``/``mkdir`` would have (0666/0777 minus the umask)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID exists (zombies count as gone)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
@@ -25,6 +64,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        _widen(Path(tmp), directory=False)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -40,21 +80,90 @@ def write_json_atomic(path: str | Path, obj) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def clean_stale_partials(path: str | Path) -> list:
+    """Remove hidden ``.<name>.*.partial`` siblings of ``path`` that this project made
+    (they hold ``PARTIAL_MARKER``) and whose builder process is gone. Returns the removed paths."""
+    path = Path(path)
+    removed = []
+    if not path.parent.is_dir():
+        return removed
+    for cand in path.parent.glob(f".{path.name}.*.partial"):
+        marker = cand / PARTIAL_MARKER
+        if not cand.is_dir() or cand.is_symlink() or not marker.is_file():
+            continue
+        pid = _read_pid(marker)
+        if pid is not None and pid != os.getpid() and pid_alive(pid):
+            continue  # another process is building it right now
+        shutil.rmtree(cand, ignore_errors=True)
+        removed.append(cand)
+    return removed
+
+
 @contextlib.contextmanager
-def atomic_directory(path: str | Path, *, overwrite: bool = False):
+def pid_lock(target: str | Path):
+    """Hold ``<target>.lock`` (holding this PID) while writing ``target``.
+
+    A lock whose process still lives is refused with a LockedError naming that PID; one
+    left by a dead process is taken over.
+    """
+    lock = Path(f"{target}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            pid = _read_pid(lock)
+            if pid is not None and pid_alive(pid):
+                raise LockedError(f"another run (PID {pid}) is writing {target}; wait for it to finish, "
+                                  f"or stop it (if that PID is not a surrogate run, delete {lock})", file=lock) from None
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()  # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        break
+    else:
+        raise LockedError(f"cannot take the lock for {target}", file=lock)
+    try:
+        yield lock
+    finally:
+        if _read_pid(lock) == os.getpid():
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | Path, *, overwrite: bool = False, replaceable=None):
     """Build a directory under a temporary name; move it to ``path`` only on success.
 
     Yields the temporary directory to fill. On an exception the temporary tree is
     removed and ``path`` is untouched. With ``overwrite`` an existing ``path`` is
-    replaced (old tree moved aside first, deleted after the new one is in place).
+    replaced (old tree moved aside first, deleted after the new one is in place), if
+    ``replaceable(path)`` (when given) allows it: it raises a SurrogateError naming why
+    not. Stale temporary trees of earlier crashed writes of ``path`` are removed first.
     """
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path}: already exists (pass overwrite=True / --overwrite to replace it)")
+    if path.exists() or path.is_symlink():
+        if not overwrite:
+            raise FileExistsError(f"{path}: already exists (pass overwrite=True / --overwrite to replace it)")
+        if replaceable is not None:
+            replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_partials(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    marker = tmp / PARTIAL_MARKER
     try:
+        marker.write_text(f"{os.getpid()}\n")
         yield tmp
+        marker.unlink()
+        _widen(tmp, directory=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

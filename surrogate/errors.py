@@ -73,3 +73,24 @@ class ConfigError(SurrogateError, ValueError):
         self.reason = message
         where = str(self.location)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class OutputError(SurrogateError):
+    """An output location that cannot be written: names the path and why."""
+
+    def __init__(self, message: str, *, file=None):
+        self.location = Location(file, None, None)
+        self.reason = message
+        super().__init__(f"{file}: {message}" if file is not None else message)
+
+    @property
+    def file(self):
+        return self.location.file
+
+
+class ForeignOutputError(OutputError, FileExistsError):
+    """``--overwrite`` was asked for a folder this project did not write (never deleted)."""
+
+
+class LockedError(OutputError):
+    """Another live process is writing the same output."""

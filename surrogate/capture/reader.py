@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,11 @@ import pyarrow.parquet as pq
 from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
 from .schema import CONTACT_META, FEATURE_KEYS, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
+from .writer import EPISODES_PATH
+
+STATS = "meta/stats.json"
+BOOKKEEPING = ("frame_index", "episode_index", "index", "task_index")  # LeRobot's; no units to describe
+MAX_RATE_HZ = 1e5
 from .validate import validate_episode, validate_meta
 
 
@@ -74,7 +80,40 @@ def read_metadata(root: str | Path) -> tuple[dict, dict]:
     for key in ("features", "fps", "data_path", "total_episodes"):
         if key not in info:
             raise CaptureError("missing key", file=root / "meta/info.json", field=key)
+    _check_rate(info.get("fps"), file=root / "meta/info.json", field="fps")
+    _check_rate(contact.get("capture_rate_hz"), file=root / CONTACT_META, field="capture_rate_hz")
+    _check_feature_descriptions(info, contact, root)
+    _check_files(root)
     return info, contact
+
+
+def _check_rate(value, *, file, field) -> None:
+    """A capture rate must be a positive finite number of Hz (LeRobot's ``fps``, our exact rate)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 < value < MAX_RATE_HZ:
+        raise CaptureError(f"must be a rate in (0, {MAX_RATE_HZ:g}) Hz, got {value!r}", file=file, field=field)
+
+
+def _check_feature_descriptions(info: dict, contact: dict, root: Path) -> None:
+    """Every feature in info.json needs its units and frame in contact.json (a removed description is an error)."""
+    if not isinstance(info["features"], dict):
+        raise CaptureError("must be a mapping of feature key -> description", file=root / "meta/info.json", field="features")
+    described = contact.get("features")
+    if not isinstance(described, dict):
+        raise CaptureError("missing the units and frames of the features", file=root / CONTACT_META, field="features")
+    for key in info["features"]:
+        if key not in BOOKKEEPING and not isinstance(described.get(key), dict):
+            raise CaptureError(f"feature '{key}' of meta/info.json has no description (quantity, units, frame)",
+                               file=root / CONTACT_META, field=f"features.{key}")
+
+
+def _check_files(root: Path) -> None:
+    """The LeRobot files a complete dataset has besides info.json and data/: stats and the episode index."""
+    if not (root / STATS).is_file():
+        raise CaptureError("missing; the dataset is incomplete (rewrite it)", file=root / STATS)
+    _load_json(root / STATS, STATS)
+    if not list(root.glob(EPISODES_PATH.replace("{chunk_index:03d}", "*").replace("{file_index:03d}", "*"))):
+        first = root / EPISODES_PATH.format(chunk_index=0, file_index=0)
+        raise CaptureError("missing: no episode index under meta/episodes/; the dataset is incomplete (rewrite it)", file=first)
 
 
 def _meta_from_contact(contact: dict) -> DatasetMeta:

@@ -16,6 +16,7 @@ from .schema import ANGULAR_FRAMES, ENVIRONMENT_KINDS, FEIX_GRASP_TYPES, SI_UNIT
 
 QUAT_NORM_TOL = 1e-2  # stored quaternions are normalized; more than this off is corrupt data
 MAX_REASONABLE_SPEED = 100.0  # m/s between frames: faster is a tracking glitch or wrong units
+MAX_REASONABLE_SPIN = 1e4  # rad/s (about 1600 turns per second)
 
 
 def _fail(msg, ep, field, file):
@@ -56,7 +57,7 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
     dt = np.diff(t)
     if (dt <= 0).any():
         i = int(np.argmax(dt <= 0))
-        _fail(f"not strictly increasing: frame {i + 1} at {t[i + 1]!r} s follows {t[i]!r} s", ep, "timestamps", file)
+        _fail(f"not strictly increasing: frame {i + 1} at {_num(t[i + 1])} s follows {_num(t[i])} s", ep, "timestamps", file)
 
     pose = _check_array(ep, "object_pose", ep.object_pose, (7,), file)
     qn = np.linalg.norm(pose[:, 3:7], axis=1)
@@ -78,7 +79,7 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
             _fail(f"object moves at {speed[i]:.3g} m/s near frame {i}; positions must be in metres", ep, "object_pose", file)
 
     if ep.object_twist is not None:
-        _check_array(ep, "object_twist", ep.object_twist, (6,), file)
+        _check_twist(ep, _check_array(ep, "object_twist", ep.object_twist, (6,), file), file)
     J = None
     for name in ("joint_pos", "joint_vel", "joint_cmd"):
         arr = getattr(ep, name)
@@ -116,18 +117,48 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
     env = ep.environment
     if env.kind not in ENVIRONMENT_KINDS:
         _fail(f"unknown kind '{env.kind}', allowed: {list(ENVIRONMENT_KINDS)}", ep, "environment.kind", file)
-    if len(env.gravity) != 3 or not all(math.isfinite(g) for g in env.gravity):
-        _fail(f"must be 3 finite numbers, got {env.gravity!r}", ep, "environment.gravity", file)
+    g = env.gravity
+    if (not isinstance(g, (list, tuple, np.ndarray)) or len(g) != 3
+            or not all(_is_number(v) and math.isfinite(v) for v in g)):
+        _fail(f"must be 3 finite numbers, got {_nums(g)}", ep, "environment.gravity", file)
+    if not (_is_number(env.height) and math.isfinite(env.height)):
+        _fail(f"must be a finite number (m), got {_num(env.height)}", ep, "environment.height", file)
     pv = ep.provenance
     if not pv.source:
         _fail("must name the source", ep, "provenance.source", file)
-    if not (pv.capture_rate_hz and 0 < pv.capture_rate_hz < 1e5):
-        _fail(f"must be in (0, 1e5) Hz, got {pv.capture_rate_hz!r}", ep, "provenance.capture_rate_hz", file)
+    if not (_is_number(pv.capture_rate_hz) and 0 < pv.capture_rate_hz < 1e5):
+        _fail(f"must be in (0, 1e5) Hz, got {_num(pv.capture_rate_hz)}", ep, "provenance.capture_rate_hz", file)
     if ep.grasp_type is not None:
         # int() would turn 3.5 into 3 and "power" into a ValueError: require an integer id.
         g = ep.grasp_type
         if isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, np.integer)) or int(g) not in FEIX_GRASP_TYPES:
-            _fail(f"must be a Feix GRASP taxonomy id 1..33, got {g!r}", ep, "grasp_type", file)
+            _fail(f"must be a Feix GRASP taxonomy id 1..33, got {_num(g)}", ep, "grasp_type", file)
+
+
+def _check_twist(ep, twist, file) -> None:
+    """Measured velocities within the same physical bounds as the positions."""
+    for part, cols, limit, unit in (("linear", slice(0, 3), MAX_REASONABLE_SPEED, "m/s"), ("angular", slice(3, 6), MAX_REASONABLE_SPIN, "rad/s")):
+        speed = np.linalg.norm(twist[:, cols], axis=1)
+        if speed.max() > limit:
+            i = int(np.argmax(speed))
+            _fail(f"{part} speed {_num(speed[i])} {unit} at frame {i} exceeds {limit:g} {unit} (wrong units?)", ep, "object_twist", file)
+
+
+def _is_number(x) -> bool:
+    return not isinstance(x, (bool, np.bool_)) and isinstance(x, (int, float, np.integer, np.floating))
+
+
+def _nums(xs) -> str:
+    if isinstance(xs, (list, tuple, np.ndarray)):
+        return "[" + ", ".join(_num(x) for x in xs) + "]"
+    return _num(xs)
+
+
+def _num(x) -> str:
+    """A number as a user reads it (0.99, not np.float64(0.99))."""
+    if not _is_number(x):
+        return repr(x)
+    return f"{float(x):.6g}" if isinstance(x, (float, np.floating)) else str(int(x))
 
 
 def _validate_object(ep, file):
@@ -135,7 +166,7 @@ def _validate_object(ep, file):
     if not o.name:
         _fail("object must have a name", ep, "object.name", file)
     if not (isinstance(o.mass, (int, float)) and math.isfinite(o.mass) and 0 < o.mass < 1e4):
-        _fail(f"must be in (0, 1e4) kg, got {o.mass!r}", ep, "object.mass", file)
+        _fail(f"must be in (0, 1e4) kg, got {_num(o.mass)}", ep, "object.mass", file)
     inertia = np.asarray(o.inertia, dtype=float)
     if inertia.shape != (3, 3) or not np.isfinite(inertia).all():
         _fail(f"must be a finite 3x3 matrix, got shape {list(inertia.shape)}", ep, "object.inertia", file)
@@ -147,9 +178,9 @@ def _validate_object(ep, file):
     if ev[0] + ev[1] < ev[2] * (1 - 1e-6):
         _fail(f"principal moments {ev.tolist()} violate the triangle inequality", ep, "object.inertia", file)
     if not (isinstance(o.size, (int, float)) and 1e-3 <= o.size <= 10.0):
-        _fail(f"must be in [1e-3, 10] m, got {o.size!r} (units must be metres)", ep, "object.size", file)
-    if o.friction is not None and not (0 <= o.friction < 10):
-        _fail(f"must be in [0, 10), got {o.friction!r}", ep, "object.friction", file)
+        _fail(f"must be in [1e-3, 10] m, got {_num(o.size)} (units must be metres)", ep, "object.size", file)
+    if o.friction is not None and not (_is_number(o.friction) and 0 <= o.friction < 10):
+        _fail(f"must be in [0, 10), got {_num(o.friction)}", ep, "object.friction", file)
     kind = o.geometry.get("kind") if isinstance(o.geometry, dict) else None
     if kind not in ("box", "mesh", "procedural"):
         _fail(f"geometry.kind must be box, mesh or procedural, got {kind!r}", ep, "object.geometry", file)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..atomic import atomic_directory, write_json_atomic
-from ..errors import CaptureError
+from ..errors import CaptureError, ForeignOutputError
 from .episode import OPTIONAL_ARRAYS, DatasetMeta, Episode
 from .schema import (
     CODEBASE_VERSION, CONTACT_META, FEATURE_KEYS, POSE_NAMES, POSE_UNITS, SCHEMA_NAME,
@@ -26,6 +26,26 @@ from .validate import validate_episode, validate_meta
 
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+
+
+def check_replaceable_dataset(path: str | Path) -> None:
+    """Raise ForeignOutputError unless ``path`` is a capture dataset this project wrote.
+
+    ``--overwrite`` replaces an earlier output, never a folder of something else: the
+    folder must hold a ``meta/contact.json`` whose ``schema`` is this project's.
+    """
+    path = Path(path)
+    advice = "refusing to replace it; move or delete it yourself, or choose another output"
+    if path.is_symlink() or not path.is_dir():
+        raise ForeignOutputError(f"is not a capture dataset folder ({'a symlink' if path.is_symlink() else 'a file'}); {advice}", file=path)
+    contact = path / CONTACT_META
+    try:
+        schema = json.loads(contact.read_text()).get("schema")
+    except (OSError, ValueError, AttributeError):
+        schema = None
+    if schema != SCHEMA_NAME:
+        raise ForeignOutputError(f"is not a capture dataset (no {CONTACT_META} written by contact-surrogate); {advice}",
+                                 file=path)
 
 
 def _flat(ep: Episode, name: str) -> np.ndarray:
@@ -129,7 +149,7 @@ class CaptureWriter:
         self.meta = meta
         self.data_file_mb = data_file_mb
         self.chunks_size = chunks_size
-        self._ctx = atomic_directory(self.root, overwrite=overwrite)
+        self._ctx = atomic_directory(self.root, overwrite=overwrite, replaceable=check_replaceable_dataset)
         self._tmp = self._ctx.__enter__()
         self._layout = None
         self._writer = None

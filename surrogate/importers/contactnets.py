@@ -9,17 +9,25 @@ dt = 1/148 s. Poses are AprilTag tracks (3-sample median filter): real measureme
 
 ``SRC`` may be that folder (with or without experiment.json beside the tosses), the
 upstream repository archive (.zip / .tar.gz) or an http(s) URL of that archive.
+
+Bad toss files (unreadable, a folder or a broken link named ``N.pt``, a toss that appears
+twice, wrong shape, non-finite values...) are skipped and reported with file, field and
+reason; a bad ``experiment.json`` (a value that is not a positive finite number, a ``dt``
+the tosses' own velocities contradict) or an unreadable archive stops the import with a
+CaptureError naming the file and field, since every episode would be wrong.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import tarfile
 import tempfile
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +45,20 @@ CUBE_WIDTH_M = 0.1048
 DEFAULTS = {"dt": 1.0 / 148.0, "mass": 0.37, "mu": 0.18, "restitution": 0.125, "g": 9.81 / HALF_WIDTH_M, "inertia": None}
 N_COLUMNS = 19
 TOSS_FILE = re.compile(r"^(\d+)\.pt$")
+EXPERIMENT = "experiment.json"
+# experiment.json keys -> (allowed range, what the value is); None values keep the default.
+PARAM_RANGES = {"dt": ((1e-5, 1.0), "time step, s"), "mass": ((1e-4, 1e3), "kg"), "mu": ((0.0, 10.0), "friction coefficient"),
+                "restitution": ((0.0, 1.0), "restitution coefficient"), "g": ((1e-6, 1e6), "gravity, half-widths/s^2"),
+                "inertia": ((1e-9, 1e6), "kg * half-width^2")}
+DT_TOLERANCE = 0.5  # relative: the velocities in the files are backward differences of the positions
+ARCHIVE_ERRORS = (EOFError, OSError, tarfile.TarError, zipfile.BadZipFile, zlib.error, RuntimeError)
+
+
+class ExperimentFile:
+    """``experiment.json``: where it was found and its bytes."""
+
+    def __init__(self, name: str, raw: bytes):
+        self.name, self.raw = name, raw
 
 
 def _read_tensor(raw: bytes, name: str) -> np.ndarray:
@@ -54,8 +76,22 @@ def _read_tensor(raw: bytes, name: str) -> np.ndarray:
     return a
 
 
+def _read_member(path: Path) -> bytes | CaptureError:
+    """The bytes of toss file ``path``, or the CaptureError that says why it cannot be read."""
+    try:
+        if path.is_dir():
+            return CaptureError("is a folder, not a toss file", file=path, field="file")
+        return path.read_bytes()
+    except OSError as e:  # a dangling link, a symlink loop, no permission
+        what = "a dangling or looping symlink" if path.is_symlink() else "unreadable"
+        return CaptureError(f"{what} ({e.strerror or type(e).__name__})", file=path, field="file")
+
+
 def _sources(src: str | Path):
-    """Yield (name, bytes) for every toss file and ('experiment.json', bytes) if present."""
+    """Yield (name, bytes or CaptureError) for every toss file and an ExperimentFile if present.
+
+    An archive that cannot be read to its end (truncated, corrupt) raises a CaptureError
+    naming it: what it would have held is unknown, so nothing is imported from it."""
     src_s = str(src)
     if src_s.startswith(("http://", "https://")):
         try:
@@ -69,45 +105,113 @@ def _sources(src: str | Path):
     src = Path(src)
     if src.is_dir():
         folder = src / "data" / "tosses_processed" if (src / "data" / "tosses_processed").is_dir() else src
-        for p in folder.iterdir():
+        for p in sorted(folder.iterdir()):
             if TOSS_FILE.match(p.name):
-                yield str(p), p.read_bytes()
-        for cand in (folder / "experiment.json", src / "data" / "params_processed" / "experiment.json"):
+                yield str(p), _read_member(p)
+        for cand in (folder / EXPERIMENT, src / "data" / "params_processed" / EXPERIMENT):
             if cand.is_file():
-                yield "experiment.json", cand.read_bytes()
+                try:
+                    yield ExperimentFile(str(cand), cand.read_bytes())
+                except OSError as e:
+                    raise CaptureError(f"unreadable ({e.strerror or e})", file=cand) from None
                 break
         return
     if not src.exists():
         raise CaptureError("no such file or folder", file=src)
+    try:
+        yield from _archive_sources(src)
+    except ARCHIVE_ERRORS as e:
+        raise CaptureError(f"unreadable archive, truncated or corrupt ({type(e).__name__}: {str(e)[:120]}); "
+                           "download it again", file=src, field="archive") from None
+
+
+def _archive_sources(src: Path):
+    """(name, bytes) of the tosses and the ExperimentFile in a zip or tar archive, read to its end."""
     if zipfile.is_zipfile(src):
         with zipfile.ZipFile(src) as z:
             for info in z.infolist():
-                yield from _archive_member(info.filename, lambda i=info: z.read(i), src)
+                if not info.is_dir():
+                    yield from _archive_member(info.filename, lambda i=info: z.read(i), src)
     elif tarfile.is_tarfile(src):
         with tarfile.open(src) as t:
-            for m in t.getmembers():
+            members = t.getmembers()  # reads the whole archive: a truncated one fails here
+            for m in members:
                 if m.isfile():
                     yield from _archive_member(m.name, lambda m=m: t.extractfile(m).read(), src)
+                elif _archive_name_kind(m.name) == "toss":
+                    yield f"{src}!{m.name}", CaptureError("is not a regular file in the archive (a folder or a link)",
+                                                          file=f"{src}!{m.name}", field="file")
     else:
         raise CaptureError("expected a folder of N.pt files, a .zip/.tar.gz archive of the upstream repository, or a URL", file=src)
 
 
-def _archive_member(name: str, read, archive):
-    parts = name.split("/")
+def _archive_name_kind(name: str) -> str | None:
+    parts = name.rstrip("/").split("/")
     if len(parts) >= 2 and parts[-2] == "tosses_processed" and TOSS_FILE.match(parts[-1]):
+        return "toss"
+    if parts[-1] == EXPERIMENT and "params_processed" in parts:
+        return "experiment"
+    return None
+
+
+def _archive_member(name: str, read, archive):
+    kind = _archive_name_kind(name)
+    if kind == "toss":
         yield f"{archive}!{name}", read()
-    elif parts[-1] == "experiment.json" and "params_processed" in parts:
-        yield "experiment.json", read()
+    elif kind == "experiment":
+        yield ExperimentFile(f"{archive}!{name}", read())
 
 
-def _load_experiment(raw: bytes | None) -> dict:
+def _check_param(key: str, value, file: str):
+    """``value`` as a float inside its range; CaptureError naming ``file`` and ``key`` otherwise."""
+    (lo, hi), what = PARAM_RANGES[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CaptureError(f"must be a finite number ({what}), got {value!r}", file=file, field=key)
+    if not lo <= value <= hi:
+        raise CaptureError(f"must be in [{lo:g}, {hi:g}] ({what}), got {value!r}", file=file, field=key)
+    return float(value)
+
+
+def _load_experiment(exp: ExperimentFile | None) -> dict:
+    """The defaults updated with ``experiment.json``'s known keys, each checked (stops the import if bad)."""
     params = dict(DEFAULTS)
-    if raw is not None:
-        try:
-            params.update({k: v for k, v in json.loads(raw).items() if k in DEFAULTS})
-        except json.JSONDecodeError as e:
-            raise CaptureError(f"corrupt JSON ({e})", file="experiment.json") from None
+    if exp is None:
+        return params
+    try:
+        data = json.loads(exp.raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CaptureError(f"corrupt JSON ({e})", file=exp.name) from None
+    if not isinstance(data, dict):
+        raise CaptureError(f"must hold a JSON object of parameters, got a {type(data).__name__}", file=exp.name)
+    for key in DEFAULTS:
+        if key in data and not (key == "inertia" and data[key] is None):
+            params[key] = _check_param(key, data[key], exp.name)
+    params["file"] = exp.name
     return params
+
+
+def _implied_dt(a: np.ndarray) -> float | None:
+    """The time step the toss's own velocities imply (they are backward differences of its
+    positions): least squares of dp = v dt; None when the cube hardly moves."""
+    dp, v = np.diff(a[:, 0:3], axis=0), a[1:, 7:10]
+    vv = float((v * v).sum())
+    if len(v) < 2 or not np.isfinite(vv) or vv < 1e-6 * len(v):
+        return None
+    d = float((dp * v).sum()) / vv
+    return d if math.isfinite(d) else None
+
+
+def check_dt(params: dict, arrays: list) -> None:
+    """Stop if ``dt`` contradicts the tosses (e.g. dt = 1 s for 148 Hz data: every velocity and
+    acceleration would be off by 148x): the median implied step must be within DT_TOLERANCE."""
+    implied = [d for d in (_implied_dt(a) for a in arrays) if d is not None and d > 0]
+    if not implied:
+        return
+    med, dt = float(np.median(implied)), float(params["dt"])
+    if abs(dt / med - 1.0) > DT_TOLERANCE:
+        raise CaptureError(f"dt = {dt:g} s contradicts the tosses: their velocities (backward differences of the "
+                           f"positions) imply dt = {med:.6g} s ({1.0 / med:.4g} Hz)",
+                           file=params.get("file", EXPERIMENT), field="dt")
 
 
 def cube_object(params: dict) -> ObjectSpec:
@@ -155,25 +259,51 @@ def toss_to_episode(a: np.ndarray, toss_id: str, params: dict, *, file: str) -> 
     )
 
 
+def _toss_id(name: str) -> str:
+    """The upstream toss number of ``name`` (a path, or ``archive!member``)."""
+    return TOSS_FILE.match(Path(name.split("!")[-1]).name).group(1)
+
+
+def _read_tosses(tosses, report: ImportReport, *, progress: bool) -> list:
+    """[(name, toss id, [T, 19] array)] of the readable tosses; the rest are skipped and reported,
+    as is a second file of a toss id already seen (the first one is kept)."""
+    seen, out = {}, []
+    for name, raw in tqdm(tosses, desc="contactnets", unit="toss", disable=not progress):
+        toss_id = _toss_id(name)
+        try:
+            if toss_id in seen:
+                raise CaptureError(f"toss {toss_id} appears twice; kept {seen[toss_id]}", file=name, episode=toss_id, field="file")
+            if isinstance(raw, CaptureError):
+                raise raw
+            a = _read_tensor(raw, name)
+        except CaptureError as e:
+            report.skip(e, file=name, episode=toss_id)
+            continue
+        seen[toss_id] = name
+        out.append((name, toss_id, a))
+    return out
+
+
 def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = True) -> ImportReport:
     """Convert ContactNets tosses at ``src`` into a capture dataset at ``out``.
 
     Upstream toss numbers are kept as episode ids; bad files are skipped and reported
     (and listed under ``skipped`` in meta/contact.json). Returns the ImportReport.
     """
+    report = ImportReport(out=Path(out))
+    report.check_output(overwrite=overwrite)
     items = list(_sources(src))
-    experiment = next((raw for name, raw in items if name == "experiment.json"), None)
+    experiment = next((x for x in items if isinstance(x, ExperimentFile)), None)
     params = _load_experiment(experiment)
-    tosses = sorted(((name, raw) for name, raw in items if name != "experiment.json"),
-                    key=lambda x: int(TOSS_FILE.match(Path(x[0].split("!")[-1]).name).group(1)))
+    tosses = sorted((x for x in items if not isinstance(x, ExperimentFile)), key=lambda x: (int(_toss_id(x[0])), x[0]))
     if not tosses:
         raise CaptureError("no toss files (N.pt) found", file=src)
-    report = ImportReport(out=Path(out))
+    arrays = _read_tosses(tosses, report, progress=progress)
+    check_dt(params, [a for _, _, a in arrays])
     episodes = []
-    for name, raw in tqdm(tosses, desc="contactnets", unit="toss", disable=not progress):
-        toss_id = TOSS_FILE.match(Path(name.split("!")[-1]).name).group(1)
+    for name, toss_id, a in arrays:
         try:
-            ep = toss_to_episode(_read_tensor(raw, name), toss_id, params, file=name)
+            ep = toss_to_episode(a, toss_id, params, file=name)
             validate_episode(ep, file=name)
         except CaptureError as e:
             report.skip(e, file=name, episode=toss_id)

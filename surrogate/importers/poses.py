@@ -15,6 +15,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,70 @@ DEFAULT_CONFIG = CONFIG_DIR / "import" / "poses.yaml"
 ORIENTATIONS = {"quat_wxyz": 4, "quat_xyzw": 4, "euler_xyz": 3, "rotvec": 3}
 FORMATS = {".csv": "csv", ".txt": "csv", ".npz": "npz", ".pt": "pt", ".pth": "pt"}
 TOP_KEYS = {"format", "pattern", "columns", "orientation", "array", "rate_hz", "units", "tracked_frame", "object", "environment", "provenance"}
+SECTION_KEYS = {
+    "units": {"time", "length", "angle"},
+    "object": {"mesh", "urdf", "mass", "density", "scale", "friction", "name"},
+    "environment": {"kind", "height", "gravity"},
+    "provenance": {"source", "real", "license", "notes"},
+}
+# key -> (low, high, None allowed): numbers a config may hold, with the range that makes physical sense.
+NUMBER_RANGES = {
+    "rate_hz": (1e-3, 1e5, True),
+    "object.mass": (1e-6, 1e4, True),
+    "object.density": (1e-3, 1e5, True),
+    "object.friction": (0.0, 10.0, True),
+    "environment.height": (-100.0, 100.0, False),
+}
+FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")  # e.g. "1e9", which YAML 1.1 reads as text
+
+
+def _as_number(value, *, file, key, lo, hi, allow_none=False):
+    """``value`` as a float in [lo, hi] (numeric text such as ``1e9`` included); ConfigError naming ``key``."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, str) and FLOAT_TEXT.match(value.strip()):
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"must be a number, got {value!r}", file=file, key=key)
+    if not lo <= value <= hi:
+        raise ConfigError(f"must be in [{lo:g}, {hi:g}], got {value:g}", file=file, key=key)
+    return float(value)
+
+
+def _get(cfg: dict, key: str):
+    node = cfg
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _set(cfg: dict, key: str, value) -> None:
+    *parents, last = key.split(".")
+    node = cfg
+    for part in parents:
+        node = node[part]
+    node[last] = value
+
+
+def check_values(cfg: dict, *, file) -> None:
+    """Sections are mappings with known keys; numbers are numbers in range (converted in place)."""
+    for section, keys in SECTION_KEYS.items():
+        if not isinstance(cfg.get(section), dict):
+            raise ConfigError(f"must be a mapping, got {cfg.get(section)!r}", file=file, key=section)
+        check_keys(cfg[section], keys, where=section, file=file)
+    for key, (lo, hi, allow_none) in NUMBER_RANGES.items():
+        _set(cfg, key, _as_number(_get(cfg, key), file=file, key=key, lo=lo, hi=hi, allow_none=allow_none))
+    g = cfg["environment"].get("gravity")
+    if not isinstance(g, (list, tuple)) or len(g) != 3:
+        raise ConfigError(f"must be 3 numbers [gx, gy, gz] in m/s^2, got {g!r}", file=file, key="environment.gravity")
+    cfg["environment"]["gravity"] = [_as_number(v, file=file, key="environment.gravity", lo=-1e3, hi=1e3) for v in g]
+    scale = cfg["object"].get("scale", 1.0)
+    if isinstance(scale, (list, tuple)) and len(scale) == 3:
+        cfg["object"]["scale"] = [_as_number(v, file=file, key="object.scale", lo=1e-6, hi=1e3) for v in scale]
+    else:
+        cfg["object"]["scale"] = _as_number(scale, file=file, key="object.scale", lo=1e-6, hi=1e3)
+    if not isinstance(cfg["provenance"].get("real", True), bool):
+        raise ConfigError(f"must be true or false, got {cfg['provenance']['real']!r}", file=file, key="provenance.real")
 
 
 def load_config(path=None, overrides=()) -> dict:
@@ -45,6 +111,7 @@ def load_config(path=None, overrides=()) -> dict:
     cfg = apply_overrides(cfg, list(overrides), file=path)
     file = path or DEFAULT_CONFIG
     check_keys(cfg, TOP_KEYS, where="", file=file)
+    check_values(cfg, file=file)
     if cfg["orientation"] not in ORIENTATIONS:
         raise ConfigError(f"must be one of {sorted(ORIENTATIONS)}, got {cfg['orientation']!r}", file=file, key="orientation")
     if cfg["format"] not in ("auto", "csv", "npz", "pt"):
@@ -73,8 +140,21 @@ def load_config(path=None, overrides=()) -> dict:
 
 # -- reading one file into named columns ------------------------------------------
 
+def _csv_text(path: Path) -> str:
+    """The file as text: UTF-8, with or without a byte-order mark; CaptureError otherwise."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise CaptureError(f"unreadable ({e.strerror or type(e).__name__})", file=path, field="file") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise CaptureError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); save it as UTF-8",
+                           file=path, field="encoding") from None
+
+
 def _read_csv(path: Path) -> tuple[list[str] | None, np.ndarray]:
-    text = path.read_text(errors="strict")
+    text = _csv_text(path)
     rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].lstrip().startswith("#")]
     if not rows:
         raise CaptureError("empty file", file=path)
@@ -83,6 +163,8 @@ def _read_csv(path: Path) -> tuple[list[str] | None, np.ndarray]:
         [float(x) for x in rows[0]]
     except ValueError:
         header, rows = [h.strip() for h in rows[0]], rows[1:]
+    if not rows:
+        raise CaptureError("has a header but no data rows", file=path, field="rows")
     width = len(header) if header else len(rows[0])
     data = np.full((len(rows), width), np.nan)
     for i, r in enumerate(rows):
@@ -230,6 +312,8 @@ def mesh_frame_to_com(pose: np.ndarray, com_in_mesh: np.ndarray) -> np.ndarray:
 def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progress=True) -> ImportReport:
     """Import every matching file under ``src`` as one episode each (sorted by name)."""
     cfg = load_config(config, overrides)
+    report = ImportReport(out=Path(out))
+    report.check_output(overwrite=overwrite)
     src = Path(src)
     files = [src] if src.is_file() else sorted(p for p in src.glob(cfg["pattern"]) if p.is_file())
     if cfg["format"] == "auto":
@@ -240,7 +324,6 @@ def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progre
     com = np.asarray(obj.geometry["com_in_mesh_frame"]) if cfg["tracked_frame"] == "mesh" else np.zeros(3)
     env = Environment(**cfg["environment"])
     pv = cfg["provenance"]
-    report = ImportReport(out=Path(out))
     episodes = []
     for path in tqdm(files, desc="poses", unit="file", disable=not progress):
         try:
@@ -261,6 +344,10 @@ def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progre
             validate_episode(ep, file=path)
         except CaptureError as e:
             report.skip(e, file=path, episode=path.stem)
+            continue
+        except (OSError, ValueError, IndexError) as e:  # anything else one bad file can raise: skip it, keep the rest
+            report.skip(CaptureError(f"unreadable ({type(e).__name__}: {str(e)[:120]})", file=path, field="file"),
+                        file=path, episode=path.stem)
             continue
         episodes.append(ep)
     meta = DatasetMeta(name=Path(out).name, robot_type="none")

@@ -15,10 +15,17 @@
    ``CaptureWriter`` (atomic), then remove ``<out>.parts``.
 
 Resume: ``<out>.parts/run.json`` records what determines the episodes (config sha256,
-objects, seed, hand, noise seed, duration). Rerunning with the same arguments skips
-every episode whose shard exists (and objects found ungraspable), so an interrupted run
-neither duplicates nor loses episodes; different arguments are an error naming them.
-``episodes`` may differ on resume (per-episode seeds do not depend on it).
+objects, seed, hand, noise seed, duration), and every shard records the same in its own
+metadata (``run``) with its physics seed. Rerunning with the same arguments skips every
+episode whose shard exists and belongs to this run (and objects found ungraspable), so an
+interrupted run neither duplicates nor loses episodes; different arguments, or a shard
+of another run, are an error naming them. A shard that cannot be read (corrupt,
+truncated) is removed and its episode simulated again. ``episodes`` may differ on resume
+(per-episode seeds do not depend on it).
+
+One writer at a time: ``<out>.lock`` holds the PID of the run writing ``out``; a second
+run is refused while that process lives. Pool workers watch the PID of the run that
+started them and exit when it dies (even by ``kill -9``), so no orphan keeps simulating.
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing as mp
+import os
 import shutil
 import sys
+import threading
 import time
 import warnings
 from collections import deque
@@ -38,8 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_bytes_atomic, write_json_atomic
+from ..atomic import pid_alive, pid_lock, write_bytes_atomic, write_json_atomic
 from ..capture import CaptureWriter, DatasetMeta, Environment, Episode, ObjectSpec, Provenance
+from ..capture.writer import check_replaceable_dataset
 from ..capture.episode import OPTIONAL_ARRAYS
 from ..capture.validate import validate_episode
 from ..config import apply_overrides
@@ -50,6 +60,8 @@ HANDS = ("parallel_jaw", "three_finger")
 BACKENDS = ("process", "ray")
 MANIFEST = "run.json"
 _MANIFEST_KEYS = ("config_sha256", "objects", "object_names", "seed", "hand", "noise_seed", "duration")
+_SHARD_RUN_KEYS = ("config_sha256", "objects", "seed", "hand", "noise_seed", "duration")  # stored in every shard
+PARENT_POLL_S = 0.5  # how often a pool worker checks that the run that started it is alive
 
 
 # ----------------------------------------------------------------------------- plan
@@ -97,8 +109,9 @@ def _skip_path(parts: Path, index: int) -> Path:
     return parts / f"episode_{index:06d}.skip.json"
 
 
-def write_shard(path: Path, ep: Episode, *, joint_names, sensor_names, region_seeds) -> None:
-    """One episode as an .npz: arrays by name, ``truth.<name>`` arrays, and the rest as JSON."""
+def write_shard(path: Path, ep: Episode, *, joint_names, sensor_names, region_seeds, run=None) -> None:
+    """One episode as an .npz: arrays by name, ``truth.<name>`` arrays, and the rest as JSON
+    (``run``: what determines the run's episodes, checked when a later run resumes)."""
     arrays = {"timestamps": ep.timestamps, "object_pose": ep.object_pose, "region_seeds": np.asarray(region_seeds)}
     for name in OPTIONAL_ARRAYS:
         if getattr(ep, name) is not None:
@@ -109,6 +122,7 @@ def write_shard(path: Path, ep: Episode, *, joint_names, sensor_names, region_se
         "episode_id": ep.episode_id, "object": ep.object.to_json(), "environment": ep.environment.to_json(),
         "provenance": ep.provenance.to_json(), "grasp_type": ep.grasp_type, "task": ep.task,
         "labels": ep.labels, "t0": ep.t0, "joint_names": list(joint_names), "sensor_names": list(sensor_names),
+        "run": run,
     }
     # A 0-d unicode array loads with allow_pickle=False, unlike an object array.
     arrays["meta"] = np.array(json.dumps(_plain(meta), allow_nan=False))
@@ -118,13 +132,19 @@ def write_shard(path: Path, ep: Episode, *, joint_names, sensor_names, region_se
 
 
 def read_shard(path: Path) -> tuple[Episode, dict]:
-    """(Episode, {"joint_names", "sensor_names", "region_seeds"}) from a shard; CaptureError if unreadable."""
+    """(Episode, {"joint_names", "sensor_names", "region_seeds", "run"}) from a shard; CaptureError if unreadable."""
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         meta = json.loads(str(arrays.pop("meta")))
-    except (OSError, ValueError, KeyError) as e:
+        return _shard_episode(arrays, meta)
+    except CaptureError:
+        raise
+    except Exception as e:  # truncated or corrupt zip, bad JSON, missing keys: the shard is unusable
         raise CaptureError(f"unreadable shard ({type(e).__name__}: {e})", file=path) from None
+
+
+def _shard_episode(arrays: dict, meta: dict) -> tuple[Episode, dict]:
     truth = {k[6:]: v for k, v in arrays.items() if k.startswith("truth.")}
     ep = Episode(
         episode_id=meta["episode_id"], timestamps=arrays["timestamps"], object_pose=arrays["object_pose"],
@@ -133,7 +153,8 @@ def read_shard(path: Path) -> tuple[Episode, dict]:
         labels=meta["labels"], t0=meta["t0"], truth=truth,
         **{name: arrays[name] for name in OPTIONAL_ARRAYS if name in arrays},
     )
-    extra = {"joint_names": meta["joint_names"], "sensor_names": meta["sensor_names"], "region_seeds": arrays["region_seeds"]}
+    extra = {"joint_names": meta["joint_names"], "sensor_names": meta["sensor_names"], "region_seeds": arrays["region_seeds"],
+             "run": meta.get("run")}
     return ep, extra
 
 
@@ -149,9 +170,25 @@ def _limit_threads() -> None:
         torch.set_num_threads(1)
 
 
-def _init_worker(cfg, objects, simulate_fn, parts, duration, regions) -> None:
+def _init_worker(cfg, objects, simulate_fn, parts, duration, regions, run=None) -> None:
     _limit_threads()
-    _STATE.update(cfg=cfg, objects=objects, simulate_fn=simulate_fn, parts=Path(parts), duration=duration, regions=regions)
+    _STATE.update(cfg=cfg, objects=objects, simulate_fn=simulate_fn, parts=Path(parts), duration=duration, regions=regions,
+                  run=run)
+
+
+def _watch_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
+    """Exit this process as soon as ``parent_pid`` is gone (runs in a daemon thread)."""
+    while pid_alive(parent_pid):
+        time.sleep(poll_s)
+    os._exit(1)
+
+
+def _init_pool_worker(parent_pid, *init_args) -> None:
+    """Pool initializer: the usual state, plus a watchdog that ends this worker when the run
+    that started it dies. Pool workers are children of the forkserver, not of the run, so
+    neither a closed pipe nor PR_SET_PDEATHSIG would tell them; polling the run's PID does."""
+    threading.Thread(target=_watch_parent, args=(int(parent_pid),), name="parent-watchdog", daemon=True).start()
+    _init_worker(*init_args)
 
 
 def _ungraspable_types() -> tuple:
@@ -181,7 +218,7 @@ def _run_one(plan: EpisodePlan) -> dict:
         ep.provenance.generator["episode_index"] = plan.index
         validate_episode(ep)
         write_shard(shard_path(s["parts"], plan.index), ep, joint_names=trace.joint_names,
-                    sensor_names=trace.sensor_names, region_seeds=seeds)
+                    sensor_names=trace.sensor_names, region_seeds=seeds, run=s.get("run"))
     except Exception as e:  # one bad episode must not stop the run: it is reported and skipped
         kind = "ungraspable" if isinstance(e, _ungraspable_types()) else "error"
         return {**out, "status": "skipped", "kind": kind, "reason": f"{type(e).__name__}: {e}"}
@@ -229,7 +266,8 @@ def _run_processes(plans, workers, init_args, on_result) -> None:
     try:
         while pending or suspects or inflight:
             if pool is None:
-                pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=init_args)
+                pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_pool_worker,
+                                           initargs=(os.getpid(), *init_args))
             isolating = bool(suspects)
             if isolating:
                 if not inflight:
@@ -300,6 +338,7 @@ class GenerateReport:
       requested: number of planned episodes.
       written: episodes in the datasets.
       reused: episodes found finished by an earlier (interrupted) run.
+      regenerated: indices whose shard from an earlier run was unreadable and was simulated again.
       simulated: episodes simulated by this run (successful ones).
       skipped: [{"index", "object", "hand", "kind", "reason"}], kind one of
         ungraspable | error | crash | invalid.
@@ -312,6 +351,7 @@ class GenerateReport:
     requested: int = 0
     written: int = 0
     reused: int = 0
+    regenerated: list = field(default_factory=list)
     simulated: int = 0
     skipped: list = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -334,6 +374,9 @@ class GenerateReport:
         """Counts, datasets, every skipped episode with its reason, and (``rate``) the episode rate."""
         lines = [f"wrote {self.written} of {self.requested} episodes -> {', '.join(map(str, self.datasets)) or '(nothing)'}"
                  f" ({self.reused} reused from an interrupted run); skipped {len(self.skipped)}"]
+        if self.regenerated:
+            lines.append(f"  regenerated {len(self.regenerated)} unreadable shard(s) of the interrupted run: episodes "
+                         + ", ".join(map(str, self.regenerated)))
         lines += [f"  - episode {s['index']} ({s['object']}, {s['hand']}): {s['kind']}: {s['reason']}" for s in self.skipped]
         if rate:
             lines.append(self.rate_line())
@@ -377,10 +420,10 @@ def load_objects(objects: str) -> tuple[list, str]:
 
 
 def _check_manifest(parts: Path, manifest: dict) -> None:
+    """Refuse to resume a run with other arguments (a missing manifest is written by ``_write_manifest``
+    once the shards already there are checked, so a refused run leaves none behind)."""
     path = parts / MANIFEST
     if not path.is_file():
-        parts.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, manifest)
         return
     try:
         old = json.loads(path.read_text())
@@ -394,24 +437,72 @@ def _check_manifest(parts: Path, manifest: dict) -> None:
                           file=path, key=diff[0])
 
 
-def _done_before(parts: Path, plans) -> tuple[set, list]:
-    """(indices with a shard, ungraspable skips recorded by an earlier run).
+def _write_manifest(parts: Path, manifest: dict) -> None:
+    parts.mkdir(parents=True, exist_ok=True)
+    if not (parts / MANIFEST).is_file():
+        write_json_atomic(parts / MANIFEST, manifest)
 
-    Shards are renamed into place only when complete, so one that exists is whole; the
-    temporary files of writes a kill interrupted are removed here.
+
+def _shard_mismatch(ep: Episode, extra: dict, plan: EpisodePlan, run: dict) -> tuple[str, str] | None:
+    """(field, what differs) when a readable shard is not episode ``plan`` of ``run``; None when it is."""
+    stored = extra.get("run")
+    if not isinstance(stored, dict):
+        return "run", "the shard does not record which run made it"
+    for k in _SHARD_RUN_KEYS:
+        if stored.get(k) != run.get(k):
+            return k, f"the shard has {stored.get(k)!r}, this run {run.get(k)!r}"
+    gen = ep.provenance.generator or {}
+    for k, have, want in (("episode_index", gen.get("episode_index"), plan.index), ("episode seed", gen.get("seed"), plan.seed),
+                          ("hand", gen.get("hand"), plan.hand), ("object", ep.object.name, plan.object_name)):
+        if have != want:
+            return k, f"the shard has {have!r}, this run plans {want!r}"
+    return None
+
+
+def _check_shard(path: Path, plan: EpisodePlan, run: dict) -> bool:
+    """True if ``path`` is a whole shard of episode ``plan`` of ``run``; False if unreadable (it is
+    removed, to be simulated again); ConfigError if it is another run's episode (never mixed in)."""
+    try:
+        ep, extra = read_shard(path)
+    except CaptureError:
+        path.unlink(missing_ok=True)
+        return False
+    bad = _shard_mismatch(ep, extra, plan, run)
+    if bad is not None:
+        key, what = bad
+        raise ConfigError(f"belongs to another run ({key}: {what}); rerun with that run's arguments to resume it, "
+                          f"or delete {path.parent} to start over", file=path, key=key)
+    return True
+
+
+def _done_before(parts: Path, plans, run: dict) -> tuple[set, list, list]:
+    """(indices with a shard of this run, ungraspable skips recorded by an earlier run, indices
+    whose unreadable shard was removed to be simulated again).
+
+    Shards are renamed into place only when complete, but a disk error or a hand edit can
+    still corrupt one: each is read and checked against ``run`` here. The temporary files of
+    writes a kill interrupted are removed.
     """
     for tmp in parts.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)
-    done, skipped = set(), []
+    done, skipped, redo = set(), [], []
     for p in plans:
-        if shard_path(parts, p.index).is_file():
-            done.add(p.index)
+        path = shard_path(parts, p.index)
+        if path.is_file() or path.is_symlink() or path.exists():
+            if path.is_file() and _check_shard(path, p, run):
+                done.add(p.index)
+            else:
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+                redo.append(p.index)
         elif _skip_path(parts, p.index).is_file():
             try:
                 skipped.append(json.loads(_skip_path(parts, p.index).read_text()))
             except (OSError, json.JSONDecodeError):
                 pass  # rerun it
-    return done, skipped
+    return done, skipped, redo
 
 
 def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool) -> None:
@@ -476,8 +567,6 @@ def generate(config_path, *, objects: str, episodes: int, out, workers: int = 1,
     Returns:
       GenerateReport (datasets, counts, skipped episodes with reasons, rates).
     """
-    from tqdm.auto import tqdm
-
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; allowed: {list(BACKENDS)}", key="backend")
     if hand not in (*HANDS, "both"):
@@ -489,17 +578,46 @@ def generate(config_path, *, objects: str, episodes: int, out, workers: int = 1,
     out = Path(out)
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out}: already exists (pass overwrite=True / --overwrite to replace it)")
+    hands = HANDS if hand == "both" else (hand,)
+    if overwrite:
+        _check_replaceable(out, hands)
+    with pid_lock(out):
+        return _generate(config_path, objects=objects, episodes=episodes, out=out, workers=workers, seed=seed,
+                         backend=backend, overrides=overrides, hand=hand, hands=hands, progress=progress,
+                         duration=duration, noise_seed=noise_seed, simulate_fn=simulate_fn, overwrite=overwrite,
+                         keep_parts=keep_parts)
+
+
+def _check_replaceable(out: Path, hands) -> None:
+    """With ``--overwrite``: refuse up front (before any simulation) to replace a folder that is not ours."""
+    if len(hands) == 1:
+        if out.exists() or out.is_symlink():
+            check_replaceable_dataset(out)
+        return
+    for h in hands:
+        if (out / h).exists() or (out / h).is_symlink():
+            check_replaceable_dataset(out / h)
+
+
+def _generate(config_path, *, objects, episodes, out: Path, workers, seed, backend, overrides, hand, hands, progress,
+              duration, noise_seed, simulate_fn, overwrite, keep_parts) -> GenerateReport:
+    """``generate`` after its arguments are checked, holding the output's lock."""
+    from tqdm.auto import tqdm
+
     parts = Path(f"{out}.parts")
 
     cfg = load_config(config_path, overrides)
     objs, objects_key = load_objects(objects)
     names = [o.name for o in objs]
     report = GenerateReport(requested=int(episodes), config_sha256=config_hash(cfg))
-    _check_manifest(parts, {
+    manifest = {
         "config_sha256": report.config_sha256, "objects": objects_key, "object_names": names, "seed": int(seed),
-        "hand": hand, "noise_seed": noise_seed, "duration": duration, "episodes": int(episodes)})
+        "hand": hand, "noise_seed": noise_seed, "duration": duration, "episodes": int(episodes)}
+    _check_manifest(parts, manifest)
+    run = {k: manifest[k] for k in _SHARD_RUN_KEYS}
     plans = plan_episodes(names, episodes, seed=seed, hand=hand, noise_seed=noise_seed)
-    done, skipped_before = _done_before(parts, plans)
+    done, skipped_before, report.regenerated = _done_before(parts, plans, run)
+    _write_manifest(parts, manifest)
     report.reused = len(done)
     report.skipped.extend(skipped_before)
     skipped_ids = {s["index"] for s in skipped_before}
@@ -519,7 +637,7 @@ def generate(config_path, *, objects: str, episodes: int, out, workers: int = 1,
             bar.set_postfix(skipped=len(report.skipped))
         bar.update(1)
 
-    init_args = (cfg, objs, simulate_fn, str(parts), duration, cfg["recorder"]["contact_regions"])
+    init_args = (cfg, objs, simulate_fn, str(parts), duration, cfg["recorder"]["contact_regions"], run)
     t0 = time.perf_counter()
     try:
         if not todo:
@@ -535,7 +653,6 @@ def generate(config_path, *, objects: str, episodes: int, out, workers: int = 1,
     report.elapsed_s = time.perf_counter() - t0
     report.skipped.sort(key=lambda s: s["index"])
 
-    hands = HANDS if hand == "both" else (hand,)
     if len(hands) > 1:
         out.mkdir(parents=True, exist_ok=overwrite)
     _assemble(out, parts, plans, hands, report, overwrite=overwrite)
