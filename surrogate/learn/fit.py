@@ -89,13 +89,13 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
         _load_best(m1, ck)
     prior_rows = validate(m1.model, dm)
     metrics["prior"] = {"initial": _summary(init_rows, rot_w), "fitted": _summary(prior_rows, rot_w),
-                        "law": m1.model.prior().to_json(), "history": m1.val_history, "wall_s": time.time() - t1}
+                        "law": {grp: m1.model.prior(grp).to_json() for grp in ("surface", "body")}, "history": m1.val_history, "wall_s": time.time() - t1}
     release, rows = m1.model, prior_rows
 
     # -- stage 2: the network's corrections ----------------------------------------------------
     if model_cfg.get("corrections", True) and stages["corrections"]["epochs"] > 0:
         t2 = time.time()
-        m2 = RolloutLightning({**model_cfg, "prior": m1.model.prior().to_json(), "corrections": True}, stage="corrections",
+        m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections",
                               lr=stages["corrections"]["lr"], loss=loss, data=dm)
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers
         tr2, ck2 = _trainer(out, "corrections", stages["corrections"]["epochs"], cfg.get("trainer", {}))

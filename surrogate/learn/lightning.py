@@ -174,7 +174,7 @@ class RolloutLightning(L.LightningModule):
         self.log("val/rot_deg", rot)
         self.log("val_score", score, prog_bar=True)
         self.val_history.append({"epoch": int(self.current_epoch), "pos_pct": pos, "rot_deg": rot, "score": score,
-                                 "prior": self.model.prior().to_json()})
+                                 "prior": {grp: self.model.prior(grp).to_json() for grp in ("surface", "body")}})
         self.last_val_rows = rows
 
     def configure_optimizers(self):

@@ -8,7 +8,9 @@
     forces = the law (``surrogate.model.law``) solved semi-implicitly with these parameters
 
 (k*, c*, mu*) is the global prior law (``LawPrior``; learnable log-parameters, fitted first on
-rollouts); the heads' last layers start at zero, so an untrained model *is* the prior law. The
+rollouts), one per contact group: contacts with static surfaces (ground, table) and with moving
+bodies (fingertip pads) are different materials. With ``units: si`` the prior is in N/m^p, s/m
+(F0 = L = V = 1 above): a pad squeezes every object with the same law. The heads' last layers start at zero, so an untrained model *is* the prior law. The
 corrections are bounded (factor e^s at most), and whatever the network outputs the force is the
 law's: zero at separation, a spring on penetration whose elastic part depends on configuration
 only, damping and friction that only dissipate. ``corrections=False`` builds no network: the
@@ -46,12 +48,17 @@ def _zero_last(seq: nn.Sequential) -> None:
     nn.init.zeros_(last.bias)
 
 
+GROUPS = ("surface", "body")  # the other side of a contact: a static surface (ground, table) or a moving body (a pad)
+
+
 class ContactLawGNN(nn.Module):
     """Per-contact forces of a passive law whose parameters a graph network corrects.
 
     Args:
-      prior: ``LawPrior`` fields (dict): the initial global law.
-      corrections: build the networks (False: the constant law only).
+      prior: ``LawPrior`` fields (dict) of the initial global law of contacts with static
+        surfaces (ground, table); ``prior_body``: of contacts with moving bodies (fingertip pads),
+        default the same. Both must have the same ``units``.
+      corrections: build the networks (False: the constant laws only).
       hidden, steps, mlp_layers: GNN width, message-passing steps, linear layers per MLP.
       bounds: (s_k, s_c, s_mu) log-bounds of the corrections.
       mu_max: upper bound of the friction coefficient.
@@ -59,17 +66,19 @@ class ContactLawGNN(nn.Module):
 
     graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
 
-    def __init__(self, *, prior: dict | None = None, corrections: bool = True, hidden: int = 32, steps: int = 2,
-                 mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0):
+    def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
+                 hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0):
         super().__init__()
-        p = LawPrior.from_json(prior or {})
+        ps = LawPrior.from_json(prior or {})
+        pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
+        if pb.units != ps.units or pb.exponent != ps.exponent or pb.slip_eps != ps.slip_eps:
+            raise ValueError("prior and prior_body must share units, exponent and slip_eps")
         self._hparams = dict(corrections=bool(corrections), hidden=int(hidden), steps=int(steps),
                              mlp_layers=int(mlp_layers), bounds=[float(b) for b in bounds], mu_max=float(mu_max))
-        self.exponent, self.slip_eps, self.mu_max = p.exponent, p.slip_eps, float(mu_max)
+        self.exponent, self.slip_eps, self.units, self.mu_max = ps.exponent, ps.slip_eps, ps.units, float(mu_max)
         self.bounds = tuple(float(b) for b in bounds)
-        self.log_stiffness = nn.Parameter(torch.tensor(math.log(p.stiffness)))
-        self.log_damping = nn.Parameter(torch.tensor(math.log(p.damping)))
-        self.log_friction = nn.Parameter(torch.tensor(math.log(p.friction)))
+        log = lambda name: nn.Parameter(torch.tensor([math.log(getattr(ps, name)), math.log(getattr(pb, name))]))  # noqa: E731
+        self.log_stiffness, self.log_damping, self.log_friction = log("stiffness"), log("damping"), log("friction")
         nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
         self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
         self.register_buffer("config_index", torch.tensor(CONFIG_EDGE_INDEX, dtype=torch.long), persistent=False)
@@ -86,15 +95,17 @@ class ContactLawGNN(nn.Module):
 
     @property
     def hparams(self) -> dict:
-        """Constructor arguments that rebuild this model, with the *fitted* prior (what a card records)."""
-        return {"prior": self.prior().to_json(), **self._hparams}
+        """Constructor arguments that rebuild this model, with the *fitted* priors (what a card records)."""
+        return {"prior": self.prior("surface").to_json(), "prior_body": self.prior("body").to_json(), **self._hparams}
 
     # -- parameters --------------------------------------------------------------------------
-    def prior(self) -> LawPrior:
-        """The current global law (fitted values)."""
-        return LawPrior(stiffness=float(self.log_stiffness.exp()), exponent=self.exponent,
-                        damping=float(self.log_damping.exp()), friction=float(self.log_friction.exp()),
-                        slip_eps=self.slip_eps)
+    def prior(self, group: str = "surface") -> LawPrior:
+        """The current global law of one contact group (fitted values)."""
+        i = GROUPS.index(group)
+        with torch.no_grad():
+            return LawPrior(stiffness=float(self.log_stiffness[i].exp()), exponent=self.exponent,
+                            damping=float(self.log_damping[i].exp()), friction=float(self.log_friction[i].exp()),
+                            slip_eps=self.slip_eps, units=self.units)
 
     def prior_parameters(self) -> list[nn.Parameter]:
         return [self.log_stiffness, self.log_damping, self.log_friction]
@@ -104,11 +115,11 @@ class ContactLawGNN(nn.Module):
         return [p for p in self.parameters() if id(p) not in prior]
 
     def law_parameters(self, g, vel=None, omega=None) -> torch.Tensor:
-        """[E, 3] nondimensional (k*, c*, mu) of every contact (prior times the bounded corrections)."""
+        """[E, 3] (k, c, mu) of every contact in the prior's units: the group's prior times the bounded corrections."""
         ef = self.edge_norm(G.edge_features(g, vel, omega).float())
         nf = self.node_norm(G.node_features(g, vel, omega).float())
-        E = ef.shape[0]
-        base = torch.stack([self.log_stiffness, self.log_damping, self.log_friction]).expand(E, 3)
+        group = (g.static[g.edge_index[0]] < 0.5).long()  # 0: a static surface, 1: a moving body
+        base = torch.stack([self.log_stiffness[group], self.log_damping[group], self.log_friction[group]], dim=1)
         if not self.corrections:
             return base.exp()
         s_k, s_c, s_mu = self.bounds
@@ -127,38 +138,44 @@ class ContactLawGNN(nn.Module):
         """[E, 3] contact forces on the object (world axes, N, float64); ``vel``/``omega`` override node velocities."""
         return self.solve(g, vel, omega)[0]
 
-    def solve(self, g, vel=None, omega=None):
-        """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law (float64)."""
-        vel = g.vel if vel is None else vel
-        omega = g.omega if omega is None else omega
-        vel, omega = vel.double(), omega.double()
-        B = g.object_index.shape[0]
-        obj = g.object_index
+    def law_terms(self, g, vel=None, omega=None) -> dict:
+        """The linearized law of every contact (float64): ``f0, a, b`` [E] (``law.point_law``), the normal
+        ``n`` [E, 3], ``u_oth`` [E, 3] the other body's point velocity; the solve of the step uses them.
+        (The hybrid stepper solves them with MuJoCo's full mobility, hand included: ``sim.law_solve``.)"""
+        vel = (g.vel if vel is None else vel).double()
+        omega = (g.omega if omega is None else omega).double()
         s, o = g.edge_index
         eg = G._edge_graph(g)
-        E = s.shape[0]
-        dt = g.dt.double()
-        if E == 0:
-            _, xi = solve_free_object(*(vel.new_zeros(0),) * 3, vel.new_zeros(0, 3), vel.new_zeros(0, 3), vel.new_zeros(0, 3),
-                                      eg, vel=vel[obj], omega=omega[obj], mass=g.mass_ref.double(),
-                                      inertia_w=g.inertia_w.double(), gravity=g.gravity.double(), dt=dt, num_envs=B)
-            return vel.new_zeros(0, 3), xi
         prm = self.law_parameters(g, vel, omega).double()
         L, V, F0 = (u.double()[eg] for u in G.units(g))
+        if self.units == "si":
+            L, V, F0 = torch.ones_like(L), torch.ones_like(V), torch.ones_like(F0)
         p = self.exponent
-        k = prm[:, 0] * F0 / L ** p
-        c = prm[:, 1] / V
-        mu = prm[:, 2]
         n = g.normal.double()
-        r_obj, r_oth = g.r_obj.double(), g.r_oth.double()
-        u_oth = vel[s] + torch.cross(omega[s], r_oth, dim=-1)
-        v = vel[o] + torch.cross(omega[o], r_obj, dim=-1) - u_oth
+        u_oth = vel[s] + torch.cross(omega[s], g.r_oth.double(), dim=-1)
+        v = vel[o] + torch.cross(omega[o], g.r_obj.double(), dim=-1) - u_oth
         vn = (v * n).sum(-1)
         vt = v - vn[:, None] * n
         speed = torch.sqrt((vt * vt).sum(-1) + 1e-30)
-        f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=k, p=p, c=c, mu=mu, eps=self.slip_eps * V, dt=dt[eg])
-        return solve_free_object(f0, a, b, n, r_obj, u_oth, eg, vel=vel[obj], omega=omega[obj], mass=g.mass_ref.double(),
-                                 inertia_w=g.inertia_w.double(), gravity=g.gravity.double(), dt=dt, num_envs=B)
+        f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=prm[:, 2],
+                                eps=self.slip_eps * V, dt=g.dt.double()[eg])
+        return {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth}
+
+    def solve(self, g, vel=None, omega=None):
+        """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law for the free object
+        against kinematic other bodies (``law.solve_free_object``; float64). The twin trains through this."""
+        vel = (g.vel if vel is None else vel).double()
+        omega = (g.omega if omega is None else omega).double()
+        obj = g.object_index
+        eg = G._edge_graph(g)
+        if eg.numel():
+            t = self.law_terms(g, vel, omega)
+        else:
+            z = vel.new_zeros(0)
+            t = {"f0": z, "a": z, "b": z, "n": vel.new_zeros(0, 3), "u_oth": vel.new_zeros(0, 3)}
+        return solve_free_object(t["f0"], t["a"], t["b"], t["n"], g.r_obj.double(), t["u_oth"], eg, vel=vel[obj],
+                                 omega=omega[obj], mass=g.mass_ref.double(), inertia_w=g.inertia_w.double(),
+                                 gravity=g.gravity.double(), dt=g.dt.double(), num_envs=obj.shape[0])
 
 
 def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:

@@ -73,12 +73,18 @@ def point_law(depth, vn, speed, *, k, p, c, mu, eps, dt):
     return f0, a, b, fn
 
 
+UNITS = ("weight", "si")
+
+
 @dataclass
 class LawPrior:
-    """Global (nondimensional) parameters of the law: the constant law a network corrects.
+    """Global parameters of the law: the constant law a network corrects.
 
-    stiffness: k in F0 / L^p.  exponent: p.  damping: c in 1 / V.  friction: mu.
-    slip_eps: eps in V.  With F0 = m |g| (object weight), L = object size, V = sqrt(|g| L).
+    stiffness: k.  exponent: p.  damping: c.  friction: mu.  slip_eps: eps.
+    units: ``weight``: k in F0 / L^p, c in 1 / V, eps in V (F0 = m |g| the object's weight, L its size,
+    V = sqrt(|g| L)): the law scales with the object, right for one object on a surface;
+    ``si``: k in N / m^p, c in s / m, eps in m / s: a material's law, the same for every object
+    (fingertip pads squeeze light and heavy objects with the same grip force).
     """
 
     stiffness: float = 300.0
@@ -86,9 +92,12 @@ class LawPrior:
     damping: float = 1.0
     friction: float = 0.3
     slip_eps: float = 1e-3
+    units: str = "weight"
 
     def to_json(self) -> dict:
-        return {k: float(v) for k, v in asdict(self).items()}
+        d = {k: float(v) for k, v in asdict(self).items() if k != "units"}
+        d["units"] = self.units
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "LawPrior":
@@ -96,12 +105,32 @@ class LawPrior:
         bad = sorted(set(d) - known)
         if bad:
             raise ValueError(f"unknown law prior keys {bad}; known: {sorted(known)}")
-        out = cls(**{k: float(v) for k, v in d.items()})
+        units = d.get("units", "weight")
+        if units not in UNITS:
+            raise ValueError(f"law prior units must be one of {UNITS}, got {units!r}")
+        try:
+            out = cls(**{k: float(v) for k, v in d.items() if k != "units"}, units=units)
+        except (TypeError, ValueError):
+            raise ValueError(f"law prior values must be numbers, got {d!r}") from None
         for name in ("stiffness", "exponent", "damping", "friction", "slip_eps"):
             v = getattr(out, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"law prior {name} must be positive and finite, got {v!r}")
         return out
+
+
+def semi_implicit_solve(K, W, w0, xi_free, dt):
+    """Contact forces at the end-of-step velocity (numpy, [n] / [n, n]): ``F`` solving
+    ``(I + dt K W) F = w0 - K xi_free``.
+
+    ``K`` [n, n]: block-diagonal damping of the linearized law (per point ``a I + b n n^T``, or a
+    patch's 6x6 sum); ``W`` [n, n]: the contacts' mobility ``J M^-1 J^T``; ``w0`` [n]: the elastic
+    forces ``f0 n``; ``xi_free`` [n]: the contact velocities at the end of the step without contact
+    forces. Used by the capture rig (patch wrenches) and by the hybrid stepper (point forces).
+    """
+    A = dt * K @ W
+    A.flat[:: A.shape[0] + 1] += 1.0
+    return np.linalg.solve(A, w0 - K @ xi_free)
 
 
 def skew(r: torch.Tensor) -> torch.Tensor:

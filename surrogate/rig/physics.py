@@ -71,7 +71,7 @@ import mujoco
 import numpy as np
 import trimesh
 
-from surrogate.model.law import point_law
+from surrogate.model.law import point_law, semi_implicit_solve
 from surrogate.objects.asset import ObjectAsset
 from surrogate.rig.effects import compliant_pads, mass_mismatch, stribeck_friction
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
@@ -486,9 +486,7 @@ class RigPhysics:
         X = np.zeros_like(J)
         mujoco.mj_solveM(m, d, X, J)
         W = J @ X.T
-        A = dt * K @ W
-        A.flat[:: 6 * P + 1] += 1.0
-        w = np.linalg.solve(A, w0.ravel() - K @ xi_free).reshape(P, 6)
+        w = semi_implicit_solve(K, W, w0.ravel(), xi_free, dt).reshape(P, 6)
         xi_new = (xi_free + dt * W @ w.ravel()).reshape(P, 6)
 
         patches = []

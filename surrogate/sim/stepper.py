@@ -43,6 +43,7 @@ from ..errors import ConfigError, SurrogateError
 from ..scenes import ROLES, set_contact_mode
 from .batch import GraphBuilder
 from .contact import InputRange
+from .law_solve import law_forces
 
 CONTACT_MODES = ("analytic", "surrogate")
 BAD_FORCE_POLICIES = ("raise", "fallback")
@@ -155,6 +156,7 @@ class Stepper:
                            contact_model.node_norm.register_forward_pre_hook(hook("node"))]
         # Law models solve their forces semi-implicitly in float64 (``ContactLawGNN.graph_dtype``).
         self.graph_dtype = getattr(contact_model, "graph_dtype", torch.float32)
+        self.law_model = hasattr(contact_model, "law_terms")
         self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
         self.last_wrench: np.ndarray | None = None  # [B, K, 6] of the last surrogate step
         self._warned: set[str] = set()
@@ -255,8 +257,11 @@ def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
         stepper._features.clear()
         stepper._capture = True
         try:
-            with torch.inference_mode():
-                f = model(g)
+            if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
+                f = law_forces(m, datas, cb, model)
+            else:
+                with torch.inference_mode():
+                    f = model(g)
         finally:
             stepper._capture = False
         forces = f.detach().double().numpy() if isinstance(f, torch.Tensor) else np.asarray(f, dtype=np.float64)
