@@ -369,7 +369,11 @@ def as_schema_1_0(root: Path) -> None:
             col = pa.FixedSizeListArray.from_arrays(col, 1)
         fields.append(pa.field(name, col.type))
         cols.append(col)
-    pq.write_table(pa.Table.from_arrays(cols, schema=pa.schema(fields)), path)
+    hf = {t.name: {"dtype": feats[t.name]["dtype"], "_type": "Value"} if pa.types.is_primitive(t.type) else
+          {"feature": {"dtype": feats[t.name]["dtype"], "_type": "Value"}, "length": t.type.list_size, "_type": "List"}
+          for t in fields}
+    schema = pa.schema(fields, metadata={b"huggingface": json.dumps({"info": {"features": hf}}).encode()})
+    pq.write_table(pa.Table.from_arrays(cols, schema=schema), path)
     info_path.write_text(json.dumps(info))
     _edit_contact(root, lambda c: (c.__setitem__("schema_version", "1.0"), c["features"].pop("observation.environment_state")))
 
