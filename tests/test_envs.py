@@ -196,3 +196,34 @@ def test_non_finite_action_raises(bad):
         venv.step(acts)
     with pytest.raises(ValueError, match=r"expected \[2, 6\]"):
         venv.step(np.zeros((2, 5)))
+
+
+def test_per_copy_ood_and_fallback_counts_add_up():
+    """The vector env attributes the stepper's batch counts to copies; they sum to the stepper's own."""
+    import warnings
+
+    from surrogate.model.checkpoint import load_checkpoint
+
+    net, _ = load_checkpoint(REPO / "checkpoints/cube_tosses")  # never saw pads: out-of-range contacts
+    venv = GraspVectorEnv(3, object="box", contact="surrogate", contact_model=net)
+    single = GraspEnv(object="box", contact="surrogate", contact_model=net)
+    venv.reset(seed=1)
+    single.reset(seed=2)  # the same start as copy 1
+    rng = np.random.default_rng(0)
+    ood, falls = np.zeros(3, int), np.zeros(3, int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = venv.task.stepper.stats()
+        alike = True  # copy 1 and the single env run the same episode until it ends
+        for _ in range(30):
+            a = rng.uniform(-1, 1, size=(3, 6)).astype(np.float32)
+            _, _, term, trunc, info = venv.step(a)
+            if alike:
+                sinfo = single.step(a[1])[-1]
+                assert info["ood_contacts"][1] == sinfo["ood_contacts"]
+                alike = not (term[1] or trunc[1])
+            ood += np.where(info["_ood_contacts"], info["ood_contacts"], 0)
+            falls += np.where(info["_fallbacks"], info["fallbacks"], 0)
+        after = venv.task.stepper.stats()
+    assert ood.sum() == after["ood_edges"] - before["ood_edges"] > 0
+    assert falls.sum() == after["fallbacks"] - before["fallbacks"]
