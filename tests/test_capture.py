@@ -269,7 +269,9 @@ def test_lerobot_v3_metadata(tmp_path):
     assert feats["observation.state"]["names"] == ["j0.pos", "j1.pos", "j2.pos"]
     assert feats["action"]["names"] == ["j0.cmd", "j1.cmd", "j2.cmd"]
     assert feats["observation.wrench"]["shape"] == [12] and feats["observation.wrench"]["names"][6] == "index.fx"
-    assert feats["observation.object_pose_valid"]["dtype"] == "bool"
+    # float32 0/1 (schema 1.1): LeRobot's normalizer cannot take a bool feature
+    assert feats["observation.object_pose_valid"] == {"dtype": "float32", "shape": [1], "names": None}
+    assert feats["observation.environment_state"] == feats["observation.object_pose"]
     for key, f in feats.items():
         assert set(f) == {"dtype", "shape", "names"}, key
         if f["names"] is not None:
@@ -309,6 +311,116 @@ def test_tasks_parquet_has_pandas_index(tmp_path):
     data = pq.read_table(tmp_path / "ds/data/chunk-000/file-000.parquet", columns=["episode_index", "task_index"])
     by_ep = dict(zip(data["episode_index"].to_pylist(), data["task_index"].to_pylist()))
     assert [by_ep[i] for i in range(3)] == [tasks[e.task] for e in eps]
+
+
+# --------------------------------------------------------------------------- width-1 features, schema 1.0
+def width_one_episode(ep_id="w0", seed=0, T=12) -> Episode:
+    """A 1-joint hand with one wrench sensor, one taxel, one contact region and width-1 truth."""
+    rng = np.random.default_rng(seed)
+    ep = make_episode(ep_id, seed=seed, T=T, full=False)
+    ep.object_pose_valid = np.r_[True, rng.random(T - 1) > 0.3]
+    ep.joint_pos, ep.joint_vel, ep.joint_cmd = (rng.standard_normal((T, 1)) for _ in range(3))
+    ep.wrench = rng.standard_normal((T, 1, 6))
+    ep.tactile = rng.random((T, 1))
+    ep.contact_regions = (rng.random((T, 1)) > 0.5).astype(float)
+    ep.truth = {"mass": np.full(T, 0.2), "count": rng.random((T, 1)), "com": rng.random((T, 3))}
+    return ep
+
+
+def width_one_meta() -> DatasetMeta:
+    return DatasetMeta(name="test/width1", joint_names=["j0"], wrench_sensors=["tip"], tactile_unit="N",
+                       contact_region_seeds={"box": [[0.0, 0.0, 0.01]]})
+
+
+def test_width_one_features_are_scalar_columns(tmp_path):
+    # LeRobot maps every shape-(1,) feature to a scalar Value, whatever its names.
+    eps = [width_one_episode("w0", 0), width_one_episode("w1", 1)]
+    write_dataset(tmp_path / "ds", eps, width_one_meta())
+    feats = json.loads((tmp_path / "ds/meta/info.json").read_text())["features"]
+    schema = pq.read_schema(tmp_path / "ds/data/chunk-000/file-000.parquet")
+    hf = json.loads(schema.metadata[b"huggingface"])["info"]["features"]
+    for key in ("observation.state", "observation.joint_velocity", "action", "observation.tactile",
+                "annotation.contact_regions", "truth.mass", "truth.count", "observation.object_pose_valid"):
+        assert feats[key]["shape"] == [1], key
+        assert schema.field(key).type == pa.float32(), key
+        assert hf[key] == {"dtype": "float32", "_type": "Value"}, key
+    assert feats["observation.state"]["names"] == ["j0.pos"]
+    assert schema.field("truth.com").type == pa.list_(pa.float32(), 3)
+    assert schema.field("observation.wrench").type == pa.list_(pa.float32(), 6)
+    for got, want in zip(read_dataset(tmp_path / "ds", include_truth=True).episodes, eps):
+        assert_episode_close(got, want, truth=True)
+
+
+def as_schema_1_0(root: Path) -> None:
+    """Rewrite a dataset in place into the layout schema 1.0 wrote: valid flag as bool, every other
+    width-1 feature (not the LeRobot index keys) as a fixed-size list of 1, no environment state."""
+    info_path = root / "meta/info.json"
+    info = json.loads(info_path.read_text())
+    feats = info["features"]
+    feats.pop("observation.environment_state", None)
+    path = root / "data/chunk-000/file-000.parquet"
+    table = pq.read_table(path).drop_columns(["observation.environment_state"])
+    fields, cols = [], []
+    for name in table.column_names:
+        col = table[name].combine_chunks()
+        if name == "observation.object_pose_valid":
+            col, feats[name]["dtype"] = col.cast(pa.bool_()), "bool"
+        elif feats[name]["shape"] == [1] and name not in ("timestamp", "frame_index", "episode_index", "index", "task_index"):
+            col = pa.FixedSizeListArray.from_arrays(col, 1)
+        fields.append(pa.field(name, col.type))
+        cols.append(col)
+    hf = {t.name: {"dtype": feats[t.name]["dtype"], "_type": "Value"} if pa.types.is_primitive(t.type) else
+          {"feature": {"dtype": feats[t.name]["dtype"], "_type": "Value"}, "length": t.type.list_size, "_type": "List"}
+          for t in fields}
+    schema = pa.schema(fields, metadata={b"huggingface": json.dumps({"info": {"features": hf}}).encode()})
+    pq.write_table(pa.Table.from_arrays(cols, schema=schema), path)
+    info_path.write_text(json.dumps(info))
+    _edit_contact(root, lambda c: (c.__setitem__("schema_version", "1.0"), c["features"].pop("observation.environment_state")))
+
+
+@pytest.mark.parametrize("kind", ["full", "width_one"])
+def test_reads_schema_1_0_layout(tmp_path, kind):
+    if kind == "full":
+        eps, meta = [make_episode(f"ep{i}", seed=i) for i in range(2)], full_meta()
+    else:
+        eps, meta = [width_one_episode("w0", 0), width_one_episode("w1", 1)], width_one_meta()
+    write_dataset(tmp_path / "ds", eps, meta)
+    as_schema_1_0(tmp_path / "ds")
+    schema = pq.read_schema(tmp_path / "ds/data/chunk-000/file-000.parquet")
+    assert schema.field("observation.object_pose_valid").type == pa.bool_()
+    assert "observation.environment_state" not in schema.names
+    ds = read_dataset(tmp_path / "ds", include_truth=True)
+    assert ds.contact["schema_version"] == "1.0"
+    for got, want in zip(ds.episodes, eps):
+        assert_episode_close(got, want, truth=True)
+
+
+def test_written_schema_version_and_environment_state(tmp_path):
+    eps = full_dataset(tmp_path / "ds", n=2)
+    contact = json.loads((tmp_path / "ds" / CONTACT_META).read_text())
+    assert contact["schema_version"] == "1.1"
+    assert "observation.environment_state" in contact["features"]
+    table = pq.read_table(tmp_path / "ds/data/chunk-000/file-000.parquet")
+    env = np.array(table["observation.environment_state"].to_pylist())
+    pose = np.array(table["observation.object_pose"].to_pylist())
+    np.testing.assert_array_equal(env, pose)
+    valid = table["observation.object_pose_valid"].to_numpy()
+    assert valid.dtype == np.float32 and set(np.unique(valid)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(valid[:eps[0].num_frames], eps[0].object_pose_valid)
+
+
+def test_valid_flag_other_than_0_or_1_is_rejected(tmp_path):
+    full_dataset(tmp_path / "ds", n=1)
+    path = tmp_path / "ds/data/chunk-000/file-000.parquet"
+    table = pq.read_table(path)
+    i = table.column_names.index("observation.object_pose_valid")
+    v = table["observation.object_pose_valid"].to_numpy().copy()
+    v[4] = 0.5
+    pq.write_table(table.set_column(i, "observation.object_pose_valid", pa.array(v)), path)
+    with pytest.raises(CaptureError) as ei:
+        read_dataset(tmp_path / "ds")
+    assert (ei.value.episode, ei.value.field) == ("ep0", "observation.object_pose_valid")
+    assert "must be 0 or 1, got 0.5 at frame 4" in ei.value.reason
 
 
 # --------------------------------------------------------------------------- validator

@@ -1,12 +1,61 @@
-"""The command line: scene export and the main job end to end."""
+"""The command line: version, help for every argument, scene export and the main job end to end."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import mujoco
+import pytest
 
-from surrogate.cli import main
+from surrogate import __version__
+from surrogate.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _commands(parser: argparse.ArgumentParser, path=("surrogate",)):
+    """(command path, parser) for the parser and every subcommand under it."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, path + (name,))
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as ei:
+        main(["--version"])
+    assert ei.value.code == 0
+    assert capsys.readouterr().out.strip() == f"surrogate {__version__}"
+    out = subprocess.run([sys.executable, "-m", "surrogate.cli", "--version"], capture_output=True, text=True,
+                         timeout=60, cwd=REPO, check=True)
+    assert out.stdout.strip() == f"surrogate {__version__}"
+
+
+def test_every_argument_and_command_has_help():
+    missing = []
+    for path, parser in _commands(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                missing += [f"{' '.join(path)} {c.dest}" for c in action._choices_actions if not c.help]
+            elif not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}")
+    assert missing == []
+
+
+def test_help_text_shows_every_argument(capsys):
+    for path, parser in _commands(build_parser()):
+        text = parser.format_help()
+        for action in parser._actions:
+            if action.help and not isinstance(action, argparse._SubParsersAction):
+                assert action.help.split("%")[0][:30] in " ".join(text.split()), (path, action.dest)
+    with pytest.raises(SystemExit) as ei:
+        main(["rig", "generate", "--help"])
+    assert ei.value.code == 0 and "--episodes" in capsys.readouterr().out
 
 
 def test_scene_command_writes_loadable_mjcf(tmp_path, capsys):

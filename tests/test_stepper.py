@@ -231,15 +231,18 @@ def test_vector_env_equals_single_envs():
     sobs = np.stack([e.reset(seed=10 + i)[0] for i, e in enumerate(singles)])
     np.testing.assert_array_equal(obs, sobs)
     rng = np.random.default_rng(0)
-    calls = venv.unwrapped.task.stepper.stats()["network_calls"]
+    before = venv.unwrapped.task.stepper.stats()
     for _ in range(4):
         a = rng.uniform(-1, 1, size=(3, 6)).astype(np.float32)
         obs, rew, term, trunc, _ = venv.step(a)
         out = [e.step(a[i]) for i, e in enumerate(singles)]
         np.testing.assert_allclose(obs, np.stack([o[0] for o in out]), atol=1e-5)
         np.testing.assert_allclose(rew, [o[1] for o in out], atol=1e-6)
-    # one network call per physics step for all copies: 4 actions x 10 physics steps
-    assert venv.unwrapped.task.stepper.stats()["network_calls"] - calls == 40
+    # at most one network call per physics step for all copies (none on a step without contacts:
+    # the untrained model can toss the box off the table): 4 actions x 10 physics steps
+    after = venv.unwrapped.task.stepper.stats()
+    assert after["physics_steps"] - before["physics_steps"] == 40
+    assert 0 < after["network_calls"] - before["network_calls"] <= 40
 
 
 def test_pad_sensors_include_surrogate_wrench():

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
-from .schema import CONTACT_META, FEATURE_KEYS, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
+from .schema import CONTACT_META, ENV_STATE_KEY, FEATURE_KEYS, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
 from .writer import EPISODES_PATH
 
 STATS = "meta/stats.json"
@@ -180,7 +180,8 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     meta.robot_type = info.get("robot_type", "none")
     validate_meta(meta, file=root / CONTACT_META)
     features = info["features"]
-    wanted = [k for k in features if include_truth or not k.startswith(TRUTH_PREFIX)]
+    # observation.environment_state (schema >= 1.1) repeats observation.object_pose: not read.
+    wanted = [k for k in features if (include_truth or not k.startswith(TRUTH_PREFIX)) and k != ENV_STATE_KEY]
     objects = _objects_from_contact(contact, root / CONTACT_META)
     ep_meta = _episode_entries(contact, root / CONTACT_META)
 
@@ -242,6 +243,31 @@ def _episode_from_columns(cols, em, objects, contact_features, root) -> Episode:
         raise CaptureError(f"malformed episode entry ({what})", file=root / CONTACT_META, episode=ep_id, field="episodes") from None
 
 
+def _array_from_column(name: str, v: np.ndarray, em: dict, root: Path) -> np.ndarray:
+    """An Episode array from its column values, for every 1.x layout.
+
+    Args:
+      name: the Episode field (``FEATURE_KEYS``).
+      v: [T] (a scalar column: shape-(1,) features since schema 1.1, and the valid flag) or
+        [T, n] (a fixed-size list column; schema 1.0 also wrote width-1 features this way).
+    Returns:
+      object_pose_valid: [T] bool (stored as bool in 1.0, float32 0/1 since 1.1);
+      wrench: [T, S, 6]; every other field [T, n] float64.
+    """
+    if name == "object_pose_valid":
+        v = v.reshape(len(v), -1)[:, 0]
+        if v.dtype.kind == "f" and not np.isin(v, (0.0, 1.0)).all():
+            i = int(np.flatnonzero(~np.isin(v, (0.0, 1.0)))[0])
+            raise CaptureError(f"must be 0 or 1, got {float(v[i]):g} at frame {i}", file=root, episode=em.get("episode_id"),
+                               field=FEATURE_KEYS[name])
+        return v.astype(bool)
+    if v.ndim == 1:
+        v = v[:, None]  # a width-1 feature stored as a scalar column
+    if name == "wrench":
+        v = v.reshape(len(v), -1, 6)
+    return v.astype(np.float64) if v.dtype.kind == "f" else v
+
+
 def _build_episode(cols, em, objects, contact_features, root) -> Episode:
     order = np.argsort(cols["frame_index"], kind="stable")
     cols = {k: v[order] for k, v in cols.items()}
@@ -252,15 +278,7 @@ def _build_episode(cols, em, objects, contact_features, root) -> Episode:
     if isinstance(obj, CaptureError):
         raise CaptureError(obj.reason, file=obj.file, episode=em.get("episode_id"), field="objects")
     t = cols["timestamp"].astype(np.float64)
-    kw = {}
-    for name, key in FEATURE_KEYS.items():
-        if key in cols:
-            v = cols[key]
-            if name == "wrench":
-                v = v.reshape(len(v), -1, 6)
-            elif name == "object_pose_valid":
-                v = v.astype(bool).reshape(-1)
-            kw[name] = v.astype(np.float64) if v.dtype.kind == "f" else v
+    kw = {name: _array_from_column(name, cols[key], em, root) for name, key in FEATURE_KEYS.items() if key in cols}
     if "object_pose" not in kw:
         raise CaptureError("missing", file=root, episode=em.get("episode_id"), field=FEATURE_KEYS["object_pose"])
     truth = {}

@@ -11,7 +11,12 @@ field; this module is the single source of truth the code checks against.
 from __future__ import annotations
 
 SCHEMA_NAME = "contact-surrogate/capture"
-SCHEMA_VERSION = "1.0"
+# 1.1: shape-(1,) features are scalar parquet columns (LeRobot maps every shape-(1,) feature
+# to a scalar ``Value``); ``observation.object_pose_valid`` is float32 0/1 (LeRobot's
+# normalizer cannot take bools); ``observation.environment_state`` repeats the object pose
+# for LeRobot's stock policies. Readers accept every 1.x dataset (1.0: bool valid flag,
+# width-1 features as fixed-size lists of 1, no environment state).
+SCHEMA_VERSION = "1.1"
 CONTACT_META = "meta/contact.json"
 CODEBASE_VERSION = "v3.0"  # LeRobotDataset layout version we write
 
@@ -35,6 +40,9 @@ FEATURE_KEYS = {
     "tactile": "observation.tactile",
     "contact_regions": "annotation.contact_regions",
 }
+# The object pose again under the key LeRobot's policies (ACT, Diffusion) read as the
+# environment state; derived on write, ignored on read (``observation.object_pose`` is the source).
+ENV_STATE_KEY = "observation.environment_state"
 TRUTH_PREFIX = "truth."  # evaluation-only exact state; never read by training code
 LEROBOT_INDEX_KEYS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 

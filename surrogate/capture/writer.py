@@ -18,7 +18,7 @@ from ..atomic import atomic_directory, write_json_atomic
 from ..errors import CaptureError, ForeignOutputError
 from .episode import OPTIONAL_ARRAYS, DatasetMeta, Episode
 from .schema import (
-    CODEBASE_VERSION, CONTACT_META, FEATURE_KEYS, POSE_NAMES, POSE_UNITS, SCHEMA_NAME,
+    CODEBASE_VERSION, CONTACT_META, ENV_STATE_KEY, FEATURE_KEYS, POSE_NAMES, POSE_UNITS, SCHEMA_NAME,
     SCHEMA_VERSION, TRUTH_PREFIX, TWIST_NAMES, TWIST_UNITS, WRENCH_NAMES, WRENCH_UNITS,
 )
 from .stats import aggregate_stats, feature_stats
@@ -56,7 +56,9 @@ def _flat(ep: Episode, name: str) -> np.ndarray:
 
 def _feature_layout(ep: Episode, meta: DatasetMeta) -> dict:
     """LeRobot feature key -> (source, dtype, names, units, frame) for the arrays ``ep`` has."""
-    layout = {FEATURE_KEYS["object_pose"]: ("object_pose", "float32", POSE_NAMES, POSE_UNITS, "world")}
+    layout = {FEATURE_KEYS["object_pose"]: ("object_pose", "float32", POSE_NAMES, POSE_UNITS, "world"),
+              # the same pose under the key LeRobot's policies read as the environment state
+              ENV_STATE_KEY: ("env_state", "float32", POSE_NAMES, POSE_UNITS, "world")}
     J = None
     for name in OPTIONAL_ARRAYS:
         arr = getattr(ep, name)
@@ -64,7 +66,8 @@ def _feature_layout(ep: Episode, meta: DatasetMeta) -> dict:
             continue
         key = FEATURE_KEYS[name]
         if name == "object_pose_valid":
-            layout[key] = (name, "bool", None, ["1"], None)
+            # float32 0/1, not bool: LeRobot's normalizer cannot subtract a mean from a bool tensor
+            layout[key] = (name, "float32", None, ["1"], None)
         elif name == "object_twist":
             layout[key] = (name, "float32", TWIST_NAMES, TWIST_UNITS, f"linear: world, angular: {meta.angular_frame}")
         elif name in ("joint_pos", "joint_vel", "joint_cmd"):
@@ -86,6 +89,15 @@ def _feature_layout(ep: Episode, meta: DatasetMeta) -> dict:
         n = int(np.prod(np.asarray(arr).shape[1:])) if np.asarray(arr).ndim > 1 else 1
         layout[TRUTH_PREFIX + tname] = (f"truth:{tname}", "float32", [f"{tname}{i}" for i in range(n)], None, "evaluation only")
     return layout
+
+
+def _quantity(source: str) -> str:
+    """What ``meta/contact.json`` calls the quantity of a feature with layout source ``source``."""
+    if source.startswith("truth:"):
+        return "truth"
+    if source == "env_state":
+        return "object_pose (copy for LeRobot policies; read observation.object_pose)"
+    return source
 
 
 def _jsonable(obj, *, episode, field):
@@ -110,19 +122,34 @@ def _jsonable(obj, *, episode, field):
     return out
 
 
-def _column(values: np.ndarray, dtype: str) -> pa.Array:
+def _is_scalar(feature: dict) -> bool:
+    """LeRobot's rule (``get_hf_features_from_features``): a shape-(1,) feature is a scalar ``Value``
+    column, whatever its names; a shape-(k,) feature is a fixed-size list of k (``List``/``Sequence``)."""
+    return list(feature["shape"]) == [1]
+
+
+def _column(values: np.ndarray, dtype: str, feature: dict) -> pa.Array:
+    """One parquet column of a feature.
+
+    Args:
+      values: [T] or [T, n] per-frame values.
+      dtype: ``float32`` (or ``bool`` for LeRobot datasets of schema 1.0 style).
+      feature: its ``info.json`` entry; shape (1,) -> a [T] scalar column, (n,) -> [T] lists of n.
+    """
     if dtype == "bool":
         return pa.array(np.asarray(values, dtype=bool).reshape(-1))
     v = np.ascontiguousarray(values, dtype=np.float32)
-    if v.ndim == 1:
-        v = v[:, None]
+    v = v.reshape(len(v), -1)
+    if _is_scalar(feature):
+        return pa.array(v.reshape(-1))
     return pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), v.shape[1])
 
 
 def _hf_features(features: dict) -> dict:
+    """The ``huggingface`` schema metadata LeRobot writes for ``features`` (info.json style)."""
     out = {}
     for key, f in features.items():
-        if f["shape"] == [1] and f["names"] is None:
+        if _is_scalar(f):
             out[key] = {"dtype": f["dtype"], "_type": "Value"}
         else:
             out[key] = {"feature": {"dtype": f["dtype"], "_type": "Value"}, "length": f["shape"][0], "_type": "List"}
@@ -222,7 +249,7 @@ class CaptureWriter:
                 fields.append(pa.field(key, pa.bool_()))
             elif f["dtype"] == "int64":
                 fields.append(pa.field(key, pa.int64()))
-            elif f["shape"] == [1] and f["names"] is None:
+            elif _is_scalar(f):
                 fields.append(pa.field(key, pa.float32()))
             else:
                 fields.append(pa.field(key, pa.list_(pa.float32(), f["shape"][0])))
@@ -233,7 +260,7 @@ class CaptureWriter:
         if source.startswith("truth:"):
             a = np.asarray(ep.truth[source[6:]])
             return a.reshape(len(a), -1)
-        if source == "object_pose":
+        if source in ("object_pose", "env_state"):
             p = np.asarray(ep.object_pose, dtype=np.float64).copy()
             p[:, 3:] /= np.linalg.norm(p[:, 3:], axis=1, keepdims=True)  # store unit quaternions
             return p
@@ -246,7 +273,7 @@ class CaptureWriter:
         cols, stats = {}, {}
         for key, (source, dtype, _, _, _) in self._layout.items():
             v = self._values(ep, source)
-            cols[key] = _column(v, dtype)
+            cols[key] = _column(v, dtype, self._features[key])
             stats[key] = feature_stats(np.asarray(v, dtype=np.float32 if dtype != "bool" else bool).reshape(T, -1))
         t_rel = np.asarray(ep.timestamps, dtype=np.float64) - float(ep.timestamps[0])
         cols["timestamp"] = pa.array(t_rel.astype(np.float32))
@@ -356,7 +383,7 @@ class CaptureWriter:
             "name": self.meta.name,
             "capture_rate_hz": float(np.median(rates)),
             "features": {
-                key: {"quantity": src if not src.startswith("truth:") else "truth", "units": units, "frame": frame,
+                key: {"quantity": _quantity(src), "units": units, "frame": frame,
                       "evaluation_only": src.startswith("truth:"),
                       # parquet holds truth flattened to [T, n]; this restores [T, ...] on read.
                       **({"shape": self._truth_shapes[src[6:]]} if src.startswith("truth:") else {})}

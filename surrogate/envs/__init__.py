@@ -5,9 +5,13 @@ Importing this package registers (``gymnasium.make`` / ``gymnasium.make_vec``)::
     ContactSurrogate/GripperGrasp-v0   parallel-jaw gripper
     ContactSurrogate/HandGrasp-v0      three-finger hand
 
-    env = gymnasium.make("ContactSurrogate/GripperGrasp-v0", object="capsule", object_seed=100,
+Gymnasium 1.x loads no plugins (entry points) on its own, so a bare id needs this package
+imported first. Gymnasium's ``"module:EnvId"`` form imports the module itself, so this works in
+a fresh interpreter without importing the project::
+
+    env = gymnasium.make("surrogate.envs:ContactSurrogate/GripperGrasp-v0", object="capsule", object_seed=100,
                          contact="surrogate", checkpoint="checkpoints/rig_default")
-    venv = gymnasium.make_vec("ContactSurrogate/GripperGrasp-v0", num_envs=64,
+    venv = gymnasium.make_vec("surrogate.envs:ContactSurrogate/GripperGrasp-v0", num_envs=64,
                               vectorization_mode="vector_entry_point")   # one network call per physics step
 
 See ``surrogate.envs.grasp`` for spaces, reward and termination.

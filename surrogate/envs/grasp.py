@@ -20,10 +20,24 @@ Spaces (float32; J = 4 base joints + finger joints, P pads):
   on the pad is included: MuJoCo's sensors do not see ``qfrc_applied``); the object's rise
   above its rest height (1, m).
 
-Reward per step: ``min(rise, lift_target) / lift_target`` (0..1), and ``-drop_penalty`` on the
-step the episode terminates. Terminated: the object was lifted above ``lift_threshold`` and fell
-back to within 5 mm of the table (dropped), or it left the table (off the table top's area or
-5 cm below its surface), or the state is not finite. Truncated: ``max_episode_steps``.
+Actions are rate limited: the position target sent to each actuator moves from the previous
+target toward the commanded one by at most ``max_base_speed`` (0.5 m/s) for the base's x, y, z,
+``max_yaw_rate`` (25 rad/s) for its yaw, and, for the finger actuators, their whole
+``ctrlrange`` in ``finger_travel_time`` (0.16 s), per second of ``control_dt`` (the scripted grasp of
+``surrogate.policies`` stays inside these limits). A random policy therefore cannot fling the hand
+into the object. ``rate_limit=False`` sends the commanded targets at once. Actions that are not
+finite raise ``ValueError`` naming the environment and the action components.
+
+Held: the object touches at least two fingertips (each pad and the finger link it sits on,
+contact distance <= ``contact_tol``, 1 mm): both jaws of the gripper, two of the three fingers of
+the hand. Reward per step: ``min(rise, lift_target) / lift_target`` (0..1) while held, 0 otherwise,
+and ``-drop_penalty`` on the step the episode terminates. ``lifted`` is set once the object is
+above ``lift_threshold`` while held (an object knocked or tossed up is not lifted). Terminated: the
+object was lifted and fell back to within 5 mm of the table (dropped), or it left the table (off
+the table top's area or 5 cm below its surface), or the state is not finite. Truncated:
+``max_episode_steps``. ``info``: rise (m), held, fingertips (number touching), lifted, dropped,
+off_table, and after a step fallbacks and ood_contacts (this step's analytic fallbacks and
+out-of-training-range contacts of the surrogate).
 """
 
 from __future__ import annotations
@@ -46,6 +60,7 @@ from ..sim.stepper import CONTACT_MODES, Stepper, step
 
 HANDS = ("parallel_jaw", "three_finger")
 _DROP_BAND = 0.005  # m: a lifted object back within this of its rest height is dropped
+MIN_FINGERTIPS = 2  # fingertips touching the object for it to count as held
 
 
 def resolve_object(object=None, *, object_seed: int = 0, split: str | None = None, split_index: int = 0,
@@ -89,6 +104,9 @@ class GraspTask:
       lift_target: m, rise that earns the full reward.  lift_threshold: m, rise that counts as lifted.
       drop_penalty: reward on a terminating step.
       randomize: draw object yaw (uniform) and xy offset (+-``xy_noise`` m) at reset.
+      rate_limit: limit how fast the actuator targets move (module docstring); ``max_base_speed``
+        m/s, ``max_yaw_rate`` rad/s, ``finger_travel_time`` s for a finger's whole ctrlrange.
+      contact_tol: m, largest contact distance that counts as touching for ``held``.
       stepper_options: keyword options of ``Stepper`` (on_bad_force, max_force, ...); default
         ``on_bad_force="fallback"`` so a rollout continues and reports fallbacks in ``stats``.
     """
@@ -97,7 +115,9 @@ class GraspTask:
                  contact: str = "analytic", checkpoint: str | Path | None = None, contact_model=None,
                  control_dt: float = 0.02, timestep: float = 0.002, grip_force: float | None = None,
                  lift_target: float = 0.05, lift_threshold: float = 0.02, drop_penalty: float = 5.0,
-                 randomize: bool = True, xy_noise: float = 0.01, stepper_options: dict | None = None):
+                 randomize: bool = True, xy_noise: float = 0.01, rate_limit: bool = True,
+                 max_base_speed: float = 0.5, max_yaw_rate: float = 25.0, finger_travel_time: float = 0.16,
+                 contact_tol: float = 1e-3, stepper_options: dict | None = None):
         if hand not in HANDS:
             raise ConfigError(f"hand must be one of {HANDS}, got {hand!r}", key="hand")
         if contact not in CONTACT_MODES:
@@ -146,7 +166,17 @@ class GraspTask:
         self.obs_dim = 2 * len(jids) + 13 + 6 * len(self.pad_bodies) + 1
         self.action_space = spaces.Box(-1.0, 1.0, shape=(len(self.act_ids),), dtype=np.float32)
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(self.obs_dim,), dtype=np.float32)
+        self.max_delta = _max_target_step(self.ctrl_lo, self.ctrl_hi, self.control_dt, rate_limit=rate_limit,
+                                          base_speed=max_base_speed, yaw_rate=max_yaw_rate,
+                                          finger_time=finger_travel_time)
+        self.contact_tol = float(contact_tol)
+        self.geom_finger = _fingertip_of_geom(m, self.pad_bodies)
         self.lifted = np.zeros(self.num_envs, dtype=bool)
+        # per-copy counts of the last ``simulate``: analytic fallbacks, out-of-range contacts
+        self.last_fallbacks = np.zeros(self.num_envs, dtype=np.int64)
+        self.last_ood = np.zeros(self.num_envs, dtype=np.int64)
+        self._live = np.arange(self.num_envs)
+        _count_ood_per_env(self)
         # the contact model's wrench on each pad at the last physics step (world force, torque about the pad COM)
         self._pad_wrench = np.zeros((self.num_envs, len(self.pad_bodies), 6))
         self.steps = np.zeros(self.num_envs, dtype=np.int64)
@@ -183,16 +213,29 @@ class GraspTask:
         self._pad_wrench[i] = 0.0
 
     def apply_action(self, actions: np.ndarray, envs: Sequence[int] | None = None) -> None:
-        acts = np.asarray(actions, dtype=float).reshape(-1, len(self.act_ids))
-        envs = range(self.num_envs) if envs is None else envs
+        """Set the actuator targets of the given copies (all by default) from [n, nu] actions in [-1, 1].
+
+        Targets move toward the commanded ones by at most ``max_delta`` per step (the rate limit).
+        Raises ValueError for a wrong shape or a non-finite action, before any copy changes.
+        """
+        envs = list(range(self.num_envs)) if envs is None else [int(i) for i in envs]
+        acts = _checked_actions(actions, len(envs), len(self.act_ids), envs)
         for a, i in zip(acts, envs):
-            self.datas[i].ctrl[self.act_ids] = self.targets_from_action(a)
+            d = self.datas[i]
+            prev = d.ctrl[self.act_ids]
+            d.ctrl[self.act_ids] = prev + np.clip(self.targets_from_action(a) - prev, -self.max_delta, self.max_delta)
 
     def simulate(self, envs: Sequence[int] | None = None) -> None:
         """``control_dt`` of physics for the given copies (all by default), one network call per physics step."""
         envs = np.arange(self.num_envs) if envs is None else np.asarray(envs, dtype=int)
+        self.last_fallbacks[:] = 0
+        self.last_ood[:] = 0
         if len(envs):
+            before = self.stepper.stats()["fallback_envs"]
+            self._live = envs
             step(self.model, [self.datas[i] for i in envs], self.stepper, nstep=self.nsub)
+            for j, c in self.stepper.stats()["fallback_envs"].items():
+                self.last_fallbacks[envs[j]] += c - before.get(j, 0)
             if self.contact == "surrogate":
                 self._pad_wrench[envs] = self.stepper.pad_wrenches(self.pad_bodies)
 
@@ -243,20 +286,41 @@ class GraspTask:
         n = len(envs)
         rew, term = np.zeros(n), np.zeros(n, dtype=bool)
         rise, dropped, off = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        tips = np.zeros(n, dtype=np.int64)
         for r, i in enumerate(envs):
             d = self.datas[i]
             p = d.xipos[self.ob]
             finite = bool(np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all())
             rise[r] = p[2] - self.rest_z if finite else -np.inf
-            if rise[r] > self.lift_threshold:
+            tips[r] = self.fingertips_touching(i) if finite else 0
+            held = tips[r] >= MIN_FINGERTIPS
+            if held and rise[r] > self.lift_threshold:
                 self.lifted[i] = True
             dropped[r] = bool(self.lifted[i] and rise[r] < _DROP_BAND)
             off[r] = (not finite) or abs(p[0]) > TABLE_HALF[0] or abs(p[1]) > TABLE_HALF[1] or p[2] < TABLE_HEIGHT - 0.05
             term[r] = dropped[r] or off[r]
-            rew[r] = (min(max(rise[r], 0.0), self.lift_target) / self.lift_target if finite else 0.0) \
+            rew[r] = (min(max(rise[r], 0.0), self.lift_target) / self.lift_target if held else 0.0) \
                 - (self.drop_penalty if term[r] else 0.0)
-        info = {"rise": rise, "dropped": dropped, "off_table": off, "lifted": self.lifted[envs].copy()}
+        info = {"rise": rise, "held": tips >= MIN_FINGERTIPS, "fingertips": tips, "dropped": dropped, "off_table": off,
+                "lifted": self.lifted[envs].copy()}
         return rew, term, info
+
+    def fingertips_touching(self, i: int) -> int:
+        """Number of fingertips (a pad or the finger link that carries it) within ``contact_tol`` of the object in copy ``i``.
+
+        Uses the contacts MuJoCo detected at the last physics step (owned pairs are detected in
+        both contact modes), so it is the same test for analytic and surrogate contact.
+        """
+        d = self.datas[i]
+        n = d.ncon
+        if n == 0:
+            return 0
+        g1, g2 = d.contact.geom1[:n], d.contact.geom2[:n]
+        b1, b2 = self.model.geom_bodyid[g1], self.model.geom_bodyid[g2]
+        near = d.contact.dist[:n] <= self.contact_tol
+        other = np.where(b1 == self.ob, g2, np.where(b2 == self.ob, g1, -1))
+        fingers = self.geom_finger[other[(other >= 0) & near]]
+        return int(len(np.unique(fingers[fingers >= 0])))
 
     def render(self, renderer: mujoco.Renderer, i: int = 0) -> np.ndarray:
         cam = mujoco.MjvCamera()
@@ -264,6 +328,89 @@ class GraspTask:
         cam.distance, cam.azimuth, cam.elevation = 0.5, 135.0, -25.0
         renderer.update_scene(self.datas[i], camera=cam)
         return renderer.render()
+
+
+def _max_target_step(lo: np.ndarray, hi: np.ndarray, dt: float, *, rate_limit: bool, base_speed: float,
+                     yaw_rate: float, finger_time: float) -> np.ndarray:
+    """[nu] the largest change of each actuator's target in one control step (ctrl units).
+
+    Actuators are the base's x, y, z (m), yaw (rad), then the fingers (``lo``/``hi`` [nu]: ctrlrange).
+    """
+    if not rate_limit:
+        return np.full(len(lo), np.inf)
+    for key, v in (("max_base_speed", base_speed), ("max_yaw_rate", yaw_rate), ("finger_travel_time", finger_time)):
+        if not (np.isfinite(v) and v > 0):
+            raise ConfigError(f"{key} must be a positive number, got {v!r}", key=key)
+    out = (hi - lo) / finger_time * dt
+    out[:3] = base_speed * dt
+    out[3] = yaw_rate * dt
+    return out
+
+
+def _fingertip_of_geom(m: mujoco.MjModel, pad_bodies: np.ndarray) -> np.ndarray:
+    """[ngeom] the fingertip index of each geom (-1 for none): pad k's geoms and those of its parent link."""
+    out = np.full(m.ngeom, -1, dtype=np.int64)
+    for k, b in enumerate(pad_bodies):
+        for body in (int(b), int(m.body_parentid[b])):
+            out[m.geom_bodyid == body] = k
+    return out
+
+
+def _checked_actions(actions, n: int, nu: int, envs: list) -> np.ndarray:
+    """[n, nu] float actions; ValueError naming the environment and components if not finite or mis-shaped."""
+    try:
+        a = np.asarray(actions, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"action must be numbers, got {type(actions).__name__} ({e})") from None
+    if a.size != n * nu:
+        raise ValueError(f"action has shape {list(a.shape)}; expected {n} x {nu} (environments x actuators)")
+    a = a.reshape(n, nu)
+    bad = ~np.isfinite(a)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        comps = np.flatnonzero(bad[r]).tolist()
+        raise ValueError(f"action of environment {envs[r]} is not finite ({a[r, c]!r} at components {comps}); "
+                         "actions must be finite numbers in [-1, 1]")
+    return a
+
+
+def _count_ood_per_env(task: GraspTask) -> None:
+    """Count the stepper's out-of-range contacts per copy into ``task.last_ood``.
+
+    The stepper counts them for the whole batch; this wraps its range check (on this task's
+    stepper only) to attribute each out-of-range contact to its environment.
+    """
+    rng = task.stepper.input_range
+    if rng is None:
+        return
+    check = rng.check
+
+    def per_env_check(graph, *args, **kwargs):
+        r = check(graph, *args, **kwargs)
+        edge_env = graph.batch[graph.edge_index[1]].numpy()
+        counts = np.bincount(edge_env[np.asarray(r["edge"], bool)], minlength=len(task._live))
+        task.last_ood[task._live] += counts[:len(task._live)]
+        return r
+
+    rng.check = per_env_check
+
+
+def _env_info(task: GraspTask, info: dict, row: int, i: int, *, stepped: bool) -> dict:
+    """The ``info`` of one environment (copy ``i``, row ``row`` of ``task.evaluate``'s arrays), as ``GraspEnv`` returns it.
+
+    After a step it also holds this step's analytic fallbacks and out-of-training-range contacts
+    (cumulative counts: ``task.stepper.stats()``).
+    """
+    out = {k: v[row] for k, v in info.items()}
+    if stepped:
+        out["fallbacks"] = int(task.last_fallbacks[i])
+        out["ood_contacts"] = int(task.last_ood[i])
+    return out
+
+
+def _entropy_rngs(n: int) -> list:
+    """``n`` independent generators seeded from OS entropy (what an unseeded Gymnasium env uses)."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence().spawn(n)]
 
 
 def _make_task(num_envs, kwargs) -> GraspTask:
@@ -278,7 +425,10 @@ class GraspEnv(gym.Env):
     Keyword options: ``hand``, the object (``object`` family or ``ObjectAsset``, ``object_seed``, or
     ``split`` + ``split_index``, or ``mesh`` + ``mass``), ``contact`` (``analytic`` | ``surrogate``),
     ``checkpoint`` or ``contact_model``, ``render_mode`` (None | ``rgb_array``), ``width``, ``height``,
-    and the ``GraspTask`` options (control_dt, timestep, grip_force, lift_target, ...).
+    and the ``GraspTask`` options (control_dt, timestep, grip_force, lift_target, rate_limit,
+    max_base_speed, max_yaw_rate, finger_travel_time, contact_tol, ...). Actions are rate limited and
+    must be finite (``ValueError`` otherwise); reward and ``lifted`` need the object held between
+    two fingertips (module docstring).
     ``reset(options={"randomize": False})`` starts from the nominal pose.
     """
 
@@ -306,21 +456,15 @@ class GraspEnv(gym.Env):
         finally:
             t.randomize = randomize
         _, _, info = t.evaluate()
-        return t.observe()[0], {k: v[0] for k, v in info.items()}
+        return t.observe()[0], _env_info(t, info, 0, 0, stepped=False)
 
     def step(self, action):
         t = self.task
-        before = t.stepper.stats()
-        t.apply_action(action)
+        t.apply_action(np.asarray(action).reshape(1, -1))
         t.simulate()
         t.steps[0] += 1
         rew, term, info = t.evaluate()
-        info = {k: v[0] for k, v in info.items()}
-        after = t.stepper.stats()
-        # this step's analytic fallbacks and out-of-training-range contacts (cumulative: task.stepper.stats())
-        info["fallbacks"] = after["fallbacks"] - before["fallbacks"]
-        info["ood_contacts"] = after["ood_edges"] - before["ood_edges"]
-        return t.observe()[0], float(rew[0]), bool(term[0]), False, info
+        return t.observe()[0], float(rew[0]), bool(term[0]), False, _env_info(t, info, 0, 0, stepped=True)
 
     def render(self):
         if self.render_mode != "rgb_array":
@@ -339,13 +483,18 @@ class GraspVectorEnv(VectorEnv):
     """N copies of ``GraspEnv`` stepped together: ONE network call per physics step for all of them.
 
     Next-step autoreset (``AutoresetMode.NEXT_STEP``): the step after a copy terminated or was
-    truncated resets it and ignores its action. Copy ``i`` is seeded with ``seed + i``.
+    truncated resets it and ignores its action. Copy ``i`` is seeded with ``seed + i`` (or
+    ``seed[i]`` for a list); unseeded copies draw from OS entropy, so two unseeded vector envs
+    do not start alike. ``info`` holds what ``SyncVectorEnv`` over N ``GraspEnv`` would return:
+    every key of the single env's info as an [N] array and a ``_key`` [N] bool mask of the copies
+    that returned it (a copy reset on this step returns the reset info, without fallbacks and
+    ood_contacts).
 
     Args:
       num_envs: N.  max_episode_steps: truncation (None: never).  The rest as ``GraspEnv``.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 4, *, max_episode_steps: int | None = 150, render_mode: str | None = None,
                  width: int = 320, height: int = 240, **kwargs):
@@ -359,13 +508,16 @@ class GraspVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self._size = (height, width)
         self._renderer = None
-        self._rngs = [np.random.default_rng(i) for i in range(self.num_envs)]
+        self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.task.control_dt))}
+        self._rngs = _entropy_rngs(self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
         if seed is not None:
             seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
-            self._rngs = [np.random.default_rng(s) for s in seeds]
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"reset got {len(seeds)} seeds for {self.num_envs} environments")
+            self._rngs = [_entropy_rngs(1)[0] if s is None else np.random.default_rng(s) for s in seeds]
         t = self.task
         randomize = t.randomize
         if options and "randomize" in options:
@@ -377,25 +529,34 @@ class GraspVectorEnv(VectorEnv):
             t.randomize = randomize
         self._autoreset[:] = False
         _, _, info = t.evaluate()
-        return t.observe(), info
+        return t.observe(), self._batch_info(info, np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions):
         t = self.task
-        actions = np.asarray(actions)
+        actions = np.asarray(actions, dtype=float)
+        if actions.shape != (self.num_envs, len(t.act_ids)):
+            raise ValueError(f"actions have shape {list(actions.shape)}; expected [{self.num_envs}, {len(t.act_ids)}]")
         reset = np.flatnonzero(self._autoreset)
         live = np.flatnonzero(~self._autoreset)
+        t.apply_action(actions[live], live)  # checks every live action before anything changes
         for i in reset:
             t.reset_one(int(i), self._rngs[i])
-        t.apply_action(actions[live], live)
         t.simulate(live)
         t.steps[live] += 1
         rew, term, info = t.evaluate()
         trunc = np.zeros(self.num_envs, dtype=bool)
         if self.max_episode_steps is not None:
-            trunc = (t.steps >= self.max_episode_steps) & ~term
+            trunc = t.steps >= self.max_episode_steps  # as gymnasium's TimeLimit: may coincide with term
         rew[reset], term[reset], trunc[reset] = 0.0, False, False
         self._autoreset = term | trunc
-        return t.observe(), rew, term, trunc, info
+        return t.observe(), rew, term, trunc, self._batch_info(info, ~np.isin(np.arange(self.num_envs), reset))
+
+    def _batch_info(self, info: dict, stepped: np.ndarray) -> dict:
+        """Per-copy infos (``GraspEnv``'s) batched with gymnasium's own ``VectorEnv._add_info``: keys and ``_key`` masks."""
+        out = {}
+        for i in range(self.num_envs):
+            out = self._add_info(out, _env_info(self.task, info, i, i, stepped=bool(stepped[i])), i)
+        return out
 
     def render(self):
         if self.render_mode != "rgb_array":
