@@ -1,0 +1,281 @@
+"""Contact model v2: the passive law, its learned corrections, the twin, and rollout training.
+
+Property tests run the law with *perturbed* (untrained, large random) network corrections: what
+keeps a rollout passive must be the structure, not what training happened to find.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from surrogate.model.contact_law import CONFIG_EDGE_INDEX, ContactLawGNN
+from surrogate.model.law import LawPrior, point_law, solve_free_object
+from surrogate.objects import make_object
+from surrogate.scenes import build_scene
+from surrogate.sim import Stepper, step
+from surrogate.sim.twin import Twin
+
+from .conftest import SHARED, needs_shared
+
+torch.set_num_threads(1)
+CUBE = dict(stiffness=150.0, damping=2.0, friction=0.2, slip_eps=1e-3)
+PAD = dict(stiffness=1e5, damping=5.0, friction=1.0, slip_eps=1e-3, units="si")
+TABLE = dict(stiffness=1e6, damping=5.0, friction=0.8, slip_eps=1e-3, units="si")
+
+
+def _perturbed(model: ContactLawGNN, scale: float = 3.0, seed: int = 0) -> ContactLawGNN:
+    """Large random weights in every correction head (saturating the bounds)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.correction_parameters():
+            p.copy_(scale * torch.randn(p.shape, generator=g))
+    return model.eval()
+
+
+def _cube_scene(timestep=1 / 148 / 4):
+    obj = make_object("box", 0, size_x=0.1048, size_y=0.1048, size_z=0.1048, density=0.37 / 0.1048 ** 3)  # the ContactNets cube
+    return build_scene(obj, setting="ground", timestep=timestep, owned_margin=0.02, contact_mode="external")
+
+
+def _free_data(scene, pos, quat, vel, omega_b):
+    d = mujoco.MjData(scene.model)
+    qa, da = scene.object_qpos_adr, scene.object_dof_adr
+    d.qpos[qa:qa + 3], d.qpos[qa + 3:qa + 7] = pos, np.asarray(quat) / np.linalg.norm(quat)
+    d.qvel[da:da + 3], d.qvel[da + 3:da + 6] = vel, omega_b
+    mujoco.mj_forward(scene.model, d)
+    return d
+
+
+# -- the law --------------------------------------------------------------------------------------
+def test_point_law_is_zero_at_separation_and_only_dissipates():
+    rng = np.random.default_rng(0)
+    n = 1000
+    depth = rng.uniform(-1e-3, 1e-3, n)
+    vn, speed = rng.normal(0, 0.5, n), np.abs(rng.normal(0, 0.5, n))
+    f0, a, b, fn = point_law(depth, vn, speed, k=1e5, p=1.5, c=5.0, mu=0.8, eps=1e-3, dt=1e-3)
+    sep = depth <= 0
+    assert (f0[sep] == 0).all() and (a[sep] == 0).all() and (b[sep] == 0).all() and (fn[sep] == 0).all()
+    assert (f0 >= 0).all() and (a >= 0).all() and (a + b >= -1e-12).all()  # K = aI + b nn^T is PSD
+    # friction magnitude at the current velocity stays inside the cone
+    assert (a * speed <= 0.8 * fn * (1 + 1e-12)).all()
+    # the torch and numpy paths are one implementation
+    t = point_law(*(torch.tensor(x) for x in (depth, vn, speed)), k=1e5, p=1.5, c=5.0, mu=0.8, eps=1e-3, dt=1e-3)
+    for x, y in zip((f0, a, b, fn), t):
+        np.testing.assert_allclose(x, y.numpy(), rtol=1e-12, atol=0)
+
+
+def test_semi_implicit_friction_never_reverses_slip():
+    """A sliding point under a huge friction damping ends the step slower, never reversed."""
+    mass = torch.tensor([0.1], dtype=torch.float64)
+    inertia = torch.eye(3, dtype=torch.float64)[None] * 1e-5
+    for slip in (1e-4, 1e-2, 1.0):
+        vel = torch.tensor([[slip, 0.0, 0.0]], dtype=torch.float64)
+        n = torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64)
+        f0, a, b, _ = point_law(torch.tensor([1e-4]), torch.tensor([0.0]), torch.tensor([slip]), k=1e6, p=1.5, c=5.0,
+                                mu=2.0, eps=1e-6, dt=1e-3)
+        forces, xi = solve_free_object(f0.double(), a.double(), b.double(), n, torch.zeros(1, 3, dtype=torch.float64),
+                                       torch.zeros(1, 3, dtype=torch.float64), torch.zeros(1, dtype=torch.long), vel=vel,
+                                       omega=torch.zeros(1, 3, dtype=torch.float64), mass=mass, inertia_w=inertia,
+                                       gravity=torch.zeros(1, 3, dtype=torch.float64), dt=1e-3, num_envs=1)
+        v_end = float(xi[0, 0])
+        assert 0.0 <= v_end <= slip
+        assert float(forces[0, 0]) * v_end <= 0.0  # F_t . v_t' <= 0
+
+
+def test_untrained_model_is_the_prior_law_and_corrections_are_bounded():
+    scene = _cube_scene()
+    st_law = Stepper(scene, ContactLawGNN(prior=CUBE, corrections=False).eval())
+    d = _free_data(scene, [0, 0, 0.05], [0.9, 0.3, 0.2, 0.1], [0.3, 0, -0.5], [1.0, -2.0, 0.5])
+    mujoco.mj_step1(scene.model, d)
+    cb = st_law.builder.build(scene.model, [d], dtype=torch.float64)
+    assert cb.num_contacts >= 1
+    g = cb.graph
+    law = ContactLawGNN(prior=CUBE, corrections=False).eval()
+    net = ContactLawGNN(prior=CUBE, corrections=True).eval()
+    torch.testing.assert_close(net(g), law(g), rtol=0, atol=0)
+    _perturbed(net, scale=10.0)
+    prm = net.law_parameters(g)
+    base = torch.tensor([CUBE["stiffness"], CUBE["damping"], CUBE["friction"]])
+    ratio = (prm / base).log()
+    s_k, s_c, s_mu = net.bounds
+    assert (ratio[:, 0].abs() <= s_k + 1e-6).all() and (ratio[:, 1].abs() <= s_c + 1e-6).all()
+    assert (ratio[:, 2] <= s_mu + 1e-6).all() and (prm[:, 2] <= net.mu_max + 1e-6).all()
+    assert not torch.allclose(net(g), law(g))
+
+
+def test_stiffness_depends_on_configuration_only():
+    scene = _cube_scene()
+    d = _free_data(scene, [0, 0, 0.05], [0.9, 0.3, 0.2, 0.1], [0.3, 0, -0.5], [1.0, -2.0, 0.5])
+    mujoco.mj_step1(scene.model, d)
+    g = Stepper(scene, ContactLawGNN(prior=CUBE)).builder.build(scene.model, [d], dtype=torch.float64).graph
+    net = _perturbed(ContactLawGNN(prior=CUBE, corrections=True))
+    k1 = net.law_parameters(g)[:, 0]
+    k2 = net.law_parameters(g, g.vel * -3.0 + 0.7, g.omega * 5.0 - 1.0)[:, 0]
+    torch.testing.assert_close(k1, k2)
+    assert len(CONFIG_EDGE_INDEX) == 33
+
+
+def test_prior_config_is_checked():
+    with pytest.raises(ValueError, match="unknown law prior keys"):
+        LawPrior.from_json({"stifness": 1.0})
+    with pytest.raises(ValueError, match="positive"):
+        LawPrior.from_json({"damping": -1.0})
+    with pytest.raises(ValueError, match="units"):
+        LawPrior.from_json({"units": "imperial"})
+    with pytest.raises(ValueError, match="share units"):
+        ContactLawGNN(prior=CUBE, prior_body=PAD)
+
+
+# -- passivity in closed loop ---------------------------------------------------------------------
+def _energy(scene, d):
+    """Kinetic + gravitational energy (J) from qpos/qvel (after mj_step, xipos is the previous step's)."""
+    from surrogate.sim.twin import body_inertia
+
+    m = scene.model
+    b, qa, da = scene.object_body_id, scene.object_qpos_adr, scene.object_dof_adr
+    v, w = d.qvel[da:da + 3], d.qvel[da + 3:da + 6]
+    ke = 0.5 * m.body_mass[b] * v @ v + 0.5 * w @ body_inertia(m, b) @ w
+    return ke - m.body_mass[b] * (m.opt.gravity @ d.qpos[qa:qa + 3])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dropped_object_never_gains_energy(seed):
+    """A spinning cube dropped from 5 cm: kinetic + potential energy never exceeds its start (1e-4 relative:
+    the semi-implicit step's integration error), with saturated random corrections."""
+    scene = _cube_scene()
+    stepper = Stepper(scene, _perturbed(ContactLawGNN(prior=CUBE, corrections=True), seed=seed))
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=4)
+    d = _free_data(scene, [0, 0, 0.0524 * 1.8 + 0.05], q, [0.4, -0.2, 0.0], rng.normal(0, 6, 3))
+    e0 = _energy(scene, d)
+    es, touched = [], False
+    for _ in range(600):
+        step(scene.model, d, stepper)
+        es.append(_energy(scene, d))
+        touched |= stepper.stats()["contacts"] > 0
+    es = np.array(es)
+    assert touched and np.isfinite(es).all()
+    assert es.max() <= e0 + 1e-4 * abs(e0)
+    assert es[-1] < e0 - 0.1  # impacts dissipated energy (J)
+
+
+def test_object_at_rest_stays_within_1mm_for_10s():
+    scene = build_scene(make_object("box", 0), setting="table", timestep=0.002, contact_mode="external")
+    model = _perturbed(ContactLawGNN(prior=TABLE, prior_body=PAD, corrections=True))
+    stepper = Stepper(scene, model)
+    d = scene.make_data()
+    qa = scene.object_qpos_adr
+    for _ in range(250):  # 0.5 s: settle onto the law's equilibrium penetration
+        step(scene.model, d, stepper)
+    p0 = d.qpos[qa:qa + 3].copy()
+    step(scene.model, d, stepper, nstep=5000)  # 10 s
+    assert np.linalg.norm(d.qpos[qa:qa + 3] - p0) < 1e-3
+    assert abs(p0[2] - scene.make_data().qpos[qa + 2]) < 2e-3  # no hovering, no sinking
+
+
+def test_held_object_does_not_creep():
+    """Gripper holds a box in the air under the law with saturated random corrections: the box moves less
+    than 1 mm/s relative to the pads over 1 s of hold."""
+    from surrogate.envs import GraspVectorEnv
+    from surrogate.policies import GraspParams, ScriptedGraspPolicy
+
+    model = _perturbed(ContactLawGNN(prior=TABLE, prior_body=PAD, corrections=True))
+    venv = GraspVectorEnv(1, hand="parallel_jaw", object="box", contact="surrogate", contact_model=model,
+                          max_episode_steps=None)
+    venv.reset(seed=0)
+    task = venv.task
+    policy = ScriptedGraspPolicy(task, GraspParams())
+    policy.reset()
+    m = task.scene.model
+    pad = int(m.geom_bodyid[m.geom(task.scene.hand.pad_geom_names[0]).id])
+    t_hold = float(policy.hold_start[0])
+    rel, k = [], 0
+    while k * task.control_dt < t_hold + 1.0:
+        task.apply_action(policy(k * task.control_dt))
+        task.simulate()
+        d = task.datas[0]
+        if k * task.control_dt >= t_hold:
+            rel.append(d.xpos[task.scene.object_body_id] - d.xpos[pad])
+        k += 1
+    rel = np.array(rel)
+    assert len(rel) > 10
+    assert d.xpos[task.scene.object_body_id][2] > task.scene.surface_z + 0.03  # lifted and held
+    speed = np.linalg.norm(rel[-1] - rel[0]) / ((len(rel) - 1) * task.control_dt)
+    assert speed < 1e-3
+
+
+# -- the twin -------------------------------------------------------------------------------------
+def test_twin_matches_the_hybrid_stepper():
+    """Same parameters, same trajectory: a spinning cube tossed onto the ground, impact and slide, 1 s
+    (the twin's object-only solve and the stepper's solve with MuJoCo's mobility are the same system)."""
+    scene = _cube_scene()
+    model = _perturbed(ContactLawGNN(prior=CUBE, corrections=True), scale=0.5)
+    states = [([0, 0, 0.12], [0.9, 0.3, 0.2, 0.1], [0.8, 0.1, -0.3], [3.0, -4.0, 1.0]),
+              ([0.1, 0, 0.09], [0.5, -0.5, 0.5, 0.5], [-0.5, 0.4, 0.5], [-2.0, 6.0, 0.0])]
+    F = 148
+    stepper = Stepper(scene, model)
+    ds = [_free_data(scene, *s) for s in states]
+    ref = np.zeros((len(ds), F, 3))
+    qa = scene.object_qpos_adr
+    for f in range(F):
+        ref[:, f] = [d.qpos[qa:qa + 3] for d in ds]
+        step(scene.model, ds, stepper, nstep=4)
+    assert stepper.stats()["contacts"] > 0
+    s0 = torch.tensor([np.concatenate([s[0], np.asarray(s[1]) / np.linalg.norm(s[1]), s[2], s[3]]) for s in states])
+    with torch.no_grad():
+        pos, _ = Twin(scene).rollout(model, s0, F, substeps=4)
+    np.testing.assert_allclose(pos.numpy(), ref, atol=1e-9)
+
+
+def test_twin_gradients_reach_the_law_and_are_finite():
+    scene = _cube_scene()
+    model = ContactLawGNN(prior=CUBE, corrections=True).train()
+    s0 = torch.tensor([[0, 0, 0.1, 0.9, 0.3, 0.2, 0.1, 0.5, 0, -0.5, 2.0, 1.0, 0.0]], dtype=torch.float64)
+    s0[:, 3:7] /= s0[:, 3:7].norm()
+    pos, quat = Twin(scene).rollout(model, s0, 30, substeps=4)
+    (pos[:, -1, 0] + quat[:, -1, 1]).sum().backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    assert float(model.log_friction.grad.abs().sum()) > 0
+
+
+# -- training ------------------------------------------------------------------------------------
+@needs_shared("contactnets_cube")
+def test_short_rollout_training_lowers_validation_error(tmp_path):
+    """Two prior epochs from a poor friction (0.35) on 12 real tosses lower the whole-toss validation score."""
+    from surrogate.importers.contactnets import import_contactnets
+    from surrogate.learn.fit import fit_law
+
+    root = tmp_path / "cube"
+    import_contactnets(SHARED / "contactnets_cube", root, progress=False)
+    cfg = {"data": {"root": str(root), "val_fraction": 0.4, "val_min": 0, "max_train_episodes": 12, "max_val_episodes": 8,
+                    "window_frames": 32, "window_stride": 32, "batch_size": 8},
+           "model": {"kind": "law", "prior": {**CUBE, "friction": 0.35}, "corrections": True, "hidden": 8, "steps": 1},
+           "stages": {"prior": {"epochs": 2, "lr": 0.1}, "corrections": {"epochs": 1, "lr": 1e-3}},
+           "trainer": {"enable_progress_bar": False, "logger": False} if False else {"enable_progress_bar": False}}
+    res = fit_law(cfg, out=tmp_path / "run")
+    m = res["metrics"]
+    assert m["prior"]["fitted"]["score"] < m["prior"]["initial"]["score"]
+    assert "paired_minus_prior" in m["corrections"] and isinstance(m["corrections"]["kept"], bool)
+    assert res["model"].prior().friction != pytest.approx(0.35)
+
+
+def test_law_checkpoint_roundtrip(tmp_path):
+    from surrogate.model.checkpoint import export_checkpoint, load_checkpoint, read_card
+
+    net = _perturbed(ContactLawGNN(prior=TABLE, prior_body=PAD, corrections=True), scale=0.3)
+    with torch.no_grad():
+        net.log_friction[1] += 0.2  # a "fitted" prior the card must record
+    export_checkpoint(net, tmp_path / "ck")
+    card = read_card(tmp_path / "ck")
+    assert card["model"]["class"] == "surrogate.model.contact_law.ContactLawGNN"
+    assert card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(np.exp(np.log(1.0) + 0.2), rel=1e-6)
+    back, _ = load_checkpoint(tmp_path / "ck")
+    scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table", contact_mode="external")
+    d = scene.make_data()
+    mujoco.mj_step1(scene.model, d)
+    g = Stepper(scene, net).builder.build(scene.model, [d], dtype=torch.float64).graph
+    torch.testing.assert_close(back(g), net(g))
