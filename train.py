@@ -102,17 +102,22 @@ def fit_law(cfg: dict) -> dict:
            "prior": {k: metrics["prior"][k] for k in ("initial", "fitted", "law")}}
     if "corrections" in metrics:
         out["corrections"] = {k: metrics["corrections"][k] for k in ("fitted", "paired_minus_prior", "kept")}
+    c = dm.cfg
+    data = {"name": dm.capture.meta.name, "root": str(c["root"]), "sha256": dataset_hash(c["root"]),
+            "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
+            "bench_split": c["bench_split"], "margin_m": c["margin"], "substeps": c["substeps"],
+            "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
+            "initial_state": "frame 0: ballistic / constant-rate fit over the first frames (as the benchmarks); "
+                             "later windows: Savitzky-Golay smoothed pose"}
     if cfg["export"].get("dir"):
-        c = dm.cfg
-        data = {"name": dm.capture.meta.name, "root": str(c["root"]), "sha256": dataset_hash(c["root"]),
-                "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
-                "bench_split": c["bench_split"], "margin_m": c["margin"], "substeps": c["substeps"],
-                "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
-                "initial_state": "frame 0: ballistic / constant-rate fit over the first frames (as the benchmarks); "
-                                 "later windows: Savitzky-Golay smoothed pose"}
         export_checkpoint(res["model"], cfg["export"]["dir"], data=data,
                           training={"config": cfg, "metrics": metrics, "val_per_episode": res["val_rows"]})
         out["exported"] = str(cfg["export"]["dir"])
+    if cfg["export"].get("prior_dir"):  # the fitted constant law alone: its own row in the benchmarks
+        export_checkpoint(res["prior_model"], cfg["export"]["prior_dir"], data=data,
+                          training={"config": cfg, "metrics": {k: metrics[k] for k in ("prior", "train_wall_s")},
+                                    "val_per_episode": res["prior_val_rows"], "role": "the fitted prior law of the release"})
+        out["exported_prior"] = str(cfg["export"]["prior_dir"])
     return out
 
 

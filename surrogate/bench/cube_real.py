@@ -95,6 +95,32 @@ def ensemble_coverage(member_preds: list[dict], episodes) -> float:
     return inside / max(total, 1)
 
 
+def _learned_row(ckpts: dict, test, cfg, *, progress: bool) -> dict:
+    """A model row of learned checkpoints {train size or "given": path}: scores per size, the verdict's at
+    the one given on the command line, else at the largest training size."""
+    sim = cfg["simulation"]
+    by_size, main = {}, {}
+    for key, path in ckpts.items():
+        p, card = surrogate_predict(path, test, substeps=sim["substeps"], init_frames=sim["init_frames"], progress=progress)
+        scores = _score_all(p, test, cfg)
+        # A checkpoint trained on another split may have seen some test episodes: say how many.
+        trained_on = {str(i) for i in (card.get("data", {}) or {}).get("train_episodes", [])}
+        overlap = sorted(trained_on & {e.episode_id for e in test})
+        if overlap:
+            print(f"warning: checkpoint {path} was trained on {len(overlap)} of the {len(test)} test episodes")
+        by_size[key] = {"checkpoint": str(path), "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
+                        "test_episodes_seen_in_training": overlap,
+                        "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
+        main[key] = (path, card, scores)
+    key = "given" if "given" in by_size else max(by_size, key=lambda k: int(k) if k.isdigit() else -1)
+    path, card, scores = main[key]
+    structure = (card.get("model", {}).get("class") or "").rsplit(".", 1)[-1]
+    return {"description": f"learned contact inside MuJoCo (hybrid stepper): {structure}",
+            "checkpoint": str(path), "card": {k: card.get(k) for k in ("training", "model")},
+            "test_episodes_seen_in_training": by_size[key]["test_episodes_seen_in_training"],
+            **_metrics(scores, cfg), "by_train_size": by_size}
+
+
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True) -> dict:
     """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
     t0 = time.time()
@@ -165,32 +191,15 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
             **_metrics(mean_scores, cfg),
         }
 
-    # -- surrogate ------------------------------------------------------------------
-    ckpts = {str(k): v for k, v in (cfg.get("surrogate", {}).get("checkpoints") or {}).items()}
+    # -- surrogate, and further learned rows (e.g. the fitted constant law alone) -------------
+    rows = {"surrogate": {str(k): v for k, v in (cfg.get("surrogate", {}).get("checkpoints") or {}).items()}}
     if checkpoint is not None:
-        ckpts["given"] = str(checkpoint)
-    if ckpts:
-        by_size_s, main = {}, {}
-        for key, path in ckpts.items():
-            p, card = surrogate_predict(path, test, substeps=sim["substeps"], init_frames=sim["init_frames"], progress=progress)
-            scores = _score_all(p, test, cfg)
-            # A checkpoint trained on another split may have seen some test episodes: say how many.
-            trained_on = {str(i) for i in (card.get("data", {}) or {}).get("train_episodes", [])}
-            overlap = sorted(trained_on & {e.episode_id for e in test})
-            if overlap:
-                print(f"warning: checkpoint {path} was trained on {len(overlap)} of the {len(test)} test episodes")
-            entry = {"checkpoint": str(path), "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
-                     "test_episodes_seen_in_training": overlap,
-                     "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
-            by_size_s[key] = entry
-            main[key] = (path, card, scores)
-        # The verdict's surrogate: the one given on the command line, else the largest training size.
-        key = "given" if "given" in by_size_s else max(by_size_s, key=lambda k: int(k) if k.isdigit() else -1)
-        path, card, scores = main[key]
-        models["surrogate"] = {"description": "graph-network contact surrogate inside MuJoCo (hybrid stepper)",
-                               "checkpoint": str(path), "card": {k: card.get(k) for k in ("training", "model")},
-                               "test_episodes_seen_in_training": by_size_s[key]["test_episodes_seen_in_training"],
-                               **_metrics(scores, cfg), "by_train_size": by_size_s}
-    else:
+        rows["surrogate"]["given"] = str(checkpoint)
+    for name, by_size in (cfg.get("surrogate", {}).get("rows") or {}).items():
+        rows[str(name)] = {str(k): v for k, v in (by_size or {}).items()}
+    for name, ckpts in rows.items():
+        if ckpts:
+            models[name] = _learned_row(ckpts, test, cfg, progress=progress)
+    if not rows["surrogate"]:
         models["surrogate"] = {"status": "not evaluated", "reason": "no --checkpoint given"}
     return {"data": data_info, "split": {k: v for k, v in sp.items() if k != "pool"}, "models": models, "wall_s": time.time() - t0}

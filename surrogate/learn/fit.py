@@ -17,10 +17,11 @@ import numpy as np
 import torch
 
 from ..model.contact_law import ContactLawGNN
-from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning
-from .objective import episode_scores, paired_difference, rollout_episodes
+from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
+from .objective import paired_difference
 
-STAGE_DEFAULTS = {"prior": {"epochs": 8, "lr": 0.05}, "corrections": {"epochs": 6, "lr": 1e-3}}
+STAGE_DEFAULTS = {"prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1},
+                  "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1}}
 
 
 def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):
@@ -38,21 +39,21 @@ def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):
     return trainer, ckpt
 
 
-def _load_best(module: RolloutLightning, ckpt) -> None:
-    if ckpt.best_model_path:
-        state = torch.load(ckpt.best_model_path, map_location="cpu", weights_only=True)["state_dict"]
-        module.model.load_state_dict({k[len("model."):]: v for k, v in state.items() if k.startswith("model.")})
+def _load_best(module: RolloutLightning, ckpt, fallback_rows: list[dict]) -> list[dict]:
+    """Load the best epoch's weights; returns that epoch's per-episode validation scores (recorded when it
+    was validated, so the validation episodes are not rolled out again)."""
+    if not ckpt.best_model_path or not module.val_history:
+        return fallback_rows
+    state = torch.load(ckpt.best_model_path, map_location="cpu", weights_only=True)["state_dict"]
+    module.model.load_state_dict({k[len("model."):]: v for k, v in state.items() if k.startswith("model.")})
+    best = min(module.val_history, key=lambda h: h["score"])
+    return module.val_rows[best["epoch"]]
 
 
 def validate(model: ContactLawGNN, dm: RolloutData) -> list[dict]:
     """Per-episode whole-rollout scores of ``model`` on the validation episodes."""
     model.eval()
-    rows = []
-    for gi, eps in dm.val_items:
-        preds = rollout_episodes(dm.twins[gi], model, eps, dm.capture.meta, substeps=dm.cfg["substeps"],
-                                 init_frames=dm.cfg["init_frames"])
-        rows += episode_scores(preds, eps)
-    return rows
+    return [r for chunk in dm.val_items for r in validate_chunk(model, dm, chunk)]
 
 
 def _summary(rows: list[dict], rot_w: float) -> dict:
@@ -81,13 +82,22 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
 
     # -- stage 1: the prior ------------------------------------------------------------------
     t1 = time.time()
-    m1 = RolloutLightning({**model_cfg, "corrections": False}, stage="prior", lr=stages["prior"]["lr"], loss=loss, data=dm)
+    def sched(st):
+        return {"lr": st["lr"], "final_lr_fraction": st["final_lr_fraction"], "total_steps": st["epochs"] * dm.steps_per_epoch()}
+
+    m1 = RolloutLightning({**model_cfg, "corrections": False}, stage="prior", loss=loss, data=dm, **sched(stages["prior"]))
     init_rows = validate(m1.model, dm)
     tr, ck = _trainer(out, "prior", stages["prior"]["epochs"], cfg.get("trainer", {}))
+    prior_rows = init_rows
     if stages["prior"]["epochs"] > 0:
+        init_state = {k: v.clone() for k, v in m1.model.state_dict().items()}
         tr.fit(m1, datamodule=dm)
-        _load_best(m1, ck)
-    prior_rows = validate(m1.model, dm)
+        prior_rows = _load_best(m1, ck, init_rows)
+        if _summary(prior_rows, rot_w)["score"] > _summary(init_rows, rot_w)["score"]:
+            # no epoch beat the initial law on whole validation episodes: keep it (normalizer statistics
+            # from training are kept, they describe the training inputs)
+            m1.model.load_state_dict({**m1.model.state_dict(), **{k: v for k, v in init_state.items() if k.startswith("log_")}})
+            prior_rows = init_rows
     metrics["prior"] = {"initial": _summary(init_rows, rot_w), "fitted": _summary(prior_rows, rot_w),
                         "law": {grp: m1.model.prior(grp).to_json() for grp in ("surface", "body")}, "history": m1.val_history, "wall_s": time.time() - t1}
     release, rows = m1.model, prior_rows
@@ -95,13 +105,12 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     # -- stage 2: the network's corrections ----------------------------------------------------
     if model_cfg.get("corrections", True) and stages["corrections"]["epochs"] > 0:
         t2 = time.time()
-        m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections",
-                              lr=stages["corrections"]["lr"], loss=loss, data=dm)
+        m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections", loss=loss, data=dm,
+                              **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers
         tr2, ck2 = _trainer(out, "corrections", stages["corrections"]["epochs"], cfg.get("trainer", {}))
         tr2.fit(m2, datamodule=dm)
-        _load_best(m2, ck2)
-        corr_rows = validate(m2.model, dm)
+        corr_rows = _load_best(m2, ck2, prior_rows)
         for r in corr_rows + prior_rows:
             r["score"] = r["pos_pct"] + rot_w * r["rot_deg"]
         diff = {k: paired_difference(prior_rows, corr_rows, k) for k in ("score", "pos_pct", "rot_deg")}
@@ -112,4 +121,5 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
             release, rows = m2.model, corr_rows
     metrics["release"] = {"structure": "law+corrections" if release.corrections else "law", **_summary(rows, rot_w)}
     release.eval()
-    return {"model": release, "data": dm, "metrics": metrics, "val_rows": rows}
+    return {"model": release, "prior_model": m1.model.eval(), "data": dm, "metrics": metrics, "val_rows": rows,
+            "prior_val_rows": prior_rows}

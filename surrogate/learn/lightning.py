@@ -49,8 +49,8 @@ class _Items(Dataset):
 class RolloutData(L.LightningDataModule):
     """Episodes of a capture dataset, split, grouped by scene, cut into training windows.
 
-    Training items are batches of equal-length windows of one scene (reshuffled every epoch);
-    validation items are chunks of whole validation episodes of one scene.
+    Training items are batches of equal-length windows (scenes mixed; reshuffled every epoch);
+    validation items are chunks of whole validation episodes of similar length.
     """
 
     def __init__(self, **cfg):
@@ -95,26 +95,23 @@ class RolloutData(L.LightningDataModule):
         chosen = [by_id[i] for i in self.train_ids + self.val_ids]
         self.groups = group_episodes(chosen, cap.meta, margin=c["margin"], substeps=c["substeps"])
         self.twins = [Twin(g.scene) for g in self.groups]
-        self.windows = []  # per group
-        for g in tqdm(self.groups, desc="rollout windows", unit="scene", disable=len(self.groups) < 4):
-            ws = []
+        self.windows = []
+        for gi, g in enumerate(tqdm(self.groups, desc="rollout windows", unit="scene", disable=len(self.groups) < 4)):
             for e in g.episodes:
                 if e.episode_id in train:
-                    ws += episode_windows(e, cap.meta, g.scene, frames=c["window_frames"], stride=c["window_stride"],
-                                          substeps=c["substeps"], init_frames=c["init_frames"])
-            self.windows.append(ws)
-        self.val_items = []
-        for gi, g in enumerate(self.groups):
-            eps = sorted([e for e in g.episodes if e.episode_id in val], key=lambda e: e.num_frames)
-            self.val_items += [(gi, eps[k:k + 16]) for k in range(0, len(eps), 16)]
-        self.n_windows = sum(len(w) for w in self.windows)
+                    self.windows += episode_windows(e, cap.meta, g.scene, frames=c["window_frames"], stride=c["window_stride"],
+                                                    substeps=c["substeps"], init_frames=c["init_frames"], group=gi)
+        val_eps = [(gi, e) for gi, g in enumerate(self.groups) for e in g.episodes if e.episode_id in val]
+        val_eps.sort(key=lambda x: x[1].num_frames)
+        self.val_items = [val_eps[k:k + 16] for k in range(0, len(val_eps), 16)]
+        self.n_windows = len(self.windows)
 
     def train_items(self, epoch: int) -> list:
         rng = np.random.default_rng((int(self.cfg["split_seed"]), epoch))
-        items = []
-        for gi, ws in enumerate(self.windows):
-            items += [(gi, [ws[i] for i in b]) for b in batches(ws, int(self.cfg["batch_size"]), rng=rng)]
-        return [items[i] for i in rng.permutation(len(items))]
+        return batches(self.windows, int(self.cfg["batch_size"]), rng=rng)
+
+    def steps_per_epoch(self) -> int:
+        return len(self.train_items(0))
 
     def train_dataloader(self):
         self.epoch += 1
@@ -124,24 +121,36 @@ class RolloutData(L.LightningDataModule):
         return DataLoader(_Items(self.val_items), batch_size=None, shuffle=False, collate_fn=lambda x: x)
 
 
+def validate_chunk(model, dm: RolloutData, chunk) -> list[dict]:
+    """Per-episode whole-rollout scores of one validation chunk [(group, episode)]."""
+    eps = [e for _, e in chunk]
+    preds = rollout_episodes(dm.twins, model, eps, dm.capture.meta, groups=[gi for gi, _ in chunk],
+                             substeps=dm.cfg["substeps"], init_frames=dm.cfg["init_frames"])
+    return episode_scores(preds, eps)
+
+
 class RolloutLightning(L.LightningModule):
     """The ``ContactLawGNN`` trained through the twin (see the module docstring).
 
     Args:
       model: ``ContactLawGNN`` keyword arguments.  stage: ``prior`` or ``corrections``.
-      lr: Adam learning rate.  loss: ``LOSS_DEFAULTS`` overrides.  data: the ``RolloutData`` (for its twins).
+      lr: Adam learning rate, decayed exponentially to ``final_lr_fraction`` x lr over ``total_steps``.
+      loss: ``LOSS_DEFAULTS`` overrides.  data: the ``RolloutData`` (for its twins).
     """
 
-    def __init__(self, model: dict, *, stage: str, lr: float, loss: dict | None = None, data: RolloutData | None = None):
+    def __init__(self, model: dict, *, stage: str, lr: float, loss: dict | None = None, data: RolloutData | None = None,
+                 final_lr_fraction: float = 1.0, total_steps: int = 0):
         super().__init__()
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
         self.model = ContactLawGNN(**model)
         self.stage, self.lr = stage, float(lr)
+        self.final_lr_fraction, self.total_steps = float(final_lr_fraction), int(total_steps)
         self.loss_cfg = {**LOSS_DEFAULTS, **(loss or {})}
         self.data = data
         self._val_rows: list[dict] = []
         self.val_history: list[dict] = []
+        self.val_rows: dict[int, list[dict]] = {}  # per-episode scores of every validation epoch
 
     def _set_trainable(self):
         prior = self.stage == "prior"
@@ -150,18 +159,14 @@ class RolloutLightning(L.LightningModule):
         for p in self.model.correction_parameters():
             p.requires_grad_(not prior)
 
-    def training_step(self, batch, _):
-        gi, windows = batch
-        loss = window_loss(self.data.twins[gi], self.model, windows, substeps=self.data.cfg["substeps"],
+    def training_step(self, windows, _):
+        loss = window_loss(self.data.twins, self.model, windows, substeps=self.data.cfg["substeps"],
                            rot_weight=self.loss_cfg["rot_weight"])
         self.log("train/pose_loss", loss, prog_bar=True, batch_size=len(windows))
         return loss
 
     def validation_step(self, batch, _):
-        gi, eps = batch
-        preds = rollout_episodes(self.data.twins[gi], self.model, eps, self.data.capture.meta,
-                                 substeps=self.data.cfg["substeps"], init_frames=self.data.cfg["init_frames"])
-        self._val_rows += episode_scores(preds, eps)
+        self._val_rows += validate_chunk(self.model, self.data, batch)
 
     def on_validation_epoch_end(self):
         rows, self._val_rows = self._val_rows, []
@@ -175,9 +180,15 @@ class RolloutLightning(L.LightningModule):
         self.log("val_score", score, prog_bar=True)
         self.val_history.append({"epoch": int(self.current_epoch), "pos_pct": pos, "rot_deg": rot, "score": score,
                                  "prior": {grp: self.model.prior(grp).to_json() for grp in ("surface", "body")}})
-        self.last_val_rows = rows
+        self.val_rows[int(self.current_epoch)] = rows
 
     def configure_optimizers(self):
         self._set_trainable()
         params = [p for p in self.model.parameters() if p.requires_grad]
-        return torch.optim.Adam(params, lr=self.lr)
+        opt = torch.optim.Adam(params, lr=self.lr)
+        if self.final_lr_fraction >= 1.0 or self.total_steps <= 1:
+            return opt
+        # exponential decay to final_lr_fraction x lr over the stage: the last epochs refine (the pose loss
+        # of chaotic rollouts is noisy; a constant step keeps wandering around the optimum)
+        gamma = self.final_lr_fraction ** (1.0 / self.total_steps)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": torch.optim.lr_scheduler.ExponentialLR(opt, gamma), "interval": "step"}}

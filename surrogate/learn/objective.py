@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..metrics import pose_errors
+from ..sim.twin import rollout as twin_rollout
 from .windows import Window, episode_windows
 
 
@@ -38,21 +39,22 @@ def pose_loss(pos, quat, target, valid, size, *, rot_weight: float = 0.5, eps: f
 
 def stack_windows(windows: list[Window]):
     """Tensors of a batch of equal-length windows: state0 [B, 13], target [B, F, 7], valid [B, F], size [B],
-    and qpos / qvel [B, S + 1, *] (None without a hand)."""
+    and per window qpos / qvel [S + 1, *] (lists; None without a hand)."""
     f64 = lambda a: torch.as_tensor(np.stack(a), dtype=torch.float64)  # noqa: E731
     state0 = f64([w.state0 for w in windows])
     target = f64([w.target for w in windows])
     valid = torch.as_tensor(np.stack([w.valid for w in windows]))
     size = f64([w.size for w in windows])
-    qpos = np.stack([w.qpos for w in windows]) if windows[0].qpos is not None else None
-    qvel = np.stack([w.qvel for w in windows]) if windows[0].qvel is not None else None
+    qpos = [w.qpos for w in windows] if windows[0].qpos is not None else None
+    qvel = [w.qvel for w in windows] if windows[0].qvel is not None else None
     return state0, target, valid, size, qpos, qvel
 
 
-def window_loss(twin, model, windows: list[Window], *, substeps: int, rot_weight: float) -> torch.Tensor:
-    """The pose loss of one batch of equal-length windows rolled out through the twin."""
+def window_loss(twins, model, windows: list[Window], *, substeps: int, rot_weight: float) -> torch.Tensor:
+    """The pose loss of one batch of equal-length windows (``batches``) rolled out through their twins."""
     state0, target, valid, size, qpos, qvel = stack_windows(windows)
-    pos, quat = twin.rollout(model, state0, target.shape[1], substeps=substeps, qpos=qpos, qvel=qvel)
+    pos, quat = twin_rollout(model, [twins[w.group] for w in windows], state0, target.shape[1], substeps=substeps,
+                             qpos=qpos, qvel=qvel)
     return pose_loss(pos, quat, target, valid, size, rot_weight=rot_weight)
 
 
@@ -63,20 +65,24 @@ def _pad(a: np.ndarray | None, n: int):
 
 
 @torch.no_grad()
-def rollout_episodes(twin, model, episodes, meta, *, substeps: int, init_frames: int = 5, chunk: int = 16) -> dict:
-    """{episode_id: [T, 7] predicted poses} of whole episodes from their first-state estimate."""
+def rollout_episodes(twins, model, episodes, meta, *, groups, substeps: int, init_frames: int = 5, chunk: int = 16) -> dict:
+    """{episode_id: [T, 7] predicted poses} of whole episodes from their first-state estimate.
+
+    ``twins``: one per scene group; ``groups``: [len(episodes)] the group of each episode. Episodes of
+    similar length are rolled out together (``chunk`` at a time, scenes mixed)."""
     out = {}
-    wins = [episode_windows(e, meta, twin.scene, frames=0, stride=1, substeps=substeps, init_frames=init_frames)[0]
-            for e in episodes]
+    wins = [episode_windows(e, meta, twins[gi].scene, frames=0, stride=1, substeps=substeps, init_frames=init_frames,
+                            group=gi)[0] for e, gi in zip(episodes, groups)]
     order = np.argsort([len(w.target) for w in wins], kind="stable")
     for k in range(0, len(order), chunk):
-        idx = order[k:k + chunk]
+        idx = sorted(order[k:k + chunk], key=lambda i: wins[i].group)
         F = max(len(wins[i].target) for i in idx)
         S = (F - 1) * substeps + 1
         state0 = torch.as_tensor(np.stack([wins[i].state0 for i in idx]), dtype=torch.float64)
-        qpos = None if wins[idx[0]].qpos is None else np.stack([_pad(wins[i].qpos, S) for i in idx])
-        qvel = None if wins[idx[0]].qvel is None else np.stack([_pad(wins[i].qvel, S) for i in idx])
-        pos, quat = twin.rollout(model, state0, F, substeps=substeps, qpos=qpos, qvel=qvel)
+        qpos = None if wins[idx[0]].qpos is None else [_pad(wins[i].qpos, S) for i in idx]
+        qvel = None if wins[idx[0]].qvel is None else [_pad(wins[i].qvel, S) for i in idx]
+        pos, quat = twin_rollout(model, [twins[wins[i].group] for i in idx], state0, F, substeps=substeps, qpos=qpos,
+                                 qvel=qvel)
         pred = torch.cat([pos, quat], -1).numpy()
         for j, i in enumerate(idx):
             out[wins[i].episode_id] = pred[j, :len(wins[i].target)]

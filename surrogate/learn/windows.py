@@ -35,6 +35,7 @@ class Window:
       target: [W + 1, 7] recorded poses.  valid: [W + 1] bool (tracked frames).
       qpos, qvel: [S + 1, nq] / [S + 1, nv] the scene's configuration per step with the recorded hand
         joints (object entries unused), or None without a hand.
+      group: index of the episode's ``SceneGroup`` (its twin).
     """
 
     episode_id: str
@@ -45,6 +46,7 @@ class Window:
     valid: np.ndarray
     qpos: np.ndarray | None = None
     qvel: np.ndarray | None = None
+    group: int = 0
 
 
 @dataclass
@@ -109,12 +111,15 @@ def state_at(ep, frame: int, *, init_frames: int, smooth: dict | None) -> np.nda
 
 
 def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int, init_frames: int = 5,
-                    window: int = T.DEFAULT_WINDOW, order: int = T.DEFAULT_ORDER) -> list[Window]:
+                    window: int = T.DEFAULT_WINDOW, order: int = T.DEFAULT_ORDER, group: int = 0) -> list[Window]:
     """The windows of one episode: starts every ``stride`` frames, ``frames`` frames long (an episode
-    shorter than that gives one window of its whole length). ``frames <= 0``: the whole episode."""
+    shorter than that gives one window of its whole length). ``frames <= 0``: the whole episode;
+    ``stride <= 0``: only the window at frame 0 (it starts from the benchmarks' first-state estimate,
+    where later windows start from smoothed states, which smear an impact's velocity change)."""
     n = ep.num_frames
     W = n - 1 if frames <= 0 else min(int(frames), n - 1)
-    starts = list(range(0, n - W, max(1, int(stride)))) or [0]
+    starts = list(range(0, n - W, int(stride))) if stride > 0 else []
+    starts = starts or [0]
     sm = T.smooth_pose(ep.timestamps, ep.object_pose, ep.object_pose_valid, window=window, order=order)
     valid = np.asarray(ep.object_pose_valid, bool) if ep.object_pose_valid is not None else np.ones(n, bool)
     out = []
@@ -124,19 +129,21 @@ def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int,
         sl = slice(s, s + W + 1)
         qpos, qvel = hand_trajectory(ep, meta, scene, np.arange(s, s + W + 1), substeps)
         out.append(Window(str(ep.episode_id), s, float(ep.object.size), state_at(ep, s, init_frames=init_frames, smooth=sm),
-                          np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel))
+                          np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel, group))
     return out
 
 
-def batches(windows: list[Window], batch_size: int, *, rng: np.random.Generator | None = None) -> list[list[int]]:
-    """Indices of ``windows`` in batches of equal length (the twin steps a batch together)."""
+def batches(windows: list[Window], batch_size: int, *, rng: np.random.Generator | None = None) -> list[list[Window]]:
+    """Batches of equal-length windows (the twin steps a batch together, scenes mixed), each sorted by
+    scene so that a scene's windows are contiguous; shuffled with ``rng``."""
     by_len: dict[int, list[int]] = {}
     for i, w in enumerate(windows):
         by_len.setdefault(len(w.target), []).append(i)
     out = []
     for idx in by_len.values():
         idx = list(rng.permutation(idx)) if rng is not None else idx
-        out += [idx[k:k + batch_size] for k in range(0, len(idx), batch_size)]
+        out += [sorted((windows[i] for i in idx[k:k + batch_size]), key=lambda w: w.group)
+                for k in range(0, len(idx), batch_size)]
     if rng is not None:
         out = [out[i] for i in rng.permutation(len(out))]
     return out

@@ -62,19 +62,24 @@ class ContactLawGNN(nn.Module):
       hidden, steps, mlp_layers: GNN width, message-passing steps, linear layers per MLP.
       bounds: (s_k, s_c, s_mu) log-bounds of the corrections.
       mu_max: upper bound of the friction coefficient.
+      friction_iterations: re-linearizations of friction at the solved state (0: one linearization at the
+        start of the step, as the capture rig; ``law.solve_free_object`` explains why more are closer to Coulomb).
     """
 
     graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
 
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
-                 hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0):
+                 hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
+                 friction_iterations: int = 0):
         super().__init__()
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
         if pb.units != ps.units or pb.exponent != ps.exponent or pb.slip_eps != ps.slip_eps:
             raise ValueError("prior and prior_body must share units, exponent and slip_eps")
         self._hparams = dict(corrections=bool(corrections), hidden=int(hidden), steps=int(steps),
-                             mlp_layers=int(mlp_layers), bounds=[float(b) for b in bounds], mu_max=float(mu_max))
+                             mlp_layers=int(mlp_layers), bounds=[float(b) for b in bounds], mu_max=float(mu_max),
+                             friction_iterations=int(friction_iterations))
+        self.friction_iterations = int(friction_iterations)
         self.exponent, self.slip_eps, self.units, self.mu_max = ps.exponent, ps.slip_eps, ps.units, float(mu_max)
         self.bounds = tuple(float(b) for b in bounds)
         log = lambda name: nn.Parameter(torch.tensor([math.log(getattr(ps, name)), math.log(getattr(pb, name))]))  # noqa: E731
@@ -157,9 +162,10 @@ class ContactLawGNN(nn.Module):
         vn = (v * n).sum(-1)
         vt = v - vn[:, None] * n
         speed = torch.sqrt((vt * vt).sum(-1) + 1e-30)
-        f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=prm[:, 2],
-                                eps=self.slip_eps * V, dt=g.dt.double()[eg])
-        return {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth}
+        mu, eps = prm[:, 2], self.slip_eps * V
+        f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=mu,
+                                eps=eps, dt=g.dt.double()[eg])
+        return {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth, "mu": mu, "eps": eps}
 
     def solve(self, g, vel=None, omega=None):
         """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law for the free object
@@ -172,10 +178,11 @@ class ContactLawGNN(nn.Module):
             t = self.law_terms(g, vel, omega)
         else:
             z = vel.new_zeros(0)
-            t = {"f0": z, "a": z, "b": z, "n": vel.new_zeros(0, 3), "u_oth": vel.new_zeros(0, 3)}
+            t = {"f0": z, "a": z, "b": z, "n": vel.new_zeros(0, 3), "u_oth": vel.new_zeros(0, 3), "mu": z, "eps": z}
         return solve_free_object(t["f0"], t["a"], t["b"], t["n"], g.r_obj.double(), t["u_oth"], eg, vel=vel[obj],
                                  omega=omega[obj], mass=g.mass_ref.double(), inertia_w=g.inertia_w.double(),
-                                 gravity=g.gravity.double(), dt=g.dt.double(), num_envs=obj.shape[0])
+                                 gravity=g.gravity.double(), dt=g.dt.double(), num_envs=obj.shape[0], mu=t["mu"],
+                                 eps=t["eps"], iterations=self.friction_iterations)
 
 
 def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:

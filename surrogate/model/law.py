@@ -120,7 +120,8 @@ class LawPrior:
 
 
 def semi_implicit_solve(K, W, w0, xi_free, dt):
-    """Contact forces at the end-of-step velocity (numpy, [n] / [n, n]): ``F`` solving
+    """Contact forces at the end-of-step velocity (numpy; [..., n] / [..., n, n], batched over leading axes):
+    ``F`` solving
     ``(I + dt K W) F = w0 - K xi_free``.
 
     ``K`` [n, n]: block-diagonal damping of the linearized law (per point ``a I + b n n^T``, or a
@@ -129,8 +130,10 @@ def semi_implicit_solve(K, W, w0, xi_free, dt):
     forces. Used by the capture rig (patch wrenches) and by the hybrid stepper (point forces).
     """
     A = dt * K @ W
-    A.flat[:: A.shape[0] + 1] += 1.0
-    return np.linalg.solve(A, w0 - K @ xi_free)
+    n = A.shape[-1]
+    A.reshape(*A.shape[:-2], n * n)[..., :: n + 1] += 1.0
+    rhs = w0 - (K @ xi_free[..., None])[..., 0]
+    return np.linalg.solve(A, rhs[..., None])[..., 0]
 
 
 def skew(r: torch.Tensor) -> torch.Tensor:
@@ -140,7 +143,8 @@ def skew(r: torch.Tensor) -> torch.Tensor:
     return torch.stack([torch.stack([z, -w, y], -1), torch.stack([w, z, -x], -1), torch.stack([-y, x, z], -1)], -2)
 
 
-def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, inertia_w, gravity, dt, num_envs: int):
+def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, inertia_w, gravity, dt, num_envs: int,
+                      mu=None, eps=None, iterations: int = 0):
     """Contact forces of the semi-implicit law for free objects against kinematic other bodies (torch).
 
     The object's end-of-step twist xi' = (v', w') solves (M the object's 6x6 inertia at its COM,
@@ -153,12 +157,19 @@ def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
     the end-of-step velocity, ``F_j = f0_j n_j - K_j (B_j xi' - u_oth_j)``: applied as
     external forces to the same rigid-body step, they produce exactly xi'.
 
+    ``iterations`` > 0 (with ``mu``, ``eps``) makes friction fully implicit: the tangential damping
+    is re-linearized at the solved normal force and end-of-step slip, ``a = mu F_n' / sqrt(|v_t'|^2 + eps^2)``,
+    and the system solved again (a lagged fixed point): a point that slides keeps the full Coulomb
+    force mu F_n through the step instead of the force at its start-of-step speed scaled by
+    ``v_t' / v_t`` (which under-brakes a landing cube); a point that sticks still cannot reverse.
+
     Args:
       f0, a, b: [E] from ``point_law``.  normal: [E, 3] unit, into the object.
       r_obj: [E, 3] contact point minus the object's COM (m, world).  u_oth: [E, 3] other body's
         point velocity (m/s).  env: [E] long, the environment of each contact.
       vel, omega: [B, 3] object COM velocity and angular velocity (world).  mass: [B] kg.
       inertia_w: [B, 3, 3] inertia about the COM in world axes.  gravity: [B, 3].  dt: [B] or float (s).
+      mu, eps: [E] friction coefficient and slip regularization (m/s), for ``iterations``.
     Returns:
       (forces [E, 3] on the object, N; xi' [B, 6] the end-of-step twist).
     """
@@ -172,19 +183,28 @@ def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
     Iw = torch.einsum("bij,bj->bi", inertia_w, omega)
     w_free = omega - dt[:, None] * torch.linalg.solve(inertia_w, torch.cross(omega, Iw, dim=-1)[..., None])[..., 0]
     xi_free = torch.cat([vel + dt[:, None] * gravity, w_free], dim=-1)
-    rhs = torch.einsum("bij,bj->bi", M, xi_free)
-    A = M
-    if env.numel():
-        Bm = torch.cat([eye.expand(len(env), 3, 3), -skew(r_obj)], dim=-1)  # [E, 3, 6]
-        K = a[:, None, None] * eye + b[:, None, None] * normal[:, :, None] * normal[:, None, :]
-        BtK = Bm.transpose(1, 2) @ K  # [E, 6, 3]
-        dte = dt[env]
-        A = A.index_add(0, env, dte[:, None, None] * (BtK @ Bm))
-        src = f0[:, None] * normal + torch.einsum("eij,ej->ei", K, u_oth)
-        rhs = rhs.index_add(0, env, dte[:, None] * torch.einsum("eij,ej->ei", Bm.transpose(1, 2), src))
-    xi = torch.linalg.solve(A, rhs[..., None])[..., 0]
+    rhs0 = torch.einsum("bij,bj->bi", M, xi_free)
     if not env.numel():
-        return vel.new_zeros(0, 3), xi
-    u_new = torch.einsum("eij,ej->ei", Bm, xi[env]) - u_oth
-    forces = f0[:, None] * normal - torch.einsum("eij,ej->ei", K, u_new)
+        return vel.new_zeros(0, 3), torch.linalg.solve(M, rhs0[..., None])[..., 0]
+    Bm = torch.cat([eye.expand(len(env), 3, 3), -skew(r_obj)], dim=-1)  # [E, 3, 6]
+    nn_t = normal[:, :, None] * normal[:, None, :]
+    dte = dt[env]
+    beta = a + b  # normal damping (Hunt-Crossley and the spring's backward-Euler term): fixed in the iterations
+
+    def solve(a_t):
+        K = a_t[:, None, None] * eye + (beta - a_t)[:, None, None] * nn_t
+        BtK = Bm.transpose(1, 2) @ K  # [E, 6, 3]
+        A = M.index_add(0, env, dte[:, None, None] * (BtK @ Bm))
+        src = f0[:, None] * normal + torch.einsum("eij,ej->ei", K, u_oth)
+        rhs = rhs0.index_add(0, env, dte[:, None] * torch.einsum("eij,ej->ei", Bm.transpose(1, 2), src))
+        xi = torch.linalg.solve(A, rhs[..., None])[..., 0]
+        u_new = torch.einsum("eij,ej->ei", Bm, xi[env]) - u_oth
+        return f0[:, None] * normal - torch.einsum("eij,ej->ei", K, u_new), xi, u_new
+
+    forces, xi, u_new = solve(a)
+    for _ in range(int(iterations)):
+        fn = (forces * normal).sum(-1).clamp_min(0.0)
+        ut = u_new - (u_new * normal).sum(-1, keepdim=True) * normal
+        a = mu * fn / torch.sqrt((ut * ut).sum(-1) + eps * eps)
+        forces, xi, u_new = solve(a)
     return forces, xi

@@ -41,6 +41,8 @@ def law_forces(m: mujoco.MjModel, datas, cb, model) -> np.ndarray:
     """[E, 3] forces (N, world, on the object) of a law model for a ``ContactBatch`` ``cb`` of ``datas``.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them).
+    Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
+    padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
     g = cb.graph
     E = cb.num_contacts
@@ -50,40 +52,50 @@ def law_forces(m: mujoco.MjModel, datas, cb, model) -> np.ndarray:
         t = model.law_terms(g)
     f0, a, b = (t[k].numpy() for k in ("f0", "a", "b"))
     n = t["n"].numpy()
-    K = a[:, None, None] * np.eye(3) + b[:, None, None] * n[:, :, None] * n[:, None, :]  # [E, 3, 3]
-    rhs0 = f0[:, None] * n
-    builder = cb.K
-    node_body = np.asarray(g.body_id[:builder].numpy())
-    static = np.asarray(g.static[:builder].numpy()) > 0
-    S_obj, S_oth = _skew(cb.r_obj), _skew(cb.r_oth)
-    out = np.zeros((E, 3))
-    active = f0 > 0
-    envs = np.unique(cb.env[active])
-    nv = m.nv
-    jacp, jacr = np.zeros((3, nv)), np.zeros((3, nv))
-    for i in envs:
+    Kn = cb.K
+    node_body = g.body_id[:Kn].numpy()
+    dynamic = g.static[:Kn].numpy() < 0.5
+    envs = np.unique(cb.env[f0 > 0])
+    if not len(envs):
+        return np.zeros((E, 3))
+    B, nv, dt = len(envs), m.nv, m.opt.timestep
+    slot = np.full(cb.num_envs, -1)
+    slot[envs] = np.arange(B)
+    keep = np.flatnonzero(slot[cb.env] >= 0)
+    env = slot[cb.env[keep]]
+    # position of each contact within its environment (contacts of one env are contiguous)
+    first = np.searchsorted(env, np.arange(B))
+    row = np.arange(len(keep)) - first[env]
+    C = int(row.max()) + 1
+    # Jacobians of every node body's COM, per environment (MuJoCo calls, then numpy)
+    Jp, Jr = np.zeros((B, Kn, 3, nv)), np.zeros((B, Kn, 3, nv))
+    qv = np.zeros((B, nv))
+    movers = [(int(k), int(node_body[k])) for k in np.flatnonzero(dynamic)]
+    for j, i in enumerate(envs):
         d = datas[i]
-        sel = np.flatnonzero((cb.env == i) & active)
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-        local = cb.node[sel] - i * builder
-        J = np.zeros((len(sel), 3, nv))
-        for k in np.unique(np.r_[0, local]):
-            if static[k]:
-                continue
-            mujoco.mj_jacBodyCom(m, d, jacp, jacr, int(node_body[k]))
-            if k == 0:
-                J += jacp[None] - S_obj[sel] @ jacr[None]
-            rows = local == k
-            if k != 0 and rows.any():
-                J[rows] -= jacp[None] - S_oth[sel][rows] @ jacr[None]
-        J = J.reshape(-1, nv)
-        X = np.zeros_like(J)
-        mujoco.mj_solveM(m, d, X, J)
-        W = J @ X.T
-        Kb = np.zeros((3 * len(sel), 3 * len(sel)))
-        for j in range(len(sel)):
-            Kb[3 * j:3 * j + 3, 3 * j:3 * j + 3] = K[sel[j]]
-        u_free = J @ (d.qvel + m.opt.timestep * d.qacc_smooth)
-        out[sel] = semi_implicit_solve(Kb, W, rhs0[sel].ravel(), u_free, m.opt.timestep).reshape(-1, 3)
+        for k, body in movers:
+            mujoco.mj_jacBodyCom(m, d, Jp[j, k], Jr[j, k], body)
+        qv[j] = d.qacc_smooth
+    qv = qv * dt + np.stack([datas[i].qvel for i in envs])
+    node = cb.node[keep] - cb.env[keep] * Kn
+    Jc = (Jp[env, 0] - _skew(cb.r_obj[keep]) @ Jr[env, 0]) - (Jp[env, node] - _skew(cb.r_oth[keep]) @ Jr[env, node])
+    J = np.zeros((B, C, 3, nv))
+    J[env, row] = Jc
+    J = J.reshape(B, 3 * C, nv)
+    X = np.zeros_like(J)
+    for j, i in enumerate(envs):
+        mujoco.mj_solveM(m, datas[i], X[j], J[j])
+    W = J @ X.transpose(0, 2, 1)  # [B, 3C, 3C]
+    Kc = a[keep, None, None] * np.eye(3) + b[keep, None, None] * n[keep, :, None] * n[keep, None, :]
+    K = np.zeros((B, C, 3, C, 3))
+    K[env, row, :, row, :] = Kc
+    K = K.reshape(B, 3 * C, 3 * C)
+    w0 = np.zeros((B, C, 3))
+    w0[env, row] = f0[keep, None] * n[keep]
+    u_free = np.einsum("bij,bj->bi", J, qv)
+    F = semi_implicit_solve(K, W, w0.reshape(B, 3 * C), u_free, dt).reshape(B, C, 3)
+    out = np.zeros((E, 3))
+    out[keep] = F[env, row]
     return out

@@ -31,7 +31,7 @@ import torch
 
 from ..model.dynamics import quat_to_mat, rigid_step
 from ..scenes import set_contact_mode
-from .batch import GraphBuilder
+from .batch import GraphBuilder, concat_graphs
 
 
 def body_inertia(model: mujoco.MjModel, body: int) -> np.ndarray:
@@ -62,83 +62,104 @@ class Twin:
         self.mass = float(m.body_mass[self.ob])
         self._datas: list[mujoco.MjData] = []
 
-    def _scratch(self, B: int) -> list[mujoco.MjData]:
-        while len(self._datas) < B:
+    def scratch(self, n: int) -> list[mujoco.MjData]:
+        """``n`` scratch ``MjData`` of this scene (reused between rollouts)."""
+        while len(self._datas) < n:
             self._datas.append(mujoco.MjData(self.m))
-        return self._datas[:B]
+        return self._datas[:n]
 
     def rollout(self, contact_model, state0: torch.Tensor, n_frames: int, *, substeps: int,
                 qpos=None, qvel=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Roll out B objects; differentiable in ``state0`` and the contact model's parameters.
+        """Roll out B objects of this scene (``rollout`` with every environment here)."""
+        return rollout(contact_model, [self] * state0.shape[0], state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel)
 
-        Args:
-          contact_model: a model with ``solve(graph, vel, omega) -> (forces [E, 3], twist)``
-            (``ContactLawGNN``).
-          state0: [B, 13] float64: position (3, world), quaternion (4, w x y z), velocity (3, world),
-            angular velocity (3, body) at frame 0.
-          n_frames: F frames to return (frame 0 is the initial state).
-          substeps: physics steps per frame (the scene's timestep is the frame period / substeps).
-          qpos, qvel: optional [B, S + 1, nq] / [B, S + 1, nv] configuration and velocity of the
-            other (kinematic) joints per step; the object's entries are ignored. Default: the model's
-            ``qpos0`` and zero velocity (a static world).
-        Returns:
-          (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times.
-        """
-        m, qa, da = self.m, self.qa, self.da
-        B = state0.shape[0]
-        datas = self._scratch(B)
-        for d in datas:
-            mujoco.mj_resetData(m, d)
-        pos, quat, vel, om_b = state0[:, :3], state0[:, 3:7], state0[:, 7:10], state0[:, 10:13]
-        mass = torch.full((B,), self.mass, dtype=torch.float64)
-        inertia_b = self.inertia_b.expand(B, 3, 3)
-        gravity = torch.as_tensor(np.asarray(m.opt.gravity), dtype=torch.float64).expand(B, 3)
-        dt = float(m.opt.timestep)
-        poses, quats = [pos], [quat]
-        steps = (n_frames - 1) * substeps
-        for s in range(steps):
-            p_np, q_np = pos.detach().numpy(), quat.detach().numpy()
-            v_np, w_np = vel.detach().numpy(), om_b.detach().numpy()
-            for i, d in enumerate(datas):
+
+def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: int, *, substeps: int,
+            qpos=None, qvel=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Roll out B objects, each in its own twin's scene (scenes may differ: one batched contact model
+    call per physics step for all of them); differentiable in ``state0`` and the contact model.
+
+    Args:
+      contact_model: a model with ``solve(graph, vel, omega) -> (forces [E, 3], twist)`` (``ContactLawGNN``).
+      twins: [B] the scene of each environment; all environments of one twin must be contiguous.
+      state0: [B, 13] float64: position (3, world), quaternion (4, w x y z), velocity (3, world),
+        angular velocity (3, body) at frame 0.
+      n_frames: F frames to return (frame 0 is the initial state).
+      substeps: physics steps per frame (every scene's timestep is the frame period / substeps).
+      qpos, qvel: optional per environment [S + 1, nq] / [S + 1, nv] configuration and velocity of the
+        other (kinematic) joints per step (a list, or an array [B, S + 1, *]); the object's entries are
+        ignored. Default: the model's ``qpos0`` and zero velocity (a static world).
+    Returns:
+      (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times.
+    """
+    B = state0.shape[0]
+    groups: list[tuple[Twin, list[int]]] = []
+    for i, tw in enumerate(twins):
+        if groups and groups[-1][0] is tw:
+            groups[-1][1].append(i)
+        elif any(g[0] is tw for g in groups):
+            raise ValueError("the environments of one twin must be contiguous")
+        else:
+            groups.append((tw, [i]))
+    datas = []
+    for tw, idx in groups:
+        ds = tw.scratch(len(idx))
+        for d in ds:
+            mujoco.mj_resetData(tw.m, d)
+        datas.append(ds)
+    pos, quat, vel, om_b = state0[:, :3], state0[:, 3:7], state0[:, 7:10], state0[:, 10:13]
+    mass = torch.tensor([tw.mass for tw in twins], dtype=torch.float64)
+    inertia_b = torch.stack([tw.inertia_b for tw in twins])
+    gravity = torch.as_tensor(np.stack([np.asarray(tw.m.opt.gravity) for tw in twins]), dtype=torch.float64)
+    dt = torch.tensor([tw.m.opt.timestep for tw in twins], dtype=torch.float64)
+    poses, quats = [pos], [quat]
+    for s in range((n_frames - 1) * substeps):
+        p_np, q_np = pos.detach().numpy(), quat.detach().numpy()
+        v_np, w_np = vel.detach().numpy(), om_b.detach().numpy()
+        graphs = []
+        for (tw, idx), ds in zip(groups, datas):
+            m, qa, da = tw.m, tw.qa, tw.da
+            for i, d in zip(idx, ds):
                 if qpos is not None:
-                    d.qpos[:] = qpos[i, s]
+                    d.qpos[:] = qpos[i][s]
                 if qvel is not None:
-                    d.qvel[:] = qvel[i, s]
+                    d.qvel[:] = qvel[i][s]
                 d.qpos[qa:qa + 3], d.qpos[qa + 3:qa + 7] = p_np[i], q_np[i]
                 d.qvel[da:da + 3], d.qvel[da + 3:da + 6] = v_np[i], w_np[i]
                 mujoco.mj_kinematics(m, d)
                 mujoco.mj_comPos(m, d)
                 mujoco.mj_comVel(m, d)
                 mujoco.mj_collision(m, d)
-            g = self.builder.build(m, datas, dtype=torch.float64).graph
-            f, w = self._wrench(contact_model, g, pos, quat, vel, om_b)
-            pos, quat, vel, om_b = rigid_step(pos, quat, vel, om_b, w, mass=mass, inertia_b=inertia_b,
-                                              gravity=gravity, dt=dt)
-            if (s + 1) % substeps == 0:
-                poses.append(pos)
-                quats.append(quat)
-        return torch.stack(poses, 1), torch.stack(quats, 1)
+            graphs.append(tw.builder.build(m, ds, dtype=torch.float64).graph)
+        g = concat_graphs(graphs)
+        _, w = _wrench(contact_model, g, pos, quat, vel, om_b)
+        pos, quat, vel, om_b = rigid_step(pos, quat, vel, om_b, w, mass=mass, inertia_b=inertia_b, gravity=gravity,
+                                          dt=dt)
+        if (s + 1) % substeps == 0:
+            poses.append(pos)
+            quats.append(quat)
+    return torch.stack(poses, 1), torch.stack(quats, 1)
 
-    @staticmethod
-    def _wrench(contact_model, g, pos, quat, vel, om_b):
-        """Attach the detected contacts to the differentiable state; ([E, 3] forces, [B, 6] object wrench)."""
-        B = pos.shape[0]
-        s, o = g.edge_index
-        env = g.batch[o] if len(o) else o
-        R = quat_to_mat(quat)
-        h = copy.copy(g)
-        if len(o):
-            R0 = R.detach()
-            r0 = g.r_obj
-            r_obj = torch.einsum("eij,ekj,ek->ei", R[env], R0[env], r0)  # R R0^T r0: the point rides on the object
-            c0 = pos.detach()[env]
-            h.r_obj = r_obj
-            h.dist = g.dist + ((pos[env] - c0 + r_obj - r0) * g.normal).sum(-1)
-        obj = g.object_index
-        node_vel = g.vel.index_copy(0, obj, vel)
-        node_om = g.omega.index_copy(0, obj, torch.einsum("bij,bj->bi", R, om_b))
-        forces, _ = contact_model.solve(h, node_vel, node_om)
-        w = pos.new_zeros(B, 6)
-        if len(o):
-            w = w.index_add(0, env, torch.cat([forces, torch.cross(h.r_obj, forces, dim=-1)], dim=-1))
-        return forces, w
+
+def _wrench(contact_model, g, pos, quat, vel, om_b):
+    """Attach the detected contacts to the differentiable state; ([E, 3] forces, [B, 6] object wrench)."""
+    B = pos.shape[0]
+    s, o = g.edge_index
+    env = g.batch[o] if len(o) else o
+    R = quat_to_mat(quat)
+    h = copy.copy(g)
+    if len(o):
+        R0 = R.detach()
+        r0 = g.r_obj
+        r_obj = torch.einsum("eij,ekj,ek->ei", R[env], R0[env], r0)  # R R0^T r0: the point rides on the object
+        c0 = pos.detach()[env]
+        h.r_obj = r_obj
+        h.dist = g.dist + ((pos[env] - c0 + r_obj - r0) * g.normal).sum(-1)
+    obj = g.object_index
+    node_vel = g.vel.index_copy(0, obj, vel)
+    node_om = g.omega.index_copy(0, obj, torch.einsum("bij,bj->bi", R, om_b))
+    forces, _ = contact_model.solve(h, node_vel, node_om)
+    w = pos.new_zeros(B, 6)
+    if len(o):
+        w = w.index_add(0, env, torch.cat([forces, torch.cross(h.r_obj, forces, dim=-1)], dim=-1))
+    return forces, w
