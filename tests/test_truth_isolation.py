@@ -12,7 +12,8 @@ from surrogate.model.lightning import CaptureDataModule
 from surrogate.paths import REPO_ROOT
 from surrogate.rig.generate import generate
 
-TRAINING_CODE = [REPO_ROOT / "train.py", *sorted((REPO_ROOT / "surrogate" / "model").glob("*.py"))]
+TRAINING_CODE = [REPO_ROOT / "train.py", *sorted((REPO_ROOT / "surrogate" / "model").glob("*.py")),
+                 *sorted((REPO_ROOT / "surrogate" / "learn").glob("*.py")), REPO_ROOT / "surrogate" / "sim" / "twin.py"]
 
 
 def test_training_code_never_asks_for_truth():
@@ -48,3 +49,11 @@ def test_training_windows_from_a_rig_capture_hold_no_truth(tmp_path, monkeypatch
     assert not np.allclose(dm.capture.episodes[0].object_pose, e0.truth["object_pose"], atol=1e-5)
     assert len(dm.train_set) + len(dm.val_set) > 0
     assert Path(out, "meta", "contact.json").exists()
+    # the rollout-training data module (contact model v2) reads it the same way
+    from surrogate.learn.lightning import RolloutData
+
+    calls.clear()
+    rd = RolloutData(root=str(out), val_fraction=0.5, val_min=0, margin=0.005, window_frames=16, window_stride=16)
+    rd.setup()
+    assert calls and not any(calls) and all(ep.truth == {} for ep in rd.capture.episodes)
+    assert rd.n_windows > 0 and all(w.qpos is not None for w in rd.windows)  # the recorded hand joints drive the twin

@@ -29,7 +29,7 @@ from .objective import episode_scores, rollout_episodes, window_loss
 from .windows import batches, episode_windows, group_episodes
 
 DATA_DEFAULTS = dict(root=None, val_fraction=0.2, val_min=50, split_seed=0, bench_split=None, margin=0.02, substeps=4,
-                     window_frames=64, window_stride=32, init_frames=5, batch_size=32, max_episodes=None,
+                     window_frames=64, window_stride=32, detach_every=0, init_frames=5, batch_size=32, max_episodes=None,
                      max_train_episodes=None, max_val_episodes=None)
 LOSS_DEFAULTS = dict(rot_weight=0.5, rot_weight_val=0.5)
 STAGES = ("prior", "corrections")
@@ -161,7 +161,7 @@ class RolloutLightning(L.LightningModule):
 
     def training_step(self, windows, _):
         loss = window_loss(self.data.twins, self.model, windows, substeps=self.data.cfg["substeps"],
-                           rot_weight=self.loss_cfg["rot_weight"])
+                           rot_weight=self.loss_cfg["rot_weight"], detach_every=int(self.data.cfg["detach_every"]))
         self.log("train/pose_loss", loss, prog_bar=True, batch_size=len(windows))
         return loss
 

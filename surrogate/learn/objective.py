@@ -37,24 +37,29 @@ def pose_loss(pos, quat, target, valid, size, *, rot_weight: float = 0.5, eps: f
     return ((e_pos + rot_weight * angle) * w).sum() / w.sum().clamp_min(1.0)
 
 
-def stack_windows(windows: list[Window]):
-    """Tensors of a batch of equal-length windows: state0 [B, 13], target [B, F, 7], valid [B, F], size [B],
-    and per window qpos / qvel [S + 1, *] (lists; None without a hand)."""
+def stack_windows(windows: list[Window], substeps: int = 4):
+    """Tensors of a batch of windows, padded to the longest: state0 [B, 13], target [B, F, 7], valid [B, F]
+    (False on padding), size [B], and per window qpos / qvel [S + 1, *] (lists, padded with their last
+    row; None without a hand)."""
+    F = max(len(w.target) for w in windows)
+    S = (F - 1) * substeps + 1
     f64 = lambda a: torch.as_tensor(np.stack(a), dtype=torch.float64)  # noqa: E731
     state0 = f64([w.state0 for w in windows])
-    target = f64([w.target for w in windows])
-    valid = torch.as_tensor(np.stack([w.valid for w in windows]))
+    target = f64([_pad(w.target, F) for w in windows])
+    valid = torch.as_tensor(np.stack([np.r_[w.valid, np.zeros(F - len(w.valid), bool)] for w in windows]))
     size = f64([w.size for w in windows])
-    qpos = [w.qpos for w in windows] if windows[0].qpos is not None else None
-    qvel = [w.qvel for w in windows] if windows[0].qvel is not None else None
+    qpos = [_pad(w.qpos, S) for w in windows] if windows[0].qpos is not None else None
+    qvel = [_pad(w.qvel, S) for w in windows] if windows[0].qvel is not None else None
     return state0, target, valid, size, qpos, qvel
 
 
-def window_loss(twins, model, windows: list[Window], *, substeps: int, rot_weight: float) -> torch.Tensor:
-    """The pose loss of one batch of equal-length windows (``batches``) rolled out through their twins."""
-    state0, target, valid, size, qpos, qvel = stack_windows(windows)
+def window_loss(twins, model, windows: list[Window], *, substeps: int, rot_weight: float,
+                detach_every: int = 0) -> torch.Tensor:
+    """The pose loss of one batch of windows (``batches``) rolled out through their twins; ``detach_every``
+    > 0 truncates backpropagation every that many frames (the loss still covers every frame)."""
+    state0, target, valid, size, qpos, qvel = stack_windows(windows, substeps)
     pos, quat = twin_rollout(model, [twins[w.group] for w in windows], state0, target.shape[1], substeps=substeps,
-                             qpos=qpos, qvel=qvel)
+                             qpos=qpos, qvel=qvel, detach_every=detach_every)
     return pose_loss(pos, quat, target, valid, size, rot_weight=rot_weight)
 
 
@@ -76,11 +81,8 @@ def rollout_episodes(twins, model, episodes, meta, *, groups, substeps: int, ini
     order = np.argsort([len(w.target) for w in wins], kind="stable")
     for k in range(0, len(order), chunk):
         idx = sorted(order[k:k + chunk], key=lambda i: wins[i].group)
-        F = max(len(wins[i].target) for i in idx)
-        S = (F - 1) * substeps + 1
-        state0 = torch.as_tensor(np.stack([wins[i].state0 for i in idx]), dtype=torch.float64)
-        qpos = None if wins[idx[0]].qpos is None else [_pad(wins[i].qpos, S) for i in idx]
-        qvel = None if wins[idx[0]].qvel is None else [_pad(wins[i].qvel, S) for i in idx]
+        state0, target, _, _, qpos, qvel = stack_windows([wins[i] for i in idx], substeps)
+        F = target.shape[1]
         pos, quat = twin_rollout(model, [twins[wins[i].group] for i in idx], state0, F, substeps=substeps, qpos=qpos,
                                  qvel=qvel)
         pred = torch.cat([pos, quat], -1).numpy()

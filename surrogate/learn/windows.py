@@ -134,16 +134,13 @@ def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int,
 
 
 def batches(windows: list[Window], batch_size: int, *, rng: np.random.Generator | None = None) -> list[list[Window]]:
-    """Batches of equal-length windows (the twin steps a batch together, scenes mixed), each sorted by
-    scene so that a scene's windows are contiguous; shuffled with ``rng``."""
-    by_len: dict[int, list[int]] = {}
-    for i, w in enumerate(windows):
-        by_len.setdefault(len(w.target), []).append(i)
-    out = []
-    for idx in by_len.values():
-        idx = list(rng.permutation(idx)) if rng is not None else idx
-        out += [sorted((windows[i] for i in idx[k:k + batch_size]), key=lambda w: w.group)
-                for k in range(0, len(idx), batch_size)]
+    """Batches of windows of similar length (sorted by length, ``batch_size`` at a time; the twin steps a
+    batch together to its longest window, scenes mixed, ``objective.stack_windows`` pads the shorter
+    ones), each sorted by scene so that a scene's windows are contiguous; shuffled with ``rng``."""
+    jitter = rng.random(len(windows)) if rng is not None else np.zeros(len(windows))
+    order = sorted(range(len(windows)), key=lambda i: (len(windows[i].target), jitter[i]))
+    out = [sorted((windows[i] for i in order[k:k + batch_size]), key=lambda w: w.group)
+           for k in range(0, len(order), batch_size)]
     if rng is not None:
         out = [out[i] for i in rng.permutation(len(out))]
     return out

@@ -75,7 +75,7 @@ class Twin:
 
 
 def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: int, *, substeps: int,
-            qpos=None, qvel=None) -> tuple[torch.Tensor, torch.Tensor]:
+            qpos=None, qvel=None, detach_every: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Roll out B objects, each in its own twin's scene (scenes may differ: one batched contact model
     call per physics step for all of them); differentiable in ``state0`` and the contact model.
 
@@ -89,6 +89,9 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
       qpos, qvel: optional per environment [S + 1, nq] / [S + 1, nv] configuration and velocity of the
         other (kinematic) joints per step (a list, or an array [B, S + 1, *]); the object's entries are
         ignored. Default: the model's ``qpos0`` and zero velocity (a static world).
+      detach_every: if > 0, the state is detached from the graph every that many frames (truncated
+        backpropagation through long episodes: gradients of later frames reach the contact model
+        through the last segment only, so chaotic tosses do not explode them).
     Returns:
       (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times.
     """
@@ -138,6 +141,8 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
         if (s + 1) % substeps == 0:
             poses.append(pos)
             quats.append(quat)
+            if detach_every > 0 and (len(poses) - 1) % detach_every == 0:
+                pos, quat, vel, om_b = pos.detach(), quat.detach(), vel.detach(), om_b.detach()
     return torch.stack(poses, 1), torch.stack(quats, 1)
 
 
