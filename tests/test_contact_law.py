@@ -302,3 +302,23 @@ def test_released_rig_surrogate_leaves_an_untouched_object_at_rest(env_id, famil
         assert not term
     assert np.linalg.norm(d.xipos[task.ob] - p0) < 2e-3
     assert task.stepper.stats()["fallbacks"] == 0
+
+
+def test_checkpoint_integrity_is_checked(tmp_path):
+    from surrogate.model.checkpoint import CheckpointError, export_checkpoint, load_checkpoint
+
+    export_checkpoint(ContactLawGNN(prior=CUBE), tmp_path / "ck")
+    w = tmp_path / "ck" / "weights.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-3] ^= 0xFF  # a flipped byte in the last tensor
+    w.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="content hash"):
+        load_checkpoint(tmp_path / "ck")
+    import json
+
+    export_checkpoint(ContactLawGNN(prior=CUBE), tmp_path / "ck2")
+    card = json.loads((tmp_path / "ck2" / "card.json").read_text())
+    card["model"]["hparams"] = ["not", "a", "dict"]
+    (tmp_path / "ck2" / "card.json").write_text(json.dumps(card))
+    with pytest.raises(CheckpointError, match="hparams"):
+        load_checkpoint(tmp_path / "ck2")

@@ -81,6 +81,7 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
     save_file(state, str(out / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
     card = {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+        "weights_sha256": _sha256(out / WEIGHTS),
         "features": feature_card(model),
         "model": {"class": _class_name(model), "hparams": dict(model.hparams), **MODEL_CLASSES[_class_name(model)][1](model)},
         "data": data or {}, "training": training or {}, "versions": _versions(),
@@ -110,15 +111,41 @@ def read_card(path) -> dict:
     return card
 
 
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def load_checkpoint(path):
-    """(model in eval mode, card) from a checkpoint folder: a ``ContactGNN`` or a ``ContactLawGNN``."""
+    """(model in eval mode, card) from a checkpoint folder: a ``ContactGNN`` or a ``ContactLawGNN``.
+
+    The weights must match the card's content hash (``weights_sha256``; cards written before it was
+    recorded load without the check) and be finite: a flipped byte or a NaN is refused, naming the file.
+    """
     p = Path(path)
     card = read_card(p)
     name = card.get("model", {}).get("class", "surrogate.model.gnn.ContactGNN")
     if name not in MODEL_CLASSES:
         raise CheckpointError(f"{p / CARD}: unknown model class {name!r}; this package knows {sorted(MODEL_CLASSES)}")
-    model = MODEL_CLASSES[name][0](**card["model"]["hparams"])
-    state = load_file(str(p / WEIGHTS))
+    if not isinstance(card.get("model", {}).get("hparams"), dict):
+        raise CheckpointError(f"{p / CARD}: model.hparams must be a mapping of the model's arguments")
+    try:
+        model = MODEL_CLASSES[name][0](**card["model"]["hparams"])
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{p / CARD}: model.hparams do not build a {name.rsplit('.', 1)[-1]}: {e}") from None
+    if not (p / WEIGHTS).is_file():
+        raise CheckpointError(f"{p / WEIGHTS}: no weights file")
+    want = card.get("weights_sha256")
+    if want is not None and _sha256(p / WEIGHTS) != want:
+        raise CheckpointError(f"{p / WEIGHTS}: content hash differs from the card's weights_sha256 (corrupt or replaced weights)")
+    try:
+        state = load_file(str(p / WEIGHTS))
+    except Exception as e:  # safetensors raises its own error types for truncated or garbled files
+        raise CheckpointError(f"{p / WEIGHTS}: unreadable safetensors file ({e})") from None
+    bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        raise CheckpointError(f"{p / WEIGHTS}: non-finite values in {bad[:4]}")
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise CheckpointError(f"{p / WEIGHTS}: weights do not match the card's model (missing {missing[:4]}, unexpected {unexpected[:4]})")
