@@ -4,7 +4,9 @@ Only wiring: the model (``surrogate.model.gnn``), the LightningModule and DataMo
 (``surrogate.model.lightning``) and the release format (``surrogate.model.checkpoint``)
 live in the package. CPU by default; DDP by config (``trainer.strategy: ddp``,
 ``trainer.devices: 2``, gloo on CPU). ``ckpt_path: last`` resumes after an interruption.
-At the end of ``fit`` the model is exported as safetensors + JSON card to ``export.dir``.
+At the end of ``fit`` the model is exported as safetensors + JSON card to ``export.dir`` (default
+``<out_dir>/export``); ``--release`` exports to ``export.release_dir`` (a release under
+``checkpoints/``), and never over an existing one without ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ DEFAULTS = {
     "optim": {},
     "trainer": {"max_epochs": 10, "accelerator": "cpu", "devices": 1, "strategy": "auto", "deterministic": True,
                 "log_every_n_steps": 20, "enable_progress_bar": True},
-    "export": {"dir": None, "eval_rollouts": 0},
+    "export": {"dir": None, "release_dir": None, "prior_dir": None, "eval_rollouts": 0},
     "threads": 1,
 }
 
@@ -36,6 +38,25 @@ def load_config(path, overrides):
 
     cfg = merge(DEFAULTS, load_yaml(path) if path else {})
     return apply_overrides(cfg, overrides or [], file=path)
+
+
+def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False) -> str:
+    """Where the trained model goes: ``export.dir`` if set, else ``<out_dir>/export``; with ``release``,
+    ``export.release_dir`` — refused, before any training, if a release is there and ``overwrite`` is not given."""
+    from surrogate.errors import ConfigError
+
+    ex = cfg["export"]
+    if not release:
+        return str(ex.get("dir") or Path(cfg["out_dir"]) / "export")
+    target = ex.get("release_dir")
+    if not target:
+        raise ConfigError("--release needs export.release_dir in the config", key="export.release_dir")
+    from surrogate.paths import REPO_ROOT
+
+    target = Path(target) if Path(target).is_absolute() else REPO_ROOT / target  # releases live in the repository
+    if (Path(target) / "card.json").exists() and not overwrite:
+        raise ConfigError(f"{target} holds a released checkpoint; pass --overwrite to replace it", key="export.release_dir")
+    return str(target)
 
 
 def fit(cfg: dict) -> dict:
@@ -156,8 +177,12 @@ def main(argv=None):
     p.add_argument("command", choices=["fit"])
     p.add_argument("--config", "-c", help="YAML config (configs/train/*.yaml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key (dotted), repeatable")
+    p.add_argument("--release", action="store_true",
+                   help="export to the config's export.release_dir (a released checkpoint under checkpoints/) instead of the run's folder")
+    p.add_argument("--overwrite", action="store_true", help="with --release: replace an existing release")
     a = p.parse_args(argv)
     cfg = load_config(a.config, a.set)
+    cfg["export"]["dir"] = export_dir(cfg, release=a.release, overwrite=a.overwrite)
     res = fit(cfg)
     print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str))
     return res

@@ -322,3 +322,27 @@ def test_checkpoint_integrity_is_checked(tmp_path):
     (tmp_path / "ck2" / "card.json").write_text(json.dumps(card))
     with pytest.raises(CheckpointError, match="hparams"):
         load_checkpoint(tmp_path / "ck2")
+
+
+@needs_shared("contactnets_cube")
+def test_training_never_overwrites_a_release(tmp_path):
+    """train.py exports under the run's folder; --release refuses an existing release without --overwrite."""
+    import subprocess
+    import sys
+
+    from surrogate.importers.contactnets import import_contactnets
+    from surrogate.paths import REPO_ROOT
+
+    root = tmp_path / "cube"
+    import_contactnets(SHARED / "contactnets_cube", root, progress=False)
+    release = REPO_ROOT / "checkpoints" / "cube_tosses"
+    before = {p.name: p.read_bytes() for p in release.iterdir()}
+    base = [sys.executable, str(REPO_ROOT / "train.py"), "fit", "-c", str(REPO_ROOT / "configs/train/cube_tosses.yaml"),
+            "--set", f"data.root={root}", "--set", "data.bench_split=null", "--set", "data.val_min=0",
+            "--set", "data.max_train_episodes=2", "--set", "data.max_val_episodes=2", "--set", "stages.prior.epochs=0",
+            "--set", "stages.corrections.epochs=0", "--set", f"out_dir={tmp_path / 'run'}"]
+    subprocess.run(base, check=True, cwd=tmp_path, capture_output=True)
+    assert (tmp_path / "run" / "export" / "card.json").is_file()
+    r = subprocess.run(base + ["--release"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode != 0 and "--overwrite" in r.stderr
+    assert {p.name: p.read_bytes() for p in release.iterdir()} == before
