@@ -12,13 +12,14 @@ version, or with other feature definitions, fails with a message that says what 
 from __future__ import annotations
 
 import json
+import os
 import platform
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..atomic import write_json_atomic
+from ..atomic import current_umask, write_json_atomic
 from ..errors import SurrogateError
 from . import graph as G
 from .contact_law import ContactLawGNN, law_cost
@@ -79,6 +80,7 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
     out.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(out / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
+    os.chmod(out / WEIGHTS, 0o666 & ~current_umask())  # safetensors writes 0600; releases get the user's umask
     card = {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
         "weights_sha256": _sha256(out / WEIGHTS),
