@@ -141,15 +141,3 @@ def test_schema_1_0_layout_is_what_lerobot_refused(rig_captures, tmp_path):
     assert any("truth.contact_count: shape [1] needs float, column is fixed_size_list<element: float>[1]" in p
                for p in problems), problems
     assert "observation.object_pose_valid: bool, the normalizer cannot subtract its mean" in policy_problems(root)
-
-
-def test_loads_in_lerobot_itself(rig_captures, tmp_path):
-    """Where LeRobot is installed: ``LeRobotDataset(repo_id, root=...)`` loads both hands' captures offline."""
-    pytest.importorskip("lerobot", reason="LeRobot is not installed here (CI checks its feature mapping above)")
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
-
-    for hand, root in rig_captures.items():
-        ds = LeRobotDataset("local/x", root=root)
-        item = ds[0]
-        assert item["observation.environment_state"].shape == (7,), hand
-        assert item["truth.contact_count"].shape == (), hand
