@@ -121,7 +121,7 @@ def rig_captures(out: Path, episodes: int, workers: int) -> dict:
 
 def train_surrogate(out: Path, epochs: int) -> dict:
     """Train the rig surrogate on the captures of stage 4 (``train.py`` with the release's config, shortened:
-    ``epochs`` epochs of the prior law, one of the network's corrections, 8 validation episodes)."""
+    24 training and 8 validation episodes, ``epochs`` epochs of the prior law, one of the network's corrections)."""
     import subprocess
     import sys
 
@@ -131,7 +131,8 @@ def train_surrogate(out: Path, epochs: int) -> dict:
     cmd = [sys.executable, str(REPO_ROOT / "train.py"), "fit", "--config", str(REPO_ROOT / "configs" / "train" / "rig_default.yaml"),
            "--set", f"data.root={out / 'rig_captures'}", "--set", f"out_dir={out / 'train_rig'}",
            "--set", f"export.dir={ckpt}", "--set", f"stages.prior.epochs={epochs}",
-           "--set", f"stages.corrections.epochs={min(epochs, 1)}", "--set", "data.max_val_episodes=8",
+           "--set", f"stages.corrections.epochs={min(epochs, 1)}", "--set", "data.max_train_episodes=24",
+           "--set", "data.max_val_episodes=8",
            "--set", "trainer.enable_progress_bar=false"]
     print(" ".join(cmd[1:]), flush=True)
     t0 = time.time()
@@ -171,7 +172,7 @@ def small_benchmark(out: Path, overrides) -> dict:
 
 
 def quickstart(out: str | Path = "runs/quickstart", *, overwrite: bool = True, rig_episodes: int = 60, workers: int = 2,
-               epochs: int = 2, bench_overrides=(), rig_bench_overrides=()) -> dict:
+               epochs: int = 1, bench_overrides=(), rig_bench_overrides=()) -> dict:
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()

@@ -138,3 +138,20 @@ def test_small_cube_real_suite_end_to_end(tmp_path):
     with pytest.raises(jsonschema.ValidationError):
         validate_ledger(broken)
     assert ledger["config_hash"] == on_disk["config_hash"]
+
+
+def test_cube_verdict_needs_position_rotation_and_the_randomized_interval():
+    """Hand-computed: the default verdict checks three targets and is supported only when all are met."""
+    from surrogate.bench.ledger import verdict
+
+    def model(pos, rot, ci=None):
+        return {"overall": {"pos_pct_size": {"n": 10, "mean": pos, "median": pos, "mean_ci95": ci or [pos - 1, pos + 1]},
+                            "rot_deg": {"n": 10, "mean": rot, "median": rot}}}
+
+    base = {"analytic_nominal": model(25, 21), "analytic_identified": model(15, 17), "analytic_randomized": model(22, 18, [20, 24])}
+    v = verdict({**base, "surrogate": model(13, 16)})
+    assert v["verdict"] == "supported" and [t["met"] for t in v["targets"]] == [True, True, True]
+    v = verdict({**base, "surrogate": model(13, 18)})  # rotation worse than identified
+    assert v["verdict"] == "falsified" and [t["met"] for t in v["targets"]] == [True, False, True]
+    v = verdict({**base, "analytic_identified": model(25, 17), "surrogate": model(21, 16)})  # inside the randomized interval
+    assert v["verdict"] == "falsified" and v["targets"][2]["met"] is False and v["targets"][2]["baseline_value"] == 20
