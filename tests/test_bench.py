@@ -155,3 +155,18 @@ def test_cube_verdict_needs_position_rotation_and_the_randomized_interval():
     assert v["verdict"] == "falsified" and [t["met"] for t in v["targets"]] == [True, False, True]
     v = verdict({**base, "analytic_identified": model(25, 17), "surrogate": model(21, 16)})  # inside the randomized interval
     assert v["verdict"] == "falsified" and v["targets"][2]["met"] is False and v["targets"][2]["baseline_value"] == 20
+
+
+def test_identification_uses_its_generations():
+    """The progress callback must not halt the search (tqdm's update() returns True when it redraws)."""
+    from surrogate.bench.identify import fit_params
+
+    calls = []
+
+    def evaluate(params):
+        calls.append(len(params))
+        return [abs(p.friction - 0.4) for p in params]
+
+    params, info = fit_params(evaluate, cones=("elliptic",), maxiter=5, popsize=4, seed=0, progress=True)
+    assert len(calls) == 6  # the initial population and all 5 generations
+    assert abs(params.friction - 0.4) < 0.05
