@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..errors import ConfigError
 from ..model.contact_law import ContactLawGNN
 from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
 from .objective import paired_difference
@@ -71,7 +72,6 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     stages = {k: {**STAGE_DEFAULTS[k], **(cfg.get("stages", {}).get(k) or {})} for k in STAGE_DEFAULTS}
     unknown = sorted(set(cfg.get("stages", {})) - set(STAGE_DEFAULTS))
     if unknown:
-        from ..errors import ConfigError
         raise ConfigError(f"unknown stages {unknown}; known: {sorted(STAGE_DEFAULTS)}", key=f"stages.{unknown[0]}")
     dm = RolloutData(**cfg["data"])
     t0 = time.time()

@@ -22,6 +22,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
+from ..errors import ConfigError
 from ..model.contact_law import ContactLawGNN
 from ..model.data import load_capture, split_episodes
 from ..sim.twin import Twin
@@ -49,15 +50,14 @@ class _Items(Dataset):
 class RolloutData(L.LightningDataModule):
     """Episodes of a capture dataset, split, grouped by scene, cut into training windows.
 
-    Training items are batches of equal-length windows (scenes mixed; reshuffled every epoch);
-    validation items are chunks of whole validation episodes of similar length.
+    Training items are batches of windows of similar length (scenes mixed, padded; reshuffled every
+    epoch); validation items are chunks of whole validation episodes of similar length.
     """
 
     def __init__(self, **cfg):
         super().__init__()
         unknown = sorted(set(cfg) - set(DATA_DEFAULTS))
         if unknown:
-            from ..errors import ConfigError
             raise ConfigError(f"unknown data keys {unknown}; known: {sorted(DATA_DEFAULTS)}", key=f"data.{unknown[0]}")
         self.cfg = {**DATA_DEFAULTS, **cfg}
         self.capture = None
