@@ -485,3 +485,54 @@ def test_case13_messages_print_plain_numbers(tmp_path, poses_setup, capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "repeated.csv" in x)
     assert "np.float" not in line and "not strictly increasing: frame 10 at 0.075 s follows 0.075 s" in line, line
+
+
+# ----------------------------------------------------------------------------- case 10: checkpoint cards with bad hyperparameters
+
+
+def _tiny_checkpoint(folder, law: bool = False):
+    import torch
+
+    from surrogate.model.checkpoint import export_checkpoint
+
+    torch.manual_seed(0)
+    if law:
+        from surrogate.model.contact_law import ContactLawGNN
+        model = ContactLawGNN(hidden=8, steps=1, mlp_layers=1)
+    else:
+        from surrogate.model.gnn import ContactGNN
+        model = ContactGNN(hidden=8, steps=1, mlp_layers=1)
+    return export_checkpoint(model.eval(), folder)
+
+
+@pytest.mark.parametrize("law, key, value", [
+    (False, "hidden", 1e7), (False, "steps", -1), (False, "hidden", "abc"), (False, "mlp_layers", 17),
+    (True, "hidden", 1e7), (True, "steps", 100), (True, "hidden", "abc"), (True, "mu_max", 0),
+    (True, "bounds", [1.0, 2.0]), (True, "bounds", [1.0, 2.0, 1e3]), (True, "friction_iterations", 1000),
+    (True, "prior", "stiff")])
+def test_case10_bad_card_hyperparameters_are_refused_naming_the_key(tmp_path, law, key, value):
+    from surrogate.model.checkpoint import CheckpointError, load_checkpoint
+
+    ckpt = _tiny_checkpoint(tmp_path / "ckpt", law=law)
+    load_checkpoint(ckpt)  # as exported: loads
+    _edit_json(ckpt / "card.json", lambda c: c["model"]["hparams"].update({key: value}))
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(ckpt)
+    assert str(ckpt / "card.json") in str(e.value) and f"model.hparams.{key}" in str(e.value), str(e.value)
+
+
+def test_case10_bench_with_a_corrupt_checkpoint_fails_before_any_baseline(tmp_path, monkeypatch):
+    from surrogate.bench import cube_real
+    from surrogate.bench.run import run_suite
+    from surrogate.model.checkpoint import CheckpointError
+
+    def never(*a, **k):
+        pytest.fail("baseline work ran before the checkpoint was checked")
+
+    monkeypatch.setattr(cube_real, "load_episodes", never)
+    monkeypatch.setattr(cube_real, "identify", never)
+    ckpt = _tiny_checkpoint(tmp_path / "ckpt")
+    (ckpt / "weights.safetensors").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="weights.safetensors"):
+        run_suite("cube-real-small", out=tmp_path / "report", checkpoint=ckpt, progress=False, cache_dir=tmp_path / "cache")
+    assert not (tmp_path / "report").exists()

@@ -29,6 +29,10 @@ def _runner(kind: str):
 def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(), progress: bool = True,
               cache_dir: Path = CACHE_DIR) -> dict:
     cfg = load_suite(suite, overrides)
+    if checkpoint is not None:  # a bad checkpoint fails now, not after minutes of baseline work
+        from ..model.checkpoint import load_checkpoint
+
+        load_checkpoint(checkpoint)
     run = _runner(cfg["suite"])(cfg, cache_dir=Path(cache_dir), checkpoint=checkpoint, test_data=test_data, progress=progress)
     ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run)
     out = Path(out)

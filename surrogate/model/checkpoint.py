@@ -119,11 +119,50 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+# Bounds of the hyperparameters a card may give, checked before the model is built (a card asking
+# for ``hidden: 1e7`` would otherwise try to allocate hundreds of TB). Integer keys: [lo, hi].
+INT_BOUNDS = {"hidden": (1, 4096), "steps": (1, 64), "mlp_layers": (1, 16)}
+LAW_INT_BOUNDS = {"friction_iterations": (0, 32)}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_hparams(hp: dict, *, law: bool, card: Path) -> None:
+    """Refuse hyperparameters of the wrong type or outside their bounds, naming the card and the key."""
+    def bad(key, want):
+        raise CheckpointError(f"{card}: model.hparams.{key} must be {want}, got {hp[key]!r}")
+
+    for key, (lo, hi) in {**INT_BOUNDS, **(LAW_INT_BOUNDS if law else {})}.items():
+        if key in hp and not (_is_int(hp[key]) and lo <= hp[key] <= hi):
+            bad(key, f"an integer in [{lo}, {hi}]")
+    if not law:
+        return
+    if "bounds" in hp:
+        b = hp["bounds"]
+        if not (isinstance(b, (list, tuple)) and len(b) == 3 and all(_is_number(x) and 0 < x <= 10 for x in b)):
+            bad("bounds", "3 positive numbers <= 10 (log-bounds of the corrections of k, c, mu)")
+    if "mu_max" in hp and not (_is_number(hp["mu_max"]) and 0 < hp["mu_max"] <= 10):
+        bad("mu_max", "a number in (0, 10]")
+    for key in ("prior", "prior_body"):
+        if hp.get(key) is not None and not isinstance(hp[key], dict):
+            bad(key, "a mapping of the prior law's parameters")
+
+
 def load_checkpoint(path):
     """(model in eval mode, card) from a checkpoint folder: a ``ContactGNN`` or a ``ContactLawGNN``.
 
     The weights must match the card's content hash (``weights_sha256``; cards written before it was
     recorded load without the check) and be finite: a flipped byte or a NaN is refused, naming the file.
+    The card's hyperparameters are checked against their bounds (``INT_BOUNDS``, and for the law model
+    ``bounds``, ``mu_max``, ``friction_iterations``, ``prior``/``prior_body``) before anything is built.
     """
     p = Path(path)
     card = read_card(p)
@@ -132,6 +171,7 @@ def load_checkpoint(path):
         raise CheckpointError(f"{p / CARD}: unknown model class {name!r}; this package knows {sorted(MODEL_CLASSES)}")
     if not isinstance(card.get("model", {}).get("hparams"), dict):
         raise CheckpointError(f"{p / CARD}: model.hparams must be a mapping of the model's arguments")
+    _check_hparams(card["model"]["hparams"], law=MODEL_CLASSES[name][0] is ContactLawGNN, card=p / CARD)
     try:
         model = MODEL_CLASSES[name][0](**card["model"]["hparams"])
     except (TypeError, ValueError) as e:
