@@ -536,3 +536,60 @@ def test_case10_bench_with_a_corrupt_checkpoint_fails_before_any_baseline(tmp_pa
     with pytest.raises(CheckpointError, match="weights.safetensors"):
         run_suite("cube-real-small", out=tmp_path / "report", checkpoint=ckpt, progress=False, cache_dir=tmp_path / "cache")
     assert not (tmp_path / "report").exists()
+
+
+# ----------------------------------------------------------------------------- case 12: environments MuJoCo resets are counted
+
+
+def _reset_count_run(stepper, scene, ds, nstep=3):
+    import warnings
+
+    from surrogate.sim import step
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        step(scene.model, ds, stepper, nstep=nstep)
+    return [str(x.message) for x in w if "MuJoCo reset" in str(x.message)]
+
+
+def test_case12_mujoco_resets_are_counted_per_environment():
+    from surrogate.scenes import build_scene
+    from surrogate.objects import make_object
+    from surrogate.sim import MuJoCoContact, Stepper
+
+    s = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
+    for contact in ("surrogate", "analytic"):
+        st = Stepper(s, MuJoCoContact(s), contact=contact)
+        ds = [s.make_data(), s.make_data()]
+        _reset_count_run(st, s, ds)
+        assert st.stats()["mujoco_resets"] == 0 and st.stats()["mujoco_reset_envs"] == {}
+        ds[1].qvel[s.object_dof_adr] = np.nan  # MuJoCo resets env 1 in its next step
+        msgs = _reset_count_run(st, s, ds)
+        assert st.stats()["mujoco_resets"] == 1 and st.stats()["mujoco_reset_envs"] == {1: 1}, contact
+        assert len(msgs) == 1 and "env 1" in msgs[0] and "qvel" in msgs[0]
+        ds[1].qvel[s.object_dof_adr] = np.nan  # the same kind again: MuJoCo's counter stays at 1, still counted
+        assert _reset_count_run(st, s, ds) == []  # warned once
+        assert st.stats()["mujoco_resets"] == 2 and st.stats()["mujoco_reset_envs"] == {1: 2}
+        assert np.isfinite(ds[0].qvel).all() and ds[0].time == pytest.approx(9 * s.model.opt.timestep)
+
+
+def test_case12_a_huge_finite_force_reset_is_counted_for_that_env_only():
+    import torch
+
+    from surrogate.scenes import build_scene
+    from surrogate.objects import make_object
+    from surrogate.sim import Stepper
+
+    class HugeOnEnv1:
+        def __call__(self, graph):
+            f = torch.zeros((graph.edge_index.shape[1], 3))
+            f[graph.env == 1, 2] = 1e12  # finite, below the raised max_force: MuJoCo's qacc check resets it
+            return f
+
+    s = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
+    st = Stepper(s, HugeOnEnv1(), max_force=1e20)
+    ds = [s.make_data(), s.make_data()]
+    msgs = _reset_count_run(st, s, ds, nstep=4)
+    stats = st.stats()
+    assert stats["mujoco_resets"] == 4 and stats["mujoco_reset_envs"] == {1: 4} and stats["fallbacks"] == 0
+    assert len(msgs) == 1 and "env 1" in msgs[0] and "qacc" in msgs[0]

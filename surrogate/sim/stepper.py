@@ -18,6 +18,11 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
    the other body -F: equal and opposite) is added with ``mj_applyFT`` at its COM;
 6. ``mj_step2``.
 
+After every physics step (either mode) MuJoCo's bad-state warning counters (``mjWARN_BADQPOS``,
+``BADQVEL``, ``BADQACC``: MuJoCo resets an ``MjData`` itself on a NaN, Inf or huge value) are read,
+a few bytes per environment; each reset is counted in ``stats()["mujoco_resets"]`` and per environment
+in ``stats()["mujoco_reset_envs"]``, and warned about once naming the environment.
+
 ``contact="analytic"`` on the same model switches the owned pairs to analytic mode, zeroes
 ``qfrc_applied`` and calls ``mj_step``: no network. Everything is deterministic for the same
 inputs (CPU torch, fixed thread count).
@@ -48,6 +53,13 @@ from .law_solve import law_forces
 CONTACT_MODES = ("analytic", "surrogate")
 BAD_FORCE_POLICIES = ("raise", "fallback")
 PHASES = ("step1", "graph", "network", "checks", "apply", "step2", "fallback", "analytic")
+# The warnings MuJoCo raises when it resets an MjData itself (NaN, Inf or huge qpos / qvel / qacc).
+BAD_STATE_WARNINGS = {int(mujoco.mjtWarning.mjWARN_BADQPOS): "qpos", int(mujoco.mjtWarning.mjWARN_BADQVEL): "qvel",
+                      int(mujoco.mjtWarning.mjWARN_BADQACC): "qacc"}
+_BAD_STATE_IDS = np.array(sorted(BAD_STATE_WARNINGS))
+_BAD_STATE_SLICE = (slice(int(_BAD_STATE_IDS[0]), int(_BAD_STATE_IDS[-1]) + 1)
+                    if _BAD_STATE_IDS[-1] - _BAD_STATE_IDS[0] == len(_BAD_STATE_IDS) - 1 else None)
+_NO_BAD_STATE = np.zeros(len(_BAD_STATE_IDS), dtype=np.int32).tobytes()
 
 
 class SurrogateStepError(SurrogateError, FloatingPointError):
@@ -173,8 +185,9 @@ class Stepper:
     # -- statistics -------------------------------------------------------------------------
     def reset_stats(self) -> None:
         self._stats = {"physics_steps": 0, "env_steps": 0, "network_calls": 0, "contacts": 0, "fallbacks": 0,
-                       "bad_force_events": 0, "ood_edges": 0, "ood_nodes": 0, "ood_env_steps": 0}
+                       "bad_force_events": 0, "ood_edges": 0, "ood_nodes": 0, "ood_env_steps": 0, "mujoco_resets": 0}
         self._fallback_envs: dict[int, int] = {}
+        self._reset_envs: dict[int, int] = {}
         self._ood_edge_features = np.zeros(41, dtype=np.int64)
         self._ood_node_features = np.zeros(9, dtype=np.int64)
         self._time = dict.fromkeys(PHASES, 0.0)
@@ -186,12 +199,15 @@ class Stepper:
         environments), network_calls, contacts (owned contacts seen), fallbacks (env-steps run with
         analytic contact after a bad force), fallback_envs {env: count}, bad_force_events,
         ood_edges / ood_nodes (inputs outside the training range), ood_env_steps, ood_features
-        {feature name: count}, time_s {phase: s}.
+        {feature name: count}, mujoco_resets (env-steps in which MuJoCo reset the MjData itself on a
+        NaN, Inf or huge qpos, qvel or qacc: its ``mjWARN_BADQPOS/BADQVEL/BADQACC`` warnings),
+        mujoco_reset_envs {env: count}, time_s {phase: s}.
         """
         from ..model.graph import EDGE_FEATURES, NODE_FEATURES
 
         s = dict(self._stats)
         s["fallback_envs"] = dict(self._fallback_envs)
+        s["mujoco_reset_envs"] = dict(self._reset_envs)
         feats = {f"edge:{n}": int(c) for n, c in zip(EDGE_FEATURES, self._ood_edge_features) if c}
         feats.update({f"node:{n}": int(c) for n, c in zip(NODE_FEATURES, self._ood_node_features) if c})
         s["ood_features"] = feats
@@ -224,6 +240,38 @@ class Stepper:
             if k.size:
                 out[:, j] = self.last_wrench[:, k[0]]
         return out
+
+
+def _bad_state_reader(datas):
+    """A function returning each MjData's bad qpos / qvel / qacc warning counters, as bytes (cheap to
+    read and compare: views into the MjData, read once per physics step)."""
+    if _BAD_STATE_SLICE is not None:
+        views = [d.warning.number[_BAD_STATE_SLICE] for d in datas]
+        return lambda: [v.tobytes() for v in views]
+    return lambda: [d.warning.number[_BAD_STATE_IDS].tobytes() for d in datas]
+
+
+def _count_resets(datas, stepper: Stepper, before: list, after: list, times, step_no: int) -> None:
+    """Count the environments MuJoCo reset in this physics step.
+
+    The counters change only when MuJoCo warns about a bad state, and it then resets the MjData
+    (``mj_resetData`` zeroes every counter before counting the one that caused it). So a changed
+    counter is a reset, and so is a positive counter on a clock that did not advance (a second
+    reset of the same kind leaves its counter at 1).
+    """
+    reset = [i for i, (b, a) in enumerate(zip(before, after))
+             if a != b or (times is not None and a != _NO_BAD_STATE and datas[i].time <= times[i])]
+    if not reset:
+        return
+    stepper._stats["mujoco_resets"] += len(reset)
+    for i in reset:
+        stepper._reset_envs[i] = stepper._reset_envs.get(i, 0) + 1
+    i = reset[0]
+    counts = np.frombuffer(after[i], dtype=np.int32)
+    kinds = [BAD_STATE_WARNINGS[int(w)] for w, n in zip(_BAD_STATE_IDS, counts) if n] or ["state"]
+    stepper._warn_once("mujoco_reset", f"MuJoCo reset env {i} at step {step_no} (NaN, Inf or huge {'/'.join(kinds)}): "
+                                       f"its state went back to the model's initial one; counted in "
+                                       f"stats()['mujoco_resets'] and stats()['mujoco_reset_envs']")
 
 
 def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
@@ -374,7 +422,14 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
     _check_model(m, datas, stepper.builder)
     stepper.set_mode(m, contact)
     one = _physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
+    read = _bad_state_reader(datas)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
+    counts = read()
     for _ in range(int(nstep)):
+        times = [d.time for d in datas] if any(c != _NO_BAD_STATE for c in counts) else None
         one(m, datas, stepper)
+        after = read()
+        if after != counts or times is not None:
+            _count_resets(datas, stepper, counts, after, times, stepper._stats["physics_steps"])
+        counts = after
         stepper._stats["physics_steps"] += 1
         stepper._stats["env_steps"] += len(datas)
