@@ -4,6 +4,14 @@ Only wiring: the model (``surrogate.model.gnn``), the LightningModule and DataMo
 (``surrogate.model.lightning``) and the release format (``surrogate.model.checkpoint``)
 live in the package. CPU by default; DDP by config (``trainer.strategy: ddp``,
 ``trainer.devices: 2``, gloo on CPU). ``ckpt_path: last`` resumes after an interruption.
+
+Every run writes its resolved config (defaults filled in) to ``<out_dir>/run_config.json``, after its
+captures are read and validated. A resume (``ckpt_path`` set) whose ``data``, ``split``, ``model``,
+``loss`` or ``optim`` section differs from that file is refused before any work, with a ConfigError
+naming every differing key (``data.split_seed: 0 -> 1``): the resumed weights were trained on the old
+split and settings, and the exported card would name validation episodes that were trained on.
+``--set resume_changed=true`` resumes anyway (the file then records the new config); the ``trainer``,
+``export`` and other sections (e.g. more ``trainer.max_epochs``) may change freely.
 At the end of ``fit`` the model is exported as safetensors + JSON card to ``export.dir`` (default
 ``<out_dir>/export``); ``--release`` exports to ``export.release_dir`` (a release under
 ``checkpoints/``), and never over an existing one without ``--overwrite``.
@@ -30,7 +38,10 @@ DEFAULTS = {
                 "log_every_n_steps": 20, "enable_progress_bar": True},
     "export": {"dir": None, "release_dir": None, "prior_dir": None, "eval_rollouts": 0},
     "threads": 1,
+    "resume_changed": False,
 }
+RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
+RESUME_SECTIONS = ("data", "split", "model", "loss", "optim")  # a resume must not change these
 
 
 def load_config(path, overrides):
@@ -59,6 +70,75 @@ def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False) -> 
     return str(target)
 
 
+def _plain(obj):
+    """``obj`` as JSON would store it (paths as strings, tuples as lists), for writing and comparing."""
+    return json.loads(json.dumps(obj, default=str))
+
+
+def _leaves(value, prefix: str) -> dict:
+    """{dotted key: value} of the leaves of nested mappings (lists are leaves)."""
+    if isinstance(value, dict) and value:
+        out = {}
+        for k, v in value.items():
+            out.update(_leaves(v, f"{prefix}.{k}"))
+        return out
+    return {prefix: value}
+
+
+def _show(value) -> str:
+    return "(unset)" if value is _UNSET else value if isinstance(value, str) else json.dumps(value)
+
+
+_UNSET = object()
+
+
+def resolved_config(cfg: dict) -> dict:
+    """The config with the defaults of the data, loss and optim sections filled in (v1 path)."""
+    from surrogate.model.data import DATA_DEFAULTS
+    from surrogate.model.lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
+
+    out = dict(cfg)
+    out["data"] = {**DATA_DEFAULTS, **cfg["data"], "unroll_frames": int(cfg["loss"].get("unroll_frames", 0))}
+    out["loss"] = {**LOSS_DEFAULTS, **cfg["loss"]}
+    out["optim"] = {**OPTIM_DEFAULTS, **cfg["optim"]}
+    return _plain(out)
+
+
+def check_resume(cfg: dict, resolved: dict) -> None:
+    """With ``ckpt_path`` set and ``<out_dir>/run_config.json`` present: refuse a resume whose data, split,
+    model, loss or optim section differs from the run's, naming every differing key, unless
+    ``resume_changed`` is true."""
+    from surrogate.errors import ConfigError
+
+    path = Path(cfg["out_dir"]) / RUN_CONFIG
+    if not cfg.get("ckpt_path") or cfg.get("resume_changed") or not path.is_file():
+        return
+    try:
+        old = json.loads(path.read_text())
+        if not isinstance(old, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"unreadable run config ({e}); cannot check that the resume keeps the run's config: "
+                          f"pass --set resume_changed=true to resume anyway", file=path) from None
+    diffs = []
+    for sec in RESUME_SECTIONS:
+        was, now = _leaves(old.get(sec, {}), sec), _leaves(resolved.get(sec, {}), sec)
+        for k in sorted(set(was) | set(now)):
+            a, b = was.get(k, _UNSET), now.get(k, _UNSET)
+            if a != b:
+                diffs.append((k, f"{k}: {_show(a)} -> {_show(b)}"))
+    if diffs:
+        raise ConfigError(f"resuming (ckpt_path={cfg['ckpt_path']}) under another config than the run's: "
+                          f"{'; '.join(d for _, d in diffs)}. The resumed weights were trained under the run's "
+                          f"config (its split: the card would name validation episodes that were trained on); "
+                          f"use another out_dir for a new run, or pass --set resume_changed=true to resume anyway",
+                          file=path, key=diffs[0][0])
+
+
+def _rank_zero() -> bool:
+    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
+
+
 def fit(cfg: dict) -> dict:
     if cfg["model"].get("kind", "gnn") == "law":
         return fit_law(cfg)
@@ -69,6 +149,8 @@ def fit(cfg: dict) -> dict:
 
     from surrogate.model.lightning import CaptureDataModule, ContactLightning
 
+    resolved = resolved_config(cfg)
+    check_resume(cfg, resolved)  # before any work: a resume under a changed config is refused
     torch.set_num_threads(int(cfg.get("threads", 1)))
     L.seed_everything(int(cfg["seed"]), workers=True)
     out = Path(cfg["out_dir"])
@@ -78,6 +160,10 @@ def fit(cfg: dict) -> dict:
     t0 = time.time()
     dm.setup("fit")  # reads + validates every episode: bad captures stop here, before training
     feat_s = time.time() - t0
+    if _rank_zero():  # the captures are valid: this is a run; record its config for the checks of a resume
+        from surrogate.atomic import write_json_atomic
+
+        write_json_atomic(out / RUN_CONFIG, resolved)
     tcfg = dict(cfg["trainer"])
     if "ddp" in str(tcfg.get("strategy")) and tcfg.get("accelerator", "cpu") == "cpu" and int(tcfg.get("num_nodes", 1)) == 1:
         # single-machine CPU DDP (gloo): rendezvous on the loopback interface
