@@ -2,7 +2,7 @@
 
 Each test is named after its case in the issue. Rig tests use the analytic fixture of
 ``test_rig_generate`` (fast, seeded), except the orphan test, whose fixture sleeps so that a
-worker is surely busy when its run is killed.
+worker is surely busy when its run is killed; training tests use ``test_model``'s tiny capture.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from surrogate.cli import main
 from surrogate.errors import ConfigError, ForeignOutputError, LockedError
 from surrogate.rig.generate import generate, shard_path
 
+from .test_model import _cfg, tiny_capture  # noqa: F401  (train.py's tiny capture fixture and config)
 from .test_rig_generate import REPO, analytic_simulate, assert_same_dataset, fake, gen
 
 
@@ -596,9 +597,6 @@ def test_case12_a_huge_finite_force_reset_is_counted_for_that_env_only():
 
 
 # ----------------------------------------------------------------------------- case 5: a resume under a changed config
-
-
-from .test_model import _cfg, tiny_capture  # noqa: E402,F401  (the tiny capture fixture and train.py config)
 
 
 def test_case5_resume_under_a_changed_config_is_refused(tiny_capture, tmp_path):  # noqa: F811
