@@ -24,6 +24,7 @@ from surrogate.cli import main
 from surrogate.errors import ConfigError, ForeignOutputError, LockedError
 from surrogate.rig.generate import generate, shard_path
 
+from .conftest import SHARED, needs_shared
 from .test_model import _cfg, tiny_capture  # noqa: F401  (train.py's tiny capture fixture and config)
 from .test_rig_generate import REPO, analytic_simulate, assert_same_dataset, fake, gen
 
@@ -634,3 +635,65 @@ def test_case5_runs_without_ckpt_path_are_unchanged(tiny_capture, tmp_path):  # 
     _, other = _cfg(tiny_capture, tmp_path / "run", **{"data.split_seed": 1})  # a new run in the same folder: no check
     train.fit(other)
     assert json.loads((tmp_path / "run" / "run_config.json").read_text())["data"]["split_seed"] == 1
+
+
+@needs_shared("contactnets_cube")
+def test_case13_downloaded_archive_is_removed(tmp_path, monkeypatch):
+    """An import from a URL downloads the archive into a temporary folder of its own and removes it."""
+    import io
+    import tempfile
+    import urllib.request
+    import zipfile
+
+    from surrogate.importers.contactnets import import_contactnets
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted((SHARED / "contactnets_cube").glob("*.pt"))[:3]:
+            z.write(p, f"contact-nets/data/tosses_processed/{p.name}")
+    made = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(*a, **k):
+        made.append(Path(real_mkdtemp(*a, dir=tmp_path, **{k_: v for k_, v in k.items() if k_ != "dir"})))
+        return str(made[-1])
+
+    class Response(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=60: Response(buf.getvalue()))
+    report = import_contactnets("https://example.invalid/contact-nets.zip", tmp_path / "out", progress=False)
+    assert made and not any(d.exists() for d in made)
+    assert (tmp_path / "out" / "meta" / "contact.json").exists() and report is not None
+
+
+def test_case11_flipped_bytes_and_non_finite_weights_are_refused(tmp_path):
+    """A checkpoint records its weights' content hash; flipped bytes, and non-finite weights, are refused naming the file."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from surrogate.model.checkpoint import CheckpointError, export_checkpoint, load_checkpoint
+    from surrogate.model.contact_law import ContactLawGNN
+
+    export_checkpoint(ContactLawGNN(), tmp_path / "a")
+    w = tmp_path / "a" / "weights.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-2] ^= 0x01
+    w.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=r"weights\.safetensors: content hash"):
+        load_checkpoint(tmp_path / "a")
+    export_checkpoint(ContactLawGNN(), tmp_path / "b")
+    w = tmp_path / "b" / "weights.safetensors"
+    state = load_file(str(w))
+    state["log_friction"] = torch.tensor([float("nan"), 0.0])
+    save_file(state, str(w))
+    card = json.loads((tmp_path / "b" / "card.json").read_text())
+    card.pop("weights_sha256")  # a card without the hash (older exports) still gets the finiteness check
+    (tmp_path / "b" / "card.json").write_text(json.dumps(card))
+    with pytest.raises(CheckpointError, match="non-finite values in \\['log_friction'\\]"):
+        load_checkpoint(tmp_path / "b")

@@ -24,6 +24,7 @@ import json
 import math
 import re
 import tarfile
+import shutil
 import tempfile
 import urllib.request
 import zipfile
@@ -99,9 +100,14 @@ def _sources(src: str | Path):
                 data = r.read()
         except OSError as e:
             raise CaptureError(f"cannot download ({e}); download the archive elsewhere and pass its path", file=src_s) from None
-        tmp = Path(tempfile.mkdtemp()) / ("upstream.zip" if src_s.endswith(".zip") else "upstream.tar.gz")
-        tmp.write_bytes(data)
-        src = tmp
+        tmp_dir = Path(tempfile.mkdtemp(prefix="contactnets-download-"))
+        tmp = tmp_dir / ("upstream.zip" if src_s.endswith(".zip") else "upstream.tar.gz")
+        try:
+            tmp.write_bytes(data)
+            yield from _sources(tmp)
+        finally:  # the downloaded archive is this import's own temporary file: never left behind
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+        return
     src = Path(src)
     if src.is_dir():
         folder = src / "data" / "tosses_processed" if (src / "data" / "tosses_processed").is_dir() else src
