@@ -261,6 +261,8 @@ def test_short_rollout_training_lowers_validation_error(tmp_path):
     assert m["prior"]["fitted"]["score"] < m["prior"]["initial"]["score"]
     assert "paired_minus_prior" in m["corrections"] and isinstance(m["corrections"]["kept"], bool)
     assert res["model"].prior().friction != pytest.approx(0.35)
+    # the input normalizers hold the training inputs' statistics (the stepper's out-of-range check reads them)
+    assert float(res["model"].edge_norm.count) > 0 and float(res["prior_model"].edge_norm.count) > 0
 
 
 def test_law_checkpoint_roundtrip(tmp_path):

@@ -19,7 +19,7 @@ import torch
 from ..errors import ConfigError
 from ..model.contact_law import ContactLawGNN
 from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
-from .objective import paired_difference
+from .objective import paired_difference, window_loss
 
 STAGE_DEFAULTS = {"prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1},
                   "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1}}
@@ -55,6 +55,21 @@ def validate(model: ContactLawGNN, dm: RolloutData) -> list[dict]:
     """Per-episode whole-rollout scores of ``model`` on the validation episodes."""
     model.eval()
     return [r for chunk in dm.val_items for r in validate_chunk(model, dm, chunk)]
+
+
+@torch.no_grad()
+def accumulate_normalizers(model: ContactLawGNN, dm: RolloutData) -> None:
+    """Fill the model's input normalizers (the statistics of its training inputs, which the stepper's
+    out-of-range check reads) by rolling the training windows out once in train mode, without gradients;
+    the law's parameters do not change. A no-op once they hold statistics."""
+    if float(model.edge_norm.count) > 0:
+        return
+    model.train()
+    for windows in dm.train_items(0):
+        if model.edge_norm.accumulations >= model.edge_norm.max_accumulations:
+            break
+        window_loss(dm.twins, model, windows, substeps=dm.cfg["substeps"], rot_weight=0.0)
+    model.eval()
 
 
 def _summary(rows: list[dict], rot_w: float) -> dict:
@@ -120,6 +135,8 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
         if helps:
             release, rows = m2.model, corr_rows
     metrics["release"] = {"structure": "law+corrections" if release.corrections else "law", **_summary(rows, rot_w)}
+    accumulate_normalizers(m1.model, dm)
+    accumulate_normalizers(release, dm)
     release.eval()
     return {"model": release, "prior_model": m1.model.eval(), "data": dm, "metrics": metrics, "val_rows": rows,
             "prior_val_rows": prior_rows}

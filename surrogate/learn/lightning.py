@@ -159,6 +159,11 @@ class RolloutLightning(L.LightningModule):
         for p in self.model.correction_parameters():
             p.requires_grad_(not prior)
 
+    def on_train_epoch_start(self):
+        # Lightning keeps a submodule in the mode it found it in; whole-episode validation before the
+        # fit leaves the model in eval mode, and its normalizers would then never accumulate.
+        self.model.train()
+
     def training_step(self, windows, _):
         loss = window_loss(self.data.twins, self.model, windows, substeps=self.data.cfg["substeps"],
                            rot_weight=self.loss_cfg["rot_weight"], detach_every=int(self.data.cfg["detach_every"]))
