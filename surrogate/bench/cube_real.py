@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env

@@ -95,7 +95,6 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
     Returns:
       (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times.
     """
-    B = state0.shape[0]
     groups: list[tuple[Twin, list[int]]] = []
     for i, tw in enumerate(twins):
         if groups and groups[-1][0] is tw:
