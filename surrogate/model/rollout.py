@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from . import targets as T
-from ..bench.metrics import geodesic_deg
+from ..metrics import geodesic_deg
 from ..scenes.from_capture import scene_for_episode
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_json_atomic, write_text_atomic
-from ..bench.metrics import geodesic_deg
+from ..metrics import geodesic_deg
 from ..bench.replay import identify_replays, prepare_replay, replay_errors, simulate_replay
 from ..capture import read_dataset
 from .config import effect_names, load_rig_config, only_effect
