@@ -44,6 +44,11 @@ def law_forces(m: mujoco.MjModel, datas, cb, model) -> np.ndarray:
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
+    if getattr(model, "friction_iterations", 0):
+        from ..errors import ConfigError
+
+        raise ConfigError("the hybrid stepper linearizes friction once per step; a model with friction_iterations > 0 "
+                          "would step differently from the twin it was trained through", key="friction_iterations")
     g = cb.graph
     E = cb.num_contacts
     if E == 0:
