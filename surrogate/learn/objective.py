@@ -37,7 +37,7 @@ def pose_loss(pos, quat, target, valid, size, *, rot_weight: float = 0.5, eps: f
     return ((e_pos + rot_weight * angle) * w).sum() / w.sum().clamp_min(1.0)
 
 
-def stack_windows(windows: list[Window], substeps: int = 4):
+def stack_windows(windows: list[Window], substeps: int):
     """Tensors of a batch of windows, padded to the longest: state0 [B, 13], target [B, F, 7], valid [B, F]
     (False on padding), size [B], and per window qpos / qvel [S + 1, *] (lists, padded with their last
     row; None without a hand)."""

@@ -27,6 +27,7 @@ import mujoco
 import numpy as np
 import torch
 
+from ..errors import ConfigError
 from ..model.law import semi_implicit_solve
 
 
@@ -45,8 +46,6 @@ def law_forces(m: mujoco.MjModel, datas, cb, model) -> np.ndarray:
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
     if getattr(model, "friction_iterations", 0):
-        from ..errors import ConfigError
-
         raise ConfigError("the hybrid stepper linearizes friction once per step; a model with friction_iterations > 0 "
                           "would step differently from the twin it was trained through", key="friction_iterations")
     g = cb.graph
