@@ -348,3 +348,36 @@ def test_training_never_overwrites_a_release(tmp_path):
     r = subprocess.run(base + ["--release"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode != 0 and "--overwrite" in r.stderr
     assert {p.name: p.read_bytes() for p in release.iterdir()} == before
+
+
+# -- the force signal -----------------------------------------------------------------------------
+def test_twin_reports_the_force_the_object_exerts_on_the_ground():
+    """A cube settled on the ground pushes the ground (the world body) down with its weight."""
+    scene = _cube_scene()
+    model = ContactLawGNN(prior=CUBE, corrections=False).eval()
+    z0 = 0.0524 + 0.001
+    s0 = torch.tensor([[0, 0, z0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]], dtype=torch.float64)
+    with torch.no_grad():
+        pos, _, f = Twin(scene).rollout(model, s0, 150, substeps=4, force_bodies=[[0, -1]])
+    weight = Twin(scene).mass * 9.81
+    assert f.shape == (1, 150, 2, 3)
+    assert torch.all(f[0, 0] == 0) and torch.all(f[0, :, 1] == 0)  # frame 0: no step yet; -1: no body
+    np.testing.assert_allclose(f[0, -1, 0].numpy(), [0, 0, -weight], atol=0.01 * weight)
+
+
+def test_force_loss_is_relative_zero_at_a_match_and_robust_to_blowups():
+    from surrogate.learn.objective import force_loss
+
+    meas = torch.zeros(1, 3, 1, 3, dtype=torch.float64)
+    meas[0, :, 0, 0] = 4.0  # a 4 N grip
+    valid = torch.tensor([[[False], [True], [True]]])
+    w = torch.tensor([0.5], dtype=torch.float64)
+    assert float(force_loss(meas.clone(), meas, valid, w)) == pytest.approx(0.0, abs=1e-6)
+    double = force_loss(2 * meas, meas, valid, w)
+    assert float(double) == pytest.approx(np.log1p(4.0 / 4.5))
+    blown = meas.clone()
+    blown[0, 2, 0, 0] = 1000.0
+    assert float(force_loss(blown, meas, valid, w)) < 3.0  # a squeezed-through window cannot drown a batch
+    bad0 = meas.clone()
+    bad0[0, 0] = 99.0
+    assert float(force_loss(bad0, meas, valid, w)) == pytest.approx(0.0, abs=1e-6)  # invalid frames do not count

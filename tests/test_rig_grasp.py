@@ -141,3 +141,32 @@ def test_a_rollout_that_blows_up_counts_a_bounded_error_and_is_flagged():
     ok = score_episode(true, ep, max_error_m=1.0, **kw)
     assert not ok["unstable"] and ok["pos_m"] == 0.0
     assert aggregate([s, ok], horizons=[0.2])["unstable_rate"] == 0.5
+
+
+def test_pad_force_loss_pulls_the_pad_stiffness_toward_the_sensors(rig_set):
+    """On a recorded grasp (hand kinematic at its recorded joints), the measured fingertip forces tell
+    the pad law's stiffness which way to go: down from 10x too stiff, up from 10x too soft."""
+    import torch
+
+    from surrogate.learn.objective import force_loss, stack_forces, stack_windows
+    from surrogate.learn.windows import episode_windows, group_episodes
+    from surrogate.model.contact_law import ContactLawGNN
+    from surrogate.sim.twin import Twin, rollout
+
+    ep = max(rig_set.episodes, key=lambda e: bool(e.labels["lifted"]))
+    (g,) = group_episodes([ep], rig_set.meta, margin=0.005, substeps=4)
+    wins = [w for w in episode_windows(ep, rig_set.meta, g.scene, frames=24, stride=60, substeps=4, with_force=True)
+            if w.pad_force is not None and np.linalg.norm(w.pad_force[-1], axis=-1).min() > 0.5]  # pads gripping
+    assert wins, "no window of the grasp has both pads loaded"
+    twin = Twin(g.scene)
+    state0, target, _, _, qpos, qvel = stack_windows(wins[:1], 4)
+    bodies, meas, valid = stack_forces(wins[:1], target.shape[1])
+    signs = []
+    for k in (1e7, 1e3):
+        model = ContactLawGNN(prior=dict(stiffness=1e6, damping=5.0, friction=0.8, slip_eps=1e-4, units="si"),
+                              prior_body=dict(stiffness=k, damping=5.0, friction=0.8, slip_eps=1e-4, units="si"),
+                              corrections=False)
+        _, _, f = rollout(model, [twin], state0, target.shape[1], substeps=4, qpos=qpos, qvel=qvel, force_bodies=bodies)
+        force_loss(f, meas, valid, torch.tensor([twin.mass * 9.81], dtype=torch.float64)).backward()
+        signs.append(float(torch.sign(model.log_stiffness.grad[1])))  # [surface, body]: the pads' group
+    assert signs == [1.0, -1.0]  # gradient descent lowers the too-stiff pad and stiffens the too-soft one

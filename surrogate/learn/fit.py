@@ -83,6 +83,9 @@ def _summary(rows: list[dict], rot_w: float) -> dict:
 def fit_law(cfg: dict, *, out: Path) -> dict:
     """Run both stages; returns {model (the release), data module, metrics for the card}."""
     model_cfg = {k: v for k, v in cfg["model"].items() if k != "kind"}
+    bad = sorted(set(cfg.get("loss", {})) - set(LOSS_DEFAULTS))
+    if bad:
+        raise ConfigError(f"unknown loss keys {bad}; known: {sorted(LOSS_DEFAULTS)}", key=f"loss.{bad[0]}")
     loss = {**LOSS_DEFAULTS, **cfg.get("loss", {})}
     stages = {k: {**STAGE_DEFAULTS[k], **(cfg.get("stages", {}).get(k) or {})} for k in STAGE_DEFAULTS}
     unknown = sorted(set(cfg.get("stages", {})) - set(STAGE_DEFAULTS))

@@ -7,7 +7,8 @@ Two stages, each a ``Trainer.fit`` of ``RolloutLightning``:
 2. ``corrections``: the prior is frozen and the network's bounded corrections are trained.
 
 Every step rolls a batch of windows out through the differentiable twin (``surrogate.sim.twin``)
-and takes the pose loss (``objective.pose_loss``); gradients are clipped. Every validation
+and takes the pose loss (``objective.pose_loss``), plus ``loss.force_weight`` x the pad force
+loss (``objective.force_loss``) where the captures have fingertip force sensors; gradients are clipped. Every validation
 epoch rolls the *whole* validation episodes out from the benchmarks' first-state estimate and
 logs their mean position error (% of size) and rotation error (deg): the checkpoint kept is
 the one with the lowest ``val_score`` = position % + ``rot_weight_val`` x rotation deg, the
@@ -32,7 +33,7 @@ from .windows import batches, episode_windows, group_episodes
 DATA_DEFAULTS = dict(root=None, val_fraction=0.2, val_min=50, split_seed=0, bench_split=None, margin=0.02, substeps=4,
                      window_frames=64, window_stride=32, detach_every=0, init_frames=5, batch_size=32, max_episodes=None,
                      max_train_episodes=None, max_val_episodes=None)
-LOSS_DEFAULTS = dict(rot_weight=0.5, rot_weight_val=0.5)
+LOSS_DEFAULTS = dict(rot_weight=0.5, rot_weight_val=0.5, force_weight=0.0)
 STAGES = ("prior", "corrections")
 
 
@@ -100,7 +101,8 @@ class RolloutData(L.LightningDataModule):
             for e in g.episodes:
                 if e.episode_id in train:
                     self.windows += episode_windows(e, cap.meta, g.scene, frames=c["window_frames"], stride=c["window_stride"],
-                                                    substeps=c["substeps"], init_frames=c["init_frames"], group=gi)
+                                                    substeps=c["substeps"], init_frames=c["init_frames"], group=gi,
+                                                    with_force=True)
         val_eps = [(gi, e) for gi, g in enumerate(self.groups) for e in g.episodes if e.episode_id in val]
         val_eps.sort(key=lambda x: x[1].num_frames)
         self.val_items = [val_eps[k:k + 16] for k in range(0, len(val_eps), 16)]
@@ -166,7 +168,8 @@ class RolloutLightning(L.LightningModule):
 
     def training_step(self, windows, _):
         loss = window_loss(self.data.twins, self.model, windows, substeps=self.data.cfg["substeps"],
-                           rot_weight=self.loss_cfg["rot_weight"], detach_every=int(self.data.cfg["detach_every"]))
+                           rot_weight=self.loss_cfg["rot_weight"], detach_every=int(self.data.cfg["detach_every"]),
+                           force_weight=float(self.loss_cfg["force_weight"]))
         self.log("train/pose_loss", loss, prog_bar=True, batch_size=len(windows))
         return loss
 

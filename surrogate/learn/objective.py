@@ -2,6 +2,9 @@
 
 * ``pose_loss``: the training loss of a batch of windows, position error in object sizes plus
   the geodesic rotation error (rad, weighted), averaged over tracked frames; smooth at zero.
+* ``force_loss``: where windows carry fingertip force measurements, the error of the twin's pad
+  forces in object weights (poses of a held object identify only friction times grip force; the
+  sensors pin the grip force, so friction is identified as what it is).
 * ``rollout_episodes`` + ``episode_scores``: whole-episode rollouts from the benchmarks'
   first-state estimate, scored with the benchmarks' metric (``surrogate.metrics.pose_errors``:
   mean position error in % of the object size, mean geodesic rotation in degrees, over tracked
@@ -37,6 +40,45 @@ def pose_loss(pos, quat, target, valid, size, *, rot_weight: float = 0.5, eps: f
     return ((e_pos + rot_weight * angle) * w).sum() / w.sum().clamp_min(1.0)
 
 
+def force_loss(pred, meas, valid, weight) -> torch.Tensor:
+    """Mean over valid (frame, pad) of ``log(1 + |f_pred - f_meas| / (|f_meas| + m |g|))``.
+
+    The error is relative to the measured force plus the object's weight (a 4 N grip and a 0.2 N
+    touch of a 20 g object are both errors of scale 1 when missed entirely), and logarithmic
+    beyond that: a window whose object squeezes through the pads (hundreds of N) cannot drown the
+    pose loss of the batch, while a grip force off by a factor still pulls with a useful gradient.
+
+    Args:
+      pred, meas [B, F, P, 3]: the twin's and the sensors' force on each pad (N).  valid [B, F, P] bool.
+      weight [B]: the object's weight m |g| (N).
+    """
+    df = pred - meas
+    err = torch.sqrt((df * df).sum(-1) + 1e-12) / (meas.norm(dim=-1) + weight[:, None, None])
+    w = valid.to(pred.dtype)
+    return (torch.log1p(err) * w).sum() / w.sum().clamp_min(1.0)
+
+
+def stack_forces(windows: list[Window], F: int):
+    """(pad bodies [B, P] long (-1: none), measured forces [B, F, P, 3], valid [B, F, P] bool) of a batch
+    padded to F frames and the most pads of any window; None if no window has force measurements.
+    Frame 0 is never valid (the twin has taken no step yet)."""
+    P = max((0 if w.pad_body is None else len(w.pad_body)) for w in windows)
+    if P == 0:
+        return None
+    B = len(windows)
+    bodies = -np.ones((B, P), np.int64)
+    meas = np.zeros((B, F, P, 3))
+    valid = np.zeros((B, F, P), bool)
+    for i, w in enumerate(windows):
+        if w.pad_body is None:
+            continue
+        n, p = len(w.pad_force), len(w.pad_body)
+        bodies[i, :p] = w.pad_body
+        meas[i, :n, :p] = w.pad_force
+        valid[i, 1:n, :p] = True
+    return torch.as_tensor(bodies), torch.as_tensor(meas), torch.as_tensor(valid)
+
+
 def stack_windows(windows: list[Window], substeps: int):
     """Tensors of a batch of windows, padded to the longest: state0 [B, 13], target [B, F, 7], valid [B, F]
     (False on padding), size [B], and per window qpos / qvel [S + 1, *] (lists, padded with their last
@@ -54,13 +96,20 @@ def stack_windows(windows: list[Window], substeps: int):
 
 
 def window_loss(twins, model, windows: list[Window], *, substeps: int, rot_weight: float,
-                detach_every: int = 0) -> torch.Tensor:
-    """The pose loss of one batch of windows (``batches``) rolled out through their twins; ``detach_every``
+                detach_every: int = 0, force_weight: float = 0.0) -> torch.Tensor:
+    """The pose loss of one batch of windows (``batches``) rolled out through their twins, plus
+    ``force_weight`` x ``force_loss`` where the windows carry pad force measurements; ``detach_every``
     > 0 truncates backpropagation every that many frames (the loss still covers every frame)."""
     state0, target, valid, size, qpos, qvel = stack_windows(windows, substeps)
-    pos, quat = twin_rollout(model, [twins[w.group] for w in windows], state0, target.shape[1], substeps=substeps,
-                             qpos=qpos, qvel=qvel, detach_every=detach_every)
-    return pose_loss(pos, quat, target, valid, size, rot_weight=rot_weight)
+    tw = [twins[w.group] for w in windows]
+    forces = stack_forces(windows, target.shape[1]) if force_weight > 0 else None
+    out = twin_rollout(model, tw, state0, target.shape[1], substeps=substeps, qpos=qpos, qvel=qvel,
+                       detach_every=detach_every, force_bodies=None if forces is None else forces[0])
+    loss = pose_loss(out[0], out[1], target, valid, size, rot_weight=rot_weight)
+    if forces is not None:
+        weight = torch.tensor([t.mass * float(np.linalg.norm(t.m.opt.gravity)) for t in tw], dtype=torch.float64)
+        loss = loss + force_weight * force_loss(out[2], forces[1], forces[2], weight)
+    return loss
 
 
 def _pad(a: np.ndarray | None, n: int):

@@ -3,7 +3,9 @@
 A window is W + 1 frames of one episode: the initial state at its first frame, the recorded
 poses of the following W frames (the loss compares the twin's rollout with them, frames with
 tracking dropouts excluded), and, for episodes with a hand, the recorded joint configuration
-per physics step (the hand is kinematic in the twin).
+per physics step (the hand is kinematic in the twin) and, where the episode has fingertip
+force/torque sensors, their measured forces in world axes (the force signal a law is also
+trained on: poses alone identify only ``mu x f_n`` of a held object, not the grip force).
 
 Initial states are never the recorded velocities (backward differences of noisy tracked
 poses): a window starting at frame 0 uses the benchmarks' first-state estimate
@@ -20,8 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import mujoco
+
 from ..estimate import initial_free_state
 from ..model import targets as T
+from ..model.data import sensor_pads
 from ..scenes.from_capture import scene_for_episode
 
 
@@ -36,6 +41,9 @@ class Window:
       qpos, qvel: [S + 1, nq] / [S + 1, nv] the scene's configuration per step with the recorded hand
         joints (object entries unused), or None without a hand.
       group: index of the episode's ``SceneGroup`` (its twin).
+      pad_body: [P] MuJoCo body ids of the pads with a force sensor, or None.
+      pad_force: [W + 1, P, 3] measured force on each pad (N, world axes; the sensors read the force
+        the object exerts on the pad), or None.
     """
 
     episode_id: str
@@ -47,6 +55,8 @@ class Window:
     qpos: np.ndarray | None = None
     qvel: np.ndarray | None = None
     group: int = 0
+    pad_body: np.ndarray | None = None
+    pad_force: np.ndarray | None = None
 
 
 @dataclass
@@ -101,6 +111,26 @@ def hand_trajectory(ep, meta, scene, frames: np.ndarray, substeps: int):
     return qpos, qvel
 
 
+def pad_forces(ep, meta, scene, frames: np.ndarray, qpos: np.ndarray | None, substeps: int):
+    """(pad bodies [P], measured pad forces [len(frames), P, 3] in world axes): each sensor's force
+    (in its site frame) rotated by the site's orientation with the hand at its recorded joints.
+    (None, None) without wrench sensors that match the scene's pads."""
+    if ep.wrench is None or qpos is None:
+        return None, None
+    sensors = sensor_pads(scene, meta)
+    if not sensors:
+        return None, None
+    m = scene.model
+    d = mujoco.MjData(m)
+    out = np.zeros((len(frames), len(sensors), 3))
+    for i, k in enumerate(frames):
+        d.qpos[:] = qpos[(int(k) - int(frames[0])) * substeps]
+        mujoco.mj_kinematics(m, d)
+        for j, (col, site, _) in enumerate(sensors):
+            out[i, j] = d.site_xmat[site].reshape(3, 3) @ np.asarray(ep.wrench[k, col, :3], float)
+    return np.array([b for _, _, b in sensors], dtype=np.int64), out
+
+
 def state_at(ep, frame: int, *, init_frames: int, smooth: dict | None) -> np.ndarray:
     """[13] the window's initial state (see the module docstring)."""
     if frame == 0:
@@ -111,11 +141,13 @@ def state_at(ep, frame: int, *, init_frames: int, smooth: dict | None) -> np.nda
 
 
 def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int, init_frames: int = 5,
-                    window: int = T.DEFAULT_WINDOW, order: int = T.DEFAULT_ORDER, group: int = 0) -> list[Window]:
+                    window: int = T.DEFAULT_WINDOW, order: int = T.DEFAULT_ORDER, group: int = 0,
+                    with_force: bool = False) -> list[Window]:
     """The windows of one episode: starts every ``stride`` frames, ``frames`` frames long (an episode
     shorter than that gives one window of its whole length). ``frames <= 0``: the whole episode;
     ``stride <= 0``: only the window at frame 0 (it starts from the benchmarks' first-state estimate,
-    where later windows start from smoothed states, which smear an impact's velocity change)."""
+    where later windows start from smoothed states, which smear an impact's velocity change).
+    ``with_force``: also read the measured pad forces (``pad_forces``) where the episode has sensors."""
     n = ep.num_frames
     W = n - 1 if frames <= 0 else min(int(frames), n - 1)
     starts = list(range(0, n - W, int(stride))) if stride > 0 else []
@@ -128,8 +160,9 @@ def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int,
             continue
         sl = slice(s, s + W + 1)
         qpos, qvel = hand_trajectory(ep, meta, scene, np.arange(s, s + W + 1), substeps)
+        pad_body, pad_force = pad_forces(ep, meta, scene, np.arange(s, s + W + 1), qpos, substeps) if with_force else (None, None)
         out.append(Window(str(ep.episode_id), s, float(ep.object.size), state_at(ep, s, init_frames=init_frames, smooth=sm),
-                          np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel, group))
+                          np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel, group, pad_body, pad_force))
     return out
 
 

@@ -29,7 +29,7 @@ DATA_DEFAULTS = dict(
 )
 
 
-def _sensor_pads(scene, meta) -> list[tuple[int, int, int]]:
+def sensor_pads(scene, meta) -> list[tuple[int, int, int]]:
     """[(sensor column, pad site id, pad body id)] for the dataset's force/torque sensors.
 
     Sensor names follow the scenes: ``ft_<pad>`` (e.g. ``ft_left`` on ``pad_left``) or the
@@ -86,7 +86,7 @@ def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW
         raise CaptureError("non-finite inverse-dynamics wrench", episode=ep.episode_id, field="object_pose")
     qa, da = scene.object_qpos_adr, scene.object_dof_adr
     hand_map = _hand_qpos_map(scene, meta) if ep.joint_pos is not None else []
-    sensors = _sensor_pads(scene, meta) if ep.wrench is not None else []
+    sensors = sensor_pads(scene, meta) if ep.wrench is not None else []
     Tn = ep.num_frames
     K = int(unroll_frames)
     out = []

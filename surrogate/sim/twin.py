@@ -69,13 +69,14 @@ class Twin:
         return self._datas[:n]
 
     def rollout(self, contact_model, state0: torch.Tensor, n_frames: int, *, substeps: int,
-                qpos=None, qvel=None) -> tuple[torch.Tensor, torch.Tensor]:
+                qpos=None, qvel=None, force_bodies=None):
         """Roll out B objects of this scene (``rollout`` with every environment here)."""
-        return rollout(contact_model, [self] * state0.shape[0], state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel)
+        return rollout(contact_model, [self] * state0.shape[0], state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel,
+                       force_bodies=force_bodies)
 
 
 def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: int, *, substeps: int,
-            qpos=None, qvel=None, detach_every: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+            qpos=None, qvel=None, detach_every: int = 0, force_bodies=None):
     """Roll out B objects, each in its own twin's scene (scenes may differ: one batched contact model
     call per physics step for all of them); differentiable in ``state0`` and the contact model.
 
@@ -92,8 +93,12 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
       detach_every: if > 0, the state is detached from the graph every that many frames (truncated
         backpropagation through long episodes: gradients of later frames reach the contact model
         through the last segment only, so chaotic tosses do not explode them).
+      force_bodies: optional [B, P] MuJoCo body ids (-1: none) whose contact force is also returned:
+        the force the object exerts on each of them (N, world axes) at the last physics step of each
+        frame, as a fingertip force/torque sensor samples it.
     Returns:
-      (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times.
+      (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times; with ``force_bodies`` also
+      pad forces [B, F, P, 3] (frame 0: zero, no step taken yet).
     """
     groups: list[tuple[Twin, list[int]]] = []
     for i, tw in enumerate(twins):
@@ -115,6 +120,8 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
     gravity = torch.as_tensor(np.stack([np.asarray(tw.m.opt.gravity) for tw in twins]), dtype=torch.float64)
     dt = torch.tensor([tw.m.opt.timestep for tw in twins], dtype=torch.float64)
     poses, quats = [pos], [quat]
+    fb = None if force_bodies is None else torch.as_tensor(np.asarray(force_bodies, dtype=np.int64))
+    pad_forces = [] if fb is None else [pos.new_zeros(fb.shape[0], fb.shape[1], 3)]
     for s in range((n_frames - 1) * substeps):
         p_np, q_np = pos.detach().numpy(), quat.detach().numpy()
         v_np, w_np = vel.detach().numpy(), om_b.detach().numpy()
@@ -134,15 +141,32 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
                 mujoco.mj_collision(m, d)
             graphs.append(tw.builder.build(m, ds, dtype=torch.float64).graph)
         g = concat_graphs(graphs)
-        _, w = _wrench(contact_model, g, pos, quat, vel, om_b)
+        forces, w = _wrench(contact_model, g, pos, quat, vel, om_b)
         pos, quat, vel, om_b = rigid_step(pos, quat, vel, om_b, w, mass=mass, inertia_b=inertia_b, gravity=gravity,
                                           dt=dt)
         if (s + 1) % substeps == 0:
             poses.append(pos)
             quats.append(quat)
+            if fb is not None:
+                pad_forces.append(_body_forces(g, forces, fb))
             if detach_every > 0 and (len(poses) - 1) % detach_every == 0:
                 pos, quat, vel, om_b = pos.detach(), quat.detach(), vel.detach(), om_b.detach()
+    if fb is not None:
+        return torch.stack(poses, 1), torch.stack(quats, 1), torch.stack(pad_forces, 1)
     return torch.stack(poses, 1), torch.stack(quats, 1)
+
+
+def _body_forces(g, forces: torch.Tensor, bodies: torch.Tensor) -> torch.Tensor:
+    """[B, P, 3] the force the object exerts on each of ``bodies`` [B, P] (minus the summed contact
+    forces [E, 3] on the object of the edges whose other node is that body)."""
+    B, P = bodies.shape
+    out = forces.new_zeros(B, P, 3)
+    if not forces.shape[0]:
+        return out
+    s, o = g.edge_index
+    env = g.batch[o]
+    match = (bodies[env] == g.body_id[s][:, None]).to(forces.dtype)  # [E, P]
+    return out.index_add(0, env, -match[:, :, None] * forces[:, None, :])
 
 
 def _wrench(contact_model, g, pos, quat, vel, om_b):
