@@ -85,6 +85,33 @@ def test_semi_implicit_friction_never_reverses_slip():
         assert float(forces[0, 0]) * v_end <= 0.0  # F_t . v_t' <= 0
 
 
+def test_joint_space_solve_is_the_contact_space_solve():
+    """The stepper's joint-space solve gives the same forces as the rig's contact-space solve."""
+    from surrogate.model.law import semi_implicit_solve, semi_implicit_solve_joint
+
+    rng = np.random.default_rng(0)
+    B, C, nv, dt = 3, 5, 8, 1e-3
+    A = rng.normal(size=(B, nv, nv))
+    M = A @ A.transpose(0, 2, 1) + nv * np.eye(nv)  # SPD joint-space inertia
+    J = rng.normal(size=(B, C, 3, nv))
+    n = rng.normal(size=(B, C, 3))
+    n /= np.linalg.norm(n, axis=-1, keepdims=True)
+    a, b = rng.uniform(0, 50, (B, C)), rng.uniform(0, 500, (B, C))
+    Kc = a[..., None, None] * np.eye(3) + b[..., None, None] * n[..., :, None] * n[..., None, :]
+    w0 = rng.uniform(0, 5, (B, C))[..., None] * n
+    v_free = rng.normal(size=(B, nv))
+    Jf = J.reshape(B, 3 * C, nv)
+    Xt = np.linalg.solve(M, Jf.transpose(0, 2, 1))  # M^-1 J^T
+    F, v1 = semi_implicit_solve_joint(Kc, J, Xt, w0, v_free, dt)
+    K = np.zeros((B, C, 3, C, 3))
+    for c in range(C):
+        K[:, c, :, c, :] = Kc[:, c]
+    K = K.reshape(B, 3 * C, 3 * C)
+    F_ref = semi_implicit_solve(K, Jf @ Xt, w0.reshape(B, -1), np.einsum("bkv,bv->bk", Jf, v_free), dt)
+    np.testing.assert_allclose(F.reshape(B, -1), F_ref, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(v1, v_free + dt * np.einsum("bvk,bk->bv", Xt, F.reshape(B, -1)), atol=1e-9)
+
+
 def test_untrained_model_is_the_prior_law_and_corrections_are_bounded():
     scene = _cube_scene()
     st_law = Stepper(scene, ContactLawGNN(prior=CUBE, corrections=False).eval())

@@ -306,7 +306,7 @@ def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
         stepper._capture = True
         try:
             if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
-                f = law_forces(m, datas, cb, model)
+                f, qfrc = law_forces(m, datas, cb, model, generalized=True)
             else:
                 with torch.inference_mode():
                     f = model(g)
@@ -318,6 +318,8 @@ def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
         st["network_calls"] += 1
     else:
         forces = np.zeros((0, 3))
+    if not (E and stepper.law_model):
+        qfrc = None
     t3 = time.perf_counter()
     step_no = st["physics_steps"]
     # Guards: non-finite or too large forces, per environment.
@@ -365,7 +367,10 @@ def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
     stepper.last_wrench = W
     dyn = stepper.builder.dynamic_nodes
     nb = stepper.builder.node_body
-    if E:
+    if E and qfrc is not None:  # a law model's J^T F: one write per environment
+        for i in np.flatnonzero(~bad_env):
+            datas[i].qfrc_applied += qfrc[i]
+    elif E:
         active = np.zeros((B, K), dtype=bool)
         active[cb.env, 0] = True
         active[cb.env, cb.node % K] = True
