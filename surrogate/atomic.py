@@ -26,7 +26,15 @@ PARTIAL_MARKER = ".contact-surrogate-partial"  # inside our temporary trees: the
 
 
 def current_umask() -> int:
-    """The process's umask (read by setting and restoring it)."""
+    """The process's umask: from ``/proc/self/status`` where Linux reports it (no change to the
+    process state, so safe with threads), else by setting and restoring it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -63,6 +71,27 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fsync(f.fileno())
+        _widen(Path(tmp), directory=False)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path):
+    """Yield a temporary path beside ``path`` (same suffix, so writers that go by the extension
+    work) for a library to write; on success it is given the user's umask and renamed to ``path``,
+    on an exception removed (``path`` untouched)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         _widen(Path(tmp), directory=False)
         os.replace(tmp, path)

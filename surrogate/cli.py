@@ -7,11 +7,12 @@ missing optional dependency only affects the subcommand that needs it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import SurrogateError
+from .errors import ConfigError, SurrogateError
 
 
 def _cmd_import_contactnets(a):
@@ -77,9 +78,49 @@ def _cmd_bench(a):
     from .bench.run import run_suite, summary_lines
 
     ledger = run_suite(a.suite, out=a.out, checkpoint=a.checkpoint, test_data=a.test_data, overrides=a.set or [],
-                       progress=not a.quiet)
+                       progress=not a.quiet, video=False if a.no_video else None)
     print("\n".join(summary_lines(ledger)))
     print(f"ledger: {a.out}/ledger.json   report: {a.out}/report.md")
+
+
+def _cmd_render(a):
+    import json
+
+    from .bench import video as V
+
+    out = Path(a.out)
+    for path in (out, a.still, a.gif):
+        if path is not None and Path(path).exists() and not a.overwrite:
+            raise FileExistsError(f"{path}: already exists (pass --overwrite to replace it)")
+    if a.env:
+        clip = V.env_clip(a.env, checkpoint=a.checkpoint, object=a.object, object_seed=a.object_seed, seed=a.seed,
+                          duration=a.duration, contacts=("analytic",) if a.checkpoint is None else ("analytic", "surrogate"))
+    else:
+        if a.ledger:
+            ledger, lf = V.load_ledger(a.ledger)
+        else:
+            if not a.episode:
+                raise ConfigError("--suite needs --episode ID (--which needs a ledger's per-episode errors: give --ledger, "
+                                  "the --out folder of `surrogate bench`)", key="episode")
+            ledger, lf = V.suite_ledger(a.suite, overrides=a.set or [], test_data=a.test_data, progress=not a.quiet), None
+            a.episode = V.suite_episode_key(ledger, a.episode) if a.episode else a.episode
+        clip = V.benchmark_clip(ledger, episode=a.episode, which=a.which, analytic=a.analytic, checkpoint=a.checkpoint,
+                                ledger_file=lf, progress=not a.quiet)
+    res = V.render_to_files(clip, out, still=a.still, gif=a.gif, width=a.width, height=a.height, fps=a.fps,
+                            speed=a.speed, max_seconds=a.max_seconds, still_at=a.still_at, gif_width=a.gif_width)
+    if a.json:
+        print(json.dumps(res, indent=1))
+        return
+    print(f"wrote {res['video']} ({res['frames']} frames, {res['seconds']:.1f} s): {clip.title}")
+    for label, err in (res.get("panels") or {}).items():
+        print(f"  {label:24s} mean position error " + ("— (the rollout blew up)" if err is None else f"{err:.2f} % of object size"))
+    if res.get("ledger_pos_pct_size") is not None:
+        print(f"  the ledger's figure for this episode ({res['ranked_by']}): {res['ledger_pos_pct_size']:.2f} % of object size")
+    for label, outcome in (res.get("outcomes") or {}).items():
+        print(f"  {label:24s} {outcome}")
+    for k in ("still", "gif"):
+        if res.get(k):
+            print(f"  {k}: {res[k]}")
 
 
 def _cmd_speed(a):
@@ -202,7 +243,45 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--test-data", help="evaluate on this capture dataset instead of the suite's test split")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a suite value (repeatable)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.add_argument("--no-video", action="store_true",
+                   help="do not render the videos of the median and worst test episode (report.md says so)")
     c.set_defaults(func=_cmd_bench)
+
+    c = sub.add_parser("render", help="side-by-side MP4 (recorded / analytic / surrogate) of a benchmark episode or an env rollout")
+    src = c.add_mutually_exclusive_group(required=True)
+    src.add_argument("--ledger", help="ledger.json of a `surrogate bench` run (or its --out folder): render one of its test episodes")
+    src.add_argument("--suite", help="a suite name or YAML (with --episode and --checkpoint): render a test episode without a ledger "
+                                     "(the analytic panel is then nominal MuJoCo)")
+    src.add_argument("--env", help="a Gymnasium id (ContactSurrogate/GripperGrasp-v0, ContactSurrogate/HandGrasp-v0): "
+                                   "scripted-grasp rollouts, analytic / surrogate")
+    pick = c.add_mutually_exclusive_group()
+    pick.add_argument("--episode", help="the episode id (rig-grasp: SET/ID, or an ID unique across the test sets)")
+    pick.add_argument("--which", choices=["median", "worst"],
+                      help="the test episode of median or largest position error in the ledger (the surrogate's; "
+                           "rig-grasp: among the acceptance sets)")
+    c.add_argument("--checkpoint", help="surrogate checkpoint (default: the ledger's models.surrogate.checkpoint)")
+    c.add_argument("--analytic", default="identified", choices=["identified", "nominal"],
+                   help="the analytic panel: the ledger's identified parameters or nominal MuJoCo (default identified)")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --suite: override a suite value (repeatable)")
+    c.add_argument("--test-data", help="with --suite: a capture dataset in place of the suite's test episodes")
+    c.add_argument("--object", default="box", help="with --env: procedural object family (default box)")
+    c.add_argument("--object-seed", type=int, default=0, help="with --env: seed of the object family (default 0)")
+    c.add_argument("--seed", type=int, default=0, help="with --env: environment seed of the rollout (default 0)")
+    c.add_argument("--duration", type=float, default=3.0, help="with --env: rollout length in s (default 3.0)")
+    c.add_argument("--out", required=True, help="video to write: .mp4 (H.264; the video extra) or .gif; written atomically")
+    c.add_argument("--still", help="also write one frame as a PNG (default: the last frame, traces complete)")
+    c.add_argument("--still-at", type=float, help="episode time in s of the --still frame (default: the end)")
+    c.add_argument("--gif", help="also write the video as a GIF")
+    c.add_argument("--gif-width", type=int, help="width of the --gif in pixels (every other frame; default: full size)")
+    c.add_argument("--width", type=int, default=320, help="pixels of one panel (default 320)")
+    c.add_argument("--height", type=int, default=240, help="pixels of one panel (default 240)")
+    c.add_argument("--fps", type=float, default=30.0, help="video frames per second (default 30)")
+    c.add_argument("--speed", type=float, default=1.0, help="episode seconds per video second; 0.25 is 4x slow motion (default 1)")
+    c.add_argument("--max-seconds", type=float, help="render at most this much of the episode, in s (default: all)")
+    c.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    c.add_argument("--json", action="store_true", help="print what was written as JSON")
+    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.set_defaults(func=_cmd_render)
 
     c = sub.add_parser("speed", help="environment steps per second: analytic vs hybrid stepping")
     c.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024], help="batch sizes to time (default 1 64 256 1024)")
@@ -226,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    # Headless rendering (videos, render_mode="rgb_array") without a display: MuJoCo reads this on import.
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("MUJOCO_GL", "egl")
     args = build_parser().parse_args(argv)
     try:
         args.func(args)

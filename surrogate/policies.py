@@ -127,8 +127,11 @@ def _rel_pose(task, d):
     return pos, q
 
 
-def rollout(venv, policy: ScriptedGraspPolicy, *, seed: int = 0, duration: float = 3.0) -> dict:
+def rollout(venv, policy: ScriptedGraspPolicy, *, seed: int = 0, duration: float = 3.0, record: list | None = None) -> dict:
     """One episode per copy of a ``GraspVectorEnv`` under ``policy``.
+
+    ``record``: a list that receives the [N, nq] ``qpos`` of every copy after the reset and after
+    each control step (for videos: ``surrogate.bench.video``); None records nothing.
 
     Returns:
       {"success": [N] bool, "lifted", "dropped", "slipped": [N] bool, "slip_m", "slip_deg",
@@ -147,6 +150,8 @@ def rollout(venv, policy: ScriptedGraspPolicy, *, seed: int = 0, duration: float
     ref = [None] * n
     slip_m, slip_deg = np.zeros(n), np.zeros(n)
     rise = np.zeros(n)
+    if record is not None:
+        record.append(np.stack([d.qpos.copy() for d in task.datas]))
     for k in range(steps):
         t = k * task.control_dt
         a = policy(t)
@@ -166,6 +171,8 @@ def rollout(venv, policy: ScriptedGraspPolicy, *, seed: int = 0, duration: float
                 slip_m[i] = max(slip_m[i], float(np.linalg.norm(pos - ref[i][0])))
                 ang = 2 * math.degrees(math.acos(min(1.0, abs(float(np.dot(q, ref[i][1]))))))
                 slip_deg[i] = max(slip_deg[i], ang)
+        if record is not None:
+            record.append(np.stack([d.qpos.copy() for d in task.datas]))
     lifted = task.lifted.copy()
     held = lifted & ~dropped & (rise > task.lift_threshold)
     slipped = lifted & ((slip_m > SLIP_M) | (slip_deg > SLIP_DEG))

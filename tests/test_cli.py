@@ -79,6 +79,8 @@ def test_quickstart_runs_every_stage(tmp_path):
     rig_tiny = [f"data.test_sets={sets}", "data.duration=2.0", "workers=0", "baselines.identified.episodes=1",
                 "baselines.identified.maxiter=1", "baselines.identified.popsize=3", "baselines.identified.cones=[pyramidal]",
                 "baselines.randomized.n=2"]
+    tiny_video = ["video.width=64", "video.height=48", "video.fps=5"]
+    tiny, rig_tiny = tiny + tiny_video, rig_tiny + tiny_video
     args = ["quickstart", "--out", str(tmp_path / "qs"), "--rig-episodes", "5", "--epochs", "1", "--workers", "0"]
     assert main(args + [f"--set={o}" for o in tiny] + [f"--rig-set={o}" for o in rig_tiny]) == 0
     s = json.loads((tmp_path / "qs" / "summary.json").read_text())
@@ -87,6 +89,7 @@ def test_quickstart_runs_every_stage(tmp_path):
     assert s["bench_rig_grasp"]["verdict"] in ("supported", "falsified")
     led = json.loads((tmp_path / "qs" / "bench_rig_grasp" / "ledger.json").read_text())
     assert led["models"]["surrogate"]["checkpoint"] == s["train"]["checkpoint"]  # the surrogate the job just trained
+    assert [v["which"] for v in led["videos"]["videos"]] == ["median", "worst"]  # its report links both videos
     if "skipped" not in s["bench_cube_real"]:
         assert s["bench_cube_real"]["verdict"] in ("supported", "falsified")
         assert (tmp_path / "qs" / "bench_cube_real" / "ledger.json").exists()

@@ -86,7 +86,8 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
             "baselines.identified.cones=[pyramidal]", "baselines.randomized.n=2", "acceptance.sets=[heldout_families]",
             "attribution.enabled=true", "attribution.effects=[friction_map]", "attribution.train_episodes=1",
             "attribution.test_episodes=1", "attribution.duration=2.0",
-            "attribution.identified={episodes: 1, maxiter: 1, popsize: 3, cones: [pyramidal]}"]
+            "attribution.identified={episodes: 1, maxiter: 1, popsize: 3, cones: [pyramidal]}",
+            "video.width=64", "video.height=48", "video.fps=6"]
     ledger = run_suite("rig-grasp", out=tmp_path / "report", checkpoint=CKPT, overrides=over, progress=False,
                        cache_dir=tmp_path / "cache")
     validate_ledger(ledger)
@@ -103,6 +104,16 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
+    # videos of the median and worst acceptance-set episode, with the hand, replayed as the suite did
+    vids = ledger["videos"]["videos"]
+    assert [v["which"] for v in vids] == ["median", "worst"] and all(v["episode"].startswith("heldout_families/") for v in vids)
+    for v in vids:
+        assert (tmp_path / "report" / v["video"]).stat().st_size > 0 and f"]({v['video']})" in report
+        assert v["panels"]["surrogate"] == pytest.approx(v["ledger_pos_pct_size"], rel=1e-9)
+        ident = next(r for r in ms["analytic_identified"]["per_episode"] if r["id"] == v["episode"])
+        if not ident["unstable"]:  # the ledger clips a blown-up rollout's error; the video shows it as it is
+            assert v["panels"]["analytic (identified)"] == pytest.approx(ident["pos_pct_size"], rel=1e-9)
+    assert "identified on 2 training episodes" in ledger["hypothesis"]
     # generated test sets are cached by content: a second run reuses them
     cached = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert any(n.startswith("rig-heldout_families-") for n in cached)
@@ -112,14 +123,19 @@ def test_policy_suite_end_to_end(tmp_path):
     from surrogate.bench.run import run_suite
 
     ledger = run_suite("policy-small", out=tmp_path, checkpoint=CKPT, progress=False,
-                       overrides=["data.max_objects=1", "data.poses=1", "data.duration=2.0"])
+                       overrides=["data.max_objects=1", "data.poses=1", "data.duration=2.0", "video.width=64",
+                                  "video.height=48", "video.fps=5"])
     validate_ledger(ledger)
     for name in ("analytic_nominal", "surrogate"):
         o = ledger["models"][name]["overall"]
         assert o["episodes"] == 1 and 0.0 <= o["success_rate"] <= 1.0
     assert ledger["models"]["analytic_identified"]["status"] == "not evaluated"
     assert ledger["result"]["verdict"] in ("supported", "falsified")
-    assert "Policy rollouts" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "Policy rollouts" in report
+    vids = ledger["videos"]["videos"]  # one object: it is both the median and the worst
+    assert [v["which"] for v in vids] == ["median", "worst"] and all(set(v["outcomes"]) == {"analytic", "surrogate"} for v in vids)
+    assert all((tmp_path / v["video"]).stat().st_size > 0 and f"]({v['video']})" in report for v in vids)
 
 
 def test_a_rollout_that_blows_up_counts_a_bounded_error_and_is_flagged():

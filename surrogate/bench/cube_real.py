@@ -107,7 +107,10 @@ def _learned_row(ckpts: dict, test, cfg, *, progress: bool) -> dict:
         overlap = sorted(trained_on & {e.episode_id for e in test})
         if overlap:
             print(f"warning: checkpoint {path} was trained on {len(overlap)} of the {len(test)} test episodes")
-        by_size[key] = {"checkpoint": str(path), "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
+        # Where the data-efficiency curve puts it: the size it was trained on (the card's count for ``given``).
+        size = int(key) if key.isdigit() else (len(trained_on) or None)
+        by_size[key] = {"checkpoint": str(path), "train_size": size,
+                        "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
                         "test_episodes_seen_in_training": overlap,
                         "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
         main[key] = (path, card, scores)

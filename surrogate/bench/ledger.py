@@ -38,6 +38,53 @@ def versions() -> dict:
     return v
 
 
+METRIC_WORDS = {"pos_pct_size": "position error, % of object size", "rot_deg": "rotation error, deg",
+                "pos_m": "position error, m", "final_pos_pct_size": "final position error, % of object size",
+                "success_rate": "success rate", "slip_rate": "slip rate (of lifted episodes)"}
+
+
+def metric_words(key: str) -> str:
+    """A ledger metric key in words: ``pos_pct_size`` -> "position error, % of object size",
+    ``pos_pct_size@1s`` -> "position error 1 s after first contact, % of object size"."""
+    base, _, at = str(key).partition("@")
+    words = METRIC_WORDS.get(base, base)
+    if at:
+        what, _, unit = words.partition(", ")
+        words = f"{what} {at.removesuffix('s')} s after first contact" + (f", {unit}" if unit else "")
+    return words
+
+
+def _value_words(metric: str, x: float) -> str:
+    """``x`` with the metric's unit: "13.48 % of object size", "16.28 deg"."""
+    unit = METRIC_WORDS.get(metric, "").partition(", ")[2]
+    return f"{x:.2f} {unit}".rstrip()
+
+
+def identification_note(models: dict) -> str:
+    """What the identified baseline was actually fitted on in this run (a sentence, or "")."""
+    m = models.get("analytic_identified") or {}
+    if "overall" not in m:
+        return ""
+    bs = m.get("by_train_size") or {}
+    rows = [(int(k), int(v["identified_on"])) for k, v in bs.items() if str(k).isdigit() and "identified_on" in v]
+    if rows:
+        rows.sort()
+        parts = [f"{n} of {k}" if n < k else f"all {k}" for k, n in rows]
+        sub = any(n < k for k, n in rows)
+        return (f"In this run MuJoCo was identified on {', '.join(parts)} training episodes"
+                + (" (a seeded subsample where a training set exceeds the identification budget, "
+                   "baselines.identified.max_episodes)" if sub else "")
+                + (f"; the verdict compares at {rows[-1][0]} training episodes, identified on {rows[-1][1]}."
+                   if len(rows) > 1 else "."))
+    info = m.get("identification") or {}
+    if "episodes" in info:
+        n, pool = int(info["episodes"]), info.get("pool")
+        return (f"In this run MuJoCo was identified on {n} training episodes"
+                + (f" (a seeded subsample of the {int(pool)} training captures; baselines.identified.episodes)"
+                   if pool and int(pool) > n else "") + ".")
+    return ""
+
+
 def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "analytic_identified") -> dict:
     """The surrogate against the baselines (lower is better), three targets, all must be met:
     mean ``metric`` below ``baseline``'s; mean rotation error at most ``baseline``'s; mean ``metric`` below
@@ -50,8 +97,9 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
     sm, bm = s["overall"][metric], b["overall"][metric]
     ok = sm["mean"] < bm["mean"]
     ci = lambda x: f"[{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
-    gap = (f"target met by {bm['mean'] - sm['mean']:.2f}" if ok else
-           f"target missed by {sm['mean'] - bm['mean']:.2f} (surrogate / baseline = {sm['mean'] / max(bm['mean'], 1e-12):.2f}, needs < 1)")
+    gap = (f"target met by {_value_words(metric, bm['mean'] - sm['mean'])}" if ok else
+           f"target missed by {_value_words(metric, sm['mean'] - bm['mean'])} (surrogate / baseline = "
+           f"{sm['mean'] / max(bm['mean'], 1e-12):.2f}, needs < 1)")
     targets = [{"metric": metric, "baseline": baseline, "surrogate": sm["mean"], "baseline_value": bm["mean"],
                 "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "met": bool(ok)}]
     more = []
@@ -59,18 +107,19 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
         sr, br = s["overall"]["rot_deg"]["mean"], b["overall"]["rot_deg"]["mean"]
         targets.append({"metric": "rot_deg", "baseline": baseline, "surrogate": sr, "baseline_value": br,
                         "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "met": bool(sr <= br)})
-        more.append(f"rotation {sr:.2f} vs {br:.2f} deg ({'met' if sr <= br else f'missed by {sr - br:.2f}'})")
+        more.append(f"mean rotation error {sr:.2f} vs {br:.2f} deg ({'met' if sr <= br else f'missed by {sr - br:.2f} deg'})")
     r = models.get("analytic_randomized", {})
     if "overall" in r and r["overall"][metric].get("mean_ci95"):
         lo = r["overall"][metric]["mean_ci95"][0]
         targets.append({"metric": metric, "baseline": "analytic_randomized (lower 95 % bound)", "surrogate": sm["mean"],
                         "baseline_value": lo, "ratio": sm["mean"] / max(lo, 1e-12), "max_ratio": 1.0,
                         "met": bool(sm["mean"] < lo)})
-        more.append(f"randomized ensemble {r['overall'][metric]['mean']:.2f} {ci(r['overall'][metric])}: "
+        more.append(f"randomized ensemble's mean {metric_words(metric).partition(',')[0]} {r['overall'][metric]['mean']:.2f} "
+                    f"{ci(r['overall'][metric])}: "
                     f"{'below its interval' if sm['mean'] < lo else 'not below its interval'}")
     all_ok = all(t["met"] for t in targets)
     return {"verdict": "supported" if all_ok else "falsified",
-            "detail": f"surrogate mean {metric} {sm['mean']:.2f} {ci(sm)} vs {baseline} {bm['mean']:.2f} {ci(bm)}: {gap} "
+            "detail": f"mean {metric_words(metric)}: surrogate {sm['mean']:.2f} {ci(sm)} vs {baseline} {bm['mean']:.2f} {ci(bm)}: {gap} "
                       f"(medians {sm['median']:.2f} vs {bm['median']:.2f}; 95 % bootstrap intervals over {sm['n']} test episodes)"
                       + ("; " + "; ".join(more) if more else ""),
             "targets": targets}
@@ -103,7 +152,7 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
            f"target missed: ratio {ratio:.2f}, needs <= {max_ratio:g} (the surrogate's error would have to fall "
            f"{100 * (1 - max_ratio / ratio):.0f} % to meet it)")
     return {"verdict": "supported" if ok else "falsified",
-            "detail": f"{metric} at {h} s after first contact: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
+            "detail": f"mean {metric_words(f'{metric}@{h}s')}: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
                       f"({best}) {b['mean']:.2f}{ci(b)} over {s['n']} held-out episodes; {gap}",
             "targets": [{"metric": f"{metric}@{h}s", "baseline": best, "surrogate": s["mean"], "baseline_value": b["mean"],
                          "ratio": ratio, "max_ratio": max_ratio, "met": bool(ok)}]}
@@ -122,10 +171,17 @@ def suite_verdict(cfg: dict, models: dict) -> dict:
     return verdict(models)
 
 
-def build_ledger(*, suite: str, cfg: dict, cfg_hash: str, run: dict, assets: dict | None = None, result: dict | None = None) -> dict:
+def build_ledger(*, suite: str, cfg: dict, cfg_hash: str, run: dict, assets: dict | None = None, result: dict | None = None,
+                 suite_name: str | None = None) -> dict:
+    """The ledger of a suite run. ``suite`` is the suite kind (``cube-real``...), ``suite_name`` the
+    name it was run under (``cube-real-small``); the hypothesis gets a sentence stating what the
+    identified baseline was actually fitted on (``identification_note``)."""
+    hyp = " ".join(str(cfg.get("hypothesis", "")).split())
+    note = identification_note(run["models"])
     ledger = {
         "ledger_version": LEDGER_VERSION,
         "suite": suite,
+        "suite_name": suite_name or suite,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_s": float(run.get("wall_s", 0.0)),
         "versions": versions(),
@@ -134,7 +190,7 @@ def build_ledger(*, suite: str, cfg: dict, cfg_hash: str, run: dict, assets: dic
         "data": run["data"],
         "assets": assets or {},
         "split": run.get("split", {}),
-        "hypothesis": " ".join(str(cfg.get("hypothesis", "")).split()),
+        "hypothesis": f"{hyp} {note}".strip(),
         "falsified_if": " ".join(str(cfg.get("falsified_if", "")).split()),
         "models": run["models"],
         "result": result or suite_verdict(cfg, run["models"]),

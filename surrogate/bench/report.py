@@ -9,10 +9,19 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..atomic import write_text_atomic  # noqa: E402
+from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
+from .ledger import metric_words  # noqa: E402
 
 MODEL_ORDER = ["analytic_nominal", "analytic_randomized", "analytic_identified", "surrogate"]
 COLORS = {"analytic_nominal": "#999999", "analytic_randomized": "#6baed6", "analytic_identified": "#08519c", "surrogate": "#d94801"}
+_MORE_COLORS = ["#31a354", "#756bb1", "#e7298a", "#a6761d", "#1b9e77"]  # further learned rows (e.g. law_prior)
+
+
+def color(name: str) -> str:
+    """A model's plot colour: fixed for the four standard rows, distinct for further rows."""
+    if name in COLORS:
+        return COLORS[name]
+    return _MORE_COLORS[sum(map(ord, name)) % len(_MORE_COLORS)]
 
 
 def _models(ledger, *, pose: bool = True):
@@ -20,6 +29,36 @@ def _models(ledger, *, pose: bool = True):
     return [(k, ledger["models"][k]) for k in MODEL_ORDER + sorted(set(ledger["models"]) - set(MODEL_ORDER))
             if k in ledger["models"] and "overall" in ledger["models"][k]
             and (not pose or "pos_pct_size" in ledger["models"][k]["overall"])]
+
+
+def _save(fig, path: Path) -> Path:
+    """Save a figure atomically (with the user's umask) and close it."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110, format="png")
+    plt.close(fig)
+    write_bytes_atomic(path, buf.getvalue())
+    return path
+
+
+def suite_title(ledger) -> str:
+    """The report's name for the run: ``cube-real-small (small run of cube-real)``; a full suite's name alone."""
+    name, kind = ledger.get("suite_name") or ledger["suite"], ledger["suite"]
+    if name == kind:
+        return name
+    return f"{name} (small run of {kind})" if "small" in name else f"{name} (suite {kind})"
+
+
+def small_suite_line(ledger) -> list[str]:
+    """A plain statement that a small suite is not the benchmark (empty for a full suite)."""
+    name, kind = ledger.get("suite_name") or ledger["suite"], ledger["suite"]
+    if name == kind or "small" not in name:
+        return []
+    tests = [m["overall"]["episodes"] for m in ledger["models"].values() if "overall" in m]
+    return [f"**A small run.** `{name}` is the quick version of the `{kind}` suite "
+            f"({tests[0] if tests else '?'} test episodes, smaller budgets: see the config): its figures are "
+            f"indicative; the full `{kind}` suite is the benchmark.", ""]
 
 
 def _rate(x):
@@ -41,9 +80,7 @@ def plot_attribution(ledger, path: Path) -> Path | None:
     ax.set_title("gap attribution: analytic residual with each rig effect off")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _fmt(s, digits=1):
@@ -66,51 +103,105 @@ def _scaled(s, factor):
     return out
 
 
+def _errorbar(ax, xs, summaries, *, label, color, offset=0.0):
+    """Means with their 95 % bootstrap intervals at ``xs`` (None summaries skipped)."""
+    pts = [(x, s) for x, s in zip(xs, summaries) if s and s.get("mean") is not None]
+    if not pts:
+        return False
+    x = [p[0] * (1 + offset) for p in pts]
+    y = [p[1]["mean"] for p in pts]
+    ci = [p[1].get("mean_ci95") or [p[1]["mean"]] * 2 for p in pts]
+    lo = [max(0.0, p[1]["mean"] - c[0]) for p, c in zip(pts, ci)]  # a percentile interval may sit beside the mean
+    hi = [max(0.0, c[1] - p[1]["mean"]) for p, c in zip(pts, ci)]
+    ax.errorbar(x, y, yerr=[lo, hi], fmt="o-", capsize=3, label=label, color=color)
+    return True
+
+
 def plot_horizons(ledger, path: Path) -> Path | None:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    """``horizons_figure`` saved to ``path`` (None when there is nothing to plot)."""
+    fig = horizons_figure(ledger)
+    return None if fig is None else _save(fig, path)
+
+
+def horizons_figure(ledger):
+    """Error against horizon for every configured horizon (``metrics.horizons_s``), means with
+    95 % bootstrap intervals; a horizon no test episode lasts to is marked on the axis (n = 0)."""
+    models = _models(ledger)
+    if not models:
+        return None
+    cfg_h = [float(h) for h in ((ledger.get("config") or {}).get("metrics") or {}).get("horizons_s") or []]
+    keys = sorted({float(h) for _, m in models for h in m["overall"]["horizons"]["pos_pct_size"]} | set(cfg_h))
+    if not keys:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     drawn = False
-    for name, m in _models(ledger):
+    n_at = {}
+    for j, (name, m) in enumerate(models):
         for ax, key, label in ((axes[0], "pos_pct_size", "position error, % of object size"), (axes[1], "rot_deg", "rotation error, deg")):
             hs = m["overall"]["horizons"][key]
-            xs = [float(h) for h, s in hs.items() if s["mean"] is not None]
-            ys = [s["mean"] for h, s in hs.items() if s["mean"] is not None]
-            if xs:
-                ax.plot(xs, ys, "o-", label=name, color=COLORS.get(name))
-                ax.set_xlabel("horizon, s")
-                ax.set_ylabel(label)
-                drawn = True
+            sums = [hs.get(f"{h:g}") for h in keys]
+            for h, sm in zip(keys, sums):
+                n_at[h] = max(n_at.get(h, 0), (sm or {}).get("n") or 0)
+            drawn |= _errorbar(ax, keys, sums, label=name, color=color(name), offset=0.012 * (j - len(models) / 2))
+            ax.set_ylabel(label)
     if not drawn:
         plt.close(fig)
         return None
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xticks(keys, [f"{h:g} s\nn={n_at.get(h, 0)}" for h in keys], fontsize=8)
+        ax.minorticks_off()
+        ax.set_xlabel("horizon (n: test episodes that last that long)")
+        for h in keys:
+            if not n_at.get(h):
+                ax.axvline(h, color="#cccccc", ls=":", lw=1)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{ledger['suite']}: error against horizon (mean over test episodes)")
+    fig.suptitle(f"{suite_title(ledger)}: error at each horizon (mean over test episodes, 95 % bootstrap interval)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def data_efficiency_points(m: dict) -> list[tuple[int, dict]]:
+    """(training episodes, overall metrics) of a model row's ``by_train_size``: numbered sizes and the
+    checkpoint given on the command line (``given``, placed at the size its card reports), one point
+    per size."""
+    pts = {}
+    for k, v in (m.get("by_train_size") or {}).items():
+        n = int(k) if str(k).isdigit() else v.get("train_size")
+        if n is not None and "overall" in v and "pos_pct_size" in v["overall"]:
+            pts.setdefault(int(n), v["overall"])
+    return sorted(pts.items())
 
 
 def plot_data_efficiency(ledger, path: Path) -> Path | None:
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    drawn = False
-    for name, m in _models(ledger):
-        bs = m.get("by_train_size") or {}
-        pts = sorted((int(k), v["overall"]["pos_pct_size"]["mean"]) for k, v in bs.items() if k.isdigit())
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name, color=COLORS.get(name))
-            drawn = True
-    if not drawn:
-        plt.close(fig)
+    """``data_efficiency_figure`` saved to ``path`` (None when there is nothing to plot)."""
+    fig = data_efficiency_figure(ledger)
+    return None if fig is None else _save(fig, path)
+
+
+def data_efficiency_figure(ledger):
+    """Position error against training episodes, means with 95 % bootstrap intervals, for every
+    model with errors per training size (``data_efficiency_points``: the surrogate of
+    ``--checkpoint`` at the size it was trained on); drawn when some model has several sizes or
+    two models have one."""
+    series = [(name, data_efficiency_points(m)) for name, m in _models(ledger)]
+    series = [(n, p) for n, p in series if p]
+    if not any(len(p) > 1 for _, p in series) and len(series) < 2:
         return None
+    fig, ax = plt.subplots(figsize=(5.8, 3.8))
+    for j, (name, pts) in enumerate(series):
+        _errorbar(ax, [p[0] for p in pts], [p[1]["pos_pct_size"] for p in pts], label=name, color=color(name),
+                  offset=0.02 * (j - len(series) / 2))
+    xs = sorted({p[0] for _, pts in series for p in pts})
     ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.minorticks_off()
     ax.set_xlabel("training episodes")
     ax.set_ylabel("position error, % of object size")
     ax.legend(fontsize=8)
-    ax.set_title("data efficiency")
+    ax.set_title(f"{suite_title(ledger)}\ndata efficiency (mean, 95 % bootstrap interval)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def plot_per_object(ledger, path: Path) -> Path | None:
@@ -122,14 +213,12 @@ def plot_per_object(ledger, path: Path) -> Path | None:
     w = 0.8 / len(models)
     for j, (name, m) in enumerate(models):
         ys = [m["per_object"].get(o, {}).get("pos_pct_size", {}).get("mean") or 0 for o in objects]
-        ax.bar([i + j * w for i in range(len(objects))], ys, w, label=name, color=COLORS.get(name))
+        ax.bar([i + j * w for i in range(len(objects))], ys, w, label=name, color=color(name))
     ax.set_xticks([i + 0.4 - w / 2 for i in range(len(objects))], objects, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("position error, % of object size")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def write_report(ledger: dict, out_dir: str | Path) -> Path:
@@ -139,8 +228,9 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                          plot_per_object(ledger, out / "per_object.png"), plot_attribution(ledger, out / "attribution.png")) if p]
     r = ledger["result"]
     lines = [
-        f"# Transfer report: `{ledger['suite']}`",
+        f"# Transfer report: {suite_title(ledger)}",
         "",
+        *small_suite_line(ledger),
         f"Run {ledger['created']} (config {ledger['config_hash'][:12]}, contact-surrogate {ledger['versions'].get('contact-surrogate')}, "
         f"MuJoCo {ledger['versions'].get('mujoco')}); data `{ledger['data']['name']}` ({ledger['data']['episodes']} episodes, "
         f"hash {ledger['data']['hash'][:12]}).",
@@ -153,7 +243,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
         "",
     ]
     for t in r.get("targets", []):
-        lines.append(f"- target `{t['metric']}` against `{t['baseline']}`: surrogate {t['surrogate']:.3f}, baseline "
+        lines.append(f"- target: {metric_words(t['metric'])}, against `{t['baseline']}`: surrogate {t['surrogate']:.3f}, baseline "
                      f"{t['baseline_value']:.3f}: **{'met' if t['met'] else 'missed'}**"
                      + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
                      + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
@@ -274,5 +364,31 @@ def _tail_lines(ledger, out, plots) -> list[str]:
     if _models(ledger) and any(m["overall"].get("unstable_rate") for _, m in _models(ledger)):
         lines += ["", "Unstable: fraction of rollouts that blew up or left the scene; their position error counts as "
                   f"{ledger['config'].get('metrics', {}).get('max_error_m')} m from then on."]
+    lines += _video_lines(ledger)
     lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    return lines
+
+
+def _video_lines(ledger) -> list[str]:
+    """Links to the median and worst episode's videos (``video.suite_videos``), or why there are none."""
+    v = ledger.get("videos")
+    if v is None:
+        return []
+    lines = ["", "## Videos", ""]
+    for r in v.get("videos") or []:
+        if ledger["suite"] == "policy":
+            what = (f"rollout of {r['episode'].split('/')[0]} (the object with the {r['which']} success-rate gap, "
+                    f"{r['success_rate_gap']:+.2f}), analytic / surrogate")
+        else:
+            fig = r.get("ledger_pos_pct_size")
+            what = (f"episode `{r['episode']}`, the {r['which']} test episode by {r['ranked_by']} position error "
+                    f"({'—' if fig is None else f'{fig:.1f}'} % of object size), recorded / analytic / surrogate")
+        lines += [f"- **{r['which']}**: [{r['video']}]({r['video']}): {what}; {r['seconds']:.1f} s of video",
+                  "", f"  ![{r['which']} episode]({r['still']})", ""]
+    if v.get("skipped"):
+        lines.append(f"Videos not rendered: {v['skipped']}.")
+    else:
+        lines.append("Each panel: the model's object, its centre-of-mass path (the recorded path in white for reference), "
+                     "the time and its pose error against the recording at that frame; render any episode with "
+                     "`surrogate render --ledger ledger.json --episode ID --out X.mp4`.")
     return lines

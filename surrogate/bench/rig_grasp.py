@@ -230,6 +230,7 @@ def _identify(train_ds, train_ids, cfg, *, sim, progress, seed):
                                     fit_delay=bool(ic.get("fit_delay", True)), maxiter=int(ic["maxiter"]),
                                     popsize=int(ic["popsize"]), seed=seed, progress=progress, what="identify on training grasps")
     info["episode_ids"] = [eps[i].episode_id for i in pick]
+    info["pool"] = len(eps)  # training captures the subsample was drawn from
     return params, info
 
 

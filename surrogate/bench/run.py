@@ -26,23 +26,42 @@ def _runner(kind: str):
     raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy']", key="suite")
 
 
+def suite_display_name(suite) -> str:
+    """The name a suite was run under: ``cube-real-small``, or a YAML file's stem."""
+    p = Path(str(suite))
+    return p.stem if p.suffix in (".yaml", ".yml") else str(suite)
+
+
 def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(), progress: bool = True,
-              cache_dir: Path = CACHE_DIR) -> dict:
+              cache_dir: Path = CACHE_DIR, video: bool | None = None) -> dict:
+    """Run ``suite``; write ``out/ledger.json``, ``out/report.md``, its plots and the videos of the
+    median and worst test episode (``out/videos/``; ``video=False`` or the suite's ``video.enabled:
+    false`` skips them, and they are skipped with the reason in the report where rendering is
+    unavailable). Returns the ledger."""
     cfg = load_suite(suite, overrides)
     if checkpoint is not None:  # a bad checkpoint fails now, not after minutes of baseline work
         from ..model.checkpoint import load_checkpoint
 
         load_checkpoint(checkpoint)
     run = _runner(cfg["suite"])(cfg, cache_dir=Path(cache_dir), checkpoint=checkpoint, test_data=test_data, progress=progress)
-    ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run)
+    ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run,
+                          suite_name=suite_display_name(suite))
     out = Path(out)
+    settings = dict(cfg.get("video") or {})
+    if video is not None:
+        settings["enabled"] = bool(video)
+    from .video import suite_videos
+
+    if progress and settings.get("enabled", True):
+        print("rendering videos of the median and worst test episode (--no-video skips)", flush=True)
+    ledger["videos"] = suite_videos(ledger, out, settings=settings)
     write_ledger(ledger, out)
     write_report(ledger, out)
     return ledger
 
 
 def summary_lines(ledger: dict) -> list[str]:
-    lines = [f"suite {ledger['suite']}: {ledger['result']['verdict']} — {ledger['result']['detail']}"]
+    lines = [f"suite {ledger.get('suite_name') or ledger['suite']}: {ledger['result']['verdict']} — {ledger['result']['detail']}"]
     for name, m in ledger["models"].items():
         if "overall" not in m:
             lines.append(f"  {name:22s} {m.get('status')}: {m.get('reason')}")
@@ -54,4 +73,9 @@ def summary_lines(ledger: dict) -> list[str]:
             continue
         lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
                      f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}")
+    v = ledger.get("videos") or {}
+    for r in v.get("videos") or []:
+        lines.append(f"  video ({r['which']} episode {r['episode']}): {r['video']}")
+    if v.get("skipped"):
+        lines.append(f"  videos not rendered: {v['skipped']}")
     return lines
