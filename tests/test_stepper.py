@@ -187,7 +187,8 @@ def test_out_of_range_inputs_counted_and_warned_once():
 
     net, _ = load_checkpoint("checkpoints/cube_tosses")  # trained on a cube on the ground: pads are new to it
     s = _scene()
-    st = Stepper(s, net, on_bad_force="fallback")
+    assert Stepper(s, net).check_inputs is net.corrections  # default: checked only where a network reads the inputs
+    st = Stepper(s, net, on_bad_force="fallback", check_inputs=True)
     ds = [s.make_data(), s.make_data()]
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")

@@ -122,10 +122,12 @@ class ContactLawGNN(nn.Module):
 
     def law_parameters(self, g, vel=None, omega=None) -> torch.Tensor:
         """[E, 3] (k, c, mu) of every contact in the prior's units: the group's prior times the bounded corrections."""
-        ef = self.edge_norm(G.edge_features(g, vel, omega).float())
-        nf = self.node_norm(G.node_features(g, vel, omega).float())
         group = (g.static[g.edge_index[0]] < 0.5).long()  # 0: a static surface, 1: a moving body
         base = torch.stack([self.log_stiffness[group], self.log_damping[group], self.log_friction[group]], dim=1)
+        if not self.corrections and not self.training:
+            return base.exp()  # the constant law: no features needed (in training they fill the normalizers)
+        ef = self.edge_norm(G.edge_features(g, vel, omega).float())
+        nf = self.node_norm(G.node_features(g, vel, omega).float())
         if not self.corrections:
             return base.exp()
         s_k, s_c, s_mu = self.bounds

@@ -114,7 +114,10 @@ class Stepper:
       on_bad_force: ``raise`` or ``fallback`` (that env takes that step with analytic contact).
       max_force: largest allowed contact force, in units of the object's weight (m |g|).
       ood_std: inputs farther than this many training standard deviations are out of range.
-      check_inputs: compare inputs with the training range (models with normalizers only).
+      check_inputs: compare inputs with the training range (models with normalizers only). Default
+        (None): on for models with a network, off for a constant contact law (``ContactLawGNN`` with
+        ``corrections=False``), whose forces do not depend on learned features: the law extrapolates
+        by construction, and computing the 41 features of every contact would cost half its step.
       num_threads: ``torch.set_num_threads`` for the network (a process-wide torch setting). Default 1:
         the graphs are small, and on a shared 2-core machine two OpenMP threads made one call
         ~80x slower (437 ms vs 5.6 ms for 4 envs) by contending with MuJoCo and other processes.
@@ -123,7 +126,7 @@ class Stepper:
 
     def __init__(self, scene, contact_model=None, *, contact: str = "surrogate", roles: Sequence[str] | None = None,
                  on_bad_force: str = "raise", max_force: float = 1000.0, ood_std: float = 6.0,
-                 check_inputs: bool = True, num_threads: int | None = 1):
+                 check_inputs: bool | None = None, num_threads: int | None = 1):
         _check_choice("contact", contact, CONTACT_MODES)
         _check_choice("on_bad_force", on_bad_force, BAD_FORCE_POLICIES)
         roles = tuple(ROLES if roles is None else roles)
@@ -148,6 +151,8 @@ class Stepper:
         self.roles = roles
         self.on_bad_force = on_bad_force
         self.max_force = float(max_force)
+        if check_inputs is None:
+            check_inputs = getattr(contact_model, "corrections", True)
         self.check_inputs = bool(check_inputs)
         ids = [pid for name, pid in zip(scene.owned_pairs, scene.owned_pair_ids) if scene.pair_roles[name] in roles]
         self.pair_ids = np.asarray(ids, dtype=int)
