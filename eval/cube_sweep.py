@@ -22,8 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from surrogate.paths import config_dir
 
 
 def stage_epochs(n: int, steps: int, batch: int = 8, *, lo: int = 2, hi: int = 30) -> int:
@@ -37,14 +36,14 @@ def train_size(n: int, *, out: Path, suite: str, data_root: str, steps: int) -> 
     if (ckpt / "card.json").is_file() and (prior / "card.json").is_file():
         print(f"size {n}: reusing {ckpt}")
         return ckpt, prior
-    cmd = [sys.executable, str(REPO / "train.py"), "fit", "--config", str(REPO / "configs" / "train" / "cube_tosses.yaml"),
+    cmd = [sys.executable, "-m", "surrogate.cli", "train", "--config", str(config_dir() / "train" / "cube_tosses.yaml"),
            "--set", f"data.bench_split={{suite: {suite}, size: {n}}}", "--set", "data.max_train_episodes=null",
            "--set", f"data.root={data_root}", "--set", f"out_dir={out / f'train_{n}'}", "--set", f"export.dir={ckpt}",
            "--set", f"export.prior_dir={prior}", "--set", f"stages.prior.epochs={stage_epochs(n, steps)}",
            "--set", f"stages.corrections.epochs={stage_epochs(n, steps // 2, lo=1)}",
            "--set", "trainer.enable_progress_bar=false"]
     t0 = time.time()
-    subprocess.run(cmd, check=True, cwd=REPO)
+    subprocess.run(cmd, check=True)
     print(f"size {n}: trained in {time.time() - t0:.0f} s -> {ckpt}", flush=True)
     return ckpt, prior
 

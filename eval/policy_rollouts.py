@@ -13,25 +13,22 @@ training range (the stepper's out-of-range count says so), not how good learned 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from surrogate.envs import GraspVectorEnv  # noqa: E402
-from surrogate.objects import load_split  # noqa: E402
-from surrogate.policies import GraspParams, ScriptedGraspPolicy, cem_grasp, rollout  # noqa: E402
-from surrogate.rig.scripts import UngraspableObject  # noqa: E402
+from surrogate.envs import GraspVectorEnv
+from surrogate.objects import load_split
+from surrogate.paths import release_checkpoint
+from surrogate.policies import GraspParams, ScriptedGraspPolicy, cem_grasp, rollout
+from surrogate.rig.scripts import UngraspableObject
 
 
 def default_checkpoint() -> Path:
-    rig = REPO / "checkpoints" / "rig_default"
-    return rig if (rig / "card.json").is_file() else REPO / "checkpoints" / "cube_tosses"
+    rig = release_checkpoint("rig_default")
+    return rig if (rig / "card.json").is_file() else release_checkpoint("cube_tosses")
 
 
 def evaluate(args) -> list[dict]:

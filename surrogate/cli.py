@@ -136,6 +136,12 @@ def _cmd_quickstart(a):
                bench_overrides=a.set or [], rig_bench_overrides=a.rig_set or [])
 
 
+def _cmd_train(a):
+    from .training.cli import run
+
+    run(a)
+
+
 def _cmd_rig_generate(a):
     from .rig.generate import generate
 
@@ -286,12 +292,20 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("speed", help="environment steps per second: analytic vs hybrid stepping")
     c.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024], help="batch sizes to time (default 1 64 256 1024)")
     c.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk (default 20)")
-    c.add_argument("--checkpoint", default="checkpoints/cube_tosses", help="surrogate checkpoint of the hybrid stepper")
+    c.add_argument("--checkpoint", default=None,
+                   help="surrogate checkpoint of the hybrid stepper (default: the released cube_tosses shipped with the package)")
     c.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"], help="hand model (default parallel_jaw)")
     c.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
     c.add_argument("--min-seconds", type=float, default=0.5, help="time each batch size for at least this long (default 0.5)")
     c.set_defaults(func=_cmd_speed)
+
+    from .training.cli import DESCRIPTION, EPILOG, add_arguments
+
+    c = sub.add_parser("train", help="train a contact surrogate under a config (configs/train/<name>.yaml, or its name)",
+                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(c)
+    c.set_defaults(func=_cmd_train)
 
     c = sub.add_parser("quickstart", help="the main job on the embedded default (see README)")
     c.add_argument("--out", default="runs/quickstart", help="output folder (default runs/quickstart; replaced)")

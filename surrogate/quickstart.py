@@ -6,7 +6,8 @@ Stages (each prints what it did; the whole run writes ``OUT/summary.json``):
   3. build a scene for one object of each family with each hand and check that a
      passive drop settles under MuJoCo's analytic contact,
   4. generate grasp captures of training-split objects with the capture rig,
-  5. train the contact surrogate on them (``train.py``, the release's config, fewer epochs),
+  5. train the contact surrogate on them (``surrogate train``, in this process: the release's config,
+     fewer epochs),
   6. run the small ``rig-grasp`` benchmark: that surrogate against analytic MuJoCo (nominal,
      identified on the same captures, randomized) on held-out families and mesh files,
   7. run the small ``cube-real`` benchmark: analytic baselines against the released cube-toss
@@ -120,23 +121,25 @@ def rig_captures(out: Path, episodes: int, workers: int) -> dict:
 
 
 def train_surrogate(out: Path, epochs: int) -> dict:
-    """Train the rig surrogate on the captures of stage 4 (``train.py`` with the release's config, shortened:
-    24 training and 8 validation episodes, ``epochs`` epochs of the prior law, one of the network's corrections)."""
-    import subprocess
-    import sys
+    """Train the rig surrogate on the captures of stage 4 (``surrogate train`` with the release's packaged config,
+    shortened: 24 training and 8 validation episodes, ``epochs`` epochs of the prior law, one of the network's
+    corrections). Runs in this process (the package's training entry point; torch's thread count is restored)."""
+    import torch
 
-    from .paths import REPO_ROOT
+    from .training.config import load_config
+    from .training.run import fit
 
     ckpt = out / "checkpoint_rig"
-    cmd = [sys.executable, str(REPO_ROOT / "train.py"), "fit", "--config", str(REPO_ROOT / "configs" / "train" / "rig_default.yaml"),
-           "--set", f"data.root={out / 'rig_captures'}", "--set", f"out_dir={out / 'train_rig'}",
-           "--set", f"export.dir={ckpt}", "--set", f"stages.prior.epochs={epochs}",
-           "--set", f"stages.corrections.epochs={min(epochs, 1)}", "--set", "data.max_train_episodes=24",
-           "--set", "data.max_val_episodes=8",
-           "--set", "trainer.enable_progress_bar=false"]
-    print(" ".join(cmd[1:]), flush=True)
+    sets = [f"data.root={out / 'rig_captures'}", f"out_dir={out / 'train_rig'}", f"export.dir={ckpt}",
+            f"stages.prior.epochs={epochs}", f"stages.corrections.epochs={min(epochs, 1)}", "data.max_train_episodes=24",
+            "data.max_val_episodes=8", "trainer.enable_progress_bar=false"]
+    print("surrogate train --config rig_default " + " ".join(f"--set {s}" for s in sets), flush=True)
     t0 = time.time()
-    subprocess.run(cmd, check=True, cwd=REPO_ROOT)
+    threads = torch.get_num_threads()
+    try:
+        fit(load_config("rig_default", sets))
+    finally:
+        torch.set_num_threads(threads)
     card = json.loads((ckpt / "card.json").read_text())
     met = card["training"]["metrics"]
     rel = met["release"]
@@ -160,12 +163,12 @@ def rig_benchmark(out: Path, checkpoint, overrides) -> dict:
 
 
 def small_benchmark(out: Path, overrides) -> dict:
-    from .paths import REPO_ROOT, shared_data_dir
+    from .paths import release_checkpoint, shared_data_dir
 
     if not (shared_data_dir() / "contactnets_cube").exists():
         print("cube tosses absent: benchmark skipped")
         return {"skipped": "sample tosses absent"}
-    ckpt = REPO_ROOT / "checkpoints" / "cube_tosses"
+    ckpt = release_checkpoint("cube_tosses")
     # the tosses imported in stage 1 are the suite's data
     return _bench("cube-real-small", out / "bench_cube_real", ckpt if ckpt.exists() else None,
                   [f"data.source={out / 'contactnets_cube'}", *overrides])

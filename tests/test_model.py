@@ -243,8 +243,7 @@ def tiny_capture(tmp_path_factory):
 
 
 def _cfg(root, out, **over):
-    sys.path.insert(0, str(REPO))
-    import train
+    from surrogate import training as train  # the package's training entry point (train.py wraps it)
     cfg = train.load_config(None, [
         f"data.root={root}", "data.val_fraction=0.25", "data.batch_size=16", "data.margin=0.01",
         "model.hidden=16", "model.steps=2", f"out_dir={out}", "trainer.enable_progress_bar=false",

@@ -1,6 +1,6 @@
 """The transfer ledger: one JSON file per benchmark run, validated against a schema.
 
-Schema: ``eval/ledger.schema.json`` (documented in the README, "Transfer ledger").
+Schema: ``surrogate/bench/ledger.schema.json``, shipped with the package (documented in the README, "Transfer ledger").
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from pathlib import Path
 import jsonschema
 
 from ..atomic import write_json_atomic
-from ..paths import REPO_ROOT
-
-SCHEMA_PATH = REPO_ROOT / "eval" / "ledger.schema.json"
+SCHEMA_PATH = Path(__file__).with_name("ledger.schema.json")
 LEDGER_VERSION = "1.0"
 
 

@@ -35,7 +35,7 @@ from tqdm import tqdm
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from ..errors import ConfigError
-from ..paths import REPO_ROOT
+from ..paths import project_root
 from .analytic import AnalyticParams
 from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
 from .grasp_outcome import agreement, outcome_series, predicted_labels, rates
@@ -50,7 +50,7 @@ RIG_FORMAT = 2
 
 def _resolve(path) -> Path:
     p = Path(expand_env(str(path), key="data"))
-    return p if p.is_absolute() else (REPO_ROOT / p)
+    return p if p.is_absolute() else (project_root() / p)  # the checkout, installed: the current folder
 
 
 def generated_dataset(spec: dict, *, rig: dict, cache_dir: Path, workers: int, progress: bool, label: str) -> Path | str:

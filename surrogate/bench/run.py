@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..paths import REPO_ROOT
+from ..paths import cache_dir
 from .ledger import build_ledger, write_ledger
 from .report import write_report
 from .suites import config_hash, load_suite
 
-CACHE_DIR = REPO_ROOT / "datasets" / "cache"
+CACHE_DIR = cache_dir()  # imported and generated test sets (see surrogate.paths.cache_dir)
 
 
 def _runner(kind: str):

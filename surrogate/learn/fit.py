@@ -28,15 +28,15 @@ STAGE_DEFAULTS = {"prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1},
 def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint
-    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    from .loggers import lr_monitor, run_loggers
 
     ckpt = ModelCheckpoint(dirpath=out / "checkpoints" / name, monitor="val_score", mode="min", save_top_k=1,
                            save_last=True, filename="best")
     kw = {k: v for k, v in trainer_cfg.items() if k not in ("max_epochs", "early_stopping_patience")}
     kw.setdefault("gradient_clip_val", 1.0)
-    trainer = L.Trainer(default_root_dir=str(out), max_epochs=int(epochs), callbacks=[ckpt], num_sanity_val_steps=0,
-                        reload_dataloaders_every_n_epochs=1,
-                        logger=[CSVLogger(str(out), name=f"csv_{name}"), TensorBoardLogger(str(out), name=f"tb_{name}")], **kw)
+    trainer = L.Trainer(default_root_dir=str(out), max_epochs=int(epochs), callbacks=[ckpt, lr_monitor()], num_sanity_val_steps=0,
+                        reload_dataloaders_every_n_epochs=1, logger=run_loggers(out, f"_{name}"), **kw)
     return trainer, ckpt
 
 

@@ -83,8 +83,9 @@ class ContactLightning(L.LightningModule):
         out = self.losses(batch, train=False)
         bs = int(batch.num_graphs)
         for k, v in out.items():
-            self.log(f"val/{k}", v, prog_bar=(k == "loss"), batch_size=bs, sync_dist=True)
-        self.log("val_loss", out["loss"], batch_size=bs, sync_dist=True)
+            if k != "loss":  # the total is logged once, as val_loss (the checkpoint's and early stopping's monitor)
+                self.log(f"val/{k}", v, batch_size=bs, sync_dist=True)
+        self.log("val_loss", out["loss"], prog_bar=True, batch_size=bs, sync_dist=True)
 
     def configure_optimizers(self):
         o = self.optim_cfg

@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from pathlib import Path
+from ..paths import release_checkpoint
 
 # MuJoCo, torch and the stepper are imported inside the functions, so that building the
 # ``surrogate`` CLI parser (build_parser) stays cheap.
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "cube_tosses"
+DEFAULT_CHECKPOINT = release_checkpoint("cube_tosses")  # the released cube-toss surrogate shipped with the package
 
 
 def grasped_state(scene, *, seconds: float = 1.0):
@@ -130,6 +130,8 @@ def run(args) -> list[dict]:
     from ..model.checkpoint import load_checkpoint
 
     torch.set_num_threads(args.threads)
+    if args.checkpoint is None:
+        args.checkpoint = str(DEFAULT_CHECKPOINT)
     model = load_checkpoint(args.checkpoint)[0]
     rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
                    min_seconds=args.min_seconds)

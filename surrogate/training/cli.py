@@ -1,0 +1,108 @@
+"""The training command line: ``surrogate train`` and ``python train.py fit`` (the same arguments).
+
+    surrogate train --config cube_tosses                      # a packaged config, by name
+    surrogate train -c configs/train/rig_default.yaml --set stages.prior.epochs=2 --seed 1
+    surrogate train -c cube_tosses --print-config             # the resolved config as YAML; nothing runs
+    surrogate train -c my.yaml --accelerator gpu --devices 1  # gnn path only (the law path trains on the CPU)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
+DESCRIPTION = "Train a contact surrogate (Lightning) under a YAML config; the trained model is exported as safetensors + card."
+EPILOG = """\
+config: a YAML path, or the name of a config shipped with the package (cube_tosses, rig_default).
+Every key is checked: a misspelt one stops the run naming the key, the file and the close matches.
+Relative paths (out_dir, data.root, export.*): on the command line, relative to the current folder;
+in a config file under <project>/configs/ next to <project>/pyproject.toml (this repository), relative
+to <project>; in any other config file (an installed package's, your own), relative to the current folder.
+Export: <out_dir>/export unless export.dir is set; --release writes export.release_dir (refused over an
+existing release without --overwrite). Logs: CSV and TensorBoard under out_dir.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The training arguments (shared by ``surrogate train`` and ``train.py``)."""
+    p.add_argument("--config", "-c", metavar="CONFIG",
+                   help="training config: a YAML path or a packaged config name (cube_tosses, rig_default)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key (dotted, value parsed as YAML), e.g. stages.prior.epochs=2; repeatable")
+    p.add_argument("--seed", type=int, default=None, help="seed of the run (the config's seed key; default: the config's, else 0)")
+    p.add_argument("--accelerator", "--device", dest="accelerator", choices=ACCELERATORS, default=None,
+                   help="trainer.accelerator (default: the config's, else cpu); model.kind: law trains on cpu only")
+    p.add_argument("--devices", default=None, metavar="N",
+                   help="trainer.devices: a count, 'auto' or a list such as [0,1] (default: the config's, else 1)")
+    p.add_argument("--release", action="store_true",
+                   help="export to the config's export.release_dir (a released checkpoint under checkpoints/) instead of the run's folder")
+    p.add_argument("--overwrite", action="store_true", help="with --release: replace an existing release")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the resolved config (defaults filled in, paths absolute) as YAML and exit without training")
+    return p
+
+
+def options(a: argparse.Namespace) -> dict:
+    """The command-line options as config keys ({dotted key: value}), only those given."""
+    import yaml
+
+    out = {}
+    if a.seed is not None:
+        out["seed"] = a.seed
+    if a.accelerator is not None:
+        out["trainer.accelerator"] = a.accelerator
+    if a.devices is not None:
+        out["trainer.devices"] = yaml.safe_load(a.devices)
+    return out
+
+
+def prepare(a: argparse.Namespace) -> dict:
+    """The run's config from parsed arguments: loaded, checked, with its export folder."""
+    from .config import load_config
+    from .run import export_dir
+
+    cfg = load_config(a.config, a.set, options=options(a))
+    cfg["export"]["dir"] = export_dir(cfg, release=a.release, overwrite=a.overwrite, check=not a.print_config)
+    return cfg
+
+
+def run(a: argparse.Namespace) -> dict:
+    """``--print-config``: print the resolved config, return it; else train and print the run's summary as JSON."""
+    cfg = prepare(a)
+    if a.print_config:
+        from .config import to_yaml
+
+        print(to_yaml(cfg), end="")
+        return cfg
+    from .run import fit
+
+    res = fit(cfg)
+    print(json.dumps(res, indent=1, default=str))
+    return res
+
+
+def parser(prog: str = "train.py") -> argparse.ArgumentParser:
+    """The parser of ``python train.py [fit] ...``."""
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", nargs="?", default="fit", choices=["fit"], help="what to do: fit (the only command; may be omitted)")
+    return add_arguments(p)
+
+
+def main(argv=None) -> dict:
+    """``python train.py``: returns the run's summary (or the config with ``--print-config``); errors raise."""
+    return run(parser().parse_args(argv))
+
+
+def script_main(argv=None) -> int:
+    """``python train.py`` as a script: errors are printed as ``error: ...`` (exit status 2), as ``surrogate`` does."""
+    from ..errors import SurrogateError
+
+    try:
+        main(argv)
+    except (SurrogateError, FileExistsError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,189 @@
+"""A training config: where it is found, its defaults, the path rule, the key check, the resolved form.
+
+``--config`` takes a path, or the name of a config shipped with the package (``cube_tosses``,
+``rig_default``: ``configs/train/<name>.yaml``), so training runs from any folder and from an installed
+wheel.
+
+Path rule for ``out_dir``, ``ckpt_path``, ``data.root``, ``export.dir``, ``export.release_dir``,
+``export.prior_dir``:
+
+- a relative path **on the command line** (``--set out_dir=runs/x``) is relative to the current folder;
+- a relative path **in a config file** is relative to the project the file belongs to: for a file under
+  ``<project>/configs/`` next to ``<project>/pyproject.toml`` (this repository), ``<project>``, so
+  ``configs/train/cube_tosses.yaml`` reads ``<repo>/datasets/...`` and writes ``<repo>/runs/...`` from any
+  folder; for any other file (a config of an installed package, your own file) the current folder;
+- ``${VAR}`` is expanded first (``${SURROGATE_DATA}`` defaults to the shared data folder); ``ckpt_path``
+  keywords (``last``, ``best``) are Lightning's and stay as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from pathlib import Path
+
+from ..config import apply_overrides, expand_env, load_yaml, merge
+from ..errors import ConfigError
+from ..paths import config_dir
+from . import keys
+
+_TRAINER = {"accelerator": "cpu", "devices": 1, "strategy": "auto", "deterministic": True, "log_every_n_steps": 20,
+            "enable_progress_bar": True}
+DEFAULTS = {  # model.kind: gnn (the v1 network; the default kind)
+    "seed": 0, "out_dir": "runs/train", "ckpt_path": None, "threads": 1, "resume_changed": False,
+    "data": {}, "model": {}, "loss": {}, "optim": {},
+    "trainer": {"max_epochs": 10, **_TRAINER},
+    "export": {"dir": None, "release_dir": None, "eval_rollouts": 0},
+}
+LAW_DEFAULTS = {  # model.kind: law (contact model v2): epochs and learning rates per stage
+    "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "stages": {},
+    "trainer": dict(_TRAINER), "export": {"dir": None, "release_dir": None, "prior_dir": None},
+}
+PATH_KEYS = ("out_dir", "ckpt_path", "data.root", "export.dir", "export.release_dir", "export.prior_dir")
+CKPT_KEYWORDS = ("last", "best", "hpc", "registry")  # Lightning's ckpt_path keywords
+TRAIN_CONFIGS = "train"  # packaged training configs: config_dir() / train / <name>.yaml
+
+
+def packaged_configs() -> list[str]:
+    """Names of the training configs shipped with the package."""
+    return sorted(p.stem for p in (config_dir() / TRAIN_CONFIGS).glob("*.yaml"))
+
+
+def find_config(name_or_path) -> Path:
+    """The config file: an existing path, else a packaged config by name (``cube_tosses``) or by its path in
+    the repository (``configs/train/cube_tosses.yaml``, so that spelling works from any folder)."""
+    p = Path(expand_env(str(name_or_path), key="--config"))
+    if p.is_file():
+        return p
+    rel = p.parts[1:] if p.parts and p.parts[0] == "configs" else p.parts
+    candidates = [config_dir() / TRAIN_CONFIGS / f"{p.name}.yaml"] if not p.suffix and len(p.parts) == 1 else []
+    if not p.is_absolute() and rel:
+        candidates.append(config_dir().joinpath(*rel))
+    for c in candidates:
+        if c.is_file():
+            return c
+    known = packaged_configs()
+    close = difflib.get_close_matches(p.stem, known, n=2, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise ConfigError(f"no such config file, nor a packaged training config of that name{hint} "
+                      f"(packaged: {known}, in {config_dir() / TRAIN_CONFIGS})", file=p)
+
+
+def config_base(path: Path | None) -> Path:
+    """The folder relative paths written in the config ``path`` resolve against (see the module docstring)."""
+    if path is None:
+        return Path.cwd()
+    path = Path(path).resolve()
+    for parent in path.parents:
+        if parent.name == "configs":
+            return parent.parent if (parent.parent / "pyproject.toml").is_file() else Path.cwd()
+    return Path.cwd()
+
+
+def _get(cfg: dict, dotted: str):
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _set(cfg: dict, dotted: str, value) -> None:
+    *head, last = dotted.split(".")
+    node = cfg
+    for part in head:
+        node = node[part]
+    node[last] = value
+
+
+def resolve_paths(cfg: dict, base: Path, *, file=None) -> dict:
+    """A copy of ``cfg`` with every relative path of ``PATH_KEYS`` made absolute against ``base``."""
+    cfg = copy.deepcopy(cfg)
+    for dotted in PATH_KEYS:
+        value = _get(cfg, dotted)
+        if value is None or (dotted == "ckpt_path" and str(value) in CKPT_KEYWORDS):
+            continue
+        if not isinstance(value, (str, Path)):
+            raise ConfigError(f"must be a path, got {value!r}", file=file, key=dotted)
+        p = Path(expand_env(str(value), file=file, key=dotted)).expanduser()
+        _set(cfg, dotted, str(p if p.is_absolute() else base / p))
+    return cfg
+
+
+def kind_of(cfg: dict, *, file=None) -> str:
+    """``model.kind`` of a (merged) config: ``gnn`` (default) or ``law``."""
+    model = cfg.get("model") or {}
+    return keys.check_kind(model.get("kind", "gnn") if isinstance(model, dict) else "gnn", file=file)
+
+
+def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict:
+    """The run's config: the defaults of its path, the file (a path or a packaged name), the ``--set``
+    overrides and the command-line ``options`` ({dotted key: value}, e.g. from ``--seed``), every key checked,
+    every path absolute (see the module docstring)."""
+    file = find_config(path) if path else None
+    data = load_yaml(file) if file else {}
+    over = apply_overrides({}, list(overrides or []), file=keys.SET_SOURCE)
+    for dotted, value in (options or {}).items():
+        over = apply_overrides(over, [f"{dotted}={json.dumps(value)}"])
+    merged_view = merge(data, over)
+    kind = kind_of(merged_view, file=keys.SET_SOURCE if "kind" in (over.get("model") or {}) else file)
+    spec = keys.spec_for(kind)
+    keys.check_section(data, spec, file=file)
+    keys.check_section(over, spec, file=keys.SET_SOURCE)
+    defaults = LAW_DEFAULTS if kind == "law" else DEFAULTS
+    cfg = resolve_paths(merge(defaults, data), config_base(file), file=file)  # the file's paths: its project
+    cfg = resolve_paths(merge(cfg, over), Path.cwd(), file=keys.SET_SOURCE)    # the command line's: here
+    keys.check_values(cfg, kind, file=file)
+    return cfg
+
+
+def _plain(obj):
+    """``obj`` as JSON would store it (paths as strings, tuples as lists), for writing and comparing."""
+    return json.loads(json.dumps(obj, default=str))
+
+
+def _model_defaults(kind: str) -> dict:
+    import inspect
+
+    if kind == "law":
+        from ..model.contact_law import ContactLawGNN as cls
+    else:
+        from ..model.gnn import ContactGNN as cls
+    return {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
+            if n != "self" and p.default is not inspect.Parameter.empty}
+
+
+def resolved_config(cfg: dict) -> dict:
+    """The config with the defaults of every section the training code fills in (data, model, loss, and
+    optim or stages), as written to ``<out_dir>/run_config.json`` and printed by ``--print-config``.
+    Idempotent, so an older run's file resolves to the same values."""
+    kind = kind_of(cfg)
+    out = dict(cfg)
+    model = cfg.get("model") or {}
+    out["model"] = {"kind": kind, **_model_defaults(kind), **model}
+    if kind == "law":
+        from ..learn.fit import STAGE_DEFAULTS
+        from ..learn.lightning import DATA_DEFAULTS, LOSS_DEFAULTS
+
+        out["data"] = {**DATA_DEFAULTS, **(cfg.get("data") or {})}
+        out["loss"] = {**LOSS_DEFAULTS, **(cfg.get("loss") or {})}
+        stages = cfg.get("stages") or {}
+        out["stages"] = {k: {**v, **(stages.get(k) or {})} for k, v in STAGE_DEFAULTS.items()}
+        return _plain(out)
+    from ..model.data import DATA_DEFAULTS
+    from ..model.lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
+
+    loss = {**LOSS_DEFAULTS, **(cfg.get("loss") or {})}
+    out["data"] = {**DATA_DEFAULTS, **(cfg.get("data") or {}), "unroll_frames": int(loss.get("unroll_frames", 0))}
+    out["loss"] = loss
+    out["optim"] = {**OPTIM_DEFAULTS, **(cfg.get("optim") or {})}
+    return _plain(out)
+
+
+def to_yaml(cfg: dict) -> str:
+    """The resolved config as YAML (``--print-config``)."""
+    import yaml
+
+    return yaml.safe_dump(_plain(resolved_config(cfg)), sort_keys=False, default_flow_style=None)

@@ -1,0 +1,139 @@
+"""The keys a training config may hold, per training path, and the check that refuses any other.
+
+Every section is checked: ``data``, ``model``, ``loss``, ``optim``/``stages`` against the defaults and
+signatures of the code that reads them, ``trainer`` against ``lightning.Trainer``'s signature, ``export``
+and the top level against what the training entry point reads. A misspelt key stops the run before any
+work with a ``ConfigError`` naming the key, the file (or ``--set``) and the close matches; a key that
+exists but means nothing on this path (``trainer.max_epochs`` with ``model.kind: law``) says why.
+
+A spec is a mapping ``key -> rule``: ``None`` (any value), a mapping (a nested section, checked the same
+way; ``null`` allowed), or a string (the key is refused, with this reason).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+
+from ..errors import ConfigError
+
+KINDS = ("gnn", "law")  # model.kind: the v1 raw-force network (surrogate.model) or contact model v2 (surrogate.learn)
+SET_SOURCE = "command line (--set)"
+
+_BY_TRAINING = "set by the training entry point (logs and checkpoints go under out_dir)"
+_LAW_EPOCHS = "with model.kind: law the epochs are stages.prior.epochs and stages.corrections.epochs"
+_LAW_FIT = "set by the law fit (surrogate.learn.fit)"
+TRAINER_RESERVED = {
+    "gnn": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING},
+    "law": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING,
+            "max_epochs": _LAW_EPOCHS, "num_sanity_val_steps": _LAW_FIT, "reload_dataloaders_every_n_epochs": _LAW_FIT,
+            "early_stopping_patience": "the law fit keeps the best epoch on whole validation episodes (no early stopping)"},
+}
+
+
+def _leaves(names) -> dict:
+    return {k: None for k in names}
+
+
+def _init_args(cls) -> list[str]:
+    """Keyword arguments of ``cls.__init__`` (a model class or lightning.Trainer)."""
+    return [n for n, p in inspect.signature(cls.__init__).parameters.items()
+            if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def trainer_spec(kind: str) -> dict:
+    """``trainer`` keys: lightning.Trainer's arguments (less those the training code sets itself), plus
+    ``early_stopping_patience`` on the gnn path."""
+    import lightning as L
+
+    spec = _leaves(_init_args(L.Trainer))
+    if kind == "gnn":
+        spec["early_stopping_patience"] = None
+    spec.update(TRAINER_RESERVED[kind])
+    return spec
+
+
+def spec_for(kind: str) -> dict:
+    """The full key spec of a config whose ``model.kind`` is ``kind``."""
+    if kind == "law":
+        from ..learn.fit import STAGE_DEFAULTS
+        from ..learn.lightning import DATA_DEFAULTS, LOSS_DEFAULTS
+        from ..model.contact_law import ContactLawGNN
+        from ..model.law import LawPrior
+
+        prior = _leaves(LawPrior.__dataclass_fields__)
+        model = {**_leaves(_init_args(ContactLawGNN)), "kind": None, "prior": prior, "prior_body": prior}
+        data = {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None}}
+        return {"seed": None, "out_dir": None, "threads": None, "data": data, "model": model,
+                "loss": _leaves(LOSS_DEFAULTS), "stages": {k: _leaves(v) for k, v in STAGE_DEFAULTS.items()},
+                "trainer": trainer_spec(kind),
+                "export": {"dir": None, "release_dir": None, "prior_dir": None,
+                           "eval_rollouts": "only the gnn path rolls validation episodes out at export; the law fit "
+                                            "scores whole validation episodes every epoch"},
+                "optim": "with model.kind: law the learning rates are stages.prior.lr and stages.corrections.lr",
+                "ckpt_path": "the law fit does not resume from a Lightning checkpoint (model.kind: law)",
+                "resume_changed": "the law fit does not resume (model.kind: law)"}
+    from ..model.data import DATA_DEFAULTS
+    from ..model.gnn import ContactGNN
+    from ..model.lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
+
+    data = {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None},
+            "unroll_frames": "set loss.unroll_frames (the data windows follow the loss)"}
+    return {"seed": None, "out_dir": None, "threads": None, "ckpt_path": None, "resume_changed": None, "data": data,
+            "model": {**_leaves(_init_args(ContactGNN)), "kind": None}, "loss": _leaves(LOSS_DEFAULTS),
+            "optim": _leaves(OPTIM_DEFAULTS), "trainer": trainer_spec(kind),
+            "export": {"dir": None, "release_dir": None, "eval_rollouts": None,
+                       "prior_dir": "only the law fit (model.kind: law) has a prior law to export"},
+            "stages": "training stages belong to model.kind: law; the gnn path trains one stage (optim, trainer)"}
+
+
+def _unknown(key: str, dotted: str, spec: dict, *, file, where: str) -> ConfigError:
+    close = difflib.get_close_matches(key, list(spec), n=3, cutoff=0.6)
+    hint = ""
+    if close:
+        names = [f"'{where}.{c}'" if where else f"'{c}'" for c in close]
+        hint = f"; did you mean {' or '.join(names)}?"
+        if isinstance(spec[close[0]], str):
+            hint += f" ({close[0]}: {spec[close[0]]})"
+    if where == "trainer":
+        import lightning
+
+        known = f"not an argument of lightning.Trainer {lightning.__version__}"
+    else:
+        known = f"known keys of {where or 'the top level'}: {sorted(k for k, v in spec.items() if not isinstance(v, str))}"
+    return ConfigError(f"unknown key ({known}){hint}", file=file, key=dotted)
+
+
+def check_section(cfg, spec: dict, *, file=None, where: str = "") -> None:
+    """Refuse every key of ``cfg`` that ``spec`` does not allow, naming it (``where`` is the dotted prefix)."""
+    if cfg is None:
+        return
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"must be a mapping, got {type(cfg).__name__}", file=file, key=where or None)
+    for key, value in cfg.items():
+        dotted = f"{where}.{key}" if where else str(key)
+        if key not in spec:
+            raise _unknown(str(key), dotted, spec, file=file, where=where)
+        rule = spec[key]
+        if isinstance(rule, str):
+            raise ConfigError(f"not a key of this training path: {rule}", file=file, key=dotted)
+        if isinstance(rule, dict):
+            check_section(value, rule, file=file, where=dotted)
+
+
+def check_kind(kind, *, file=None) -> str:
+    """``model.kind`` must be one of ``KINDS``."""
+    if kind not in KINDS:
+        close = difflib.get_close_matches(str(kind), KINDS, n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(f"unknown model kind {kind!r}{hint} (known: {list(KINDS)})", file=file, key="model.kind")
+    return kind
+
+
+def check_values(cfg: dict, kind: str, *, file=None) -> None:
+    """Values the key check cannot see: the law fit runs on the CPU only."""
+    acc = cfg.get("trainer", {}).get("accelerator", "cpu")
+    if kind == "law" and acc != "cpu":
+        raise ConfigError(f"accelerator {acc!r}: model.kind: law trains on the CPU (the differentiable twin and its "
+                          "rollout windows live there); use accelerator cpu, or the gnn path for GPUs",
+                          file=file, key="trainer.accelerator")

@@ -1,0 +1,172 @@
+"""``surrogate train`` / ``train.py``: key checks, --print-config, the path rule, missing datasets, logs, releases."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from surrogate.cli import main as cli
+from surrogate.errors import ConfigError
+from surrogate.paths import REPO_ROOT
+from surrogate.training.config import load_config
+
+from .conftest import SHARED, needs_shared
+from .test_model import tiny_capture  # noqa: F401  (a 4-episode capture of box drops)
+
+RELEASES = REPO_ROOT / "checkpoints"
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _printed(capsys, *argv) -> dict:
+    assert cli(["train", *argv, "--print-config"]) == 0
+    return yaml.safe_load(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("config, sets, key, match", [
+    ("gnn_file", [], "data.val_fractoin", "did you mean 'data.val_fraction'"),
+    ("cube_tosses", ["trainer.max_epoch=1"], "trainer.max_epoch", "lightning.Trainer.*did you mean 'trainer.max_epochs'"),
+    ("cube_tosses", ["trainer.max_epochs=1"], "trainer.max_epochs", "stages.prior.epochs"),
+    ("cube_tosses", ["model.prior.stifness=3"], "model.prior.stifness", "did you mean 'model.prior.stiffness'"),
+    ("cube_tosses", ["optim.lr=0.1"], "optim", "stages.prior.lr"),
+    ("cube_tosses", ["stages.prio.epochs=1"], "stages.prio", "did you mean 'stages.prior'"),
+    ("cube_tosses", ["model.kind=lwa"], "model.kind", "did you mean 'law'"),
+    ("cube_tosses", ["out_dri=x"], "out_dri", "did you mean 'out_dir'"),
+    ("gnn_file", ["stages.prior.epochs=1"], "stages", "model.kind: law"),
+    ("gnn_file", ["trainer.logger=false"], "trainer.logger", "set by the training entry point"),
+])
+def test_misspelt_and_misplaced_keys_are_refused_naming_key_file_and_matches(tmp_path, config, sets, key, match):
+    if config == "gnn_file":
+        config = tmp_path / "gnn.yaml"
+        config.write_text("data:\n  root: caps\n  val_fraction: 0.2\n" + ("  val_fractoin: 0.3\n" if key == "data.val_fractoin" else ""))
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config(config, sets)
+    assert e.value.location.field == key
+    where = str(e.value.location.file)
+    assert (where == "command line (--set)") if sets else where.endswith("gnn.yaml"), where
+
+
+def test_the_cli_prints_the_error_and_exits_2_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli(["train", "-c", "cube_tosses", "--set", "data.val_fractoin=0.3"]) == 2
+    err = capsys.readouterr().err
+    assert "field 'data.val_fractoin'" in err and "did you mean 'data.val_fraction'" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_print_config_resolves_defaults_options_and_the_path_rule(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # a packaged config (by name, or spelt as its repository path from another folder): the checkout's paths
+    for name in ("cube_tosses", "configs/train/cube_tosses.yaml"):
+        cfg = _printed(capsys, "-c", name, "--seed", "5", "--set", "out_dir=rel/run")
+        assert cfg["seed"] == 5 and cfg["model"]["kind"] == "law"
+        assert cfg["data"]["root"] == str(REPO_ROOT / "datasets/generated/contactnets_cube")  # in the file: the project's
+        assert cfg["out_dir"] == str(tmp_path / "rel/run")                                    # on the command line: here
+        assert cfg["export"]["dir"] == str(tmp_path / "rel/run/export")
+        assert cfg["export"]["release_dir"] == str(REPO_ROOT / "checkpoints/cube_tosses")
+        assert cfg["stages"]["prior"]["epochs"] == 8 and cfg["data"]["max_val_episodes"] is None  # defaults filled in
+    # a config outside any project: relative to the current folder; gnn defaults, --device and --devices
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "my.yaml").write_text("data: {root: caps}\ntrainer: {max_epochs: 2}\n")
+    cfg = _printed(capsys, "-c", "mine/my.yaml", "--device", "auto", "--devices", "2")
+    assert cfg["data"]["root"] == str(tmp_path / "caps") and cfg["out_dir"] == str(tmp_path / "runs/train")
+    assert cfg["trainer"] == {**cfg["trainer"], "accelerator": "auto", "devices": 2, "max_epochs": 2}
+    assert cfg["optim"]["lr"] == 1e-3 and cfg["model"]["hidden"] == 64 and cfg["model"]["kind"] == "gnn"
+    # a config under <project>/configs/ next to pyproject.toml: relative to <project>, from any folder
+    proj = tmp_path / "proj"
+    (proj / "configs" / "train").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (proj / "configs" / "train" / "x.yaml").write_text("data: {root: datasets/x}\nout_dir: runs/x\n")
+    monkeypatch.chdir(tmp_path / "mine")
+    cfg = _printed(capsys, "-c", str(proj / "configs" / "train" / "x.yaml"))
+    assert cfg["data"]["root"] == str(proj / "datasets/x") and cfg["out_dir"] == str(proj / "runs/x")
+
+
+def test_law_path_refuses_another_accelerator_and_an_unknown_config(tmp_path):
+    with pytest.raises(ConfigError, match="trains on the CPU") as e:
+        load_config("cube_tosses", [], options={"trainer.accelerator": "gpu"})
+    assert e.value.location.field == "trainer.accelerator"
+    with pytest.raises(ConfigError, match="did you mean 'rig_default'"):
+        load_config("rig_defautl")
+
+
+@pytest.mark.parametrize("config, command", [("cube_tosses", "surrogate import contactnets"),
+                                             ("rig_default", "surrogate rig generate --objects train")])
+def test_a_missing_dataset_names_the_command_that_creates_it(tmp_path, capsys, monkeypatch, config, command):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "datasets" / ("contactnets_cube" if config == "cube_tosses" else "rig_default")
+    assert cli(["train", "-c", config, "--set", f"data.root={root}", "--set", "out_dir=run"]) == 2
+    err = capsys.readouterr().err
+    assert f"capture dataset {root} not found" in err and f"{command}" in err and f"--out {root}" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def _scalar_tags(folder: Path) -> set:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = set()
+    for events in folder.rglob("events.out.tfevents.*"):
+        acc = EventAccumulator(str(events))
+        acc.Reload()
+        tags |= set(acc.Tags()["scalars"])
+    return tags
+
+
+def test_gnn_run_from_another_folder_logs_the_learning_rate_and_leaves_releases(tiny_capture, tmp_path, monkeypatch):  # noqa: F811
+    before = _snapshot(RELEASES)
+    monkeypatch.chdir(tmp_path)
+    sets = [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.batch_size=16", "data.margin=0.01", "model.hidden=8",
+            "model.steps=1", "trainer.max_epochs=1", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "out_dir=run"]
+    assert cli(["train", "--seed", "3", *[a for s in sets for a in ("--set", s)]]) == 0
+    assert (tmp_path / "run" / "export" / "card.json").is_file() and (tmp_path / "run" / "run_config.json").is_file()
+    tags = _scalar_tags(tmp_path / "run" / "tb")
+    assert any(t.startswith("lr-") for t in tags), tags
+    assert "hp_metric" not in tags and "val_loss" in tags and "val/loss" not in tags, tags
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # nothing else written here (no checkpoints/)
+    assert _snapshot(RELEASES) == before
+
+
+@needs_shared("contactnets_cube")
+def test_one_epoch_law_run_leaves_checkpoints_unchanged(tmp_path, monkeypatch):
+    """A 1-epoch run of a release's packaged config (by name, from another folder) exports under its own
+    folder; every file under checkpoints/ keeps its bytes and time stamp."""
+    from surrogate.importers.contactnets import import_contactnets
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for p in sorted(SHARED.joinpath("contactnets_cube").glob("*.pt"))[:4]:
+        shutil.copy(p, src / p.name)
+    import_contactnets(src, tmp_path / "cube", progress=False)
+    before = _snapshot(RELEASES)
+    monkeypatch.chdir(tmp_path)
+    sets = ["data.root=cube", "data.bench_split=null", "data.val_min=0", "data.max_train_episodes=2", "data.max_val_episodes=2",
+            "stages.prior.epochs=1", "stages.corrections.epochs=0", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "out_dir=run"]
+    assert cli(["train", "-c", "cube_tosses", *[a for s in sets for a in ("--set", s)]]) == 0
+    assert (tmp_path / "run" / "export" / "card.json").is_file()
+    tags = _scalar_tags(tmp_path / "run" / "tb_prior")
+    assert any(t.startswith("lr-") for t in tags) and "hp_metric" not in tags and "val_score" in tags, tags
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cube", "run", "src"]
+    assert _snapshot(RELEASES) == before
+
+
+def test_train_py_is_a_thin_wrapper_runnable_from_any_folder(tmp_path, capsys, monkeypatch):
+    base = ["fit", "-c", "configs/train/rig_default.yaml"]  # the repository's spelling, from another folder
+    r = subprocess.run([sys.executable, str(REPO_ROOT / "train.py"), *base, "--print-config", "--seed", "2"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cfg = yaml.safe_load(r.stdout)
+    assert cfg["seed"] == 2 and cfg["data"]["root"] == str(REPO_ROOT / "datasets/generated/rig_default")
+    # an error is one line naming the key, exit status 2 (no traceback); in-process, the same entry point
+    from surrogate.training.cli import script_main
+
+    monkeypatch.chdir(tmp_path)
+    assert script_main([*base, "--set", "trainer.max_epoch=1"]) == 2
+    assert "field 'trainer.max_epoch'" in capsys.readouterr().err
+    assert len((REPO_ROOT / "train.py").read_text().splitlines()) < 30  # only wiring: the logic is in surrogate.training
