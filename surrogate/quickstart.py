@@ -132,7 +132,8 @@ def train_surrogate(out: Path, epochs: int) -> dict:
     ckpt = out / "checkpoint_rig"
     sets = [f"data.root={out / 'rig_captures'}", f"out_dir={out / 'train_rig'}", f"export.dir={ckpt}",
             f"stages.prior.epochs={epochs}", f"stages.corrections.epochs={min(epochs, 1)}", "data.max_train_episodes=24",
-            "data.max_val_episodes=8", "trainer.enable_progress_bar=false"]
+            "data.max_val_episodes=8", "stages.closed_loop.episodes=4", "stages.closed_loop.friction_scales=[1.0, 0.63, 0.4]",
+            "trainer.enable_progress_bar=false"]
     print("surrogate train --config rig_default " + " ".join(f"--set {s}" for s in sets), flush=True)
     t0 = time.time()
     threads = torch.get_num_threads()

@@ -186,3 +186,25 @@ def test_pad_force_loss_pulls_the_pad_stiffness_toward_the_sensors(rig_set):
         force_loss(f, meas, valid, torch.tensor([twin.mass * 9.81], dtype=torch.float64)).backward()
         signs.append(float(torch.sign(model.log_stiffness.grad[1])))  # [surface, body]: the pads' group
     assert signs == [1.0, -1.0]  # gradient descent lowers the too-stiff pad and stiffens the too-soft one
+
+
+def test_closed_loop_selection_keeps_a_friction_that_holds_the_grasp(rig_set):
+    """Pad friction chosen by actuated replays: on a recorded lift, 1.0 holds the object and 0.05 lets it
+    slip out, so the selection keeps 1.0, reports both candidates and the paired comparison, and the
+    selected copy carries the chosen friction (the input model is untouched)."""
+    from surrogate.bench.law_selection import select_pad_friction
+    from surrogate.model.contact_law import ContactLawGNN
+
+    lifted = [e for e in rig_set.episodes if e.labels["lifted"]][:1]
+    assert lifted
+    model = ContactLawGNN(prior=dict(stiffness=1e6, damping=5.0, friction=0.8, slip_eps=1e-4, units="si"),
+                          prior_body=dict(stiffness=1e5, damping=5.0, friction=1.0, slip_eps=1e-4, units="si"),
+                          corrections=False)
+    sel = select_pad_friction(model, lifted, rig_set.meta, scales=[0.05], substeps=4, margin=0.005, rot_weight=0.25,
+                              progress=False)
+    by_scale = {c["scale"]: c for c in sel["candidates"]}
+    assert set(by_scale) == {1.0, 0.05}  # the fitted value is always a candidate
+    assert by_scale[0.05]["pos_pct_mean"] > by_scale[1.0]["pos_pct_mean"] + 20.0  # the object slipped out
+    assert sel["scale"] == 1.0 and sel["friction"] == pytest.approx(1.0)
+    assert sel["paired_minus_fitted"]["n"] == 1 and sel["paired_minus_fitted"]["mean"] == pytest.approx(0.0)
+    assert model.prior("body").friction == pytest.approx(1.0) and sel["model"] is not model

@@ -22,7 +22,11 @@ from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_ch
 from .objective import paired_difference, window_loss
 
 STAGE_DEFAULTS = {"prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1},
-                  "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1}}
+                  "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1},
+                  # run after this fit by the training layer (it replays through the benchmarks' replays,
+                  # surrogate.bench.law_selection): the pad friction chosen by closed-loop replays of this
+                  # many validation episodes with a hand (0: off), over these scales of the fitted value
+                  "closed_loop": {"episodes": 0, "friction_scales": [1.0, 0.8, 0.63, 0.5, 0.4]}}
 
 
 def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):

@@ -182,11 +182,14 @@ def fit_law(cfg: dict) -> dict:
     t0 = time.time()
     res = run(cfg, out=Path(cfg["out_dir"]))
     dm, metrics = res["data"], res["metrics"]
+    closed_loop_stage(cfg, res)
     metrics["train_wall_s"] = time.time() - t0
     out = {"train_wall_s": metrics["train_wall_s"], "release": metrics["release"],
            "prior": {k: metrics["prior"][k] for k in ("initial", "fitted", "law")}}
     if "corrections" in metrics:
         out["corrections"] = {k: metrics["corrections"][k] for k in ("fitted", "paired_minus_prior", "kept")}
+    if "closed_loop" in metrics:
+        out["closed_loop"] = {k: v for k, v in metrics["closed_loop"].items() if k not in ("per_episode", "episodes")}
     c = dm.cfg
     data = {"name": dm.capture.meta.name, "root": str(c["root"]), "sha256": dataset_hash(c["root"]),
             "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
@@ -205,6 +208,38 @@ def fit_law(cfg: dict) -> dict:
         out["exported_prior"] = str(cfg["export"]["prior_dir"])
     write_json_atomic(Path(cfg["out_dir"]) / RUN_CONFIG, resolved_config(cfg))
     return out
+
+
+def closed_loop_stage(cfg: dict, res: dict) -> None:
+    """``stages.closed_loop``: choose the pad friction of the fitted law by closed-loop replays of validation
+    episodes (``surrogate.bench.law_selection``); updates ``res`` (model, and the prior model if the release
+    is the law itself) and records the candidates and the paired comparison in ``res["metrics"]``."""
+    from ..learn.fit import STAGE_DEFAULTS
+    from ..learn.lightning import LOSS_DEFAULTS
+
+    st = {**STAGE_DEFAULTS["closed_loop"], **((cfg.get("stages") or {}).get("closed_loop") or {})}
+    n = int(st["episodes"])
+    if n <= 0:
+        return
+    from ..bench.law_selection import select_pad_friction
+
+    dm = res["data"]
+    by_id = {e.episode_id: e for e in dm.capture.episodes}
+    eps = [by_id[i] for i in dm.val_ids if by_id[i].joint_pos is not None][:n]
+    if not eps:
+        res["metrics"]["closed_loop"] = {"skipped": "no validation episode has a hand"}
+        return
+    t0 = time.time()
+    rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
+    sel = select_pad_friction(res["model"], eps, dm.capture.meta, scales=st["friction_scales"],
+                              substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]), rot_weight=rot_w)
+    if res["prior_model"] is res["model"]:
+        res["prior_model"] = sel["model"]
+    res["model"] = sel["model"]
+    res["metrics"]["closed_loop"] = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")}
+    res["metrics"]["closed_loop"].update(episodes=[str(e.episode_id) for e in eps], wall_s=time.time() - t0,
+                                         per_episode=sel["per_episode"])
+    res["metrics"]["release"]["pad_friction"] = sel["friction"]
 
 
 def export_gnn(cfg, dm, module, ckpt, result) -> dict:
