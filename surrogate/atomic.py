@@ -62,24 +62,6 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        _widen(Path(tmp), directory=False)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 @contextlib.contextmanager
 def atomic_file(path: str | Path):
     """Yield a temporary path beside ``path`` (same suffix, so writers that go by the extension
@@ -99,6 +81,12 @@ def atomic_file(path: str | Path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename, with the user's umask)."""
+    with atomic_file(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

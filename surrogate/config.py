@@ -47,6 +47,25 @@ def apply_overrides(cfg: dict, overrides: list[str], *, file=None) -> dict:
     return cfg
 
 
+def get_dotted(cfg: dict, dotted: str):
+    """The value at a dotted key (``data.root``), or None where any part is missing."""
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def set_dotted(cfg: dict, dotted: str, value) -> None:
+    """Set the value at a dotted key whose parents exist."""
+    *head, last = dotted.split(".")
+    node = cfg
+    for part in head:
+        node = node[part]
+    node[last] = value
+
+
 def merge(base: dict, update: dict) -> dict:
     """Deep merge: ``update`` wins; mappings are merged key by key."""
     out = copy.deepcopy(base)

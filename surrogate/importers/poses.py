@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..capture.schema import ENVIRONMENT_KINDS, UNIT_TO_SI
-from ..config import apply_overrides, check_keys, load_yaml, merge
+from ..config import apply_overrides, check_keys, get_dotted, load_yaml, merge, set_dotted
 from ..errors import AssetError, CaptureError, ConfigError
 from ..paths import CONFIG_DIR
 from .report import ImportReport
@@ -65,21 +65,6 @@ def _as_number(value, *, file, key, lo, hi, allow_none=False):
     return float(value)
 
 
-def _get(cfg: dict, key: str):
-    node = cfg
-    for part in key.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
-def _set(cfg: dict, key: str, value) -> None:
-    *parents, last = key.split(".")
-    node = cfg
-    for part in parents:
-        node = node[part]
-    node[last] = value
-
-
 def check_values(cfg: dict, *, file) -> None:
     """Sections are mappings with known keys; numbers are numbers in range (converted in place)."""
     for section, keys in SECTION_KEYS.items():
@@ -87,7 +72,7 @@ def check_values(cfg: dict, *, file) -> None:
             raise ConfigError(f"must be a mapping, got {cfg.get(section)!r}", file=file, key=section)
         check_keys(cfg[section], keys, where=section, file=file)
     for key, (lo, hi, allow_none) in NUMBER_RANGES.items():
-        _set(cfg, key, _as_number(_get(cfg, key), file=file, key=key, lo=lo, hi=hi, allow_none=allow_none))
+        set_dotted(cfg, key, _as_number(get_dotted(cfg, key), file=file, key=key, lo=lo, hi=hi, allow_none=allow_none))
     g = cfg["environment"].get("gravity")
     if not isinstance(g, (list, tuple)) or len(g) != 3:
         raise ConfigError(f"must be 3 numbers [gx, gy, gz] in m/s^2, got {g!r}", file=file, key="environment.gravity")

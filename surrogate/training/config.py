@@ -23,7 +23,7 @@ import difflib
 import json
 from pathlib import Path
 
-from ..config import apply_overrides, expand_env, load_yaml, merge
+from ..config import apply_overrides, expand_env, get_dotted, load_yaml, merge, set_dotted
 from ..errors import ConfigError
 from ..paths import config_dir
 from . import keys
@@ -81,34 +81,17 @@ def config_base(path: Path | None) -> Path:
     return Path.cwd()
 
 
-def _get(cfg: dict, dotted: str):
-    node = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _set(cfg: dict, dotted: str, value) -> None:
-    *head, last = dotted.split(".")
-    node = cfg
-    for part in head:
-        node = node[part]
-    node[last] = value
-
-
 def resolve_paths(cfg: dict, base: Path, *, file=None) -> dict:
     """A copy of ``cfg`` with every relative path of ``PATH_KEYS`` made absolute against ``base``."""
     cfg = copy.deepcopy(cfg)
     for dotted in PATH_KEYS:
-        value = _get(cfg, dotted)
+        value = get_dotted(cfg, dotted)
         if value is None or (dotted == "ckpt_path" and str(value) in CKPT_KEYWORDS):
             continue
         if not isinstance(value, (str, Path)):
             raise ConfigError(f"must be a path, got {value!r}", file=file, key=dotted)
         p = Path(expand_env(str(value), file=file, key=dotted)).expanduser()
-        _set(cfg, dotted, str(p if p.is_absolute() else base / p))
+        set_dotted(cfg, dotted, str(p if p.is_absolute() else base / p))
     return cfg
 
 
