@@ -60,7 +60,7 @@ def main(argv=None) -> int:
 
     from surrogate.bench.cube_real import load_episodes
     from surrogate.bench.run import CACHE_DIR, run_suite, summary_lines
-    from surrogate.bench.suites import load_suite
+    from surrogate.suites import load_suite
 
     cfg = load_suite(args.suite, args.set)
     sizes = args.sizes or [int(s) for s in cfg["data"]["train_sizes"]]

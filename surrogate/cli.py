@@ -124,7 +124,7 @@ def _cmd_render(a):
 
 
 def _cmd_speed(a):
-    from .sim.speed import run
+    from .bench.speed import run
 
     run(a)
 
@@ -152,7 +152,7 @@ def _cmd_rig_generate(a):
 
 
 def _cmd_rig_gap(a):
-    from .rig.gap import study, write_study
+    from .bench.gap import study, write_study
 
     result = study(a.config, objects=a.objects, episodes=a.episodes, hand=a.hand, duration=a.duration, seed=a.seed,
                    workers=a.workers, maxiter=a.maxiter, popsize=a.popsize, only=a.only, work_dir=a.work_dir,

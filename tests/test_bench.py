@@ -15,7 +15,7 @@ from surrogate.bench.metrics import (
     bootstrap_ci, box_penetration, first_divergence, geodesic_deg, horizon_errors, pose_errors, summarize,
 )
 from surrogate.bench.run import run_suite
-from surrogate.bench.suites import load_suite
+from surrogate.suites import load_suite
 from surrogate.capture import Environment, Episode, ObjectSpec, Provenance
 
 from .conftest import needs_shared

@@ -77,7 +77,7 @@ def test_installed_package_finds_its_configs_schema_and_releases(installed):
 import json, surrogate
 from surrogate import paths
 from surrogate.bench.ledger import SCHEMA_PATH
-from surrogate.bench.suites import SUITE_DIR, load_suite
+from surrogate.suites import SUITE_DIR, load_suite
 from surrogate.model.checkpoint import load_checkpoint
 from surrogate.objects import load_split
 from surrogate.rig.config import load_rig_config

@@ -292,7 +292,7 @@ def test_scripted_policy_lifts_and_cem_runs():
 
 
 def test_soak_tiny_model():
-    from surrogate.sim.soak import soak
+    from surrogate.bench.soak import soak
 
     obj = load_split("heldout")[0]
     rep = soak(None, [obj], steps=40, n_envs=2, contact_model=_tiny())
@@ -303,7 +303,7 @@ def test_soak_tiny_model():
 
 
 def test_speed_measure_runs():
-    from surrogate.sim.speed import format_table, measure
+    from surrogate.bench.speed import format_table, measure
 
     rows = measure(_tiny(), batches=(1, 4), steps=2, min_seconds=0.0)
     assert [r["batch"] for r in rows] == [1, 4]

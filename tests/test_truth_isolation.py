@@ -14,7 +14,8 @@ from surrogate.rig.generate import generate
 
 TRAINING_CODE = [REPO_ROOT / "train.py", *sorted((REPO_ROOT / "surrogate" / "model").glob("*.py")),
                  *sorted((REPO_ROOT / "surrogate" / "learn").glob("*.py")), *sorted((REPO_ROOT / "surrogate" / "training").glob("*.py")),
-                 REPO_ROOT / "surrogate" / "sim" / "twin.py"]
+                 REPO_ROOT / "surrogate" / "sim" / "twin.py", REPO_ROOT / "surrogate" / "sim" / "rollout.py",
+                 REPO_ROOT / "surrogate" / "splits.py"]
 
 
 def test_training_code_never_asks_for_truth():

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
+from ..splits import suite_split
 from .analytic import AnalyticParams, TossSet, simulate_tosses
 from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
 from .identify import identify, randomized_ensemble
@@ -35,15 +36,6 @@ def load_episodes(source: str | Path, *, cache_dir: Path, progress: bool = True)
             import_contactnets(src, target, overwrite=True, progress=progress)
         ds = read_dataset(target)
     return ds
-
-
-def split(ids: list[str], *, seed: int, n_test: int, sizes) -> dict:
-    """Seeded split: ``test`` ids and nested training sets {size: ids} from the remaining pool."""
-    order = np.random.default_rng(seed).permutation(len(ids))
-    shuffled = [ids[i] for i in order]
-    test, pool = shuffled[:n_test], shuffled[n_test:]
-    train = {int(k): pool[:k] for k in sizes if k <= len(pool)}
-    return {"seed": seed, "test": test, "pool": pool, "train": train}
 
 
 def _penetration(pred, ep):
@@ -127,10 +119,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
     t0 = time.time()
     ds = load_episodes(cfg["data"]["source"], cache_dir=cache_dir, progress=progress)
-    eps = [e for e in ds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
+    eps, sp = suite_split(ds.episodes, cfg["data"], cfg["data"]["train_sizes"])
     by_id = {e.episode_id: e for e in eps}
-    sp = split(sorted(by_id, key=lambda s: (len(s), s)), seed=cfg["data"]["split_seed"], n_test=cfg["data"]["n_test"],
-               sizes=cfg["data"]["train_sizes"])
     test = [by_id[i] for i in sp["test"]]
     data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
                  "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root)}

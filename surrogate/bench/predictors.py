@@ -27,7 +27,7 @@ def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int, 
     Returns ({episode_id: [T, 7] poses at the episode's frames}, card).
     """
     from ..model.checkpoint import load_checkpoint
-    from ..model.rollout import rollout_mujoco
+    from ..sim.rollout import rollout_mujoco
 
     model, card = load_checkpoint(checkpoint)
     margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))

@@ -8,7 +8,7 @@ from ..errors import ConfigError
 from ..paths import cache_dir
 from .ledger import build_ledger, write_ledger
 from .report import write_report
-from .suites import config_hash, load_suite
+from ..suites import config_hash, load_suite
 
 CACHE_DIR = cache_dir()  # imported and generated test sets (see surrogate.paths.cache_dir)
 

@@ -103,16 +103,14 @@ def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list,
     that no test episode of the suite is ever trained or validated on and the checkpoint
     scores cleanly in ``surrogate bench`` at that size.
     """
-    from ..bench.cube_real import split
-    from ..bench.suites import load_suite
     from ..errors import ConfigError
+    from ..splits import suite_split
+    from ..suites import load_suite
 
     if not isinstance(spec, dict) or "suite" not in spec or "size" not in spec:
         raise ConfigError("bench_split must be {suite: NAME, size: N}", key="data.bench_split")
-    d = load_suite(spec["suite"])["data"]
-    ids = [e.episode_id for e in episodes if e.num_frames >= d.get("min_frames", 2)]
     n = int(spec["size"])
-    sp = split(sorted(ids, key=lambda s: (len(s), s)), seed=d["split_seed"], n_test=d["n_test"], sizes=[n])
+    _, sp = suite_split(episodes, load_suite(spec["suite"])["data"], [n])
     if n not in sp["train"]:
         raise ConfigError(f"bench_split size {n} exceeds the {len(sp['pool'])} episodes of the suite's training pool",
                           key="data.bench_split.size")

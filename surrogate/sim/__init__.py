@@ -1,6 +1,6 @@
 """Hybrid stepping: a contact model inside MuJoCo, batched (``stepper``), its graph builder
-(``batch``), contact models and input-range checks (``contact``), speed benchmark (``speed``)
-and long-rollout soak test (``soak``)."""
+(``batch``), contact models and input-range checks (``contact``), rollouts of captured tosses
+(``rollout``). The studies that use it (speed, soak) are in ``surrogate.bench``."""
 
 from surrogate.sim.batch import ContactBatch, GraphBuilder
 from surrogate.sim.contact import ContactModel, InputRange, MuJoCoContact, ZeroContact

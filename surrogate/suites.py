@@ -6,9 +6,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..config import apply_overrides, load_yaml, merge
-from ..errors import ConfigError
-from ..paths import CONFIG_DIR
+from .config import apply_overrides, load_yaml, merge
+from .errors import ConfigError
+from .paths import CONFIG_DIR
 
 SUITE_DIR = CONFIG_DIR / "eval"
 

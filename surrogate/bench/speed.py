@@ -1,6 +1,6 @@
 """Speed of the hybrid stepper against MuJoCo's analytic contact: environment steps per second.
 
-    python -m surrogate.sim.speed [--batches 1 64 256 1024] [--steps 20] [--checkpoint DIR] [--threads 1]
+    python -m surrogate.bench.speed [--batches 1 64 256 1024] [--steps 20] [--checkpoint DIR] [--threads 1]
 
 An environment step here is one physics step of one ``MjData`` (the Gymnasium environments take
 ``control_dt / timestep`` of them per action). Every environment starts from the same grasped
@@ -24,7 +24,7 @@ DEFAULT_CHECKPOINT = release_checkpoint("cube_tosses")  # the released cube-toss
 def grasped_state(scene, *, seconds: float = 1.0):
     """An ``MjData`` of ``scene`` after a scripted analytic close (pads and table in contact)."""
     from ..scenes import hand_ctrl
-    from .stepper import Stepper, step
+    from ..sim.stepper import Stepper, step
 
     m, h = scene.model, scene.hand
     st = Stepper(scene, contact="analytic")
@@ -55,7 +55,7 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
 
     from ..objects import make_object
     from ..scenes import build_scene
-    from .stepper import Stepper, step
+    from ..sim.stepper import Stepper, step
 
     scene = build_scene(make_object(family, seed), hand=hand, setting="table")
     m = scene.model

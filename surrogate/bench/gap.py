@@ -20,10 +20,10 @@ import numpy as np
 
 from ..atomic import write_json_atomic, write_text_atomic
 from ..metrics import geodesic_deg
-from ..bench.replay import identify_replays, prepare_replay, replay_errors, simulate_replay
+from .replay import identify_replays, prepare_replay, replay_errors, simulate_replay
 from ..capture import read_dataset
-from .config import effect_names, load_rig_config, only_effect
-from .generate import generate
+from ..rig.config import effect_names, load_rig_config, only_effect
+from ..rig.generate import generate
 
 
 def repeatability(a, b) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """Rollouts of captured tosses with the surrogate inside MuJoCo, and their errors.
 
-``rollout_mujoco`` rolls out free objects with the hybrid stepper (``surrogate.sim``):
+``rollout_mujoco`` rolls out free objects with the hybrid stepper (``stepper``):
 ``mj_step1`` -> one batched contact graph -> one GNN call -> wrenches into
 ``qfrc_applied`` -> ``mj_step2``. With ``model=None`` the same loop runs MuJoCo's analytic
 contact.
@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import torch
 
-from . import targets as T
+from ..model import targets as T
 from ..metrics import geodesic_deg
 from ..scenes.from_capture import scene_for_episode
 
@@ -27,7 +27,7 @@ def initial_state(ep, *, window=T.DEFAULT_WINDOW, order=T.DEFAULT_ORDER):
 def rollout_mujoco(model, scene, states, n_frames: int, *, substeps: int, models=None) -> np.ndarray:
     """Simulate B objects from their initial states; returns poses [B, n_frames, 7] at frame times.
 
-    The hybrid stepper (``surrogate.sim``) does the stepping: one batched network call per
+    The hybrid stepper (``stepper``) does the stepping: one batched network call per
     physics step for all B MjData.
 
     Args:
@@ -37,7 +37,7 @@ def rollout_mujoco(model, scene, states, n_frames: int, *, substeps: int, models
       n_frames: frames to return (frame 0 is the initial state).
       substeps: MuJoCo steps per frame.
     """
-    from ..sim import Stepper, step
+    from .stepper import Stepper, step
 
     m = scene.model
     stepper = Stepper(scene, model, contact="analytic" if model is None else "surrogate")
@@ -99,15 +99,15 @@ def evaluate_tosses(model, episodes, meta, *, margin=0.02, substeps=4, min_frame
 
 
 def main(argv=None):
-    """``python -m surrogate.model.rollout CKPT --data ROOT [--analytic]``: roll out the held-out tosses
+    """``python -m surrogate.sim.rollout CKPT --data ROOT [--analytic]``: roll out the held-out tosses
     of the checkpoint's card (its validation episodes) and print mean/median errors as JSON."""
     import argparse
     import json
 
     import torch
 
-    from .checkpoint import load_checkpoint, read_card
-    from .data import load_capture
+    from ..model.checkpoint import load_checkpoint, read_card
+    from ..model.data import load_capture
 
     p = argparse.ArgumentParser()
     p.add_argument("ckpt")
