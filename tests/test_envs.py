@@ -205,8 +205,9 @@ def test_per_copy_ood_and_fallback_counts_add_up():
     from surrogate.model.checkpoint import load_checkpoint
 
     net, _ = load_checkpoint(REPO / "checkpoints/cube_tosses")  # never saw pads: out-of-range contacts
-    venv = GraspVectorEnv(3, object="box", contact="surrogate", contact_model=net)
-    single = GraspEnv(object="box", contact="surrogate", contact_model=net)
+    opts = {"check_inputs": True}  # a constant law is not checked by default; the counts are what is tested
+    venv = GraspVectorEnv(3, object="box", contact="surrogate", contact_model=net, stepper_options=opts)
+    single = GraspEnv(object="box", contact="surrogate", contact_model=net, stepper_options=opts)
     venv.reset(seed=1)
     single.reset(seed=2)  # the same start as copy 1
     rng = np.random.default_rng(0)
