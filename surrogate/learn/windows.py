@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 import mujoco
+import numpy as np
 
 from ..estimate import initial_free_state
 from ..model import targets as T
@@ -160,7 +159,8 @@ def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int,
             continue
         sl = slice(s, s + W + 1)
         qpos, qvel = hand_trajectory(ep, meta, scene, np.arange(s, s + W + 1), substeps)
-        pad_body, pad_force = pad_forces(ep, meta, scene, np.arange(s, s + W + 1), qpos, substeps) if with_force else (None, None)
+        pad_body, pad_force = (pad_forces(ep, meta, scene, np.arange(s, s + W + 1), qpos, substeps) if with_force
+                               else (None, None))
         out.append(Window(str(ep.episode_id), s, float(ep.object.size), state_at(ep, s, init_frames=init_frames, smooth=sm),
                           np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel, group, pad_body, pad_force))
     return out
