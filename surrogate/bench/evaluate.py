@@ -84,6 +84,8 @@ def aggregate(scores: list[dict], *, horizons, seed: int = 0) -> dict:
         "rot_deg": summarize(col("rot_deg"), seed=seed),
         "final_pos_pct_size": summarize(col("final_pos_pct_size"), seed=seed),
         "penetration_m": summarize(col("penetration_m"), seed=seed),
+        # the sensed pads' force error (object weights, mean over frames of the largest pad's): rig grasps only
+        "pad_force_weights": summarize([s.get("pad_force_weights") for s in scores], seed=seed),
         "horizons": {
             "pos_pct_size": {f"{h:g}": summarize(hcol("horizon_pos_pct_size", h), seed=seed) for h in horizons},
             "rot_deg": {f"{h:g}": summarize(hcol("horizon_rot_deg", h), seed=seed) for h in horizons},
@@ -109,8 +111,9 @@ def ensemble_mean_score(rows: list[dict]) -> dict:
     s = dict(rows[0])
     for key in ("pos_m", "pos_pct_size", "rot_deg", "final_pos_pct_size"):
         s[key] = float(np.mean([r[key] for r in rows]))
-    pens = [r["penetration_m"] for r in rows if r["penetration_m"] is not None]
-    s["penetration_m"] = float(np.mean(pens)) if pens else None
+    for key in ("penetration_m", "pad_force_weights"):
+        vals = [r.get(key) for r in rows if r.get(key) is not None]
+        s[key] = float(np.mean(vals)) if vals else None
     for key in ("horizon_pos_pct_size", "horizon_rot_deg", "integrated_pos_pct_size"):
         s[key] = {h: (None if any(r[key][h] is None for r in rows) else float(np.mean([r[key][h] for r in rows])))
                   for h in rows[0][key]}

@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
+from ..model.data import sensor_pads
 from ..scenes import set_grip_force
 from ..scenes.from_capture import scene_for_episode
 from .analytic import STATE_SPEC, AnalyticParams, models_for
@@ -32,6 +33,8 @@ class Replay:
       substeps: physics steps per frame.
       grip_force: N or None, the fingertip force bound the episode was recorded with.
       joint_names: the dataset's hand joint names (columns of the recorded joint arrays).
+      sensors: the episode's fingertip force/torque sensors matched to the scene's pads
+        (``model.data.sensor_pads``); empty without recorded wrenches.
     """
 
     episode: object
@@ -41,6 +44,7 @@ class Replay:
     substeps: int
     grip_force: float | None
     joint_names: tuple = ()
+    sensors: tuple = ()  # ((wrench column, pad site id, pad body id), ...) of the episode's fingertip sensors
 
     @property
     def n_frames(self) -> int:
@@ -98,7 +102,8 @@ def prepare_replay(ep, meta, *, substeps: int = 4, margin: float = 0.005, mode: 
             ctrl[:, act] = ep.joint_cmd[hold, col]
     else:
         ctrl[:] = d.ctrl
-    return Replay(ep, scene, init, ctrl, substeps, None if grip is None else float(grip), tuple(names))
+    sensors = tuple(sensor_pads(scene, meta)) if ep.wrench is not None else ()
+    return Replay(ep, scene, init, ctrl, substeps, None if grip is None else float(grip), tuple(names), sensors)
 
 
 def delayed_control(control: np.ndarray, steps: int) -> np.ndarray:
@@ -109,15 +114,15 @@ def delayed_control(control: np.ndarray, steps: int) -> np.ndarray:
     return np.concatenate([np.repeat(control[:1], steps, axis=0), control[:-steps]], axis=0)
 
 
-def simulate_replay_qpos(replay: Replay, params: list[AnalyticParams], *, threads: int = 2) -> np.ndarray:
-    """[P, F, nq] the whole scene's ``qpos`` at the episode's frames for each parameter set
-    (analytic contact; each set's ``delay_s`` delays the recorded commands)."""
+def simulate_replay_states(replay: Replay, params: list[AnalyticParams], *, threads: int = 2):
+    """(models [P], states [P, F, nstate]): each parameter set's ``MjModel`` and the full physics state
+    (``STATE_SPEC``) at the episode's frames (analytic contact; each set's ``delay_s`` delays the
+    recorded commands)."""
     models = models_for(replay.scene, params)
     if replay.grip_force is not None and replay.scene.hand is not None:
         for m in models:
             set_grip_force(m, replay.scene.hand, replay.grip_force)
     P = len(models)
-    nq = models[0].nq
     dt = models[0].opt.timestep
     datas = [mujoco.MjData(models[0]) for _ in range(max(1, threads))]
     init = np.tile(replay.init_state, (P, 1))
@@ -125,7 +130,48 @@ def simulate_replay_qpos(replay: Replay, params: list[AnalyticParams], *, thread
     state, _ = mj_rollout.rollout(models, datas, init, control,
                                   initial_warmstart=np.zeros((P, models[0].nv)))  # see analytic.rollout_free
     idx = np.arange(1, replay.n_frames) * replay.substeps - 1
-    return np.concatenate([init[:, None, 1:1 + nq], state[:, idx, 1:1 + nq]], axis=1)
+    return models, np.concatenate([init[:, None], state[:, idx]], axis=1)
+
+
+def simulate_replay_qpos(replay: Replay, params: list[AnalyticParams], *, threads: int = 2) -> np.ndarray:
+    """[P, F, nq] the whole scene's ``qpos`` at the episode's frames for each parameter set
+    (analytic contact; each set's ``delay_s`` delays the recorded commands)."""
+    models, states = simulate_replay_states(replay, params, threads=threads)
+    return states[:, :, 1:1 + models[0].nq]
+
+
+def analytic_pad_forces(replay: Replay, model: mujoco.MjModel, states: np.ndarray, params: AnalyticParams) -> np.ndarray:
+    """[F, S, 3] the force the object exerts on each sensed pad (N, in the sensor's site frame, as the
+    recording's ``wrench[..., :3]``) under MuJoCo's analytic contact, from the states [F, nstate]
+    (``simulate_replay_states`` with ``params``; the constraint forces are re-solved at each frame's
+    state with the command acting at its last step)."""
+    S = len(replay.sensors)
+    out = np.zeros((len(states), S, 3))
+    if not S:
+        return out
+    control = delayed_control(replay.control, round(params.delay_s / model.opt.timestep))
+    d = mujoco.MjData(model)
+    ob = replay.scene.object_body_id
+    slot = {body: j for j, (_, _, body) in enumerate(replay.sensors)}
+    f6 = np.zeros(6)
+    for t, st in enumerate(states):
+        mujoco.mj_setState(model, d, st, STATE_SPEC)
+        d.ctrl[:] = control[max(t * replay.substeps - 1, 0)]
+        mujoco.mj_forward(model, d)
+        world = np.zeros((S, 3))
+        for i in range(d.ncon):
+            c = d.contact[i]
+            b1, b2 = int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])
+            if {b1, b2} & {ob} and (b1 in slot or b2 in slot) and b1 != b2:
+                mujoco.mj_contactForce(model, d, i, f6)
+                f = c.frame.reshape(3, 3).T @ f6[:3]  # on geom2, from geom1 (the frame's normal points 1 -> 2)
+                if b2 in slot:
+                    world[slot[b2]] += f
+                else:
+                    world[slot[b1]] -= f
+        for j, (_, site, _) in enumerate(replay.sensors):
+            out[t, j] = d.site_xmat[site].reshape(3, 3).T @ world[j]
+    return out
 
 
 def simulate_replay(replay: Replay, params: list[AnalyticParams], *, threads: int = 2) -> np.ndarray:
@@ -134,8 +180,10 @@ def simulate_replay(replay: Replay, params: list[AnalyticParams], *, threads: in
     return simulate_replay_qpos(replay, params, threads=threads)[:, :, a:a + 7]
 
 
-def surrogate_replay_qpos(replay: Replay, stepper) -> np.ndarray:
-    """[F, nq] ``qpos`` at the episode's frames with the stepper's contact model owning the pairs.
+def surrogate_replay_qpos(replay: Replay, stepper, *, forces: bool = False):
+    """[F, nq] ``qpos`` at the episode's frames with the stepper's contact model owning the pairs; with
+    ``forces`` also [F, S, 3] the force the object exerts on each sensed pad (N, sensor site frame, the
+    contact model's force of the frame's last physics step).
 
     ``replay`` must be prepared with ``mode="external"`` and ``stepper`` built on its scene
     (``Stepper(replay.scene, contact_model)``); the recorded commands act at once, as in the
@@ -149,11 +197,18 @@ def surrogate_replay_qpos(replay: Replay, stepper) -> np.ndarray:
     mujoco.mj_forward(m, d)
     out = np.zeros((replay.n_frames, m.nq))
     out[0] = d.qpos
+    pad = np.zeros((replay.n_frames, len(replay.sensors), 3))
+    bodies = [b for _, _, b in replay.sensors]
     for f in range(1, replay.n_frames):
         d.ctrl[:] = replay.control[(f - 1) * replay.substeps]  # constant over a frame (zero-order hold)
         step(m, d, stepper, nstep=replay.substeps)
         out[f] = d.qpos
-    return out
+        if forces and bodies:
+            w = stepper.pad_wrenches(bodies)
+            if len(w):
+                for j, (_, site, _) in enumerate(replay.sensors):
+                    pad[f, j] = d.site_xmat[site].reshape(3, 3).T @ w[0, j, :3]
+    return (out, pad) if forces else out
 
 
 def replay_errors(pred: np.ndarray, ep) -> tuple[np.ndarray, np.ndarray]:

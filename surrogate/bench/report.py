@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
 from .ledger import metric_words  # noqa: E402
@@ -225,7 +226,8 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = [p for p in (plot_horizons(ledger, out / "horizons.png"), plot_data_efficiency(ledger, out / "data_efficiency.png"),
-                         plot_per_object(ledger, out / "per_object.png"), plot_attribution(ledger, out / "attribution.png")) if p]
+                         plot_per_object(ledger, out / "per_object.png"), plot_attribution(ledger, out / "attribution.png"),
+                         plot_pad_forces(ledger, out / "pad_forces.png")) if p]
     r = ledger["result"]
     lines = [
         f"# Transfer report: {suite_title(ledger)}",
@@ -247,7 +249,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                      f"{t['baseline_value']:.3f}: **{'met' if t['met'] else 'missed'}**"
                      + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
                      + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
-    lines += _outcome_lines(ledger) + _per_set_lines(ledger)
+    lines += _outcome_lines(ledger) + _force_lines(ledger) + _divergence_lines(ledger) + _per_set_lines(ledger)
     if not _models(ledger):
         lines += _tail_lines(ledger, out, plots)
         path = out / "report.md"
@@ -289,6 +291,65 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
     return path
+
+
+def plot_pad_forces(ledger, path: Path) -> Path | None:
+    """Recorded against predicted normal force of each sensed pad, for the episodes with the median and
+    the largest pad force error (``ledger["pad_force_traces"]``, rig grasps with fingertip sensors)."""
+    tr = ledger.get("pad_force_traces") or {}
+    if not tr:
+        return None
+    fig, axes = plt.subplots(len(tr), 1, figsize=(8, 3.2 * len(tr)), squeeze=False)
+    for ax, (which, t) in zip(axes[:, 0], tr.items()):
+        time = np.asarray(t["t"])
+        rec = np.asarray(t["recorded"])
+        for j, sensor in enumerate(t["sensors"]):
+            style = "-" if j == 0 else "--"
+            ax.plot(time, rec[:, j], style, color="black", lw=2.0, label=f"recorded {sensor}")
+            for name, v in t["models"].items():
+                ax.plot(time, np.asarray(v)[:, j], style, color=color(name), lw=1.2, label=f"{name} {sensor}")
+        ax.set_title(f"{which} pad force error ({t['model']}): {t['episode']} ({t['object']}), "
+                     f"{t['error_weights']:.2f} object weights")
+        ax.set_xlabel("time, s")
+        ax.set_ylabel("normal force on pad, N (sensor x)")
+        ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _force_lines(ledger) -> list[str]:
+    """The pad force error per model, where the suite scores the fingertip sensors."""
+    rows = [(n, m["overall"]["pad_force_weights"]) for n, m in _models(ledger)
+            if (m["overall"].get("pad_force_weights") or {}).get("n")]
+    if not rows:
+        return []
+    thr = (ledger["config"].get("metrics", {}).get("divergence") or {}).get("pad_force_weights", 1.0)
+    lines = ["", "## Pad forces", "",
+             "Error of the sensed pads' force against the recording's fingertip sensors (`observation.wrench`), in object "
+             "weights: per frame the largest pad's |F_pred - F_recorded| / (m g), averaged over the episode; the signal "
+             f"`pad_force` diverges above {thr:g} object weight(s). Analytic forces are MuJoCo's constraint forces on the "
+             "pads, the surrogate's its contact model's.", "",
+             "| model | episodes | pad force error, object weights |", "|---|---|---|"]
+    lines += [f"| {n} | {f['n']} | {_fmt(f, 2)} |" for n, f in rows]
+    return lines
+
+
+def _divergence_lines(ledger) -> list[str]:
+    """Which signal diverged first, per model: how many test episodes each signal was the first to cross its
+    threshold (``never``: none did)."""
+    rows = [(n, m["overall"]["divergence"]) for n, m in _models(ledger) if m["overall"].get("divergence")]
+    signals = sorted({k for _, d in rows for k in d.get("first_signal", {})} - {"never"}) + ["never"]
+    if not rows or signals == ["never"]:
+        return []
+    thr = ledger["config"].get("metrics", {}).get("divergence") or {}
+    lines = ["", "## First divergence", "",
+             "The first signal to cross its threshold in each test episode (" + ", ".join(f"{k} {v:g}" for k, v in thr.items())
+             + "): counts of episodes.", "",
+             "| model | " + " | ".join(signals) + " | median time, s |", "|---|" + "---|" * (len(signals) + 1)]
+    for n, d in rows:
+        fs = d.get("first_signal", {})
+        lines.append(f"| {n} | " + " | ".join(str(fs.get(k, 0)) for k in signals) + f" | {_fmt(d['time_s'], 2)} |")
+    return lines
 
 
 def _outcome_lines(ledger) -> list[str]:

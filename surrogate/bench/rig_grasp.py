@@ -40,7 +40,8 @@ from .analytic import AnalyticParams
 from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
 from .grasp_outcome import agreement, outcome_series, predicted_labels, rates
 from .identify import randomized_ensemble
-from .replay import identify_replays, joint_qpos_columns, prepare_replay, simulate_replay_qpos, surrogate_replay_qpos
+from .replay import (analytic_pad_forces, identify_replays, joint_qpos_columns, prepare_replay, simulate_replay_qpos,
+                     simulate_replay_states, surrogate_replay_qpos)
 
 # Bump when the rig's output for the same config and seed changes, so cached test sets are regenerated.
 RIG_FORMAT = 2
@@ -144,11 +145,25 @@ class _Scorer:
         self.true_series = outcome_series(replay.scene, self.true_q) if self.has_hand else None
         self.dt = 1.0 / float(ep.provenance.capture_rate_hz)
 
-    def score(self, qpos: np.ndarray) -> dict:
+    def force_error(self, pad_force: np.ndarray | None) -> np.ndarray | None:
+        """[F] the largest sensed pad's force error against the recording, in object weights (None without
+        sensors or predicted forces)."""
+        r, ep = self.replay, self.replay.episode
+        if pad_force is None or not r.sensors or ep.wrench is None:
+            return None
+        cols = [c for c, _, _ in r.sensors]
+        weight = ep.object.mass * float(np.linalg.norm(ep.environment.gravity))
+        n = min(len(pad_force), ep.num_frames)
+        return np.linalg.norm(pad_force[:n] - ep.wrench[:n, cols, :3], axis=-1).max(axis=1) / weight
+
+    def score(self, qpos: np.ndarray, pad_force: np.ndarray | None = None) -> dict:
         r, ep, m = self.replay, self.replay.episode, self.cfg["metrics"]
         a = r.scene.object_qpos_adr
         pose = qpos[:, a:a + 7]
         extra, labels = {}, None
+        force_err = self.force_error(pad_force)
+        if force_err is not None:
+            extra["pad_force"] = (force_err, m["divergence"].get("pad_force_weights", 1.0))
         if self.has_hand:
             s = outcome_series(r.scene, qpos)
             slip = np.linalg.norm(s["rel_pos"] - self.true_series["rel_pos"], axis=1)
@@ -159,6 +174,7 @@ class _Scorer:
         sc = score_episode(pose, ep, size=ep.object.size, horizons=m["horizons_s"], divergence=m["divergence"],
                            origin=self.origin, extra_series=extra, max_error_m=m.get("max_error_m"))
         sc["outcome"] = labels
+        sc["pad_force_weights"] = None if force_err is None else float(force_err.mean())
         return sc
 
 
@@ -211,6 +227,28 @@ def _metrics(scores: list[dict], sets: dict, target_sets: list, cfg, true_labels
             "per_episode": [{k: v for k, v in s.items() if k != "outcome_members"} for s in scores]}
 
 
+def _force_traces(models: dict, replays: dict, traces: dict) -> dict:
+    """{median, worst: {episode, t [F], recorded [F, S], models {name: [F, S]}, sensors}}: the sensed pads'
+    normal force (site x, N) of the episodes with the median and the largest pad force error of the
+    surrogate (of identified MuJoCo without a surrogate); every second frame."""
+    ref = "surrogate" if "per_episode" in models.get("surrogate", {}) else "analytic_identified"
+    rows = [s for s in models[ref]["per_episode"] if s.get("pad_force_weights") is not None and s["id"] in traces]
+    if not rows:
+        return {}
+    rows.sort(key=lambda s: s["pad_force_weights"])
+    out = {}
+    for which, s in (("median", rows[len(rows) // 2]), ("worst", rows[-1])):
+        r = replays[s["id"]]
+        ep = r.episode
+        cols = [c for c, _, _ in r.sensors]
+        out[which] = {"episode": s["id"], "object": ep.object.name, "error_weights": s["pad_force_weights"], "model": ref,
+                      "t": (ep.timestamps[::2] - ep.timestamps[0]).round(4).tolist(),
+                      "sensors": [r.scene.model.site(site).name for _, site, _ in r.sensors],
+                      "recorded": np.asarray(ep.wrench[::2][:, cols, 0]).round(4).tolist(),
+                      "models": {k: np.asarray(v[::2]).round(4).tolist() for k, v in traces[s["id"]].items()}}
+    return out
+
+
 # ----------------------------------------------------------------------------- models
 
 def _nominal(ep, nom) -> AnalyticParams:
@@ -242,7 +280,7 @@ def _surrogate_qpos(model, test, sim, progress) -> tuple[dict, dict]:
         r = prepare_replay(ep, meta, substeps=sim["substeps"], margin=sim["surrogate_margin"], mode="external")
         stepper = Stepper(r.scene, model, on_bad_force="fallback")
         try:
-            out[f"{set_name}/{ep.episode_id}"] = (r, surrogate_replay_qpos(r, stepper))
+            out[f"{set_name}/{ep.episode_id}"] = (r, *surrogate_replay_qpos(r, stepper, forces=True))
         finally:
             st = stepper.stats()
             stepper.close()
@@ -356,14 +394,24 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         replays[key(name, e)] = r
         scorers[key(name, e)] = _Scorer(r, cfg, thr)
 
-    def scored(eid, qpos):
-        s = scorers[eid].score(qpos)
+    def scored(eid, qpos, pad_force=None):
+        s = scorers[eid].score(qpos, pad_force)
         s["id"], s["set"] = eid, set_of[eid]
         return s
 
+    traces = {}  # per episode {model: [F, S] normal pad force}: the report plots the median and worst
+
+    def analytic(eid, r, params: list, name: str):
+        """[(qpos [F, nq], pad forces [F, S, 3])] per parameter set; keeps the mean normal trace as ``name``."""
+        ms, states = simulate_replay_states(r, params)
+        out = [(st[:, 1:1 + ms[0].nq], analytic_pad_forces(r, mk, st, p)) for mk, st, p in zip(ms, states, params)]
+        if r.sensors:
+            traces.setdefault(eid, {})[name] = np.mean([f[:, :, 0] for _, f in out], axis=0)
+        return out
+
     models = {}
     nom = cfg["baselines"]["nominal"]
-    scores = [scored(eid, simulate_replay_qpos(r, [_nominal(r.episode, nom)])[0]) for eid, r in replays.items()]
+    scores = [scored(eid, *analytic(eid, r, [_nominal(r.episode, nom)], "analytic_nominal")[0]) for eid, r in replays.items()]
     models["analytic_nominal"] = {"description": "MuJoCo analytic contact with the object's nominal friction and MuJoCo's default solref/solimp, pyramidal cone, no actuator latency",
                                   "params": {k: v for k, v in _nominal(test[0][1], nom).to_json().items() if k != "friction"}
                                   | {"friction": nom["friction"]},
@@ -375,7 +423,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     overlap = sorted(k for k, r in replays.items()
                      if (r.episode.object.name, json.dumps((r.episode.provenance.generator or {}).get("seed"))) in train_keys)
     params, info = _identify(train_ds, train_ids, cfg, sim=sim, progress=progress, seed=int(cfg["baselines"]["identified"].get("seed", 0)))
-    scores = [scored(eid, simulate_replay_qpos(r, [params])[0]) for eid, r in replays.items()]
+    scores = [scored(eid, *analytic(eid, r, [params], "analytic_identified")[0]) for eid, r in replays.items()]
     models["analytic_identified"] = {
         "description": f"MuJoCo analytic contact, friction/solref/solimp/cone, mass and actuator latency identified by differential evolution on {info['episodes']} training grasps",
         "params": params.to_json(), "identification": info, **_metrics(scores, sets, target_sets, cfg, true_labels)}
@@ -385,9 +433,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     member_scores = [[] for _ in members]
     inside = total = 0
     for eid, r in tqdm(replays.items(), desc="randomized ensemble", unit="episode", disable=not progress):
-        q = simulate_replay_qpos(r, members)
-        for k in range(len(members)):
-            member_scores[k].append(scored(eid, q[k]))
+        runs = analytic(eid, r, members, "analytic_randomized")
+        for k, (qk, fk) in enumerate(runs):
+            member_scores[k].append(scored(eid, qk, fk))
+        q = np.stack([qk for qk, _ in runs])
         a = r.scene.object_qpos_adr
         i, t = spread_coverage(q[:, :, a:a + 3], r.episode.object_pose[:, :3], r.episode.object_pose_valid)
         inside, total = inside + i, total + t
@@ -399,7 +448,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
 
     if model is not None:
         preds, st = _surrogate_qpos(model, test, sim, progress)
-        scores = [scored(eid, preds[eid][1]) for eid in replays]
+        scores = [scored(eid, preds[eid][1], preds[eid][2]) for eid in replays]
+        for eid in replays:
+            if replays[eid].sensors:
+                traces.setdefault(eid, {})["surrogate"] = preds[eid][2][:, :, 0]
         models["surrogate"] = {"description": "graph-network contact surrogate inside MuJoCo (hybrid stepper) owning pad, table and ground contact",
                                "checkpoint": str(checkpoint), "card": {k: card.get(k) for k in ("training", "model")},
                                "stepper": st, "test_episodes_seen_in_training": overlap,
@@ -420,6 +472,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         "models": models,
         "recorded_outcomes": recorded,
     }
+    out["pad_force_traces"] = _force_traces(models, replays, traces)
     if cfg.get("attribution", {}).get("enabled") and test_data is None:
         out["attribution"] = attribution(cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
     out["wall_s"] = time.time() - t0
