@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = imp.add_parser("poses", help="a folder of tracked object trajectories (CSV, NPZ, torch) + mesh and mass")
     c.add_argument("src", help="folder with one trajectory file per episode")
     c.add_argument("--out", required=True, help="capture dataset directory to write")
-    c.add_argument("--config", help="YAML with columns, units, object and provenance (see README)")
+    c.add_argument("--config", help="YAML with columns, units, object and provenance (see docs/importers.md)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value, e.g. units.length=mm (repeatable)")
     c.set_defaults(func=_cmd_import_poses)
     c = imp.add_parser("lerobot", help="a LeRobot v3 dataset, given a YAML key mapping and scene description")

@@ -3,9 +3,9 @@ domain-randomized ensemble anchored on the identified values.
 
 Identification is differential evolution (scipy) over friction, solref, solimp (and
 optionally the mass), run once per friction-cone type; the cone with the lower training
-loss wins. A quick independent check (see DESIGN.md) found the cone choice worth as much
-as the parameters on the real cube tosses, so searching it is what makes the baseline
-strong.
+loss wins. A quick independent check found the cone choice worth as much as the parameters
+on the real cube tosses (docs/benchmarks.md, Baselines), so searching it is what makes the
+baseline strong.
 
 Loss: mean over episodes of (mean position error / object size) + (mean rotation error in
 degrees) / 100 — i.e. 10 % of the object size weighs as much as 10 degrees.

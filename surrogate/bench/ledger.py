@@ -1,6 +1,6 @@
 """The transfer ledger: one JSON file per benchmark run, validated against a schema.
 
-Schema: ``surrogate/bench/ledger.schema.json``, shipped with the package (documented in the README, "Transfer ledger").
+Schema: ``surrogate/bench/ledger.schema.json``, shipped with the package (documented in docs/benchmarks.md, "Ledger").
 """
 
 from __future__ import annotations

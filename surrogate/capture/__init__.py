@@ -1,6 +1,6 @@
 """The capture format: LeRobotDataset v3 layout plus ``meta/contact.json``.
 
-See the README's "Capture format" section for every field and unit.
+See docs/capture-format.md for every field and unit.
 """
 
 from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance

@@ -4,7 +4,7 @@ A capture dataset is a LeRobotDataset v3 tree (``meta/info.json``, parquet under
 ``data/`` and ``meta/episodes/``, ``meta/stats.json``, ``meta/tasks.parquet``) plus
 one extra file, ``meta/contact.json``, with what LeRobot has no place for: units and
 frames of every feature, the scene of each episode (object, environment, hand),
-provenance and annotations. The README's "Capture format" section documents every
+provenance and annotations. docs/capture-format.md documents every
 field; this module is the single source of truth the code checks against.
 """
 

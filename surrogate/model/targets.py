@@ -4,7 +4,7 @@ Why smooth, and how
 -------------------
 Recorded velocities (where a capture has them) are backward differences of tracked poses:
 differencing noisy AprilTag poses twice amplifies the noise by ~1/dt^2 and lags by half a
-frame, so one-step targets built from them are mostly noise (DESIGN.md). Instead the pose
+frame, so one-step targets built from them are mostly noise. Instead the pose
 trajectory itself is smoothed with local polynomial least squares (Savitzky-Golay):
 
 * position: for each frame i, fit c(t) ~ sum_k a_k (t - t_i)^k (k <= p) to the valid frames

@@ -3,7 +3,7 @@
 Each module states its physical basis in its docstring and exposes ``NAME``,
 ``DOC`` (one line) and ``PARAMS`` (parameter -> {"kind": float|int, "default",
 "range": (low, high), "unit", "doc"}). ``EFFECTS`` is the registry the config
-validator, the simulator and the README table read:
+validator, the simulator and the table in docs/rig.md read:
 
     EFFECTS["stribeck_friction"].params["kinetic_ratio"]["range"]  # (0.3, 1.0)
 
@@ -47,7 +47,7 @@ EFFECTS: dict[str, Effect] = {
 
 
 def effect_table() -> str:
-    """Markdown table of every effect, its parameters, defaults and allowed ranges (for the README)."""
+    """Markdown table of every effect, its parameters, defaults and allowed ranges (for docs/rig.md)."""
     rows = ["| effect | what it models | parameter | default | range | unit |", "|---|---|---|---|---|---|"]
     for e in EFFECTS.values():
         first = True

@@ -102,7 +102,7 @@ def patch_forces(points_obj: np.ndarray, normal_obj: np.ndarray, planes, params:
                  *, point_stiffness: float = 5.0e4) -> dict:
     """Static pad law (no motion): per-cell forces of a pad pressed into an object.
 
-    A plain-numpy evaluation used by tests and the README: the simulation uses the
+    A plain-numpy evaluation used by tests and docs/rig.md: the simulation uses the
     same functions inside ``surrogate.rig.physics`` with velocities.
 
     Args:
