@@ -114,6 +114,16 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
         if not ident["unstable"]:  # the ledger clips a blown-up rollout's error; the video shows it as it is
             assert v["panels"]["analytic (identified)"] == pytest.approx(ident["pos_pct_size"], rel=1e-9)
     assert "identified on 2 training episodes" in ledger["hypothesis"]
+    # the force signal: every model's pad force error against the fingertip sensors, pad_force among the
+    # first-divergence signals, and the recorded-vs-predicted force plot of the median and worst episode
+    for name in ("analytic_nominal", "analytic_identified", "analytic_randomized", "surrogate"):
+        f = ms[name]["overall"]["pad_force_weights"]
+        assert f["n"] == 2 and 0 <= f["mean"] < 50, name
+    assert set(ledger["pad_force_traces"]) == {"median", "worst"}
+    tr = ledger["pad_force_traces"]["worst"]
+    assert len(tr["t"]) == len(tr["recorded"]) == len(tr["models"]["surrogate"]) and len(tr["sensors"]) == 2
+    assert "## Pad forces" in report and "## First divergence" in report and "pad_forces.png" in report
+    assert (tmp_path / "report" / "pad_forces.png").stat().st_size > 0
     # generated test sets are cached by content: a second run reuses them
     cached = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert any(n.startswith("rig-heldout_families-") for n in cached)
@@ -186,6 +196,32 @@ def test_pad_force_loss_pulls_the_pad_stiffness_toward_the_sensors(rig_set):
         force_loss(f, meas, valid, torch.tensor([twin.mass * 9.81], dtype=torch.float64)).backward()
         signs.append(float(torch.sign(model.log_stiffness.grad[1])))  # [surface, body]: the pads' group
     assert signs == [1.0, -1.0]  # gradient descent lowers the too-stiff pad and stiffens the too-soft one
+
+
+def test_pad_force_error_is_in_object_weights_and_analytic_forces_read_like_the_sensors(rig_set):
+    """The scorer's force signal: zero for the recording itself, one per object weight of offset; MuJoCo's
+    analytic pad forces of a held grasp point the way the sensors read them (squeezing, normal along -x of
+    the left pad's sensor, +x of the right's) with the grip force within a factor of three."""
+    from surrogate.bench.analytic import AnalyticParams
+    from surrogate.bench.replay import analytic_pad_forces, simulate_replay_states
+    from surrogate.bench.rig_grasp import _Scorer, _thresholds
+    from surrogate.suites import load_suite
+
+    ep = next(e for e in rig_set.episodes if e.labels["lifted"])
+    r = prepare_replay(ep, rig_set.meta)
+    assert len(r.sensors) == 2
+    sc = _Scorer(r, load_suite("rig-grasp"), _thresholds({"config": None, "overrides": [], "hand": "parallel_jaw"}))
+    rec = ep.wrench[:, [c for c, _, _ in r.sensors], :3]
+    weight = ep.object.mass * 9.81
+    assert np.allclose(sc.force_error(rec), 0.0)
+    assert np.allclose(sc.force_error(rec + np.array([weight, 0, 0])), 1.0)
+    params = AnalyticParams(friction=0.8, solref=(0.02, 1.0), solimp=(0.9, 0.95, 0.001), cone="elliptic")
+    models, states = simulate_replay_states(r, [params])
+    f = analytic_pad_forces(r, models[0], states[0], params)
+    held = np.linalg.norm(rec, axis=-1).min(axis=1) > 0.5
+    assert held.sum() > 20
+    ratio = np.median(f[held, :, 0] / rec[held, :, 0], axis=0)
+    assert np.all((ratio > 1 / 3) & (ratio < 3)), ratio
 
 
 def test_closed_loop_selection_keeps_a_friction_that_holds_the_grasp(rig_set):
