@@ -290,14 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_render)
 
     c = sub.add_parser("speed", help="environment steps per second: analytic vs hybrid stepping")
-    c.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024], help="batch sizes to time (default 1 64 256 1024)")
-    c.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk (default 20)")
-    c.add_argument("--checkpoint", default=None,
-                   help="surrogate checkpoint of the hybrid stepper (default: the released cube_tosses shipped with the package)")
-    c.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"], help="hand model (default parallel_jaw)")
-    c.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
-    c.add_argument("--min-seconds", type=float, default=0.5, help="time each batch size for at least this long (default 0.5)")
+    from .bench.speed import build_parser as speed_parser  # cheap: the study imports MuJoCo and torch when it runs
+
+    speed_parser(c)
     c.set_defaults(func=_cmd_speed)
 
     from .training.cli import DESCRIPTION, EPILOG, add_arguments

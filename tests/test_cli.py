@@ -58,6 +58,14 @@ def test_help_text_shows_every_argument(capsys):
     assert ei.value.code == 0 and "--episodes" in capsys.readouterr().out
 
 
+def test_speed_json_names_the_checkpoint_and_every_batch(capsys):
+    assert main(["speed", "--batches", "1", "2", "--steps", "2", "--min-seconds", "0.01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["checkpoint"].endswith("rig_default") and out["object"] == "box"
+    assert [r["batch"] for r in out["rows"]] == [1, 2]
+    assert all(r["hybrid_sps"] > 0 and r["analytic_sps"] > 0 and r["ratio"] > 0 for r in out["rows"])
+
+
 def test_scene_command_writes_loadable_mjcf(tmp_path, capsys):
     xml = tmp_path / "scene.xml"
     assert main(["scene", "--family", "dumbbell", "--seed", "3", "--hand", "three_finger", "--xml", str(xml)]) == 0

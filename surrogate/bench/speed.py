@@ -18,7 +18,7 @@ from ..paths import release_checkpoint
 
 # MuJoCo, torch and the stepper are imported inside the functions, so that building the
 # ``surrogate`` CLI parser (build_parser) stays cheap.
-DEFAULT_CHECKPOINT = release_checkpoint("cube_tosses")  # the released cube-toss surrogate shipped with the package
+DEFAULT_CHECKPOINT = release_checkpoint("rig_default")  # the released grasp surrogate (pads and table) shipped with the package
 
 
 def grasped_state(scene, *, seconds: float = 1.0):
@@ -114,13 +114,15 @@ def format_table(rows) -> str:
 
 def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = p or argparse.ArgumentParser(prog="surrogate speed", description=__doc__.splitlines()[0])
-    p.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024])
-    p.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk")
-    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="surrogate checkpoint folder")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (MuJoCo runs on one)")
-    p.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"])
-    p.add_argument("--family", default="box")
-    p.add_argument("--min-seconds", type=float, default=0.5, help="time each measurement at least this long")
+    p.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024], help="batch sizes to time (default 1 64 256 1024)")
+    p.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk (default 20)")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
+                   help="surrogate checkpoint of the hybrid stepper (default: the released rig_default shipped with the package)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; MuJoCo runs on one)")
+    p.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"], help="hand model (default parallel_jaw)")
+    p.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
+    p.add_argument("--min-seconds", type=float, default=0.5, help="time each batch size for at least this long (default 0.5)")
+    p.add_argument("--json", action="store_true", help="print the rows as one JSON object (for scripts) instead of the table")
     return p
 
 
@@ -135,6 +137,12 @@ def run(args) -> list[dict]:
     model = load_checkpoint(args.checkpoint)[0]
     rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
                    min_seconds=args.min_seconds)
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps({"checkpoint": str(args.checkpoint), "threads": args.threads, "hand": args.hand,
+                          "object": args.family, "rows": rows}))
+        return rows
     print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, hand {args.hand}, object {args.family}")
     print(format_table(rows))
     return rows
