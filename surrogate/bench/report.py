@@ -308,8 +308,8 @@ def plot_pad_forces(ledger, path: Path) -> Path | None:
             ax.plot(time, rec[:, j], style, color="black", lw=2.0, label=f"recorded {sensor}")
             for name, v in t["models"].items():
                 ax.plot(time, np.asarray(v)[:, j], style, color=color(name), lw=1.2, label=f"{name} {sensor}")
-        ax.set_title(f"{which} pad force error ({t['model']}): {t['episode']} ({t['object']}), "
-                     f"{t['error_weights']:.2f} object weights")
+        ax.set_title(f"{which} pad force error of {t['model']}: {t['episode']} ({t['object']}), "
+                     f"{t['error_weights']:.2f} object weights", fontsize=9)
         ax.set_xlabel("time, s")
         ax.set_ylabel("normal force on pad, N (sensor x)")
         ax.legend(fontsize=6, ncol=2)
