@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--object-seed", type=int, default=0, help="with --env: seed of the object family (default 0)")
     c.add_argument("--seed", type=int, default=0, help="with --env: environment seed of the rollout (default 0)")
     c.add_argument("--duration", type=float, default=3.0, help="with --env: rollout length in s (default 3.0)")
-    c.add_argument("--out", required=True, help="video to write: .mp4 (H.264; the video extra) or .gif; written atomically")
+    c.add_argument("--out", required=True, help="video to write: .mp4 (H.264) or .gif; written atomically")
     c.add_argument("--still", help="also write one frame as a PNG (default: the last frame, traces complete)")
     c.add_argument("--still-at", type=float, help="episode time in s of the --still frame (default: the end)")
     c.add_argument("--gif", help="also write the video as a GIF")

@@ -17,8 +17,8 @@ scored with ``pose_errors``: the surrogate's, or the identified baseline's when 
 evaluated; for ``rig-grasp`` among the acceptance sets' episodes).
 
 Rendering is headless (``mujoco.Renderer``; set ``MUJOCO_GL=egl`` before MuJoCo is imported on a
-machine without a display; the ``surrogate`` command does so itself). MP4 needs the ``video``
-extra (imageio with its ffmpeg); GIF and PNG need only Pillow. Every output is written
+machine without a display; the ``surrogate`` command does so itself). MP4 goes through imageio
+with its ffmpeg (dependencies of the package); GIF and PNG need only Pillow. Every output is written
 atomically with the user's umask.
 
 Shapes: F = recorded frames, N = video frames, P = panels, H x W = one panel's pixels.
@@ -460,7 +460,7 @@ def rendering_unavailable() -> str | None:
 
         imageio_ffmpeg.get_ffmpeg_exe()
     except Exception as e:
-        return f"no MP4 writer ({type(e).__name__}: {e}); install the video extra: pip install 'contact-surrogate[video]'"
+        return f"no MP4 writer ({type(e).__name__}: {e}); reinstall the package's dependencies imageio and imageio-ffmpeg: pip install imageio imageio-ffmpeg"
     return None
 
 
@@ -622,7 +622,7 @@ def write_video(frames: np.ndarray, path, *, fps: float = 30.0) -> Path:
         import imageio.v2 as imageio
         import imageio_ffmpeg  # noqa: F401
     except ImportError as e:
-        raise RenderError(f"writing {path} needs imageio and imageio-ffmpeg: pip install 'contact-surrogate[video]' ({e})") from e
+        raise RenderError(f"writing {path} needs imageio and imageio-ffmpeg (dependencies of the package): pip install imageio imageio-ffmpeg ({e})") from e
     with atomic_file(path) as tmp:
         writer = imageio.get_writer(tmp, fps=fps, codec="libx264", quality=7, pixelformat="yuv420p",
                                     macro_block_size=2, ffmpeg_log_level="error", format="FFMPEG")
