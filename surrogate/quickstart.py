@@ -199,7 +199,7 @@ def quickstart(out: str | Path = "runs/quickstart", *, overwrite: bool = True, r
     summary["wall_s"] = time.time() - t0
     write_json_atomic(out / "summary.json", summary)
     settled = sum(r["settled"] for r in rows)
-    print(f"\n== ledger summary")
+    print("\n== ledger summary")
     for key in ("bench_rig_grasp", "bench_cube_real"):
         b = summary[key]
         if "verdict" in b:

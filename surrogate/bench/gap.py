@@ -11,7 +11,6 @@ tuned MuJoCo reproduces the rig as well as a second recording does.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path

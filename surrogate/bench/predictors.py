@@ -6,7 +6,6 @@ Every model in a suite starts from the same first-state estimate
 
 from __future__ import annotations
 
-import numpy as np
 from tqdm import tqdm
 
 from ..capture import DatasetMeta

@@ -40,7 +40,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
 from ..errors import CaptureError, ConfigError

@@ -243,7 +243,6 @@ class GraspTask:
         """[n, obs_dim] float32 observations."""
         envs = list(range(self.num_envs)) if envs is None else list(envs)
         out = np.zeros((len(envs), self.obs_dim), dtype=np.float32)
-        J = len(self.qadr)
         wr = self._pad_wrench if self.contact == "surrogate" else None
         for r, i in enumerate(envs):
             d = self.datas[i]

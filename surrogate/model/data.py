@@ -17,7 +17,6 @@ from tqdm import tqdm
 
 from ..capture import read_dataset
 from ..errors import CaptureError
-from ..scenes import set_contact_mode
 from ..scenes.from_capture import scene_for_episode
 from . import targets as T
 from .graph import SceneInfo, graph_from_mjdata

@@ -525,7 +525,7 @@ class RigPhysics:
 
     def contact_points(self, patches: list[Patch] | None = None, *, roles=("pad", "table")) -> np.ndarray:
         """[P, 3] object-frame surface points in contact (rig patches and analytic hand-link contacts)."""
-        m, d = self.model, self.data
+        d = self.data
         patches = self.patches if patches is None else patches
         pts = [pt.points for pt in patches if pt.role in roles]
         # Analytic (MuJoCo) contacts of finger links / palm with the object, penetrating.

@@ -127,7 +127,7 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in h.joint_names])
     base_id = m.body(h.base_body).id
     hand_geoms = [m.geom(g).id for g in h.hand_geom_names]
-    oa, va = s.object_qpos_adr, s.object_dof_adr
+    va = s.object_dof_adr
     times = np.arange(n_frames) / rate
     pose = np.zeros((n_frames, 7))
     twist = np.zeros((n_frames, 6))

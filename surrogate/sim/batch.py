@@ -127,7 +127,7 @@ class GraphBuilder:
           contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each node's
           root [B, K, 3], the object's inertia frame ximat [B, 3, 3]).
         """
-        B, K = len(datas), self.K
+        B = len(datas)
         ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
         C = int(ncon.sum())
         geom = np.empty((C, 2), dtype=np.int64)
