@@ -34,7 +34,7 @@ def evaluate(checkpoint, dm, windows) -> dict:
         with torch.no_grad():
             _, _, pred = rollout(model, twins, state0, target.shape[1], substeps=dm.cfg["substeps"], qpos=qpos, qvel=qvel,
                                  force_bodies=bodies)
-        weight = torch.tensor([t.mass * float(np.linalg.norm(t.m.opt.gravity)) for t in twins], dtype=torch.float64)
+        weight = torch.tensor([t.weight for t in twins], dtype=torch.float64)
         n = float(valid.sum())
         loss_sum += float(force_loss(pred, meas, valid, weight)) * n
         n_sum += n

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .replay import prepare_replay, replay_errors, surrogate_replay_qpos
+from .replay import replay_errors, replay_with_model
 
 BODY = 1  # index of the moving-body (pad) group in ContactLawGNN's prior parameters
 
@@ -39,16 +39,9 @@ def replay_scores(model, episodes, meta, *, substeps: int, margin: float, rot_we
                   progress: bool = True, desc: str = "closed-loop replays") -> list[dict]:
     """Per episode {id, pos_pct, rot_deg, score}: the recorded commands replayed through the hybrid
     stepper with ``model`` owning the contacts, scored over the tracked frames as ``rig-grasp`` does."""
-    from ..sim import Stepper
-
     rows = []
     for ep in tqdm(episodes, desc=desc, unit="episode", disable=not progress, leave=False):
-        r = prepare_replay(ep, meta, substeps=substeps, margin=margin, mode="external")
-        stepper = Stepper(r.scene, model, on_bad_force="fallback")
-        try:
-            q = surrogate_replay_qpos(r, stepper)
-        finally:
-            stepper.close()
+        r, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps, margin=margin)
         a = r.scene.object_qpos_adr
         pos, rot = replay_errors(q[None, :, a:a + 7], ep)
         p, d = float(pos[0]) * 100.0, float(rot[0])

@@ -211,6 +211,24 @@ def surrogate_replay_qpos(replay: Replay, stepper, *, forces: bool = False):
     return (out, pad) if forces else out
 
 
+def replay_with_model(ep, meta, model, *, substeps: int, margin: float, forces: bool = False):
+    """(replay, qpos [F, nq], pad forces [F, S, 3] or None, the stepper's stats): the recorded commands
+    replayed through the hybrid stepper with ``model`` owning the contacts (a bad force falls back to
+    analytic contact for that step; ``surrogate_replay_qpos``). The one surrogate replay of the suites,
+    the videos and the closed-loop selection of a law."""
+    from ..sim import Stepper
+
+    r = prepare_replay(ep, meta, substeps=substeps, margin=margin, mode="external")
+    stepper = Stepper(r.scene, model, on_bad_force="fallback")
+    try:
+        out = surrogate_replay_qpos(r, stepper, forces=forces)
+    finally:
+        stats = stepper.stats()
+        stepper.close()
+    q, f = out if forces else (out, None)
+    return r, q, f, stats
+
+
 def replay_errors(pred: np.ndarray, ep) -> tuple[np.ndarray, np.ndarray]:
     """Mean position error (fraction of the object size) and rotation error (deg) per parameter set.
 

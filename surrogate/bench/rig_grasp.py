@@ -41,7 +41,7 @@ from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode,
 from .grasp_outcome import agreement, outcome_series, predicted_labels, rates
 from .identify import randomized_ensemble
 from .replay import (analytic_pad_forces, identify_replays, joint_qpos_columns, prepare_replay, simulate_replay_qpos,
-                     simulate_replay_states, surrogate_replay_qpos)
+                     replay_with_model, simulate_replay_states)
 
 # Bump when the rig's output for the same config and seed changes, so cached test sets are regenerated.
 RIG_FORMAT = 2
@@ -273,17 +273,11 @@ def _identify(train_ds, train_ids, cfg, *, sim, progress, seed):
 
 
 def _surrogate_qpos(model, test, sim, progress) -> tuple[dict, dict]:
-    from ..sim import Stepper
-
     out, totals = {}, {"fallbacks": 0, "ood_env_steps": 0, "env_steps": 0, "bad_force_events": 0}
     for set_name, ep, meta in tqdm(test, desc="surrogate replays", unit="episode", disable=not progress):
-        r = prepare_replay(ep, meta, substeps=sim["substeps"], margin=sim["surrogate_margin"], mode="external")
-        stepper = Stepper(r.scene, model, on_bad_force="fallback")
-        try:
-            out[f"{set_name}/{ep.episode_id}"] = (r, *surrogate_replay_qpos(r, stepper, forces=True))
-        finally:
-            st = stepper.stats()
-            stepper.close()
+        r, q, f, st = replay_with_model(ep, meta, model, substeps=sim["substeps"], margin=sim["surrogate_margin"],
+                                        forces=True)
+        out[f"{set_name}/{ep.episode_id}"] = (r, q, f)
         for k in totals:
             totals[k] += int(st[k])
     return out, totals

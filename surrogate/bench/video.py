@@ -321,8 +321,7 @@ def _toss_clip(ep, params, a_label, ckpt, sim, *, progress) -> Clip:
 
 
 def _grasp_clip(ep, meta, params, a_label, ckpt, sim) -> Clip:
-    from ..sim import Stepper
-    from .replay import prepare_replay, simulate_replay_qpos, surrogate_replay_qpos
+    from .replay import prepare_replay, replay_with_model, simulate_replay_qpos
     from .rig_grasp import _recorded_qpos
 
     substeps, margin = int(sim.get("substeps", 4)), float(sim.get("margin", 0.005))
@@ -334,13 +333,9 @@ def _grasp_clip(ep, meta, params, a_label, ckpt, sim) -> Clip:
         from ..model.checkpoint import load_checkpoint
 
         model, card = load_checkpoint(ckpt)
-        rs = prepare_replay(ep, meta, substeps=substeps, margin=float((card.get("data") or {}).get("margin_m", margin)),
-                            mode="external")
-        stepper = Stepper(rs.scene, model, on_bad_force="fallback")
-        try:
-            panels.append(_qpos_panel("surrogate", "surrogate", surrogate_replay_qpos(rs, stepper), ep, adr))
-        finally:
-            stepper.close()
+        _, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps,
+                                       margin=float((card.get("data") or {}).get("margin_m", margin)))
+        panels.append(_qpos_panel("surrogate", "surrogate", q, ep, adr))
     return Clip(r.scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
 
 

@@ -107,7 +107,7 @@ def window_loss(twins, model, windows: list[Window], *, substeps: int, rot_weigh
                        detach_every=detach_every, force_bodies=None if forces is None else forces[0])
     loss = pose_loss(out[0], out[1], target, valid, size, rot_weight=rot_weight)
     if forces is not None:
-        weight = torch.tensor([t.mass * float(np.linalg.norm(t.m.opt.gravity)) for t in tw], dtype=torch.float64)
+        weight = torch.tensor([t.weight for t in tw], dtype=torch.float64)
         loss = loss + force_weight * force_loss(out[2], forces[1], forces[2], weight)
     return loss
 

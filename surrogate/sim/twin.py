@@ -60,6 +60,7 @@ class Twin:
         self.qa, self.da = scene.object_qpos_adr, scene.object_dof_adr
         self.inertia_b = torch.as_tensor(body_inertia(m, self.ob))
         self.mass = float(m.body_mass[self.ob])
+        self.weight = self.mass * float(np.linalg.norm(m.opt.gravity))  # N: forces in object weights
         self._datas: list[mujoco.MjData] = []
 
     def scratch(self, n: int) -> list[mujoco.MjData]:
