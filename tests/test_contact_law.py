@@ -86,30 +86,33 @@ def test_semi_implicit_friction_never_reverses_slip():
 
 
 def test_joint_space_solve_is_the_contact_space_solve():
-    """The stepper's joint-space solve gives the same forces as the rig's contact-space solve."""
+    """The stepper's joint-space solve gives the same forces as the rig's contact-space solve, for
+    environments with different numbers of contacts."""
     from surrogate.model.law import semi_implicit_solve, semi_implicit_solve_joint
 
     rng = np.random.default_rng(0)
-    B, C, nv, dt = 3, 5, 8, 1e-3
+    counts, nv, dt = [5, 2, 4], 8, 1e-3
+    B, E = len(counts), sum(counts)
     A = rng.normal(size=(B, nv, nv))
     M = A @ A.transpose(0, 2, 1) + nv * np.eye(nv)  # SPD joint-space inertia
-    J = rng.normal(size=(B, C, 3, nv))
-    n = rng.normal(size=(B, C, 3))
+    J = rng.normal(size=(E, 3, nv))
+    n = rng.normal(size=(E, 3))
     n /= np.linalg.norm(n, axis=-1, keepdims=True)
-    a, b = rng.uniform(0, 50, (B, C)), rng.uniform(0, 500, (B, C))
-    Kc = a[..., None, None] * np.eye(3) + b[..., None, None] * n[..., :, None] * n[..., None, :]
-    w0 = rng.uniform(0, 5, (B, C))[..., None] * n
+    a, b, f0 = rng.uniform(0, 50, E), rng.uniform(0, 500, E), rng.uniform(0, 5, E)
     v_free = rng.normal(size=(B, nv))
-    Jf = J.reshape(B, 3 * C, nv)
-    Xt = np.linalg.solve(M, Jf.transpose(0, 2, 1))  # M^-1 J^T
-    F, v1 = semi_implicit_solve_joint(Kc, J, Xt, w0, v_free, dt)
-    K = np.zeros((B, C, 3, C, 3))
-    for c in range(C):
-        K[:, c, :, c, :] = Kc[:, c]
-    K = K.reshape(B, 3 * C, 3 * C)
-    F_ref = semi_implicit_solve(K, Jf @ Xt, w0.reshape(B, -1), np.einsum("bkv,bv->bk", Jf, v_free), dt)
-    np.testing.assert_allclose(F.reshape(B, -1), F_ref, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(v1, v_free + dt * np.einsum("bvk,bk->bv", Xt, F.reshape(B, -1)), atol=1e-9)
+    start = np.cumsum([0] + counts[:-1])
+    F, v1 = semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt)
+    for i, (s0, c) in enumerate(zip(start, counts)):  # each environment alone, in contact space
+        rows = slice(s0, s0 + c)
+        K = np.zeros((c, 3, c, 3))
+        for k in range(c):
+            K[k, :, k, :] = a[s0 + k] * np.eye(3) + b[s0 + k] * np.outer(n[s0 + k], n[s0 + k])
+        K = K.reshape(3 * c, 3 * c)
+        Jf = J[rows].reshape(3 * c, nv)
+        Xt = np.linalg.solve(M[i], Jf.T)  # M^-1 J^T
+        F_ref = semi_implicit_solve(K, Jf @ Xt, (f0[rows, None] * n[rows]).reshape(-1), Jf @ v_free[i], dt)
+        np.testing.assert_allclose(F[rows].reshape(-1), F_ref, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(v1[i], v_free[i] + dt * Xt @ F[rows].reshape(-1), atol=1e-9)
 
 
 def test_untrained_model_is_the_prior_law_and_corrections_are_bounded():
@@ -408,3 +411,50 @@ def test_force_loss_is_relative_zero_at_a_match_and_robust_to_blowups():
     bad0 = meas.clone()
     bad0[0, 0] = 99.0
     assert float(force_loss(bad0, meas, valid, w)) == pytest.approx(0.0, abs=1e-6)  # invalid frames do not count
+
+
+@pytest.mark.parametrize("prior", [dict(TABLE), dict(CUBE)])
+def test_constant_law_numpy_path_equals_the_graph_path(prior):
+    """The stepper steps a constant law from the contact arrays alone (numpy, no graph); its forces and
+    generalized forces equal the torch path's (``law_terms`` on the graph) on a gripper holding a box."""
+    from surrogate.bench.speed import grasped_state
+    from surrogate.sim.law_solve import law_forces
+
+    body = dict(PAD) if prior.get("units") == "si" else dict(prior, stiffness=3e3)
+    model = ContactLawGNN(prior=prior, prior_body=body, corrections=False).eval()
+    scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
+    m = scene.model
+    d0 = grasped_state(scene, seconds=0.9)
+    datas = []
+    for k in range(3):  # three environments in different states (contacts in and out of the pads)
+        d = mujoco.MjData(m)
+        mujoco.mj_copyData(d, m, d0)
+        d.qvel[scene.object_dof_adr:scene.object_dof_adr + 3] += [0.01 * k, -0.02 * k, 0.0]
+        datas.append(d)
+    st = Stepper(scene, model, on_bad_force="fallback")
+    st.set_mode(m, "surrogate")
+    for d in datas:
+        mujoco.mj_step1(m, d)
+    builder = st.builder
+    cb = builder.build(m, datas, dtype=torch.float64, dynamics=True)
+    assert cb.num_contacts >= 6 and cb._graph is None
+    F, q = law_forces(m, datas, cb, model, builder)
+    assert cb._graph is None  # the constant law built no graph
+
+    class Torch(torch.nn.Module):  # the same law through the graph path
+        corrections = True
+        graph_dtype = torch.float64
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def law_terms(self, g, features=None):
+            return self.inner.law_terms(g)
+
+    F_t, q_t = law_forces(m, datas, builder.build(m, datas, dtype=torch.float64, dynamics=True), Torch(model), builder)
+    assert np.abs(F).max() > 0.1
+    # the same float64 arithmetic but for numpy's and torch's rounding of powers and square roots, which the
+    # stiff pad solve (condition ~1e8) amplifies to ~1e-8 relative
+    np.testing.assert_allclose(F, F_t, rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(q, q_t, rtol=1e-7, atol=1e-8)

@@ -120,14 +120,21 @@ class ContactLawGNN(nn.Module):
         prior = {id(p) for p in self.prior_parameters()}
         return [p for p in self.parameters() if id(p) not in prior]
 
-    def law_parameters(self, g, vel=None, omega=None) -> torch.Tensor:
-        """[E, 3] (k, c, mu) of every contact in the prior's units: the group's prior times the bounded corrections."""
+    def features(self, g, vel=None, omega=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The network's raw inputs: (edge [E, 41], node [N, 9]) float32 features (``surrogate.model.graph``),
+        before the normalizers; a caller that checks them (the stepper's input range) passes them back."""
+        return G.edge_features(g, vel, omega).float(), G.node_features(g, vel, omega).float()
+
+    def law_parameters(self, g, vel=None, omega=None, *, features=None) -> torch.Tensor:
+        """[E, 3] (k, c, mu) of every contact in the prior's units: the group's prior times the bounded corrections.
+
+        ``features``: ``self.features(g, vel, omega)`` if the caller has them already."""
         group = (g.static[g.edge_index[0]] < 0.5).long()  # 0: a static surface, 1: a moving body
         base = torch.stack([self.log_stiffness[group], self.log_damping[group], self.log_friction[group]], dim=1)
         if not self.corrections and not self.training:
             return base.exp()  # the constant law: no features needed (in training they fill the normalizers)
-        ef = self.edge_norm(G.edge_features(g, vel, omega).float())
-        nf = self.node_norm(G.node_features(g, vel, omega).float())
+        ef, nf = self.features(g, vel, omega) if features is None else features
+        ef, nf = self.edge_norm(ef), self.node_norm(nf)
         if not self.corrections:
             return base.exp()
         s_k, s_c, s_mu = self.bounds
@@ -146,7 +153,7 @@ class ContactLawGNN(nn.Module):
         """[E, 3] contact forces on the object (world axes, N, float64); ``vel``/``omega`` override node velocities."""
         return self.solve(g, vel, omega)[0]
 
-    def law_terms(self, g, vel=None, omega=None) -> dict:
+    def law_terms(self, g, vel=None, omega=None, *, features=None) -> dict:
         """The linearized law of every contact (float64): ``f0, a, b`` [E] (``law.point_law``), the normal
         ``n`` [E, 3], ``u_oth`` [E, 3] the other body's point velocity; the solve of the step uses them.
         (The hybrid stepper solves them with MuJoCo's full mobility, hand included: ``sim.law_solve``.)"""
@@ -154,7 +161,7 @@ class ContactLawGNN(nn.Module):
         omega = (g.omega if omega is None else omega).double()
         s, o = g.edge_index
         eg = G._edge_graph(g)
-        prm = self.law_parameters(g, vel, omega).double()
+        prm = self.law_parameters(g, vel, omega, features=features).double()
         L, V, F0 = (u.double()[eg] for u in G.units(g))
         if self.units == "si":
             L, V, F0 = torch.ones_like(L), torch.ones_like(V), torch.ones_like(F0)
@@ -169,6 +176,34 @@ class ContactLawGNN(nn.Module):
         f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=mu,
                                 eps=eps, dt=g.dt.double()[eg])
         return {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth, "mu": mu, "eps": eps}
+
+    def constant_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float):
+        """``(f0, a, b)`` [E] of the law without corrections, in numpy (float64): what ``law_terms`` gives for a
+        model with ``corrections=False``, without building a graph. The hybrid stepper takes this path for a
+        constant law (no network), where torch's per-call overhead would be most of the step.
+
+        Args:
+          depth, vn, speed: [E] penetration (m), normal and tangential relative speed (m/s).
+          moving: [E] bool, the other side is a moving body (prior group ``body``) rather than a static surface.
+          length, mass, gravity: the object's size (m), mass (kg) and |g| (m/s^2): the ``weight`` units.
+          dt: the physics step (s).
+        """
+        import numpy as np
+
+        if self.corrections:
+            raise ValueError("constant_law_terms is the law without corrections; this model has a network")
+        params = (self.log_stiffness, self.log_damping, self.log_friction)
+        # per (surface, body) group, cached until a parameter changes (an optimizer step or an in-place edit
+        # bumps the tensor's version counter)
+        version = tuple((id(t), t._version) for t in params)
+        if getattr(self, "_constant_cache", (None,))[0] != version:
+            with torch.no_grad():
+                self._constant_cache = (version, np.exp(np.stack([t.detach().double().numpy() for t in params])))
+        k, c, mu = self._constant_cache[1][:, moving.astype(np.int64)]
+        p = self.exponent
+        L, V, F0 = (1.0, 1.0, 1.0) if self.units == "si" else (length, math.sqrt(max(gravity, 1e-6) * length), mass * max(gravity, 1e-6))
+        f0, a, b, _ = point_law(depth, vn, speed, k=k * F0 / L ** p, p=p, c=c / V, mu=mu, eps=self.slip_eps * V, dt=dt)
+        return f0, a, b
 
     def solve(self, g, vel=None, omega=None):
         """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law for the free object

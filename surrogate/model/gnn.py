@@ -156,21 +156,29 @@ class ContactGNN(nn.Module):
         self.decoder = mlp(hidden, hidden, self.OUTPUTS, mlp_layers, layer_norm=False)
         self.mu_max, self.slip_eps = mu_max, slip_eps
 
-    def latents(self, g, vel=None, omega=None, *, return_all: bool = False):
-        """Edge latents after the processor [E, H] (all steps' (x, e) if ``return_all``)."""
-        e = self.edge_enc(self.edge_norm(G.edge_features(g, vel, omega)))
-        x = self.node_enc(self.node_norm(G.node_features(g, vel, omega)))
+    def features(self, g, vel=None, omega=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The network's raw inputs: (edge [E, 41], node [N, 9]) features (``surrogate.model.graph``), before
+        the normalizers; a caller that checks them (the stepper's input range) passes them back."""
+        return G.edge_features(g, vel, omega), G.node_features(g, vel, omega)
+
+    def latents(self, g, vel=None, omega=None, *, return_all: bool = False, features=None):
+        """Edge latents after the processor [E, H] (all steps' (x, e) if ``return_all``); ``features``:
+        ``self.features(g, vel, omega)`` if the caller has them already."""
+        ef, nf = self.features(g, vel, omega) if features is None else features
+        e = self.edge_enc(self.edge_norm(ef))
+        x = self.node_enc(self.node_norm(nf))
         hist = [(x, e)]
         for layer in self.layers:
             x, e = layer(x, g.edge_index, e)
             hist.append((x, e))
         return hist if return_all else e
 
-    def forward(self, g, vel=None, omega=None) -> torch.Tensor:
-        """[E, 3] contact forces on the object side in world axes (N); ``vel``/``omega`` override node velocities."""
+    def forward(self, g, vel=None, omega=None, *, features=None) -> torch.Tensor:
+        """[E, 3] contact forces on the object side in world axes (N); ``vel``/``omega`` override node velocities;
+        ``features``: precomputed inputs (``features``)."""
         if g.edge_index.shape[1] == 0:
             return g.normal.new_zeros(0, 3)
-        o = self.decoder(self.latents(g, vel, omega))
+        o = self.decoder(self.latents(g, vel, omega, features=features))
         eg = G._edge_graph(g)
         Lg, V, F0 = G.units(g)
         n = g.normal

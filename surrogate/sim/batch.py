@@ -41,6 +41,7 @@ import torch
 from torch_geometric.data import Data
 
 from ..model.graph import GEOM_DESC, geom_descriptor
+from ..model.law import cross
 
 
 class ContactGraph(SimpleNamespace):
@@ -57,27 +58,74 @@ class ContactGraph(SimpleNamespace):
 
 @dataclass
 class ContactBatch:
-    """A batched graph and the float64 geometry the stepper applies forces with.
+    """A batched contact set: float64 numpy geometry for the stepper, the network's graph on demand.
 
     Attributes:
-      graph: the ``ContactGraph`` (module docstring).
       env: [E] environment of each contact.
       node: [E] global node index of the other body (``env * K + k``).
       r_obj, r_oth: [E, 3] float64 lever arms (m) from the object's / other body's COM.
+      normal: [E, 3] float64 contact normal pointing into the object.  dist: [E] float64 signed distance (m).
+      vel, omega: [B * K, 3] float64 node velocities (m/s, rad/s, world axes; zero for static bodies).
       num_envs: B.  K: nodes per environment.
+      graph: the ``ContactGraph`` (module docstring), built from these arrays on first access: a model
+        without a network (a constant law) is stepped from the arrays alone, without any torch tensor.
     """
 
-    graph: ContactGraph
     env: np.ndarray
     node: np.ndarray
     r_obj: np.ndarray
     r_oth: np.ndarray
+    normal: np.ndarray
+    dist: np.ndarray
+    vel: np.ndarray
+    omega: np.ndarray
     num_envs: int
     K: int
+    _make_graph: object = None  # () -> ContactGraph
+    dynamics: tuple | None = None  # (pos [E, 3], root subtree COM of each node [B * K, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv])
+    _graph: object = None
+
+    @property
+    def graph(self) -> ContactGraph:
+        if self._graph is None:
+            self._graph = self._make_graph()
+        return self._graph
 
     @property
     def num_contacts(self) -> int:
         return len(self.env)
+
+
+def _dof_chain(model: mujoco.MjModel, body: int) -> np.ndarray:
+    """[nv] bool: the dofs whose motion moves ``body`` (its own and its ancestors', MuJoCo's ``mj_jac`` chain)."""
+    out = np.zeros(model.nv, dtype=bool)
+    b = body
+    while b > 0 and model.body_dofnum[b] == 0:
+        b = int(model.body_parentid[b])
+    if b > 0:
+        j = int(model.body_dofadr[b] + model.body_dofnum[b] - 1)
+        while j >= 0:
+            out[j] = True
+            j = int(model.dof_parentid[j])
+    return out
+
+
+def _runs(cols: np.ndarray) -> list[slice]:
+    """Contiguous runs of sorted indices, as slices ([0..5, 9, 10] -> [0:6, 9:11])."""
+    if not len(cols):
+        return []
+    breaks = np.flatnonzero(np.diff(cols) != 1) + 1
+    return [slice(int(r[0]), int(r[-1]) + 1) for r in np.split(cols, breaks)]
+
+
+def _dense_M_index(model: mujoco.MjModel) -> np.ndarray:
+    """[nv, nv] index of each entry of the dense joint-space inertia in ``MjData.M`` (-1: structurally zero),
+    found through MuJoCo's own ``mj_fullM`` (so it follows MuJoCo's sparse layout, whatever it is)."""
+    d = mujoco.MjData(model)
+    d.M[:] = np.arange(1, len(d.M) + 1)
+    dense = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, d, dense)
+    return dense.astype(np.int64) - 1
 
 
 class GraphBuilder:
@@ -113,19 +161,24 @@ class GraphBuilder:
         self.inertia = np.where(self.static[:, None] > 0, 0.0, np.sort(model.body_inertia[nb], axis=1))
         self.root = np.asarray(model.body_rootid[nb], dtype=np.int64)
         self.dynamic_nodes = np.flatnonzero(self.static == 0)
+        self.nv = int(model.nv)
+        # per node: the dofs that move its body, as contiguous runs (law_solve.contact_jacobians)
+        self.dof_runs = [_runs(np.flatnonzero(_dof_chain(model, int(b)))) for b in nb]
+        self.M_index = _dense_M_index(model)
 
     @classmethod
     def from_scene(cls, scene, model: mujoco.MjModel | None = None) -> "GraphBuilder":
         m = scene.model if model is None else model
         return cls(m, object_body=scene.object_body_id, length=scene.obj.size, owned_pair_ids=scene.owned_pair_ids)
 
-    def gather(self, datas: Sequence[mujoco.MjData]):
+    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False):
         """Read what the graph needs from every ``MjData`` (after collision detection).
 
         Returns:
-          (contacts, bodies): contacts = (env [C], geom [C, 2], pos [C, 3], frame [C, 9], dist [C]) over *all*
-          contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each node's
-          root [B, K, 3], the object's inertia frame ximat [B, 3, 3]).
+          (contacts, bodies, dyn): contacts = (env [C], geom [C, 2], pos [C, 3], frame [C, 9], dist [C]) over
+          *all* contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each
+          node's root [B, K, 3], the object's inertia frame ximat [B, 3, 3]); with ``dynamics`` dyn = (cdof
+          [B, nv, 6], the sparse inertia M [B, nM], qvel [B, nv]) for the law solve, else None.
         """
         B = len(datas)
         ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
@@ -136,6 +189,8 @@ class GraphBuilder:
         # per MjData; the node rows are picked once for all environments below.
         xipos, cvel, scom = np.empty((B, self.nbody, 3)), np.empty((B, self.nbody, 6)), np.empty((B, self.nbody, 3))
         ximat = np.empty((B, 9))
+        if dynamics:
+            cdof, M, qvel = np.empty((B, self.nv, 6)), np.empty((B, len(datas[0].M) if B else 0)), np.empty((B, self.nv))
         ob = self.object_body
         a = 0
         # The only per-environment Python: copying MuJoCo's arrays into preallocated buffers
@@ -153,17 +208,22 @@ class GraphBuilder:
             cvel[i] = d.cvel
             scom[i] = d.subtree_com
             ximat[i] = d.ximat[ob]
+            if dynamics:
+                cdof[i], M[i], qvel[i] = d.cdof, d.M, d.qvel
         xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
         env = np.repeat(np.arange(B, dtype=np.int64), ncon)
         cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
-        return (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3))
+        return (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3)), \
+            ((cdof, M, qvel) if dynamics else None)
 
-    def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32) -> "ContactBatch":
-        """The batched contact graph of all ``datas`` (see the module docstring for the fields).
+    def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
+              dynamics: bool = False) -> "ContactBatch":
+        """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
 
-        ``dtype``: of the float fields (float64 for the law models' semi-implicit solve and the twin).
+        ``dtype``: of the graph's float fields (float64 for the law models' semi-implicit solve and the twin).
+        ``dynamics``: also read what the law solve needs (``ContactBatch.dynamics``).
         """
-        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat) = self.gather(datas)
+        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(datas, dynamics=dynamics)
         B, K = len(datas), self.K
         # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
         if len(geom) and len(self.keys):
@@ -181,35 +241,41 @@ class GraphBuilder:
         # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
         # cvel is the spatial velocity about the subtree COM of the body's root.
         w = cvel[..., :3]
-        v = cvel[..., 3:] + np.cross(w, xipos - rcom)
+        v = cvel[..., 3:] + cross(w, xipos - rcom)
         dyn = (self.static == 0)[None, :, None]
         v, w = np.where(dyn, v, 0.0), np.where(dyn, w, 0.0)
         r_obj = pos - xipos[env, 0]
         r_oth = np.where(self.static[node][:, None] > 0, 0.0, pos - xipos[env, node])
-        npd = np.float32 if dtype == torch.float32 else np.float64
-        f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
-        inertia = model.body_inertia[self.object_body]
-        inertia_w = np.einsum("bij,j,bkj->bik", ximat, inertia, ximat)
-        E = len(env)
-        src = torch.from_numpy(env * K + node)
-        dst = torch.from_numpy(env * K)
-        g = ContactGraph(
-            num_nodes=B * K,
-            edge_index=torch.stack([src, dst]) if E else torch.zeros((2, 0), dtype=torch.long),
-            normal=f32(sign[:, None] * frame[:, 0:3]), dist=f32(dist), r_obj=f32(r_obj), r_oth=f32(r_oth),
-            tangent=f32(frame[:, 3:6]), geom_obj=f32(self.geom_desc[g_obj]), geom_oth=f32(self.geom_desc[g_oth]),
-            vel=f32(v.reshape(B * K, 3)), omega=f32(w.reshape(B * K, 3)),
-            mass=f32(np.tile(self.mass, B)), inertia=f32(np.tile(self.inertia, (B, 1))),
-            static=f32(np.tile(self.static, B)), is_object=f32(np.tile(np.arange(K) == 0, B)),
-            gravity=f32(np.repeat(np.asarray(model.opt.gravity)[None], B, axis=0)),
-            length=f32(np.full(B, self.length)), mass_ref=f32(np.full(B, model.body_mass[self.object_body])),
-            object_index=torch.arange(B, dtype=torch.long) * K,
-            batch=torch.arange(B, dtype=torch.long).repeat_interleave(K),
-            inertia_w=f32(inertia_w), dt=f32(np.full(B, model.opt.timestep)),
-            env=torch.from_numpy(env), contact_id=torch.from_numpy(cid), sign=f32(sign),
-            body_id=torch.from_numpy(np.tile(self.node_body, B)),
-        )
-        return ContactBatch(graph=g, env=env, node=env * K + node, r_obj=r_obj, r_oth=r_oth, num_envs=B, K=K)
+        normal = sign[:, None] * frame[:, 0:3]
+        v, w = v.reshape(B * K, 3), w.reshape(B * K, 3)
+
+        def make_graph() -> ContactGraph:
+            npd = np.float32 if dtype == torch.float32 else np.float64
+            f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
+            inertia_w = np.einsum("bij,j,bkj->bik", ximat, model.body_inertia[self.object_body], ximat)
+            E = len(env)
+            src = torch.from_numpy(env * K + node)
+            dst = torch.from_numpy(env * K)
+            return ContactGraph(
+                num_nodes=B * K,
+                edge_index=torch.stack([src, dst]) if E else torch.zeros((2, 0), dtype=torch.long),
+                normal=f32(normal), dist=f32(dist), r_obj=f32(r_obj), r_oth=f32(r_oth),
+                tangent=f32(frame[:, 3:6]), geom_obj=f32(self.geom_desc[g_obj]), geom_oth=f32(self.geom_desc[g_oth]),
+                vel=f32(v), omega=f32(w),
+                mass=f32(np.tile(self.mass, B)), inertia=f32(np.tile(self.inertia, (B, 1))),
+                static=f32(np.tile(self.static, B)), is_object=f32(np.tile(np.arange(K) == 0, B)),
+                gravity=f32(np.repeat(np.asarray(model.opt.gravity)[None], B, axis=0)),
+                length=f32(np.full(B, self.length)), mass_ref=f32(np.full(B, model.body_mass[self.object_body])),
+                object_index=torch.arange(B, dtype=torch.long) * K,
+                batch=torch.arange(B, dtype=torch.long).repeat_interleave(K),
+                inertia_w=f32(inertia_w), dt=f32(np.full(B, model.opt.timestep)),
+                env=torch.from_numpy(env), contact_id=torch.from_numpy(cid), sign=f32(sign),
+                body_id=torch.from_numpy(np.tile(self.node_body, B)),
+            )
+
+        return ContactBatch(env=env, node=env * K + node, r_obj=r_obj, r_oth=r_oth, normal=normal, dist=dist,
+                            vel=v, omega=w, num_envs=B, K=K, _make_graph=make_graph,
+                            dynamics=None if solve_arrays is None else (pos, rcom.reshape(B * K, 3), *solve_arrays))
 
 
 _EDGE_FIELDS = ("normal", "dist", "r_obj", "r_oth", "tangent", "geom_obj", "geom_oth", "contact_id", "sign")

@@ -20,54 +20,121 @@ the whole system. For a free object against static bodies this is the same syste
 The same system is solved in joint coordinates (``law.semi_implicit_solve_joint``: nv unknowns
 instead of 3 per contact, 12 against 36 for a parallel jaw holding a box at 12 points).
 
-Cost per environment: ``mj_fwdActuation`` + ``mj_fwdAcceleration`` (for ``qacc_smooth``), one
-``mj_jacBodyCom`` per moving body in contact, one ``mj_solveM`` and a small dense solve.
+Cost per environment: ``mj_fwdActuation`` + ``mj_fwdAcceleration`` (for ``qacc_smooth``); the contact
+Jacobians (from MuJoCo's motion dofs ``cdof``, as ``mj_jac``), the dense inertia (from ``MjData.M``) and the
+solves are numpy batched over environments (``GraphBuilder.build(..., dynamics=True)`` reads the arrays).
 """
 
 from __future__ import annotations
+
+import math
 
 import mujoco
 import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..model.law import semi_implicit_solve_joint
+from ..model.law import cross, semi_implicit_solve_joint
 
 
-def _skew(r: np.ndarray) -> np.ndarray:
-    """[E, 3] -> [E, 3, 3]."""
-    z = np.zeros(len(r))
-    x, y, w = r[:, 0], r[:, 1], r[:, 2]
-    return np.stack([np.stack([z, -w, y], -1), np.stack([w, z, -x], -1), np.stack([-y, x, z], -1)], -2)
+def contact_jacobians(builder, cb, rows: np.ndarray) -> np.ndarray:
+    """[n, 3, nv] the relative-velocity Jacobians (object point minus other body's point) of contacts ``rows``,
+    vectorized over environments from MuJoCo's motion dofs as ``mj_jac`` computes them: for a point p on
+    body b and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``;
+    only the chain's columns are computed (the object's 6, a pad's few).
+
+    ``cb`` must carry ``dynamics`` (``GraphBuilder.build(..., dynamics=True)``)."""
+    pos, rcom, cdof = cb.dynamics[:3]
+    K = cb.K
+    env, node = cb.env[rows], cb.node[rows]
+    local = node - env * K
+    p = pos[rows]
+    Jt = np.zeros((len(rows), cdof.shape[1], 3))  # [n, nv, 3]: the layout of cdof
+
+    def add(sel, global_node, k, sign):
+        off = (p if sel is None else p[sel]) - rcom[global_node]
+        e = env if sel is None else env[sel]
+        for run in builder.dof_runs[k]:
+            cd = cdof[e, run]  # [s, c, 6]: (angular, linear) per chain dof
+            J = cd[..., 3:] + cross(cd[..., :3], off[:, None, :])
+            if sel is None:
+                Jt[:, run] += J
+            else:
+                Jt[sel, run] += sign * J
+
+    add(None, env * K, 0, 1.0)
+    for k in builder.dynamic_nodes[1:]:  # the other side's point, when it is a moving body (static: no dofs)
+        sel = np.flatnonzero(local == k)
+        if len(sel):
+            add(sel, node[sel], int(k), -1.0)
+    return Jt.transpose(0, 2, 1)
 
 
-def law_forces(m: mujoco.MjModel, datas, cb, model, *, generalized: bool = False):
-    """[E, 3] forces (N, world, on the object) of a law model for a ``ContactBatch`` ``cb`` of ``datas``;
-    with ``generalized`` also [B, nv] their generalized forces ``J^T F`` (object and other bodies), which
-    the stepper adds to ``qfrc_applied`` in one write per environment instead of a ``mj_applyFT`` per body.
+def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
+    """``(f0, a, b, n)`` of every contact: numpy directly for a constant law (no network), else the model's
+    ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them)."""
+    if not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms"):
+        K = cb.K
+        o = cb.env * K
+        v = cb.vel[o] + cross(cb.omega[o], cb.r_obj) - cb.vel[cb.node] - cross(cb.omega[cb.node], cb.r_oth)
+        n = cb.normal
+        vn = np.einsum("ej,ej->e", v, n)
+        vt = v - vn[:, None] * n
+        speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
+        f0, a, b = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cb.node % K] < 0.5,
+                                            length=builder.length, mass=float(m.body_mass[builder.object_body]),
+                                            gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)), dt=m.opt.timestep)
+        return f0, a, b, n
+    with torch.inference_mode():
+        t = model.law_terms(cb.graph, features=features)
+    return tuple(t[k].numpy() for k in ("f0", "a", "b", "n"))
 
-    ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them).
+
+def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
+    """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
+    ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
+    (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
+
+    ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
+    ``cb`` built with ``dynamics=True``.
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
     if getattr(model, "friction_iterations", 0):
         raise ConfigError("the hybrid stepper linearizes friction once per step; a model with friction_iterations > 0 "
                           "would step differently from the twin it was trained through", key="friction_iterations")
-    g = cb.graph
-    E = cb.num_contacts
+    E, nv = cb.num_contacts, m.nv
+    out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     if E == 0:
-        return (np.zeros((0, 3)), np.zeros((cb.num_envs, m.nv))) if generalized else np.zeros((0, 3))
-    with torch.inference_mode():
-        t = model.law_terms(g)
-    f0, a, b = (t[k].numpy() for k in ("f0", "a", "b"))
-    n = t["n"].numpy()
-    Kn = cb.K
-    node_body = g.body_id[:Kn].numpy()
-    dynamic = g.static[:Kn].numpy() < 0.5
-    envs = np.unique(cb.env[f0 > 0])
-    if not len(envs):
-        return (np.zeros((E, 3)), np.zeros((cb.num_envs, m.nv))) if generalized else np.zeros((E, 3))
-    B, nv, dt = len(envs), m.nv, m.opt.timestep
+        return out, qfrc
+    f0, a, b, n = _terms(m, cb, model, builder, features)
+    active = np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
+    if not active.any():
+        return out, qfrc
+    envs = np.flatnonzero(active)
+    keep = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
+    counts = np.bincount(cb.env, minlength=cb.num_envs)[envs]
+    start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``keep``
+    dt = m.opt.timestep
+    # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
+    _, _, _, Msparse, qvel = cb.dynamics
+    qacc = np.empty((len(envs), nv))
+    for j, i in enumerate(envs):
+        d = datas[i]
+        mujoco.mj_fwdActuation(m, d)
+        mujoco.mj_fwdAcceleration(m, d)
+        qacc[j] = d.qacc_smooth
+    qv = qvel[envs] + dt * qacc
+    J = contact_jacobians(builder, cb, keep)
+    idx = builder.M_index
+    M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia
+    # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
+    F, _ = semi_implicit_solve_joint(f0[keep], a[keep], b[keep], n[keep], J, start, M, qv, dt)
+    out[keep] = F
+    # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
+    qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
+    return out, qfrc
+    B, dt = len(envs), m.opt.timestep
     slot = np.full(cb.num_envs, -1)
     slot[envs] = np.arange(B)
     keep = np.flatnonzero(slot[cb.env] >= 0)
@@ -76,37 +143,30 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, *, generalized: bool = False
     first = np.searchsorted(env, np.arange(B))
     row = np.arange(len(keep)) - first[env]
     C = int(row.max()) + 1
-    # Jacobians of every node body's COM, per environment (MuJoCo calls, then numpy)
-    Jp, Jr = np.zeros((B, Kn, 3, nv)), np.zeros((B, Kn, 3, nv))
-    qv = np.zeros((B, nv))
-    movers = [(int(k), int(node_body[k])) for k in np.flatnonzero(dynamic)]
+    # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
+    _, _, _, Msparse, qvel = cb.dynamics
+    qacc = np.empty((B, nv))
     for j, i in enumerate(envs):
         d = datas[i]
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-        for k, body in movers:
-            mujoco.mj_jacBodyCom(m, d, Jp[j, k], Jr[j, k], body)
-        qv[j] = d.qacc_smooth
-    qv = qv * dt + np.stack([datas[i].qvel for i in envs])
-    node = cb.node[keep] - cb.env[keep] * Kn
-    Jc = (Jp[env, 0] - _skew(cb.r_obj[keep]) @ Jr[env, 0]) - (Jp[env, node] - _skew(cb.r_oth[keep]) @ Jr[env, node])
+        qacc[j] = d.qacc_smooth
+    qv = qvel[envs] + dt * qacc
     J = np.zeros((B, C, 3, nv))
-    J[env, row] = Jc
-    X = np.zeros((B, 3 * C, nv))
+    J[env, row] = contact_jacobians(builder, cb, keep)
     Jf = J.reshape(B, 3 * C, nv)
-    for j, i in enumerate(envs):
-        mujoco.mj_solveM(m, datas[i], X[j], Jf[j])
+    idx = builder.M_index
+    M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia
+    nk = n[keep]
     Kc = np.zeros((B, C, 3, 3))
-    Kc[env, row] = a[keep, None, None] * np.eye(3) + b[keep, None, None] * n[keep, :, None] * n[keep, None, :]
+    Kc[env, row] = b[keep, None, None] * nk[:, :, None] * nk[:, None, :]
+    i3 = np.arange(3)
+    Kc[env[:, None], row[:, None], i3, i3] += a[keep, None]
     w0 = np.zeros((B, C, 3))
-    w0[env, row] = f0[keep, None] * n[keep]
+    w0[env, row] = f0[keep, None] * nk
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
-    F, _ = semi_implicit_solve_joint(Kc, J, X.transpose(0, 2, 1), w0, qv, dt)
-    out = np.zeros((E, 3))
+    F, _ = semi_implicit_solve_joint(Kc, J, M, w0, qv, dt)
     out[keep] = F[env, row]
-    if not generalized:
-        return out
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
-    qfrc = np.zeros((cb.num_envs, nv))
     qfrc[envs] = np.einsum("bkv,bk->bv", Jf, F.reshape(B, 3 * C))
     return out, qfrc

@@ -14,8 +14,11 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
    an error naming env, step and body (``on_bad_force="raise"``) or makes that environment
    take this step with MuJoCo's analytic contact (``"fallback"``); inputs outside the
    model's training range are counted; both are reported by ``stats()`` and warned about once;
-5. ``qfrc_applied`` is zeroed and each body's wrench (the object gets F at the contact,
-   the other body -F: equal and opposite) is added with ``mj_applyFT`` at its COM;
+5. the forces go into ``qfrc_applied`` (zeroed before step 1): a law model's generalized forces
+   ``J^T F`` (``law_solve``) in one write per environment; for a raw-force model each body's wrench
+   (the object gets F at the contact, the other body -F: equal and opposite) with ``mj_applyFT``
+   at its COM. A constant law (no network) is stepped from the contact arrays without building
+   the torch graph; the per-body wrenches (``last_wrench``, ``pad_wrenches``) are computed when read;
 6. ``mj_step2``.
 
 After every physics step (either mode) MuJoCo's bad-state warning counters (``mjWARN_BADQPOS``,
@@ -35,6 +38,7 @@ chosen bodies for sensor-like readings (the Gymnasium envs add it to the pad F/T
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from pathlib import Path
@@ -48,6 +52,7 @@ from ..errors import ConfigError, SurrogateError
 from ..scenes import ROLES, set_contact_mode
 from .batch import GraphBuilder
 from .contact import InputRange
+from ..model.law import cross
 from .law_solve import law_forces
 
 CONTACT_MODES = ("analytic", "surrogate")
@@ -159,33 +164,31 @@ class Stepper:
         self.builder = GraphBuilder(scene.model, object_body=scene.object_body_id, length=scene.obj.size,
                                     owned_pair_ids=self.pair_ids)
         self.input_range = InputRange.from_model(contact_model, k=ood_std) if contact_model is not None else None
-        self._hooks = []
-        # The features the network normalizes, captured on the way in (not computed twice).
-        self._features: dict[str, torch.Tensor] = {}
-        self._capture = False
-        if self.input_range is not None:
-            def hook(key):
-                def pre(module, args):
-                    if self._capture:
-                        self._features[key] = args[0]
-                return pre
-            self._hooks = [contact_model.edge_norm.register_forward_pre_hook(hook("edge")),
-                           contact_model.node_norm.register_forward_pre_hook(hook("node"))]
+        # Stepped from the batch's numpy arrays (no torch) when the model is a constant law (no network).
         # Law models solve their forces semi-implicitly in float64 (``ContactLawGNN.graph_dtype``).
         self.graph_dtype = getattr(contact_model, "graph_dtype", torch.float32)
         self.law_model = hasattr(contact_model, "law_terms")
         self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
-        self.last_wrench: np.ndarray | None = None  # [B, K, 6] of the last surrogate step
+        self._last = None  # (ContactBatch, forces [E, 3]) of the last surrogate step; its wrenches on demand
+        self._wrench: np.ndarray | None = None
         self._warned: set[str] = set()
         self.reset_stats()
 
+    @property
+    def last_wrench(self) -> np.ndarray | None:
+        """[B, K, 6] the contact model's wrench on every node body in the last surrogate step (``body_wrenches``;
+        None before one or after an analytic step); computed when first read, most steps nobody does."""
+        if self._wrench is None and self._last is not None:
+            self._wrench = body_wrenches(*self._last)
+        return self._wrench
+
+    def _set_last(self, cb, forces) -> None:
+        self._last, self._wrench = ((cb, forces) if cb is not None else None), None
+
     def close(self) -> None:
-        """Detach from the contact model (its input hooks), e.g. before a stepper for another scene
-        reuses the same network; the stepper can still step analytic contact afterwards."""
-        for h in self._hooks:
-            h.remove()
-        self._hooks = []
-        self.input_range = None
+        """Let go of the contact model (the stepper holds no hooks on it: the network's inputs come from its
+        ``features``); afterwards the stepper steps analytic contact only."""
+        self.contact_model, self.input_range, self.law_model, self.contact = None, None, False, "analytic"
 
     # -- statistics -------------------------------------------------------------------------
     def reset_stats(self) -> None:
@@ -285,12 +288,127 @@ def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
         d.qfrc_applied[:] = 0.0
         mujoco.mj_step(m, d)
     stepper._time["analytic"] += time.perf_counter() - t0
-    stepper.last_wrench = None
+    stepper._set_last(None, None)
+
+
+def _contact_forces(m, datas, stepper: Stepper, cb):
+    """(forces [E, 3] float64 on the object, generalized forces [B, nv] of a law model or None, the network's
+    input features if the inputs are checked, else None): one call of the contact model for the batch."""
+    model = stepper.contact_model
+    prepare = getattr(model, "prepare", None)
+    if prepare is not None:
+        prepare(m, datas)
+    feats = None
+    if stepper.input_range is not None and stepper.check_inputs and hasattr(model, "features"):
+        with torch.inference_mode():  # computed once: the network's input and the range check's
+            feats = model.features(cb.graph)
+    qfrc = None
+    if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
+        f, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats)
+    else:
+        with torch.inference_mode():
+            f = model(cb.graph) if feats is None else model(cb.graph, features=feats)
+    forces = f.detach().double().numpy() if isinstance(f, torch.Tensor) else np.asarray(f, dtype=np.float64)
+    if forces.shape != (cb.num_contacts, 3):
+        raise ConfigError(f"contact model returned shape {forces.shape}, expected ({cb.num_contacts}, 3)", key="contact_model")
+    stepper._stats["network_calls"] += 1
+    return forces, qfrc, feats
+
+
+def _bad_force_envs(m, stepper: Stepper, cb, forces: np.ndarray) -> np.ndarray:
+    """[B] bool: environments with a non-finite force or one above ``max_force`` object weights (raises with
+    ``on_bad_force="raise"``; counted and warned about once otherwise)."""
+    bad_env = np.zeros(cb.num_envs, dtype=bool)
+    if not len(forces):
+        return bad_env
+    g = m.opt.gravity
+    limit = stepper.max_force * max(float(m.body_mass[stepper.builder.object_body]) * math.sqrt(float(g @ g)), 1e-12)
+    norm = np.sqrt(np.einsum("ej,ej->e", forces, forces))
+    bad_edge = ~(norm <= limit)  # NaN compares False: caught too
+    if not bad_edge.any():
+        return bad_env
+    st, step_no = stepper._stats, stepper._stats["physics_steps"]
+    e = int(np.flatnonzero(bad_edge)[0])
+    env = int(cb.env[e])
+    body = stepper._body_names[int(cb.node[e]) % cb.K]
+    st["bad_force_events"] += int(bad_edge.sum())
+    msg = (f"contact model force {norm[e]:.4g} N on the object from body '{body}' (env {env}, step {step_no}) is "
+           f"{'not finite' if not np.isfinite(norm[e]) else f'above the limit {limit:.4g} N ({stepper.max_force:g} x the object weight)'}")
+    if stepper.on_bad_force == "raise":
+        raise SurrogateStepError(msg + "; pass on_bad_force='fallback' to continue with analytic contact there",
+                                 env=env, step=step_no, body=body, force=float(norm[e]))
+    bad_env[cb.env[bad_edge]] = True
+    stepper._warn_once("fallback", msg + "; falling back to analytic contact for that env and step "
+                                         "(counted in stats()['fallbacks'])")
+    return bad_env
+
+
+def _check_inputs(stepper: Stepper, cb, feats) -> None:
+    """Count (and warn once about) inputs outside the model's training range."""
+    st, g = stepper._stats, cb.graph
+    r = stepper.input_range.check(g, *(feats or (None, None)))
+    ne, nn = int(r["edge"].sum()), int(r["node"].sum())
+    if not (ne or nn):
+        return
+    st["ood_edges"] += ne
+    st["ood_nodes"] += nn
+    envs = np.zeros(cb.num_envs, dtype=bool)
+    envs[cb.env[r["edge"]]] = True
+    envs[g.batch.numpy()[r["node"]]] = True
+    st["ood_env_steps"] += int(envs.sum())
+    stepper._ood_edge_features += r["edge_features"]
+    stepper._ood_node_features += r["node_features"]
+    stepper._warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "
+                              f"at step {st['physics_steps']}: {ne} contacts, {nn} bodies; counted in stats()['ood_*']")
+
+
+def body_wrenches(cb, forces: np.ndarray) -> np.ndarray:
+    """[B, K, 6] per node body the contact wrench (force N, torque about the body's COM N m; world axes): F at
+    each contact on the object, -F on the other body (equal and opposite)."""
+    W = np.zeros((cb.num_envs * cb.K, 6))
+    if len(forces):
+        np.add.at(W, cb.env * cb.K, np.concatenate([forces, cross(cb.r_obj, forces)], axis=1))
+        np.add.at(W, cb.node, -np.concatenate([forces, cross(cb.r_oth, forces)], axis=1))
+    return W.reshape(cb.num_envs, cb.K, 6)
+
+
+def _apply(m, datas, stepper: Stepper, cb, forces, qfrc, bad_env) -> None:
+    """Add the forces of the environments without a bad force to their ``qfrc_applied``."""
+    if qfrc is not None:  # a law model's J^T F: one write per environment
+        for i in np.flatnonzero(~bad_env):
+            datas[i].qfrc_applied += qfrc[i]
+        return
+    W, K = stepper.last_wrench, cb.K
+    nb = stepper.builder.node_body
+    active = np.zeros((cb.num_envs, K), dtype=bool)
+    active[cb.env, 0] = True
+    active[cb.env, cb.node % K] = True
+    active[:, np.setdiff1d(np.arange(K), stepper.builder.dynamic_nodes)] = False
+    active &= ~bad_env[:, None]
+    for i, k in zip(*np.nonzero(active)):
+        d = datas[i]
+        w = W[i, k]
+        mujoco.mj_applyFT(m, d, w[:3], w[3:], d.xipos[nb[k]], int(nb[k]), d.qfrc_applied)
+
+
+def _fallback(m, datas, stepper: Stepper, bad_env) -> None:
+    """The environments with a bad force take this step with analytic contact."""
+    # mj_step1 changed no state (qpos, qvel, act, time), so the analytic step can start over.
+    ids = stepper.scene.owned_pair_ids
+    saved = m.pair_margin[ids].copy(), m.pair_gap[ids].copy()
+    try:
+        stepper.set_mode(m, "analytic")
+        for i in np.flatnonzero(bad_env):
+            mujoco.mj_step(m, datas[i])
+            stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
+    finally:
+        m.pair_margin[ids], m.pair_gap[ids] = saved
+    stepper._stats["fallbacks"] += int(bad_env.sum())
 
 
 def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
-    st, T = stepper._stats, stepper._time
-    B, K = len(datas), stepper.builder.K
+    """One physics step of the batch with the contact model owning its pairs (module docstring, steps 1-6)."""
+    T = stepper._time
     t0 = time.perf_counter()
     for d in datas:
         # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
@@ -298,112 +416,27 @@ def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
         d.qfrc_applied[:] = 0.0
         mujoco.mj_step1(m, d)
     t1 = time.perf_counter()
-    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype)
-    g = cb.graph
+    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model)
     E = cb.num_contacts
     t2 = time.perf_counter()
-    if E:
-        model = stepper.contact_model
-        prepare = getattr(model, "prepare", None)
-        if prepare is not None:
-            prepare(m, datas)
-        stepper._features.clear()
-        stepper._capture = True
-        try:
-            if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
-                f, qfrc = law_forces(m, datas, cb, model, generalized=True)
-            else:
-                with torch.inference_mode():
-                    f = model(g)
-        finally:
-            stepper._capture = False
-        forces = f.detach().double().numpy() if isinstance(f, torch.Tensor) else np.asarray(f, dtype=np.float64)
-        if forces.shape != (E, 3):
-            raise ConfigError(f"contact model returned shape {forces.shape}, expected ({E}, 3)", key="contact_model")
-        st["network_calls"] += 1
-    else:
-        forces = np.zeros((0, 3))
-    if not (E and stepper.law_model):
-        qfrc = None
+    forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
     t3 = time.perf_counter()
-    step_no = st["physics_steps"]
-    # Guards: non-finite or too large forces, per environment.
-    weight = float(m.body_mass[stepper.builder.object_body] * np.linalg.norm(m.opt.gravity))
-    limit = stepper.max_force * max(weight, 1e-12)
-    norm = np.linalg.norm(forces, axis=1)
-    bad_edge = ~np.isfinite(norm) | (norm > limit)
-    bad_env = np.zeros(B, dtype=bool)
-    if bad_edge.any():
-        e = int(np.flatnonzero(bad_edge)[0])
-        env = int(cb.env[e])
-        body = stepper._body_names[int(cb.node[e]) % K]
-        st["bad_force_events"] += int(bad_edge.sum())
-        msg = (f"contact model force {norm[e]:.4g} N on the object from body '{body}' (env {env}, step {step_no}) is "
-               f"{'not finite' if not np.isfinite(norm[e]) else f'above the limit {limit:.4g} N ({stepper.max_force:g} x the object weight)'}")
-        if stepper.on_bad_force == "raise":
-            raise SurrogateStepError(msg + "; pass on_bad_force='fallback' to continue with analytic contact there",
-                                     env=env, step=step_no, body=body, force=float(norm[e]))
-        bad_env[cb.env[bad_edge]] = True
-        stepper._warn_once("fallback", msg + "; falling back to analytic contact for that env and step "
-                                             "(counted in stats()['fallbacks'])")
+    bad_env = _bad_force_envs(m, stepper, cb, forces)
     if stepper.input_range is not None and stepper.check_inputs and E:
-        r = stepper.input_range.check(g, stepper._features.get("edge"), stepper._features.get("node"))
-        ne, nn = int(r["edge"].sum()), int(r["node"].sum())
-        if ne or nn:
-            st["ood_edges"] += ne
-            st["ood_nodes"] += nn
-            envs = np.zeros(B, dtype=bool)
-            envs[cb.env[r["edge"]]] = True
-            envs[g.batch.numpy()[r["node"]]] = True
-            st["ood_env_steps"] += int(envs.sum())
-            stepper._ood_edge_features += r["edge_features"]
-            stepper._ood_node_features += r["node_features"]
-            stepper._warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "
-                                      f"at step {step_no}: {ne} contacts, {nn} bodies; counted in stats()['ood_*']")
+        _check_inputs(stepper, cb, feats)
     t4 = time.perf_counter()
-    # Per-body wrenches about each body's COM: F at the contact on the object, -F on the other body.
-    good = ~bad_env[cb.env]
-    W = np.zeros((B * K, 6))
+    stepper._set_last(cb, forces * ~bad_env[cb.env][:, None])
     if E:
-        fo = forces * good[:, None]
-        np.add.at(W, cb.env * K, np.concatenate([fo, np.cross(cb.r_obj, fo)], axis=1))
-        np.add.at(W, cb.node, -np.concatenate([fo, np.cross(cb.r_oth, fo)], axis=1))
-    W = W.reshape(B, K, 6)
-    stepper.last_wrench = W
-    dyn = stepper.builder.dynamic_nodes
-    nb = stepper.builder.node_body
-    if E and qfrc is not None:  # a law model's J^T F: one write per environment
-        for i in np.flatnonzero(~bad_env):
-            datas[i].qfrc_applied += qfrc[i]
-    elif E:
-        active = np.zeros((B, K), dtype=bool)
-        active[cb.env, 0] = True
-        active[cb.env, cb.node % K] = True
-        active[:, np.setdiff1d(np.arange(K), dyn)] = False
-        active &= ~bad_env[:, None]
-        for i, k in zip(*np.nonzero(active)):
-            d = datas[i]
-            w = W[i, k]
-            mujoco.mj_applyFT(m, d, w[:3], w[3:], d.xipos[nb[k]], int(nb[k]), d.qfrc_applied)
+        _apply(m, datas, stepper, cb, forces, qfrc, bad_env)
     t5 = time.perf_counter()
     if bad_env.any():
-        # mj_step1 changed no state (qpos, qvel, act, time), so the analytic step can start over.
-        ids = stepper.scene.owned_pair_ids
-        saved = m.pair_margin[ids].copy(), m.pair_gap[ids].copy()
-        try:
-            stepper.set_mode(m, "analytic")
-            for i in np.flatnonzero(bad_env):
-                mujoco.mj_step(m, datas[i])
-                stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
-        finally:
-            m.pair_margin[ids], m.pair_gap[ids] = saved
-        st["fallbacks"] += int(bad_env.sum())
+        _fallback(m, datas, stepper, bad_env)
     t6 = time.perf_counter()
     for i, d in enumerate(datas):
         if not bad_env[i]:
             mujoco.mj_step2(m, d)
     t7 = time.perf_counter()
-    st["contacts"] += E
+    stepper._stats["contacts"] += E
     for k, dt in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"),
                      (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6)):
         T[k] += dt
