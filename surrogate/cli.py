@@ -7,6 +7,7 @@ missing optional dependency only affects the subcommand that needs it.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -78,7 +79,8 @@ def _cmd_bench(a):
     from .bench.run import run_suite, summary_lines
 
     ledger = run_suite(a.suite, out=a.out, checkpoint=a.checkpoint, test_data=a.test_data, overrides=a.set or [],
-                       progress=not a.quiet, video=False if a.no_video else None)
+                       progress=not a.quiet, video=False if a.no_video else None, backend=a.backend, workers=a.workers,
+                       ray_address=a.ray_address)
     print("\n".join(summary_lines(ledger)))
     print(f"ledger: {a.out}/ledger.json   report: {a.out}/report.md")
 
@@ -246,8 +248,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("suite", help="suite name (e.g. cube-real, cube-real-small) or a YAML path")
     c.add_argument("--checkpoint", help="surrogate checkpoint folder (weights.safetensors + card.json)")
     c.add_argument("--out", required=True, help="report folder: ledger.json, report.md, plots")
-    c.add_argument("--test-data", help="evaluate on this capture dataset instead of the suite's test split")
+    c.add_argument("--test-data", action="extend", nargs="+", metavar="DATASET",
+                   help="evaluate on these capture datasets instead of the suite's test episodes (several: repeat the "
+                        "flag or list them; scored per dataset and per object)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a suite value (repeatable)")
+    c.add_argument("--backend", default="local", choices=["local", "ray"],
+                   help="run replays, rollouts and identification here or as Ray tasks; the same ledger (default local)")
+    c.add_argument("--ray-address", help="with --backend ray: the address of a running Ray cluster (default: start a local instance)")
+    c.add_argument("--workers", type=int, help="with --backend ray: CPUs of the local Ray instance (default: the suite's workers, else 2)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.add_argument("--no-video", action="store_true",
                    help="do not render the videos of the median and worst test episode (report.md says so)")
@@ -313,11 +321,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_logs(quiet: bool) -> None:
+    """The library's log messages (``logging`` under ``surrogate``) on stderr: warnings always, progress
+    notes unless ``--quiet``."""
+    log = logging.getLogger("surrogate")
+    if not any(getattr(h, "_surrogate_cli", False) for h in log.handlers):
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(message)s"))
+        h._surrogate_cli = True
+        log.addHandler(h)
+    log.setLevel(logging.WARNING if quiet else logging.INFO)
+
+
 def main(argv=None) -> int:
     # Headless rendering (videos, render_mode="rgb_array") without a display: MuJoCo reads this on import.
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("MUJOCO_GL", "egl")
     args = build_parser().parse_args(argv)
+    _show_logs(bool(getattr(args, "quiet", False)))
     try:
         args.func(args)
     except (SurrogateError, FileExistsError, FileNotFoundError) as e:

@@ -4,10 +4,18 @@ Protocol (as in the cube-toss literature): a fixed seeded split holds out ``n_te
 training sets of 8 ... 256 tosses are nested prefixes of the shuffled rest. Every model
 starts from the same first-state estimate (``analytic.initial_free_state``), rolls out the
 whole toss at ``substeps`` MuJoCo steps per frame, and is scored on every tracked frame.
+
+``--test-data`` replaces the test split by one or several capture datasets (``testsets``);
+with several, every row also has metrics per dataset (``per_set``) besides those per object.
+
+The rows follow ``rows`` (predictor -> scorer -> ledger row). Tasks (``parallel``): batches of
+tosses (``predictors.toss_chunks``) for every model's rollouts, and batches of each
+identification generation's candidates.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -15,12 +23,21 @@ import numpy as np
 
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
+from ..errors import ConfigError
+from ..parallel import Executor
 from ..splits import suite_split
-from .analytic import AnalyticParams, TossSet, simulate_tosses
+from .analytic import TossSet
 from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
-from .identify import identify, randomized_ensemble
+from .identify import identify
 from .metrics import box_penetration
-from .predictors import object_scene, surrogate_predict
+from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
+from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
+from .testsets import as_paths, describe, keyed, set_names
+
+logger = logging.getLogger(__name__)
+
+TEXT = {"nominal": "MuJoCo analytic contact with the object's nominal friction and MuJoCo's default solref/solimp, pyramidal cone",
+        "randomized": "ensemble of {n} MuJoCo models randomized around the identified values (friction, solref, solimp width, mass)"}
 
 
 def load_episodes(source: str | Path, *, cache_dir: Path, progress: bool = True):
@@ -45,36 +62,6 @@ def _penetration(pred, ep):
     return box_penetration(pred, geo["half_extents"], ep.environment.height)
 
 
-def _score_all(preds: dict, episodes, cfg) -> list:
-    m = cfg["metrics"]
-    return [score_episode(preds[e.episode_id][: e.num_frames], e, size=e.object.size, horizons=m["horizons_s"],
-                          divergence=m["divergence"], penetration=_penetration(preds[e.episode_id][: e.num_frames], e))
-            for e in episodes]
-
-
-def predict_analytic(params: list[AnalyticParams], episodes, *, substeps: int, init_frames: int) -> list[dict]:
-    """Predictions of each parameter set: a list (per set) of {episode_id: [T, 7]}."""
-    out = [dict() for _ in params]
-    by_obj = {}
-    for e in episodes:
-        by_obj.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
-    for group in by_obj.values():
-        scene = object_scene(group[0], substeps=substeps, mode="analytic")
-        tosses = TossSet.from_episodes(group, substeps=substeps, k=init_frames)
-        pred = simulate_tosses(scene, params, tosses)
-        for p in range(len(params)):
-            for i, e in enumerate(group):
-                out[p][e.episode_id] = pred[p, i, : e.num_frames]
-    return out
-
-
-def _metrics(scores, cfg):
-    h = cfg["metrics"]["horizons_s"]
-    seed = cfg["metrics"].get("bootstrap_seed", 0)
-    return {"overall": aggregate(scores, horizons=h, seed=seed), "per_object": per_object(scores, horizons=h, seed=seed),
-            "per_episode": scores}
-
-
 def ensemble_coverage(member_preds: list[dict], episodes) -> float:
     """Fraction of tracked frames where the true position lies within the ensemble's spread
     (``evaluate.spread_coverage``)."""
@@ -86,112 +73,200 @@ def ensemble_coverage(member_preds: list[dict], episodes) -> float:
     return inside / max(total, 1)
 
 
-def _learned_row(ckpts: dict, test, cfg, *, progress: bool) -> dict:
+def toss_scorer(test: list, cfg: dict, set_of: dict | None = None) -> Scorer:
+    """The scorer of toss predictions {episode id: [T, 7]} on ``test``; ``set_of`` {episode id: test
+    set} adds metrics per test set."""
+    m = cfg["metrics"]
+    h, seed = m["horizons_s"], m.get("bootstrap_seed", 0)
+
+    def score(preds):
+        out = []
+        for e in test:
+            p = preds[e.episode_id][: e.num_frames]
+            s = score_episode(p, e, size=e.object.size, horizons=h, divergence=m["divergence"], penetration=_penetration(p, e))
+            if set_of:
+                s["set"] = set_of[e.episode_id]
+            out.append(s)
+        return out
+
+    def metrics(scores):
+        out = {"overall": aggregate(scores, horizons=h, seed=seed), "per_object": per_object(scores, horizons=h, seed=seed)}
+        if set_of:
+            out["per_set"] = {n: aggregate([s for s in scores if s["set"] == n], horizons=h, seed=seed)
+                              for n in dict.fromkeys(set_of.values())}
+        return {**out, "per_episode": scores}
+
+    def ensemble(member_scores):
+        return [ensemble_mean_score([ms[i] for ms in member_scores]) for i in range(len(test))]
+
+    return Scorer(score, metrics, ensemble, lambda members: ensemble_coverage(members, test))
+
+
+# ----------------------------------------------------------------------------- predictors (tasks)
+
+def _analytic_task(common: dict, item) -> list[dict]:
+    params, chunk = item
+    return predict_analytic(params, chunk, substeps=common["substeps"], init_frames=common["init_frames"],
+                            threads=common["threads"])
+
+
+def simulator(ex: Executor, test: list, sim: dict):
+    """The suite's analytic predictor ``simulate(params_for, name) -> members`` (``rows``), one task per
+    batch of tosses."""
+    chunks = toss_chunks(test)
+    common = {"substeps": sim["substeps"], "init_frames": sim["init_frames"], "threads": ex.threads}
+
+    def simulate(params_for, name):
+        items = [(params_for(c[0]), c) for c in chunks]  # a batch holds one object: its parameters hold for all
+        parts = ex.map(_analytic_task, items, common=common, desc=f"{name} rollouts", unit="batch")
+        members = [dict() for _ in items[0][0]]
+        for part in parts:
+            for k, preds in enumerate(part):
+                members[k].update(preds)
+        return members
+
+    return simulate
+
+
+def _learned_task(common: dict, chunk) -> tuple[dict, dict]:
+    learned, _ = learned_for(common["checkpoint"])
+    return learned.predict(common["checkpoint"], chunk, substeps=common["substeps"], init_frames=common["init_frames"],
+                           progress=False)
+
+
+def learned_predict(ex: Executor, checkpoint, test: list, sim: dict) -> tuple[dict, dict]:
+    """({episode id: [T, 7]}, card) of a learned checkpoint (its card's class picks the predictor)."""
+    learned_for(checkpoint)  # an unknown class fails here, before any task
+    common = {"checkpoint": str(checkpoint), "substeps": sim["substeps"], "init_frames": sim["init_frames"]}
+    parts = ex.map(_learned_task, toss_chunks(test), common=common, desc=f"learned rollouts ({Path(checkpoint).name})",
+                   unit="batch")
+    preds = {}
+    for p, _ in parts:
+        preds.update(p)
+    return preds, parts[0][1]
+
+
+# ----------------------------------------------------------------------------- rows
+
+def _identified(cfg, sp, by_id, *, ex, simulate, scorer, progress):
+    """(identified parameters, their row's fields, a function completing ``by_train_size`` from the
+    row) at the largest training size; identification on each size in ``baselines.identified.sizes``."""
+    ic, sim = cfg["baselines"]["identified"], cfg["simulation"]
+    fits = []
+    for k in [s for s in ic["sizes"] if int(s) in sp["train"]]:
+        ids = sp["train"][int(k)]
+        if len(ids) > ic["max_episodes"]:
+            ids = list(np.random.default_rng(k).choice(ids, ic["max_episodes"], replace=False))
+        train = [by_id[i] for i in ids]
+        scene = object_scene(train[0], substeps=sim["substeps"], mode="analytic")
+        params, info = identify(scene, TossSet.from_episodes(train, substeps=sim["substeps"], k=sim["init_frames"]),
+                                train[0].object.size, cones=tuple(ic["cones"]), maxiter=ic["maxiter"],
+                                popsize=ic["popsize"], seed=int(k), progress=progress, ex=ex)
+        fits.append((k, params, info, len(ids)))
+    if not fits:
+        return None
+    by_size = {str(k): {"params": p.to_json(), "identification": info, "identified_on": n} for k, p, info, n in fits}
+    for k, p, _, _ in fits[:-1]:  # the largest size's figures are its row's
+        by_size[str(k)]["overall"] = scored(scorer, simulate(lambda e, p=p: [p], f"identified on {k}")[0])["overall"]
+    k, params, info, _ = fits[-1]
+
+    def complete(row):
+        by_size[str(k)]["overall"] = row["overall"]
+
+    text = f"MuJoCo analytic contact, friction/solref/solimp and cone identified by differential evolution on {k} training tosses"
+    return params, {"identification": info, "train_size": int(k), "by_train_size": by_size}, text, complete
+
+
+def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
     """A model row of learned checkpoints {train size or "given": path}: scores per size, the verdict's at
     the one given on the command line, else at the largest training size."""
-    sim = cfg["simulation"]
     by_size, main = {}, {}
     for key, path in ckpts.items():
-        p, card = surrogate_predict(path, test, substeps=sim["substeps"], init_frames=sim["init_frames"], progress=progress)
-        scores = _score_all(p, test, cfg)
+        preds, card = learned_predict(ex, path, test, cfg["simulation"])
+        m = scored(scorer, preds)
         # A checkpoint trained on another split may have seen some test episodes: say how many.
         trained_on = {str(i) for i in (card.get("data", {}) or {}).get("train_episodes", [])}
-        overlap = sorted(trained_on & {e.episode_id for e in test})
+        overlap = sorted(k for k, i in trained_ids.items() if i in trained_on)
         if overlap:
-            print(f"warning: checkpoint {path} was trained on {len(overlap)} of the {len(test)} test episodes")
+            logger.warning("checkpoint %s was trained on %d of the %d test episodes", path, len(overlap), len(test))
         # Where the data-efficiency curve puts it: the size it was trained on (the card's count for ``given``).
         size = int(key) if key.isdigit() else (len(trained_on) or None)
         by_size[key] = {"checkpoint": str(path), "train_size": size,
                         "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
-                        "test_episodes_seen_in_training": overlap,
-                        "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
-        main[key] = (path, card, scores)
+                        "test_episodes_seen_in_training": overlap, "overall": m["overall"]}
+        main[key] = (path, card, m)
     key = "given" if "given" in by_size else max(by_size, key=lambda k: int(k) if k.isdigit() else -1)
-    path, card, scores = main[key]
+    path, card, m = main[key]
     structure = (card.get("model", {}).get("class") or "").rsplit(".", 1)[-1]
-    return {"description": f"learned contact inside MuJoCo (hybrid stepper): {structure}",
-            "checkpoint": str(path), "card": {k: card.get(k) for k in ("training", "model")},
-            "test_episodes_seen_in_training": by_size[key]["test_episodes_seen_in_training"],
-            **_metrics(scores, cfg), "by_train_size": by_size}
+    learned, _ = learned_for(path)
+    return {**learned_row(description=learned.description.format(structure=structure), checkpoint=path, card=card,
+                          seen=by_size[key]["test_episodes_seen_in_training"], metrics=m), "by_train_size": by_size}
 
 
-def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True) -> dict:
-    """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
-    t0 = time.time()
-    ds = load_episodes(cfg["data"]["source"], cache_dir=cache_dir, progress=progress)
-    eps, sp = suite_split(ds.episodes, cfg["data"], cfg["data"]["train_sizes"])
-    by_id = {e.episode_id: e for e in eps}
-    test = [by_id[i] for i in sp["test"]]
-    data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
-                 "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root)}
-    if test_data is not None:
-        tds = read_dataset(test_data)
-        test = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
-        data_info["test_data"] = {"name": tds.meta.name, "path": str(tds.root), "episodes": len(test), "hash": dataset_hash(tds.root)}
-    sim = cfg["simulation"]
-    models = {}
-
-    # -- nominal ------------------------------------------------------------------
-    nom = cfg["baselines"]["nominal"]
-    def nominal_for(e):
-        mu = e.object.friction if nom["friction"] == "object" else float(nom["friction"])
-        return AnalyticParams(friction=float(mu if mu is not None else 0.8), solref=tuple(nom["solref"]),
-                              solimp=tuple(nom["solimp"]), cone=nom["cone"])
-    preds = {}
-    for obj in sorted({e.object.name for e in test}):
-        group = [e for e in test if e.object.name == obj]
-        preds.update(predict_analytic([nominal_for(group[0])], group, substeps=sim["substeps"], init_frames=sim["init_frames"])[0])
-    models["analytic_nominal"] = {"description": "MuJoCo analytic contact with the object's nominal friction and MuJoCo's default solref/solimp, pyramidal cone",
-                                  "params": nominal_for(test[0]).to_json(), **_metrics(_score_all(preds, test, cfg), cfg)}
-
-    # -- identified, per training size ------------------------------------------------
-    ident_cfg = cfg["baselines"]["identified"]
-    by_size, best = {}, None
-    for k in [s for s in ident_cfg["sizes"] if int(s) in sp["train"]]:
-        ids = sp["train"][int(k)]
-        if len(ids) > ident_cfg["max_episodes"]:
-            ids = list(np.random.default_rng(k).choice(ids, ident_cfg["max_episodes"], replace=False))
-        train = [by_id[i] for i in ids]
-        scene = object_scene(train[0], substeps=sim["substeps"], mode="analytic")
-        params, info = identify(scene, TossSet.from_episodes(train, substeps=sim["substeps"], k=sim["init_frames"]),
-                                train[0].object.size, cones=tuple(ident_cfg["cones"]), maxiter=ident_cfg["maxiter"],
-                                popsize=ident_cfg["popsize"], seed=int(k), progress=progress)
-        p = predict_analytic([params], test, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]
-        scores = _score_all(p, test, cfg)
-        by_size[str(k)] = {"params": params.to_json(), "identification": info, "identified_on": len(ids),
-                           "overall": aggregate(scores, horizons=cfg["metrics"]["horizons_s"])}
-        best = (k, params, info, scores)
-    if best is not None:
-        k, params, info, scores = best
-        models["analytic_identified"] = {
-            "description": f"MuJoCo analytic contact, friction/solref/solimp and cone identified by differential evolution on {k} training tosses",
-            "params": params.to_json(), "identification": info, "train_size": int(k), **_metrics(scores, cfg),
-            "by_train_size": by_size,
-        }
-
-        # -- randomized ensemble anchored on the identified values ------------------------
-        rcfg = cfg["baselines"]["randomized"]
-        members = randomized_ensemble(params, n=rcfg["n"], seed=rcfg["seed"], ranges=rcfg.get("ranges"))
-        mpreds = predict_analytic(members, test, substeps=sim["substeps"], init_frames=sim["init_frames"])
-        member_scores = [_score_all(mp, test, cfg) for mp in mpreds]
-        # Per episode: the ensemble's expected error (mean over members of each scalar).
-        mean_scores = [ensemble_mean_score([ms[i] for ms in member_scores]) for i in range(len(test))]
-        models["analytic_randomized"] = {
-            "description": f"ensemble of {len(members)} MuJoCo models randomized around the identified values (friction, solref, solimp width, mass)",
-            "ensemble": {"n": len(members), "anchor": "analytic_identified", "members": [m.to_json() for m in members],
-                         "truth_within_spread": ensemble_coverage(mpreds, test)},
-            **_metrics(mean_scores, cfg),
-        }
-
-    # -- surrogate, and further learned rows (e.g. the fitted constant law alone) -------------
+def _learned_rows(cfg, checkpoint, test, *, scorer, ex, trained_ids) -> dict:
+    """The surrogate row (``--checkpoint``, ``surrogate.checkpoints``) and further learned rows (``surrogate.rows``,
+    e.g. the fitted constant law alone)."""
     rows = {"surrogate": {str(k): v for k, v in (cfg.get("surrogate", {}).get("checkpoints") or {}).items()}}
     if checkpoint is not None:
         rows["surrogate"]["given"] = str(checkpoint)
     for name, by_size in (cfg.get("surrogate", {}).get("rows") or {}).items():
         rows[str(name)] = {str(k): v for k, v in (by_size or {}).items()}
-    for name, ckpts in rows.items():
-        if ckpts:
-            models[name] = _learned_row(ckpts, test, cfg, progress=progress)
+    models = {name: _learned(ckpts, test, cfg, scorer=scorer, ex=ex, trained_ids=trained_ids)
+              for name, ckpts in rows.items() if ckpts}
     if not rows["surrogate"]:
-        models["surrogate"] = {"status": "not evaluated", "reason": "no --checkpoint given"}
-    return {"data": data_info, "split": {k: v for k, v in sp.items() if k != "pool"}, "models": models, "wall_s": time.time() - t0}
+        models["surrogate"] = dict(NOT_GIVEN)
+    return models
+
+
+# ----------------------------------------------------------------------------- run
+
+def _test_episodes(cfg, sp, by_id, test_data):
+    """(test episodes, the ledger's ``data.test_data`` or None, {episode key: test set} or None)."""
+    paths = as_paths(test_data)
+    if not paths:
+        return [by_id[i] for i in sp["test"]], None, None
+    test, info, set_of = [], {}, {}
+    for name, path in zip(set_names(paths), paths):
+        tds = read_dataset(path)
+        kept = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
+        if not kept:
+            raise ConfigError(f"no episode of at least data.min_frames={cfg['data'].get('min_frames', 2)} frames",
+                              file=tds.root, key="test_data")
+        if len(paths) > 1:  # ids are unique within a dataset only
+            kept = keyed(kept, name)
+            set_of.update({e.episode_id: name for e in kept})
+        test += kept
+        info[name] = describe(tds, kept)
+    if len(paths) == 1:
+        return test, {k: v for k, v in info["test_data"].items() if k != "objects"}, None
+    return test, info, set_of
+
+
+def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True,
+        ex: Executor | None = None) -> dict:
+    """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
+    t0 = time.time()
+    ex = ex or Executor(progress=progress)
+    ds = load_episodes(cfg["data"]["source"], cache_dir=cache_dir, progress=progress)
+    eps, sp = suite_split(ds.episodes, cfg["data"], cfg["data"]["train_sizes"])
+    by_id = {e.episode_id: e for e in eps}
+    test, test_info, set_of = _test_episodes(cfg, sp, by_id, test_data)
+    data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
+                 "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root)}
+    if test_info is not None:
+        data_info["test_data"] = test_info
+    scorer = toss_scorer(test, cfg, set_of)
+    simulate = simulator(ex, test, cfg["simulation"])
+    ident = _identified(cfg, sp, by_id, ex=ex, simulate=simulate, scorer=scorer, progress=progress)
+    models = analytic_rows(cfg["baselines"], simulate=simulate, scorer=scorer,
+                           text={**TEXT, "identified": ident[2] if ident else ""},
+                           nominal_json=nominal_params(test[0], cfg["baselines"]["nominal"]).to_json(),
+                           identified=ident[:2] if ident else None)
+    if ident:
+        ident[3](models["analytic_identified"])
+    trained_ids = {e.episode_id: e.episode_id.split("/", 1)[-1] if set_of else e.episode_id for e in test}
+    models.update(_learned_rows(cfg, checkpoint, test, scorer=scorer, ex=ex, trained_ids=trained_ids))
+    split = {k: v for k, v in sp.items() if k != "pool"}
+    if set_of:
+        split["sets"] = {n: [k for k, s in set_of.items() if s == n] for n in dict.fromkeys(set_of.values())}
+    return {"data": data_info, "split": split, "models": models, "wall_s": time.time() - t0}

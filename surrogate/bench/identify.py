@@ -126,12 +126,38 @@ def fit_params(evaluate, *, cones=("pyramidal", "elliptic"), fit_mass: bool = Fa
     return best, info
 
 
-def identify(scene, tosses: TossSet, size: float, *, threads: int = 2, **kw) -> tuple[AnalyticParams, dict]:
-    """Fit analytic contact parameters to free-object ``tosses`` (``fit_params`` options in ``kw``)."""
+def _toss_errors_task(common: dict, params: list) -> tuple[np.ndarray, np.ndarray]:
+    """One batch of a generation's candidates on the tosses (a task of ``identify``; ``toss_errors``)."""
+    from ..parallel import task_cache
+    from .predictors import object_scene
 
-    def evaluate(params):
-        pos, rot = toss_errors(simulate_tosses(scene, params, tosses, threads=threads), tosses, size)
-        return loss_of(pos, rot)
+    t = common["tosses"]
+    scene = task_cache(common["token"], common["key"],
+                       lambda: object_scene(t.episodes[0], substeps=t.substeps, mode="analytic"))
+    return toss_errors(simulate_tosses(scene, params, t, threads=common["threads"]), t, common["size"])
+
+
+def identify(scene, tosses: TossSet, size: float, *, threads: int = 2, ex=None, **kw) -> tuple[AnalyticParams, dict]:
+    """Fit analytic contact parameters to free-object ``tosses`` (``fit_params`` options in ``kw``).
+
+    ``ex`` (a ``parallel.Executor``): each generation's candidates are evaluated as ``ex.workers``
+    batches on its backend (a candidate's errors do not depend on its batch); Ray workers rebuild
+    ``scene`` as ``predictors.object_scene(tosses.episodes[0], substeps=tosses.substeps,
+    mode="analytic")``, the scene the suites identify in.
+    """
+    if ex is None or ex.backend == "local":
+        def evaluate(params):
+            pos, rot = toss_errors(simulate_tosses(scene, params, tosses, threads=threads), tosses, size)
+            return loss_of(pos, rot)
+    else:
+        common = {"token": ex.token, "key": ("identify", time.time_ns()), "tosses": tosses, "size": size,
+                  "threads": ex.threads}
+
+        def evaluate(params):
+            n = -(-len(params) // ex.workers)
+            parts = ex.map(_toss_errors_task, [params[i:i + n] for i in range(0, len(params), n)], common=common,
+                           progress=False)
+            return loss_of(np.concatenate([p for p, _ in parts]), np.concatenate([r for _, r in parts]))
 
     params, info = fit_params(evaluate, **kw)
     info["episodes"] = len(tosses.episodes)

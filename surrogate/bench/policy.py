@@ -6,7 +6,8 @@ randomized object poses each (one batched vector env per object), once with MuJo
 contact (nominal parameters, and the identified ones when a ``rig-grasp`` ledger is given) and
 once with the surrogate owning the contacts. Success (lifted and held) and slip rates (among
 lifted) per model and per object go to the ledger; the gap of each to the analytic rows says
-how differently a policy would be judged under learned contact.
+how differently a policy would be judged under learned contact. Tasks (``parallel``): one per
+model and object.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ..config import expand_env
 from ..errors import ConfigError
+from ..parallel import Executor
 from .analytic import AnalyticParams, apply_params
 from .metrics import summarize
+from .rows import NOT_GIVEN
 
 
 def _objects(spec: str):
@@ -55,26 +57,39 @@ def _identified_params(path) -> AnalyticParams | None:
     return AnalyticParams.from_json(m["params"])
 
 
-def _run_model(objs, *, cfg, contact, model=None, params=None, progress=True, label=""):
+def _rollout_task(common: dict, obj) -> dict:
+    """One object's batched rollouts: {"result": ``policies.rollout``'s} or {"skipped": why it cannot be grasped}."""
     from ..envs import GraspVectorEnv
+    from ..model.checkpoint import load_checkpoint
+    from ..parallel import task_cache
     from ..policies import GraspParams, ScriptedGraspPolicy, rollout
     from ..rig.scripts import UngraspableObject
 
-    d = cfg["data"]
+    d, ckpt = common["data"], common["checkpoint"]
+    model = None if ckpt is None else task_cache(common["token"], ("model", ckpt), lambda: load_checkpoint(ckpt)[0])
+    venv = GraspVectorEnv(int(d["poses"]), hand=d["hand"], object=obj, contact=common["contact"], contact_model=model,
+                          max_episode_steps=None)
+    if common["params"] is not None:
+        apply_params(venv.task.model, venv.task.scene, common["params"])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return {"result": rollout(venv, ScriptedGraspPolicy(venv.task, GraspParams()), seed=int(d["seed"]),
+                                      duration=float(d["duration"]))}
+    except UngraspableObject as e:
+        return {"skipped": str(e)}
+
+
+def _run_model(objs, *, cfg, contact, ex, checkpoint=None, params=None, label=""):
+    """One model's rates overall and per object: a task per object (``_rollout_task``)."""
+    common = {"token": ex.token, "data": cfg["data"], "contact": contact, "checkpoint": checkpoint, "params": params}
+    runs = ex.map(_rollout_task, objs, common=common, desc=f"policy rollouts ({label})", unit="object")
     per_obj, results, stats, skipped = {}, [], {"fallbacks": 0, "ood_edges": 0, "contacts": 0}, {}
-    for obj in tqdm(objs, desc=f"policy rollouts ({label})", unit="object", disable=not progress):
-        venv = GraspVectorEnv(int(d["poses"]), hand=d["hand"], object=obj, contact=contact, contact_model=model,
-                              max_episode_steps=None)
-        if params is not None:
-            apply_params(venv.task.model, venv.task.scene, params)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                res = rollout(venv, ScriptedGraspPolicy(venv.task, GraspParams()), seed=int(d["seed"]),
-                              duration=float(d["duration"]))
-        except UngraspableObject as e:
-            skipped[obj.name] = str(e)
+    for obj, run in zip(objs, runs):
+        if "skipped" in run:
+            skipped[obj.name] = run["skipped"]
             continue
+        res = run["result"]
         results.append(res)
         per_obj[obj.name] = _rates([res], cfg.get("bootstrap_seed", 0))
         for k in stats:
@@ -85,31 +100,34 @@ def _run_model(objs, *, cfg, contact, model=None, params=None, progress=True, la
             "skipped_objects": skipped}
 
 
-def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True) -> dict:
+def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True,
+        ex: Executor | None = None) -> dict:
+    """Run the suite: every model's rollouts, one task per object on ``ex``'s backend."""
     t0 = time.time()
-    if test_data is not None:
+    ex = ex or Executor(progress=progress)
+    if test_data:
         raise ConfigError("the policy suite runs the policy in simulation; it takes no --test-data", key="test_data")
     objs = _objects(cfg["data"]["objects"])[: cfg["data"].get("max_objects") or None]
     models = {"analytic_nominal": {"description": "MuJoCo analytic contact, the scene's nominal parameters",
-                                   **_run_model(objs, cfg=cfg, contact="analytic", progress=progress, label="analytic")}}
+                                   **_run_model(objs, cfg=cfg, contact="analytic", ex=ex, label="analytic")}}
     ident = _identified_params(cfg["baselines"].get("identified", {}).get("ledger"))
     if ident is not None:
         models["analytic_identified"] = {"description": "MuJoCo analytic contact with the parameters a rig-grasp run identified",
                                          "params": ident.to_json(),
-                                         **_run_model(objs, cfg=cfg, contact="analytic", params=ident, progress=progress,
-                                                      label="identified")}
+                                         **_run_model(objs, cfg=cfg, contact="analytic", params=ident, ex=ex, label="identified")}
     else:
         models["analytic_identified"] = {"status": "not evaluated",
                                          "reason": "no rig-grasp ledger given (baselines.identified.ledger)"}
+    models["surrogate"] = dict(NOT_GIVEN)
     if checkpoint is not None:
         from ..model.checkpoint import load_checkpoint
 
         net, card = load_checkpoint(checkpoint)
+        ex.share(("model", str(checkpoint)), net)
         models["surrogate"] = {"description": "graph-network contact surrogate inside MuJoCo (hybrid stepper)",
                                "checkpoint": str(checkpoint), "card": {k: card.get(k) for k in ("training", "model")},
-                               **_run_model(objs, cfg=cfg, contact="surrogate", model=net, progress=progress, label="surrogate")}
-    else:
-        models["surrogate"] = {"status": "not evaluated", "reason": "no --checkpoint given"}
+                               **_run_model(objs, cfg=cfg, contact="surrogate", checkpoint=str(checkpoint), ex=ex,
+                                            label="surrogate")}
     return {"data": {"name": str(cfg["data"]["objects"]), "episodes": models["analytic_nominal"]["overall"]["episodes"],
                      "hash": "", "objects": [o.name for o in objs]},
             "models": models, "wall_s": time.time() - t0}

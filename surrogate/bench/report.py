@@ -12,8 +12,11 @@ import numpy as np  # noqa: E402
 
 from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
 from .ledger import metric_words  # noqa: E402
+from .report_tables import (  # noqa: E402
+    divergence_lines, evaluated_models, fmt_rate, fmt_summary, force_lines, outcome_lines, per_object_lines, per_set_lines,
+    scaled, video_lines,
+)
 
-MODEL_ORDER = ["analytic_nominal", "analytic_randomized", "analytic_identified", "surrogate"]
 COLORS = {"analytic_nominal": "#999999", "analytic_randomized": "#6baed6", "analytic_identified": "#08519c", "surrogate": "#d94801"}
 _MORE_COLORS = ["#31a354", "#756bb1", "#e7298a", "#a6761d", "#1b9e77"]  # further learned rows (e.g. law_prior)
 
@@ -23,13 +26,6 @@ def color(name: str) -> str:
     if name in COLORS:
         return COLORS[name]
     return _MORE_COLORS[sum(map(ord, name)) % len(_MORE_COLORS)]
-
-
-def _models(ledger, *, pose: bool = True):
-    """(name, model) of evaluated models in display order; with ``pose`` only those with pose errors."""
-    return [(k, ledger["models"][k]) for k in MODEL_ORDER + sorted(set(ledger["models"]) - set(MODEL_ORDER))
-            if k in ledger["models"] and "overall" in ledger["models"][k]
-            and (not pose or "pos_pct_size" in ledger["models"][k]["overall"])]
 
 
 def _save(fig, path: Path) -> Path:
@@ -62,10 +58,6 @@ def small_suite_line(ledger) -> list[str]:
             f"indicative; the full `{kind}` suite is the benchmark.", ""]
 
 
-def _rate(x):
-    return "—" if x is None else f"{x:.2f}"
-
-
 def plot_attribution(ledger, path: Path) -> Path | None:
     rows = (ledger.get("attribution") or {}).get("rows") or []
     if len(rows) < 2:
@@ -82,26 +74,6 @@ def plot_attribution(ledger, path: Path) -> Path | None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, path)
-
-
-def _fmt(s, digits=1):
-    if not s or s.get("mean") is None:
-        return "—"
-    ci = s.get("mean_ci95")
-    ci_txt = f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
-    return f"{s['mean']:.{digits}f}{ci_txt} / {s['median']:.{digits}f}"
-
-
-def _scaled(s, factor):
-    """A summary with its values (not its count) multiplied by ``factor`` (e.g. m -> mm)."""
-    if not s or s.get("mean") is None:
-        return None
-    out = dict(s)
-    for k in ("mean", "median"):
-        out[k] = s[k] * factor
-    for k in ("mean_ci95", "median_ci95"):
-        out[k] = None if s.get(k) is None else [x * factor for x in s[k]]
-    return out
 
 
 def _errorbar(ax, xs, summaries, *, label, color, offset=0.0):
@@ -127,7 +99,7 @@ def plot_horizons(ledger, path: Path) -> Path | None:
 def horizons_figure(ledger):
     """Error against horizon for every configured horizon (``metrics.horizons_s``), means with
     95 % bootstrap intervals; a horizon no test episode lasts to is marked on the axis (n = 0)."""
-    models = _models(ledger)
+    models = evaluated_models(ledger)
     if not models:
         return None
     cfg_h = [float(h) for h in ((ledger.get("config") or {}).get("metrics") or {}).get("horizons_s") or []]
@@ -185,7 +157,7 @@ def data_efficiency_figure(ledger):
     model with errors per training size (``data_efficiency_points``: the surrogate of
     ``--checkpoint`` at the size it was trained on); drawn when some model has several sizes or
     two models have one."""
-    series = [(name, data_efficiency_points(m)) for name, m in _models(ledger)]
+    series = [(name, data_efficiency_points(m)) for name, m in evaluated_models(ledger)]
     series = [(n, p) for n, p in series if p]
     if not any(len(p) > 1 for _, p in series) and len(series) < 2:
         return None
@@ -206,7 +178,7 @@ def data_efficiency_figure(ledger):
 
 
 def plot_per_object(ledger, path: Path) -> Path | None:
-    models = _models(ledger)
+    models = evaluated_models(ledger)
     objects = sorted({o for _, m in models for o in m.get("per_object", {})})
     if len(objects) < 2:
         return None
@@ -249,8 +221,9 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                      f"{t['baseline_value']:.3f}: **{'met' if t['met'] else 'missed'}**"
                      + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
                      + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
-    lines += _outcome_lines(ledger) + _force_lines(ledger) + _divergence_lines(ledger) + _per_set_lines(ledger)
-    if not _models(ledger):
+    lines += outcome_lines(ledger) + force_lines(ledger) + divergence_lines(ledger) + per_set_lines(ledger)
+    lines += per_object_lines(ledger)
+    if not evaluated_models(ledger):
         lines += _tail_lines(ledger, out, plots)
         path = out / "report.md"
         write_text_atomic(path, "\n".join(lines) + "\n")
@@ -259,11 +232,11 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
               "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked frames.", "",
               "| model | episodes | position, % of size | position, mm | rotation, deg | penetration, mm | first divergence, s | unstable |",
               "|---|---|---|---|---|---|---|---|"]
-    for name, m in _models(ledger):
+    for name, m in evaluated_models(ledger):
         o = m["overall"]
-        lines.append(f"| {name} | {o['episodes']} | {_fmt(o['pos_pct_size'])} | {_fmt(_scaled(o['pos_m'], 1e3))} | "
-                     f"{_fmt(o['rot_deg'])} | {_fmt(_scaled(o.get('penetration_m'), 1e3), 2)} | "
-                     f"{_fmt(o['divergence']['time_s'], 2)} | {_rate(o.get('unstable_rate'))} |")
+        lines.append(f"| {name} | {o['episodes']} | {fmt_summary(o['pos_pct_size'])} | {fmt_summary(scaled(o['pos_m'], 1e3))} | "
+                     f"{fmt_summary(o['rot_deg'])} | {fmt_summary(scaled(o.get('penetration_m'), 1e3), 2)} | "
+                     f"{fmt_summary(o['divergence']['time_s'], 2)} | {fmt_rate(o.get('unstable_rate'))} |")
     not_eval = [(k, v) for k, v in ledger["models"].items() if "overall" not in v]
     for k, v in not_eval:
         lines.append(f"| {k} | — | {v.get('status')}: {v.get('reason')} | | | | |")
@@ -317,85 +290,9 @@ def plot_pad_forces(ledger, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def _force_lines(ledger) -> list[str]:
-    """The pad force error per model, where the suite scores the fingertip sensors."""
-    rows = [(n, m["overall"]["pad_force_weights"]) for n, m in _models(ledger)
-            if (m["overall"].get("pad_force_weights") or {}).get("n")]
-    if not rows:
-        return []
-    thr = (ledger["config"].get("metrics", {}).get("divergence") or {}).get("pad_force_weights", 1.0)
-    lines = ["", "## Pad forces", "",
-             "Error of the sensed pads' force against the recording's fingertip sensors (`observation.wrench`), in object "
-             "weights: per frame the largest pad's |F_pred - F_recorded| / (m g), averaged over the episode; the signal "
-             f"`pad_force` diverges above {thr:g} object weight(s). Analytic forces are MuJoCo's constraint forces on the "
-             "pads, the surrogate's its contact model's.", "",
-             "| model | episodes | pad force error, object weights |", "|---|---|---|"]
-    lines += [f"| {n} | {f['n']} | {_fmt(f, 2)} |" for n, f in rows]
-    return lines
-
-
-def _divergence_lines(ledger) -> list[str]:
-    """Which signal diverged first, per model: how many test episodes each signal was the first to cross its
-    threshold (``never``: none did)."""
-    rows = [(n, m["overall"]["divergence"]) for n, m in _models(ledger) if m["overall"].get("divergence")]
-    signals = sorted({k for _, d in rows for k in d.get("first_signal", {})} - {"never"}) + ["never"]
-    if not rows or signals == ["never"]:
-        return []
-    thr = ledger["config"].get("metrics", {}).get("divergence") or {}
-    lines = ["", "## First divergence", "",
-             "The first signal to cross its threshold in each test episode (" + ", ".join(f"{k} {v:g}" for k, v in thr.items())
-             + "): counts of episodes.", "",
-             "| model | " + " | ".join(signals) + " | median time, s |", "|---|" + "---|" * (len(signals) + 1)]
-    for n, d in rows:
-        fs = d.get("first_signal", {})
-        lines.append(f"| {n} | " + " | ".join(str(fs.get(k, 0)) for k in signals) + f" | {_fmt(d['time_s'], 2)} |")
-    return lines
-
-
-def _outcome_lines(ledger) -> list[str]:
-    """Success / slip rates per model (and of the recordings), where the suite measures them."""
-    rows = [(n, m["overall"]) for n, m in _models(ledger) if m["overall"].get("success_rate") is not None]
-    if not rows:
-        return []
-    lines = ["", "## Grasp outcomes", "",
-             "Success: lifted and still held at the end; slip: among lifted episodes, the object moved or turned in the "
-             "grip beyond the rig's thresholds. Agreement: fraction of episodes whose predicted outcome equals the recorded one.", "",
-             "| model | episodes | success rate | slip rate | success agreement | slip agreement |", "|---|---|---|---|---|---|"]
-    rec = (ledger.get("recorded_outcomes") or {}).get("overall")
-    if rec:
-        lines.append(f"| recorded (rig) | {rec['episodes']} | {_rate(rec['success_rate'])} | {_rate(rec['slip_rate'])} | | |")
-    for n, o in rows:
-        ag = o.get("outcome_agreement") or {}
-        lines.append(f"| {n} | {o['episodes']} | {_rate(o['success_rate'])} | {_rate(o['slip_rate'])} | "
-                     f"{_rate(ag.get('success'))} | {_rate(ag.get('slip'))} |")
-    return lines
-
-
-def _per_set_lines(ledger) -> list[str]:
-    models = [(n, m) for n, m in _models(ledger) if "per_set" in m]
-    if not models:
-        return []
-    acc = (ledger["config"].get("acceptance") or {})
-    h = f"{float(acc.get('horizon_s', 1.0)):g}"
-    sets = list(models[0][1]["per_set"])
-    lines = ["", f"## Per test set (position error, % of object size: mean over the episode / at {h} s after first contact)", "",
-             "| model | " + " | ".join(f"{s} ({models[0][1]['per_set'][s]['episodes']} episodes)" for s in sets) + " |",
-             "|---|" + "---|" * len(sets)]
-    for n, m in models:
-        cells = []
-        for s_ in sets:
-            o = m["per_set"][s_]
-            at = o["horizons"]["pos_pct_size"].get(h) or {}
-            cells.append(f"{_fmt(o['pos_pct_size'])} / {at.get('mean') if at.get('mean') is None else round(at['mean'], 1)}")
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("Acceptance sets: " + ", ".join(ledger["split"].get("target_sets", [])) + ".")
-    return lines
-
-
 def _tail_lines(ledger, out, plots) -> list[str]:
     lines = []
-    pol = [(n, m) for n, m in _models(ledger, pose=False) if "pos_pct_size" not in m["overall"]]
+    pol = [(n, m) for n, m in evaluated_models(ledger, pose=False) if "pos_pct_size" not in m["overall"]]
     if pol:
         lines += ["", "## Policy rollouts", "", "| model | rollouts | success rate [95 % CI] | slip rate (of lifted) | fallbacks |",
                   "|---|---|---|---|---|"]
@@ -403,7 +300,7 @@ def _tail_lines(ledger, out, plots) -> list[str]:
             o = m["overall"]
             ci = o["success"].get("mean_ci95") or [None, None]
             ci_txt = "" if ci[0] is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-            lines.append(f"| {n} | {o['episodes']} | {o['success_rate']:.2f}{ci_txt} | {_rate(o['slip_rate'])} | "
+            lines.append(f"| {n} | {o['episodes']} | {o['success_rate']:.2f}{ci_txt} | {fmt_rate(o['slip_rate'])} | "
                          f"{m.get('stepper', {}).get('fallbacks', 0)} |")
         for k, v in ledger["models"].items():
             if "overall" not in v:
@@ -422,34 +319,11 @@ def _tail_lines(ledger, out, plots) -> list[str]:
             lines.append(f"| {r['variant']} | {r['identified_pos_pct_size']:.1f} | {'—' if at is None else f'{at:.1f}'} | "
                          f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {r.get('identified_unstable', 0)} | "
                          f"{'—' if rr is None else f'{rr:+.0f} %'} |")
-    if _models(ledger) and any(m["overall"].get("unstable_rate") for _, m in _models(ledger)):
+    if evaluated_models(ledger) and any(m["overall"].get("unstable_rate") for _, m in evaluated_models(ledger)):
         lines += ["", "Unstable: fraction of rollouts that blew up or left the scene; their position error counts as "
                   f"{ledger['config'].get('metrics', {}).get('max_error_m')} m from then on."]
-    lines += _video_lines(ledger)
+    lines += video_lines(ledger)
     lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     return lines
 
 
-def _video_lines(ledger) -> list[str]:
-    """Links to the median and worst episode's videos (``video.suite_videos``), or why there are none."""
-    v = ledger.get("videos")
-    if v is None:
-        return []
-    lines = ["", "## Videos", ""]
-    for r in v.get("videos") or []:
-        if ledger["suite"] == "policy":
-            what = (f"rollout of {r['episode'].split('/')[0]} (the object with the {r['which']} success-rate gap, "
-                    f"{r['success_rate_gap']:+.2f}), analytic / surrogate")
-        else:
-            fig = r.get("ledger_pos_pct_size")
-            what = (f"episode `{r['episode']}`, the {r['which']} test episode by {r['ranked_by']} position error "
-                    f"({'—' if fig is None else f'{fig:.1f}'} % of object size), recorded / analytic / surrogate")
-        lines += [f"- **{r['which']}**: [{r['video']}]({r['video']}): {what}; {r['seconds']:.1f} s of video",
-                  "", f"  ![{r['which']} episode]({r['still']})", ""]
-    if v.get("skipped"):
-        lines.append(f"Videos not rendered: {v['skipped']}.")
-    else:
-        lines.append("Each panel: the model's object, its centre-of-mass path (the recorded path in white for reference), "
-                     "the time and its pose error against the recording at that frame; render any episode with "
-                     "`surrogate render --ledger ledger.json --episode ID --out X.mp4`.")
-    return lines

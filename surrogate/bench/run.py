@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..parallel import executor
 from ..paths import cache_dir
 from .ledger import build_ledger, write_ledger
 from .report import write_report
 from ..suites import config_hash, load_suite
+
+logger = logging.getLogger(__name__)
 
 CACHE_DIR = cache_dir()  # imported and generated test sets (see surrogate.paths.cache_dir)
 
@@ -26,6 +30,17 @@ def _runner(kind: str):
     raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy']", key="suite")
 
 
+def _check_checkpoint(kind: str, checkpoint) -> None:
+    """Raise what is wrong with ``checkpoint``: ``cube-real`` asks its card's model class
+    (``predictors.learned_for``); the grasp suites need a contact model for the hybrid stepper."""
+    from .predictors import check_contact_model, learned_for
+
+    if kind == "cube-real":
+        learned_for(checkpoint)[0].check(checkpoint)
+    else:
+        check_contact_model(checkpoint)
+
+
 def suite_display_name(suite) -> str:
     """The name a suite was run under: ``cube-real-small``, or a YAML file's stem."""
     p = Path(str(suite))
@@ -33,17 +48,25 @@ def suite_display_name(suite) -> str:
 
 
 def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(), progress: bool = True,
-              cache_dir: Path = CACHE_DIR, video: bool | None = None) -> dict:
+              cache_dir: Path = CACHE_DIR, video: bool | None = None, backend: str = "local", workers: int | None = None,
+              ray_address: str | None = None) -> dict:
     """Run ``suite``; write ``out/ledger.json``, ``out/report.md``, its plots and the videos of the
     median and worst test episode (``out/videos/``; ``video=False`` or the suite's ``video.enabled:
     false`` skips them, and they are skipped with the reason in the report where rendering is
-    unavailable). Returns the ledger."""
+    unavailable). Returns the ledger.
+
+    ``test_data``: a capture dataset, or several (``testsets``), in place of the suite's test episodes.
+    ``backend``: ``local`` (this process) or ``ray`` (tasks on a local Ray instance of ``workers``
+    CPUs, default the suite's ``workers`` or 2, or on the cluster at ``ray_address``): the same
+    ledger either way (``parallel``)."""
     cfg = load_suite(suite, overrides)
     if checkpoint is not None:  # a bad checkpoint fails now, not after minutes of baseline work
-        from ..model.checkpoint import load_checkpoint
-
-        load_checkpoint(checkpoint)
-    run = _runner(cfg["suite"])(cfg, cache_dir=Path(cache_dir), checkpoint=checkpoint, test_data=test_data, progress=progress)
+        _check_checkpoint(cfg["suite"], checkpoint)
+    workers = int(workers if workers is not None else cfg.get("workers", 2))
+    with executor(backend, workers=workers, address=ray_address, progress=progress) as ex:
+        run = _runner(cfg["suite"])(cfg, cache_dir=Path(cache_dir), checkpoint=checkpoint, test_data=test_data,
+                                    progress=progress, ex=ex)
+        run["execution"] = ex.info()
     ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run,
                           suite_name=suite_display_name(suite))
     out = Path(out)
@@ -53,7 +76,7 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
     from .video import suite_videos
 
     if progress and settings.get("enabled", True):
-        print("rendering videos of the median and worst test episode (--no-video skips)", flush=True)
+        logger.info("rendering videos of the median and worst test episode (--no-video skips)")
     ledger["videos"] = suite_videos(ledger, out, settings=settings)
     write_ledger(ledger, out)
     write_report(ledger, out)

@@ -54,6 +54,7 @@ from ..capture.episode import OPTIONAL_ARRAYS
 from ..capture.validate import validate_episode
 from ..config import apply_overrides
 from ..errors import CaptureError, ConfigError
+from ..parallel import ray_session
 from .recorder import _plain, config_hash, contact_region_seeds, record, recorder_rng, validate_recorder_config
 
 HANDS = ("parallel_jaw", "three_finger")
@@ -301,16 +302,8 @@ def _run_processes(plans, workers, init_args, on_result) -> None:
 
 
 def _run_ray(plans, workers, init_args, on_result) -> None:
-    """Ray: a local instance with ``workers`` CPUs (or the one already initialised)."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("backend 'ray' needs Ray: pip install 'contact-surrogate[ray]' (or use --backend process)",
-                          key="backend") from None
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-    try:
+    """Ray: a local instance with ``workers`` CPUs (or the one already initialised; ``parallel.ray_session``)."""
+    with ray_session(num_cpus=workers, alternative="--backend process") as ray:
         task = ray.remote(num_cpus=1, max_retries=0)(_ray_run_one)
         common = ray.put({"token": f"{time.time_ns()}", "init": init_args})
         refs = {task.remote(common, p): p for p in plans}
@@ -321,9 +314,6 @@ def _run_ray(plans, workers, init_args, on_result) -> None:
                 on_result(ray.get(done[0]))
             except ray.exceptions.RayError as e:  # worker died or the task could not run
                 on_result(_crash(plan, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
-    finally:
-        if started:
-            ray.shutdown()
 
 
 # ----------------------------------------------------------------------------- report

@@ -1,0 +1,154 @@
+"""The report's text tables: models in display order, summaries formatted, one section per table."""
+
+from __future__ import annotations
+
+MODEL_ORDER = ["analytic_nominal", "analytic_randomized", "analytic_identified", "surrogate"]
+
+
+def evaluated_models(ledger, *, pose: bool = True):
+    """(name, model) of evaluated models in display order; with ``pose`` only those with pose errors."""
+    return [(k, ledger["models"][k]) for k in MODEL_ORDER + sorted(set(ledger["models"]) - set(MODEL_ORDER))
+            if k in ledger["models"] and "overall" in ledger["models"][k]
+            and (not pose or "pos_pct_size" in ledger["models"][k]["overall"])]
+
+
+def fmt_rate(x):
+    return "—" if x is None else f"{x:.2f}"
+
+
+def fmt_summary(s, digits=1):
+    if not s or s.get("mean") is None:
+        return "—"
+    ci = s.get("mean_ci95")
+    ci_txt = f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
+    return f"{s['mean']:.{digits}f}{ci_txt} / {s['median']:.{digits}f}"
+
+
+def scaled(s, factor):
+    """A summary with its values (not its count) multiplied by ``factor`` (e.g. m -> mm)."""
+    if not s or s.get("mean") is None:
+        return None
+    out = dict(s)
+    for k in ("mean", "median"):
+        out[k] = s[k] * factor
+    for k in ("mean_ci95", "median_ci95"):
+        out[k] = None if s.get(k) is None else [x * factor for x in s[k]]
+    return out
+
+
+def force_lines(ledger) -> list[str]:
+    """The pad force error per model, where the suite scores the fingertip sensors."""
+    rows = [(n, m["overall"]["pad_force_weights"]) for n, m in evaluated_models(ledger)
+            if (m["overall"].get("pad_force_weights") or {}).get("n")]
+    if not rows:
+        return []
+    thr = (ledger["config"].get("metrics", {}).get("divergence") or {}).get("pad_force_weights", 1.0)
+    lines = ["", "## Pad forces", "",
+             "Error of the sensed pads' force against the recording's fingertip sensors (`observation.wrench`), in object "
+             "weights: per frame the largest pad's |F_pred - F_recorded| / (m g), averaged over the episode; the signal "
+             f"`pad_force` diverges above {thr:g} object weight(s). Analytic forces are MuJoCo's constraint forces on the "
+             "pads, the surrogate's its contact model's.", "",
+             "| model | episodes | pad force error, object weights |", "|---|---|---|"]
+    lines += [f"| {n} | {f['n']} | {fmt_summary(f, 2)} |" for n, f in rows]
+    return lines
+
+
+def divergence_lines(ledger) -> list[str]:
+    """Which signal diverged first, per model: how many test episodes each signal was the first to cross its
+    threshold (``never``: none did)."""
+    rows = [(n, m["overall"]["divergence"]) for n, m in evaluated_models(ledger) if m["overall"].get("divergence")]
+    signals = sorted({k for _, d in rows for k in d.get("first_signal", {})} - {"never"}) + ["never"]
+    if not rows or signals == ["never"]:
+        return []
+    thr = ledger["config"].get("metrics", {}).get("divergence") or {}
+    lines = ["", "## First divergence", "",
+             "The first signal to cross its threshold in each test episode (" + ", ".join(f"{k} {v:g}" for k, v in thr.items())
+             + "): counts of episodes.", "",
+             "| model | " + " | ".join(signals) + " | median time, s |", "|---|" + "---|" * (len(signals) + 1)]
+    for n, d in rows:
+        fs = d.get("first_signal", {})
+        lines.append(f"| {n} | " + " | ".join(str(fs.get(k, 0)) for k in signals) + f" | {fmt_summary(d['time_s'], 2)} |")
+    return lines
+
+
+def outcome_lines(ledger) -> list[str]:
+    """Success / slip rates per model (and of the recordings), where the suite measures them."""
+    rows = [(n, m["overall"]) for n, m in evaluated_models(ledger) if m["overall"].get("success_rate") is not None]
+    if not rows:
+        return []
+    lines = ["", "## Grasp outcomes", "",
+             "Success: lifted and still held at the end; slip: among lifted episodes, the object moved or turned in the "
+             "grip beyond the rig's thresholds. Agreement: fraction of episodes whose predicted outcome equals the recorded one.", "",
+             "| model | episodes | success rate | slip rate | success agreement | slip agreement |", "|---|---|---|---|---|---|"]
+    rec = (ledger.get("recorded_outcomes") or {}).get("overall")
+    if rec:
+        lines.append(f"| recorded (rig) | {rec['episodes']} | {fmt_rate(rec['success_rate'])} | {fmt_rate(rec['slip_rate'])} | | |")
+    for n, o in rows:
+        ag = o.get("outcome_agreement") or {}
+        lines.append(f"| {n} | {o['episodes']} | {fmt_rate(o['success_rate'])} | {fmt_rate(o['slip_rate'])} | "
+                     f"{fmt_rate(ag.get('success'))} | {fmt_rate(ag.get('slip'))} |")
+    return lines
+
+
+def _breakdown(ledger, part: str, title: str) -> list[str]:
+    """A table of each model's ``part`` (``per_set``, ``per_object``): position error, mean over the episode
+    and at the acceptance horizon (1 s without one)."""
+    models = [(n, m) for n, m in evaluated_models(ledger) if len(m.get(part) or {}) > (0 if part == "per_set" else 1)]
+    if not models:
+        return []
+    cfg = ledger["config"]
+    h = f"{float((cfg.get('acceptance') or {}).get('horizon_s', 1.0)):g}"
+    after = "first contact" if (cfg.get("metrics") or {}).get("horizon_origin") == "close" else "the first frame"
+    keys = list(models[0][1][part])
+    lines = ["", f"## {title} (position error, % of object size: mean over the episode / at {h} s after {after})", "",
+             "| model | " + " | ".join(f"{k} ({models[0][1][part][k]['episodes']} episodes)" for k in keys) + " |",
+             "|---|" + "---|" * len(keys)]
+    for n, m in models:
+        cells = []
+        for k in keys:
+            o = m[part].get(k)
+            at = (o or {}).get("horizons", {}).get("pos_pct_size", {}).get(h) or {}
+            cells.append("—" if o is None else
+                         f"{fmt_summary(o['pos_pct_size'])} / {at.get('mean') if at.get('mean') is None else round(at['mean'], 1)}")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def per_set_lines(ledger) -> list[str]:
+    """Per test set (rig-grasp's sets, cube-real's several ``--test-data``)."""
+    lines = _breakdown(ledger, "per_set", "Per test set")
+    target = (ledger.get("split") or {}).get("target_sets")
+    if lines and target:
+        lines += ["", "Acceptance sets: " + ", ".join(target) + "."]
+    return lines
+
+
+def per_object_lines(ledger) -> list[str]:
+    """Per object, where a run has several (rig-grasp: over the acceptance sets)."""
+    target = (ledger.get("split") or {}).get("target_sets")
+    return _breakdown(ledger, "per_object", "Per object" + (" (acceptance sets)" if target else ""))
+
+
+def video_lines(ledger) -> list[str]:
+    """Links to the median and worst episode's videos (``video.suite_videos``), or why there are none."""
+    v = ledger.get("videos")
+    if v is None:
+        return []
+    lines = ["", "## Videos", ""]
+    for r in v.get("videos") or []:
+        if ledger["suite"] == "policy":
+            what = (f"rollout of {r['episode'].split('/')[0]} (the object with the {r['which']} success-rate gap, "
+                    f"{r['success_rate_gap']:+.2f}), analytic / surrogate")
+        else:
+            fig = r.get("ledger_pos_pct_size")
+            what = (f"episode `{r['episode']}`, the {r['which']} test episode by {r['ranked_by']} position error "
+                    f"({'—' if fig is None else f'{fig:.1f}'} % of object size), recorded / analytic / surrogate")
+        lines += [f"- **{r['which']}**: [{r['video']}]({r['video']}): {what}; {r['seconds']:.1f} s of video",
+                  "", f"  ![{r['which']} episode]({r['still']})", ""]
+    if v.get("skipped"):
+        lines.append(f"Videos not rendered: {v['skipped']}.")
+    else:
+        lines.append("Each panel: the model's object, its centre-of-mass path (the recorded path in white for reference), "
+                     "the time and its pose error against the recording at that frame; render any episode with "
+                     "`surrogate render --ledger ledger.json --episode ID --out X.mp4`.")
+    return lines

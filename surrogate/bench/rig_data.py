@@ -1,0 +1,105 @@
+"""The ``rig-grasp`` suite's data: generated test and training sets (cached by content), given test data.
+
+``rig`` (``rig_settings``) says how the rig generates: its config and overrides, the hand, the
+episode duration and the generation backend (``process`` or ``ray``: the same episodes either way).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+from ..capture import read_dataset
+from ..config import expand_env
+from ..errors import ConfigError
+from ..paths import project_root
+from .testsets import as_paths, set_names
+
+logger = logging.getLogger(__name__)
+
+# Bump when the rig's output for the same config and seed changes, so cached test sets are regenerated.
+RIG_FORMAT = 2
+
+
+def rig_settings(cfg: dict, *, backend: str = "process") -> dict:
+    """How this suite's rig generates (``data.rig_config``, ``rig_overrides``, ``hand``, ``duration``)."""
+    d = cfg["data"]
+    return {"config": d.get("rig_config"), "overrides": d.get("rig_overrides", []), "hand": d.get("hand", "parallel_jaw"),
+            "duration": d.get("duration"), "backend": backend}
+
+
+def resolve(path) -> Path:
+    p = Path(expand_env(str(path), key="data"))
+    return p if p.is_absolute() else (project_root() / p)  # the checkout, installed: the current folder
+
+
+def generated_dataset(spec: dict, *, rig: dict, cache_dir: Path, workers: int, progress: bool, label: str) -> Path | str:
+    """A rig-generated capture dataset for ``spec`` ({objects, episodes, seed}), cached by content.
+
+    Returns the dataset folder, or a string saying why the set is unavailable (e.g. a mesh
+    folder that is absent on this machine).
+    """
+    from ..rig.generate import generate, load_config
+    from ..rig.recorder import config_hash as rig_config_hash
+
+    objects = str(spec["objects"])
+    if "/" in objects or "$" in objects:
+        folder = resolve(objects)
+        if not folder.is_dir():
+            return f"object folder {folder} not found"
+        objects = str(folder)
+    cfg = load_config(rig.get("config"), rig.get("overrides", ()))
+    key = {"rig": rig_config_hash(cfg), "objects": objects, "episodes": int(spec["episodes"]), "seed": int(spec["seed"]),
+           "hand": rig["hand"], "duration": rig.get("duration"), "format": RIG_FORMAT}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    out = Path(cache_dir) / f"rig-{label}-{digest}"
+    if not (out / "meta" / "contact.json").exists():
+        generate(cfg, objects=objects, episodes=int(spec["episodes"]), out=out, workers=workers, seed=int(spec["seed"]),
+                 hand=rig["hand"], duration=rig.get("duration"), progress=progress, overwrite=True,
+                 backend=rig.get("backend", "process"))
+    return out
+
+
+def train_dataset(cfg, *, card, rig, cache_dir, workers, progress):
+    """The training captures: the checkpoint's own (if on disk), else ``data.train``."""
+    root = (card or {}).get("data", {}).get("root")
+    if root and (resolve(root) / "meta" / "contact.json").exists():
+        return read_dataset(resolve(root)), [str(i) for i in card["data"].get("train_episodes", [])]
+    spec = cfg["data"]["train"]
+    if isinstance(spec, str):
+        path = resolve(spec)
+        if not (path / "meta" / "contact.json").exists():
+            raise ConfigError(f"training captures {path} not found: generate them with `surrogate rig generate` "
+                              "or give data.train as {objects, episodes, seed}", key="data.train")
+    else:
+        path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label="train")
+        if isinstance(path, str):
+            raise ConfigError(f"training captures unavailable: {path}", key="data.train")
+    return read_dataset(path), []
+
+
+def load_sets(cfg, *, test_data, rig, cache_dir, workers, progress) -> tuple[dict, dict]:
+    """({set name: dataset}, {skipped set: why}): the ``--test-data`` datasets (``testsets.set_names``),
+    else the suite's ``data.test_sets``, generated once into ``cache_dir``."""
+    paths = as_paths(test_data)
+    if paths:
+        return {name: read_dataset(p) for name, p in zip(set_names(paths), paths)}, {}
+    sets, skipped = {}, {}
+    for name, spec in cfg["data"]["test_sets"].items():
+        path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label=name)
+        if isinstance(path, str):
+            skipped[name] = path
+            logger.warning("test set %s skipped: %s", name, path)
+            continue
+        sets[name] = read_dataset(path)
+    return sets, skipped
+
+
+def thresholds(rig) -> dict:
+    """The rig script's outcome thresholds (lift, slip, slip angle): predictions are labelled as recordings."""
+    from ..rig.generate import load_config
+
+    s = load_config(rig.get("config"), rig.get("overrides", ()))["script"]
+    return {k: float(s[k]) for k in ("lift_threshold", "slip_threshold", "slip_angle_threshold")}

@@ -1,0 +1,100 @@
+"""A suite's model rows: predictor -> scorer -> ledger row, the same way in every suite.
+
+The protocol, in plain functions:
+
+- a *predictor* predicts every test episode and returns its *members*: a list of {episode key:
+  prediction}, one member for a single model, K for an ensemble. The analytic rows share one
+  suite function, ``simulate(params_for, name) -> members``, where ``params_for(episode)`` gives the
+  parameter sets (one per member) to simulate that episode with: nominal (the object's nominal
+  friction, MuJoCo's defaults), identified (fitted on training episodes), randomized (an
+  ensemble around the identified values). A learned row's predictor comes from its checkpoint
+  card's model class (``predictors.learned_for`` for tosses; the hybrid stepper's replay in
+  ``rig-grasp``);
+- a suite's ``Scorer`` turns one member's predictions into per-episode scores, reduces an
+  ensemble's member scores to one score per episode, measures how often the truth lies within an
+  ensemble's spread, and aggregates scores into the ledger's metrics;
+- ``analytic_rows`` / ``learned_row`` assemble the ledger rows from those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .analytic import AnalyticParams
+from .identify import randomized_ensemble
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """How a suite scores predictions.
+
+    score: {episode key: prediction} -> per-episode score dicts, in test order.
+    metrics: scores -> {"overall", "per_object", ["per_set"], "per_episode"} of a ledger row.
+    ensemble: [K][N] member scores -> [N] the ensemble's per-episode scores.
+    coverage: [K] member predictions -> fraction of tracked frames with the truth within the spread.
+    """
+
+    score: Callable[[dict], list]
+    metrics: Callable[[list], dict]
+    ensemble: Callable[[list], list]
+    coverage: Callable[[list], float]
+
+
+def nominal_params(ep, nom: dict) -> AnalyticParams:
+    """What a user would enter: ``nom`` (a suite's ``baselines.nominal``), friction ``object`` meaning
+    the episode's nominal object friction (0.8 when the capture has none)."""
+    mu = ep.object.friction if nom["friction"] == "object" else float(nom["friction"])
+    return AnalyticParams(friction=float(mu if mu is not None else 0.8), solref=tuple(nom["solref"]),
+                          solimp=tuple(nom["solimp"]), cone=nom["cone"])
+
+
+def scored(scorer: Scorer, preds: dict) -> dict:
+    """The ledger metrics of one model's predictions {episode key: prediction}."""
+    return scorer.metrics(scorer.score(preds))
+
+
+def ensemble_scored(scorer: Scorer, members: list[dict]) -> dict:
+    """The ledger metrics of an ensemble (its reduced per-episode scores) and its spread coverage."""
+    return {"truth_within_spread": scorer.coverage(members),
+            **scorer.metrics(scorer.ensemble([scorer.score(m) for m in members]))}
+
+
+def analytic_rows(baselines: dict, *, simulate: Callable, scorer: Scorer, text: dict, nominal_json: dict,
+                  identified: tuple | None) -> dict:
+    """The rows ``analytic_nominal``, ``analytic_identified`` and ``analytic_randomized``.
+
+    Args:
+      baselines: the suite's ``baselines`` (``nominal``, ``randomized``: n, seed, ranges).
+      simulate: ``simulate(params_for, name) -> members`` (see the module docstring).
+      text: descriptions {"nominal", "identified", "randomized"} ("{n}": the ensemble size).
+      nominal_json: the nominal row's ``params``.
+      identified: (AnalyticParams, extra fields of the identified row) or None: no identified
+        and no randomized row (nothing to anchor it on).
+    """
+    nom = baselines["nominal"]
+    rows = {"analytic_nominal": {"description": text["nominal"], "params": nominal_json,
+                                 **scored(scorer, simulate(lambda e: [nominal_params(e, nom)], "analytic_nominal")[0])}}
+    if identified is None:
+        return rows
+    params, extra = identified
+    rows["analytic_identified"] = {"description": text["identified"], "params": params.to_json(), **extra,
+                                   **scored(scorer, simulate(lambda e: [params], "analytic_identified")[0])}
+    rc = baselines["randomized"]
+    members = randomized_ensemble(params, n=int(rc["n"]), seed=int(rc.get("seed", 0)), ranges=rc.get("ranges"))
+    m = ensemble_scored(scorer, simulate(lambda e: members, "analytic_randomized"))
+    rows["analytic_randomized"] = {
+        "description": text["randomized"].format(n=len(members)),
+        "ensemble": {"n": len(members), "anchor": "analytic_identified", "members": [p.to_json() for p in members],
+                     "truth_within_spread": m.pop("truth_within_spread")},
+        **m}
+    return rows
+
+
+def learned_row(*, description: str, checkpoint, card: dict, seen: list, metrics: dict, **extra) -> dict:
+    """A learned model's ledger row: what it is, which checkpoint, the test episodes it was trained on."""
+    return {"description": description, "checkpoint": str(checkpoint), "card": {k: card.get(k) for k in ("training", "model")},
+            **extra, "test_episodes_seen_in_training": seen, **metrics}
+
+
+NOT_GIVEN = {"status": "not evaluated", "reason": "no --checkpoint given"}

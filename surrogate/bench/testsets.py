@@ -1,0 +1,47 @@
+"""Test datasets given on the command line (``surrogate bench --test-data A [B ...]``).
+
+One dataset is the set ``test_data`` (as always); several are named after their folders (a
+repeated name gets ``_2``, ``_3``...). Episode ids are unique within a dataset only, so the
+episodes of several sets are scored under ``SET/ID`` keys, as ``rig-grasp`` does for its sets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from ..capture import dataset_hash
+
+SINGLE = "test_data"
+
+
+def as_paths(test_data) -> list[Path]:
+    """``--test-data`` as a list of paths: None -> [], one path -> [it], several -> them."""
+    if test_data is None:
+        return []
+    if isinstance(test_data, (str, Path)):
+        return [Path(test_data)]
+    return [Path(p) for p in test_data]
+
+
+def set_names(paths: list[Path]) -> list[str]:
+    """The set name of each test dataset (see the module docstring)."""
+    if len(paths) == 1:
+        return [SINGLE]
+    names, seen = [], {}
+    for p in paths:
+        base = Path(p).resolve().name or "test_data"
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}_{seen[base]}")
+    return names
+
+
+def keyed(episodes, set_name: str) -> list:
+    """Copies of ``episodes`` whose ``episode_id`` is ``SET/ID`` (the arrays are shared, not copied)."""
+    return [dataclasses.replace(e, episode_id=f"{set_name}/{e.episode_id}") for e in episodes]
+
+
+def describe(ds, episodes) -> dict:
+    """The ledger's entry for one test dataset: where it is, its hash, how many episodes it gave."""
+    return {"name": ds.meta.name, "path": str(ds.root), "episodes": len(episodes), "hash": dataset_hash(ds.root),
+            "objects": sorted({e.object.name for e in episodes})}
