@@ -66,6 +66,7 @@ def _clips_of(ledger: dict, checkpoint):
     for which in WHICH:
         yield which, benchmark_clip(ledger, which=which, checkpoint=checkpoint)
 
+
 def suite_videos(ledger: dict, out_dir, *, checkpoint=None, settings: dict | None = None) -> dict:
     """Videos of the median and the worst test episode of a suite run, for its report.
 

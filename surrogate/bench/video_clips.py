@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..metrics import pose_errors
 from .video_select import dataset_path, find_episode, pick_episode, resolve_checkpoint
 
+
 @dataclass
 class Panel:
     """One trajectory of a clip.
@@ -51,6 +52,7 @@ class Panel:
         x = float(np.mean(self.pos_pct[v]))
         return x if np.isfinite(x) else None  # a rollout that blew up (the ledger caps it at max_error_m)
 
+
 @dataclass
 class Clip:
     """A scene and the trajectories to show in it.
@@ -73,12 +75,14 @@ class Clip:
     title: str
     info: dict = field(default_factory=dict)
 
+
 def _pose_panel(label, kind, pose, ep, scene_qpos0, adr):
     """A panel from a predicted [F, 7] object pose (free-object scene: the rest of qpos fixed)."""
     F = ep.num_frames
     q = np.tile(scene_qpos0, (F, 1))
     q[:, adr:adr + 7] = pose[:F]
     return _qpos_panel(label, kind, q, ep, adr)
+
 
 def _qpos_panel(label, kind, qpos, ep, adr):
     """A panel from [F, nq] scene qpos, with its per-frame pose error against the recording."""
@@ -94,6 +98,7 @@ def _qpos_panel(label, kind, qpos, ep, adr):
               f"episode mean {mean:.1f} % of size, {float(np.mean(p.rot_deg[p.valid])):.1f} deg")
     return p
 
+
 def _analytic_params(ledger: dict, ep, which: str):
     """(AnalyticParams, label) of the analytic panel: the ledger's identified values, else nominal."""
     from .analytic import AnalyticParams
@@ -108,6 +113,7 @@ def _analytic_params(ledger: dict, ep, which: str):
     if nom is None:
         raise ConfigError("the suite config has no baselines.nominal", key="config.baselines.nominal")
     return _nominal(ep, nom), "analytic (nominal)"
+
 
 def benchmark_clip(ledger: dict, *, episode: str | None = None, which: str | None = None, analytic: str = "identified",
                    checkpoint=None, ledger_file: Path | None = None, progress: bool = False) -> Clip:
@@ -155,6 +161,7 @@ def benchmark_clip(ledger: dict, *, episode: str | None = None, which: str | Non
                  "panels": {p.label: p.mean_pos_pct() for p in clip.panels if p.pos_pct is not None}}
     return clip
 
+
 def _toss_clip(ep, params, a_label, ckpt, sim, *, progress) -> Clip:
     from .cube_real import predict_analytic
     from .predictors import object_scene, surrogate_predict
@@ -169,6 +176,7 @@ def _toss_clip(ep, params, a_label, ckpt, sim, *, progress) -> Clip:
         sp, _ = surrogate_predict(ckpt, [ep], substeps=substeps, init_frames=k, progress=progress)
         panels.append(_pose_panel("surrogate", "surrogate", sp[ep.episode_id], ep, q0, adr))
     return Clip(scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
+
 
 def _grasp_clip(ep, meta, params, a_label, ckpt, sim) -> Clip:
     from .replay import prepare_replay, replay_with_model, simulate_replay_qpos
@@ -187,6 +195,7 @@ def _grasp_clip(ep, meta, params, a_label, ckpt, sim) -> Clip:
                                        margin=float((card.get("data") or {}).get("margin_m", margin)))
         panels.append(_qpos_panel("surrogate", "surrogate", q, ep, adr))
     return Clip(r.scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
+
 
 def env_clip(env_id: str = "ContactSurrogate/GripperGrasp-v0", *, checkpoint=None, object="box",
              object_seed: int = 0, seed: int = 0, duration: float = 3.0, contacts=("analytic", "surrogate")) -> Clip:

@@ -28,8 +28,10 @@ REFERENCE_RGBA = (1.0, 1.0, 1.0, 0.55)  # the recorded path drawn in the model p
 
 HEADER_PX = 20  # title strip above the panels
 
+
 class RenderError(SurrogateError):
     """Rendering or video writing is not possible here (no OpenGL context, no MP4 writer)."""
+
 
 def rendering_unavailable() -> str | None:
     """Why videos cannot be rendered here (None when they can): no OpenGL context for
@@ -57,6 +59,7 @@ def rendering_unavailable() -> str | None:
         return f"no MP4 writer ({type(e).__name__}: {e}); reinstall the package's dependencies imageio and imageio-ffmpeg: pip install imageio imageio-ffmpeg"
     return None
 
+
 def _camera(clip: Clip):
     """A fixed free camera framing the first panel's object path and the bodies near the object
     (a hand), seen from above at 30 degrees."""
@@ -82,6 +85,7 @@ def _camera(clip: Clip):
     cam.distance, cam.azimuth, cam.elevation = 1.15 * extent + 2.0 * clip.object_size, 135.0, -25.0
     return cam
 
+
 def _add_trace(scn, points: np.ndarray, rgba, px: float, max_segments: int = 400) -> None:
     """Append the path ``points`` [K, 3] to the renderer's scene as line segments ``px`` pixels
     wide (as many as fit; lines cost a software renderer a fraction of what capsules do)."""
@@ -102,6 +106,7 @@ def _add_trace(scn, points: np.ndarray, rgba, px: float, max_segments: int = 400
         mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_LINE, px, a, b)
         scn.ngeom += 1
 
+
 def _font(px: int):
     from PIL import ImageFont
 
@@ -110,8 +115,10 @@ def _font(px: int):
     except TypeError:  # Pillow < 10.1
         return ImageFont.load_default()
 
+
 def _rgb255(rgba) -> tuple:
     return tuple(int(255 * c) for c in rgba[:3])
+
 
 def _label(img, panel: Panel, f: int, t: float, font, small) -> None:
     """Draw the panel's label, its note, the time and its current error onto ``img`` (PIL)."""
@@ -128,6 +135,7 @@ def _label(img, panel: Panel, f: int, t: float, font, small) -> None:
         ok = panel.valid is None or panel.valid[f]
         line += (f"   error {panel.pos_pct[f]:.1f} % of size, {panel.rot_deg[f]:.1f} deg" if ok else "   (not tracked)")
     d.text((6, img.height - 16), line, fill=(255, 255, 255), font=small, stroke_width=1, stroke_fill=(0, 0, 0))
+
 
 def render_clip(clip: Clip, *, width: int = 320, height: int = 240, fps: float = 30.0, speed: float = 1.0,
                 max_seconds: float | None = None, trace: bool = True) -> np.ndarray:
@@ -187,6 +195,7 @@ def render_clip(clip: Clip, *, width: int = 320, height: int = 240, fps: float =
         renderer.close()
     return out
 
+
 def write_video(frames: np.ndarray, path, *, fps: float = 30.0) -> Path:
     """Write [N, H, W, 3] uint8 frames to ``path`` atomically: ``.mp4`` (H.264, the ``video``
     extra's imageio + ffmpeg) or ``.gif`` (Pillow)."""
@@ -218,6 +227,7 @@ def write_video(frames: np.ndarray, path, *, fps: float = 30.0) -> Path:
             writer.close()
     return path
 
+
 def write_still(frame: np.ndarray, path) -> Path:
     """Write one [H, W, 3] uint8 frame as a PNG (or JPEG) atomically."""
     from PIL import Image
@@ -231,12 +241,14 @@ def write_still(frame: np.ndarray, path) -> Path:
     write_bytes_atomic(path, buf.getvalue())
     return path
 
+
 def still_index(clip: Clip, frames: np.ndarray, *, at: float | None = None, speed: float = 1.0, fps: float = 30.0) -> int:
     """Index of the video frame to keep as a still: at episode time ``at`` s, default the end
     (where the traces are complete)."""
     if at is None:
         return len(frames) - 1
     return int(min(len(frames) - 1, max(0, round(at / speed * fps))))
+
 
 def render_to_files(clip: Clip, out, *, still=None, gif=None, width: int = 320, height: int = 240, fps: float = 30.0,
                     speed: float = 1.0, max_seconds: float | None = None, still_at: float | None = None,

@@ -16,6 +16,7 @@ from ..paths import REPO_ROOT
 
 WHICH = ("median", "worst")
 
+
 def load_ledger(path) -> tuple[dict, Path]:
     """A ledger (``ledger.json`` or the report folder holding it) and its file path."""
     p = Path(path)
@@ -28,6 +29,7 @@ def load_ledger(path) -> tuple[dict, Path]:
     except (OSError, ValueError) as e:
         raise ConfigError(f"not a readable ledger ({e})", file=p) from None
 
+
 def ranking_model(ledger: dict) -> str | None:
     """The model whose per-episode errors pick ``median`` / ``worst``: the surrogate, else the
     identified baseline, else the nominal one (the first evaluated with per-episode pose errors)."""
@@ -36,6 +38,7 @@ def ranking_model(ledger: dict) -> str | None:
         if m.get("per_episode") and "pos_pct_size" in m["per_episode"][0]:
             return name
     return None
+
 
 def ranked_episodes(ledger: dict) -> tuple[str, list[tuple[str, float]]]:
     """(model, [(episode key, mean position error % of size)] sorted by error, ascending).
@@ -53,6 +56,7 @@ def ranked_episodes(ledger: dict) -> tuple[str, list[tuple[str, float]]]:
         rows = [r for r in rows if r["set"] in target] or rows
     pairs = [(str(r["id"]), float(r["pos_pct_size"])) for r in rows if r.get("pos_pct_size") is not None]
     return name, sorted(pairs, key=lambda x: (x[1], x[0]))
+
 
 def pick_episode(ledger: dict, *, episode: str | None = None, which: str | None = None) -> dict:
     """The episode to render: named (``episode``) or ``median`` / ``worst`` by ``ranked_episodes``.
@@ -81,6 +85,7 @@ def pick_episode(ledger: dict, *, episode: str | None = None, which: str | None 
     key = cands[0]
     return {"key": key, "which": None, "model": model, "pos_pct_size": keys.get(key, every[key])}
 
+
 def resolve_checkpoint(path, *, ledger_file: Path | None = None, field_name: str = "models.surrogate.checkpoint") -> Path:
     """A checkpoint folder named in a ledger or on the command line: as given, else under the
     repository (ledgers record the path as it was typed, often relative to the checkout)."""
@@ -90,6 +95,7 @@ def resolve_checkpoint(path, *, ledger_file: Path | None = None, field_name: str
             return cand
     raise ConfigError(f"checkpoint {str(path)!r} not found as given or under {REPO_ROOT} (no card.json); "
                       "pass --checkpoint", file=ledger_file, key=field_name if ledger_file else "checkpoint")
+
 
 def dataset_path(ledger: dict, key: str, ledger_file) -> tuple[Path, str]:
     """(capture dataset holding the episode, its id within it) for a ledger episode key."""
@@ -108,6 +114,7 @@ def dataset_path(ledger: dict, key: str, ledger_file) -> tuple[Path, str]:
         raise ConfigError("the ledger names no dataset path", file=ledger_file, key="data.path")
     return Path(data["path"]), key
 
+
 def find_episode(root: Path, eid: str, ledger_file, field_name: str):
     from ..capture import read_dataset
 
@@ -119,6 +126,7 @@ def find_episode(root: Path, eid: str, ledger_file, field_name: str):
         if str(e.episode_id) == eid:
             return e, ds.meta
     raise CaptureError("no such episode in this dataset (the ledger names it)", file=root, episode=eid, field="episode_id")
+
 
 def suite_ledger(suite: str, *, overrides=(), test_data=None, cache_dir=None, progress: bool = False) -> dict:
     """A minimal ledger for rendering a named episode of a suite without running it: the suite's
@@ -150,6 +158,7 @@ def suite_ledger(suite: str, *, overrides=(), test_data=None, cache_dir=None, pr
         raise ConfigError(f"suite {suite!r} (kind {cfg['suite']!r}) has no recorded episodes; use --env", key="suite")
     return out
 
+
 def suite_episode_key(ledger: dict, episode: str) -> str:
     """The ``SET/ID`` key of a bare ``rig-grasp`` episode id in a ``suite_ledger`` (ids are unique per set only)."""
     sets = ledger.get("sets")
@@ -160,6 +169,7 @@ def suite_episode_key(ledger: dict, episode: str) -> str:
         raise ConfigError(f"episode {episode!r} is {'in several test sets: ' + ', '.join(hits) if hits else 'in no test set'}"
                           f" of suite {ledger.get('suite_name')}; name it SET/ID", key="episode")
     return hits[0]
+
 
 def policy_picks(ledger: dict) -> list[tuple[str, str, float]]:
     """(which, object, success-rate gap surrogate - analytic) of the policy suite's median and worst
