@@ -24,7 +24,7 @@ def asset_from_spec(spec) -> ObjectAsset:
         asset = ObjectAsset.from_pieces(safe_name(spec.name), "box", pieces, source=f"capture:{spec.name}",
                                         mass=float(spec.mass), friction=friction)
     elif kind == "mesh" and str(geo.get("path", "")).lower().endswith(".urdf"):
-        from ..objects.meshes import load_urdf_object
+        from ..objects.urdf import load_urdf_object
 
         # A URDF's collision meshes, origins and scales: the geometry the capture was made with.
         asset = dataclasses.replace(load_urdf_object(geo["path"], friction=friction), name=safe_name(spec.name))
