@@ -43,7 +43,7 @@ import pyarrow as pa
 import yaml
 
 from ..errors import CaptureError, ConfigError
-from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
+from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, hold_last_valid
 from .reader import _read_table
 from .schema import ANGULAR_FRAMES, POSE_NAMES, UNIT_TO_SI
 from .validate import validate_episode, validate_meta
@@ -387,16 +387,6 @@ def _normalize_quaternions(pose: np.ndarray) -> np.ndarray:
     return pose
 
 
-def _hold_last_valid(pose: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Untracked frames hold the last tracked pose (the format's convention; trackers often write NaN)."""
-    if valid.all() or not valid.any():
-        return pose
-    idx = np.where(valid, np.arange(len(valid)), -1)
-    idx = np.maximum.accumulate(idx)
-    idx[idx < 0] = np.flatnonzero(valid)[0]  # before the first tracked frame: the first tracked pose
-    return pose[idx]
-
-
 def _build_episode(ep_index: int, arrays: dict, mapping: dict, scene: dict, tasks: dict) -> Episode:
     kw = {}
     valid = None
@@ -405,7 +395,7 @@ def _build_episode(ep_index: int, arrays: dict, mapping: dict, scene: dict, task
         kw["object_pose_valid"] = valid
     pose = _normalize_quaternions(arrays["object_pose"])
     if valid is not None:
-        pose = _hold_last_valid(pose, valid)
+        pose = hold_last_valid(pose, valid)
     for name in ("object_twist", "joint_pos", "joint_vel", "joint_cmd", "tactile", "contact_regions"):
         if name in arrays:
             kw[name] = arrays[name]

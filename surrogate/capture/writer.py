@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..atomic import atomic_directory, write_json_atomic
+from ..config import plain
 from ..errors import CaptureError, ForeignOutputError
 from .episode import OPTIONAL_ARRAYS, DatasetMeta, Episode
 from .schema import (
@@ -101,20 +102,12 @@ def _quantity(source: str) -> str:
 
 
 def _jsonable(obj, *, episode, field):
-    """``obj`` with numpy scalars/arrays turned into Python values; CaptureError if not JSON-able.
+    """``obj`` as plain JSON types (``surrogate.config.plain``); CaptureError if not JSON-able.
 
     Checked at ``add`` time so that a bad label fails naming its episode, not later in
     ``close`` when the whole dataset is lost.
     """
-    def conv(o):
-        if isinstance(o, dict):
-            return {str(k): conv(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [conv(v) for v in o]
-        if isinstance(o, (np.ndarray, np.generic)):
-            return o.tolist()
-        return o
-    out = conv(obj)
+    out = plain(obj)
     try:
         json.dumps(out, allow_nan=False)
     except (TypeError, ValueError) as e:

@@ -19,9 +19,9 @@ import numpy as np
 from ..atomic import write_bytes_atomic, write_json_atomic
 from ..capture import Environment, Episode, ObjectSpec, Provenance
 from ..capture.episode import OPTIONAL_ARRAYS
+from ..config import plain
 from ..errors import CaptureError, ConfigError
 from .plan import EpisodePlan
-from .recorder import _plain
 
 MANIFEST = "run.json"
 
@@ -54,7 +54,7 @@ def write_shard(path: Path, ep: Episode, *, joint_names, sensor_names, region_se
         "run": run,
     }
     # A 0-d unicode array loads with allow_pickle=False, unlike an object array.
-    arrays["meta"] = np.array(json.dumps(_plain(meta), allow_nan=False))
+    arrays["meta"] = np.array(json.dumps(plain(meta), allow_nan=False))
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     write_bytes_atomic(path, buf.getvalue())

@@ -1,11 +1,11 @@
 """Hybrid stepping: a contact model inside MuJoCo, batched (``stepper``), its graph builder
 (``batch``), contact models and input-range checks (``contact``), the one rollout API with its
-analytic and surrogate backends (``rollout``), whole-toss evaluation (``toss_eval``) and the
+analytic and surrogate backends (``from surrogate.sim.rollout import rollout``; not re-exported here, so
+that ``surrogate.sim.rollout`` stays the module), whole-toss evaluation (``toss_eval``) and the
 differentiable twin (``twin``). The studies that use it (speed, soak) are in ``surrogate.bench``."""
 
 from surrogate.sim.batch import ContactBatch, GraphBuilder
 from surrogate.sim.contact import ContactModel, InputRange, MuJoCoContact, ZeroContact
-from surrogate.sim.rollout import STATE_SPEC, Trajectory, object_states, rollout, states_from_qpos
 from surrogate.sim.stepper import (
     BAD_FORCE_POLICIES,
     CONTACT_MODES,
@@ -17,6 +17,5 @@ from surrogate.sim.stepper import (
 
 __all__ = [
     "BAD_FORCE_POLICIES", "CONTACT_MODES", "ContactBatch", "ContactModel", "GraphBuilder", "InputRange",
-    "MuJoCoContact", "STATE_SPEC", "Stepper", "SurrogateStepError", "SurrogateWarning", "Trajectory", "ZeroContact",
-    "object_states", "rollout", "states_from_qpos", "step",
+    "MuJoCoContact", "Stepper", "SurrogateStepError", "SurrogateWarning", "ZeroContact", "step",
 ]
