@@ -20,10 +20,8 @@ import mujoco
 import numpy as np
 
 from ..estimate import initial_free_state  # noqa: F401  (the one first-state estimate; re-exported)
-from ..scenes import set_contact_mode
+from ..scenes import CONES, set_contact_mode
 from ..sim.rollout import STATE_SPEC, object_states, rollout  # noqa: F401  (STATE_SPEC re-exported)
-
-CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
 
 
 @dataclass
