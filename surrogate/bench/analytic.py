@@ -54,6 +54,15 @@ class AnalyticParams:
                    delay_s=float(d.get("delay_s", 0.0)))
 
 
+def nominal_params(ep, nom: dict) -> AnalyticParams:
+    """The nominal analytic parameters of episode ``ep`` from a suite's ``baselines.nominal`` section:
+    ``friction`` a number or ``object`` (the episode's object friction, 0.8 when it has none), ``solref``,
+    ``solimp``, ``cone``. The one nominal baseline of every suite and of the videos."""
+    mu = ep.object.friction if nom["friction"] == "object" else float(nom["friction"])
+    return AnalyticParams(friction=float(mu if mu is not None else 0.8), solref=tuple(nom["solref"]),
+                          solimp=tuple(nom["solimp"]), cone=nom["cone"])
+
+
 def apply_params(model: mujoco.MjModel, scene, p: AnalyticParams, *, base_mass=None, base_inertia=None) -> mujoco.MjModel:
     """Write ``p`` into ``model`` (in place) for the scene's owned pairs and object; returns it."""
     set_contact_mode(model, scene, "analytic")

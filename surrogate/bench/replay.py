@@ -16,7 +16,7 @@ import numpy as np
 
 from ..model.data import sensor_pads
 from ..scenes import set_grip_force
-from ..scenes.from_capture import scene_for_episode
+from ..scenes.from_capture import recorded_joint_columns, scene_for_episode
 from ..sim.rollout import STATE_SPEC, rollout
 from .analytic import AnalyticParams, models_for
 
@@ -52,15 +52,9 @@ class Replay:
 
 
 def joint_qpos_columns(model, joint_names) -> list[tuple[int, int]]:
-    """(column in the recorded joint arrays, ``qpos`` address) of each recorded joint the model has."""
-    out = []
-    for c, name in enumerate(joint_names):
-        try:
-            j = model.joint(name).id
-        except KeyError:
-            continue
-        out.append((c, int(model.jnt_qposadr[j])))
-    return out
+    """(column in the recorded joint arrays, ``qpos`` address) of each recorded joint the model has
+    (``scenes.from_capture.recorded_joint_columns``)."""
+    return [(c, adr) for c, adr, _ in recorded_joint_columns(model, joint_names)]
 
 
 def _actuated_columns(model, joint_names) -> list[tuple[int, int]]:

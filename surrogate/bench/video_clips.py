@@ -101,8 +101,7 @@ def _qpos_panel(label, kind, qpos, ep, adr):
 
 def _analytic_params(ledger: dict, ep, which: str):
     """(AnalyticParams, label) of the analytic panel: the ledger's identified values, else nominal."""
-    from .analytic import AnalyticParams
-    from .rig_grasp import _nominal
+    from .analytic import AnalyticParams, nominal_params
 
     ident = (ledger.get("models") or {}).get("analytic_identified") or {}
     if which == "identified" and "params" in ident:
@@ -112,7 +111,7 @@ def _analytic_params(ledger: dict, ep, which: str):
     nom = ((ledger.get("config") or {}).get("baselines") or {}).get("nominal")
     if nom is None:
         raise ConfigError("the suite config has no baselines.nominal", key="config.baselines.nominal")
-    return _nominal(ep, nom), "analytic (nominal)"
+    return nominal_params(ep, nom), "analytic (nominal)"
 
 
 def benchmark_clip(ledger: dict, *, episode: str | None = None, which: str | None = None, analytic: str = "identified",

@@ -13,7 +13,7 @@ from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.scenes.hands import BASE_BODY, add_hand
 from surrogate.scenes.object_body import OBJECT_BODY, OBJECT_JOINT, add_object_body, piece_geom_name
-from surrogate.scenes.scene import ANALYTIC_PREFIX, MODES, OWNED_PREFIX, Scene, set_contact_mode
+from surrogate.scenes.scene import ANALYTIC_PREFIX, MODES, OWNED_PREFIX, Scene, pair_keys, set_contact_mode
 
 SETTINGS = ("table", "ground")
 HANDS = ("none", "parallel_jaw", "three_finger")
@@ -204,8 +204,7 @@ def _scene(spec, model, obj, hand_info, *, setting, surface_z, owned_margin, own
            meta) -> Scene:
     """The ``Scene`` of a compiled model, with the sorted geom-pair keys of its owned pairs."""
     pair_ids = np.array([model.pair(n).id for n in owned], dtype=int)
-    g1, g2 = model.pair_geom1[pair_ids], model.pair_geom2[pair_ids]
-    keys = np.minimum(g1, g2) * model.ngeom + np.maximum(g1, g2)
+    keys = pair_keys(model, pair_ids)
     order = np.argsort(keys)
     if len(np.unique(keys)) != len(keys):  # pragma: no cover - names are unique per geom pair
         raise ConfigError("two owned pairs share a geom pair", key="owned_pairs")

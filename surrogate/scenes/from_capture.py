@@ -95,3 +95,16 @@ def place_hand_base(scene, pos) -> None:
     if "hand_base_pos" in scene.meta:
         scene.meta["hand_base_pos"] = [float(v) for v in pos]
         scene.meta["grasp_base_z"] = float(scene.meta["grasp_base_z"] - shift[2])
+
+
+def recorded_joint_columns(model, joint_names) -> list[tuple[int, int, int]]:
+    """(column in the recorded joint arrays, ``qpos`` address, ``qvel`` address) of each recorded joint
+    (``DatasetMeta.joint_names``) the model has; joints the scene lacks are left out."""
+    out = []
+    for c, name in enumerate(joint_names or []):
+        try:
+            j = model.joint(name).id
+        except KeyError:
+            continue
+        out.append((c, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
+    return out

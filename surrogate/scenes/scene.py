@@ -69,6 +69,7 @@ ROLES = ("pad-object", "object-table", "object-ground")
 MODES = ("analytic", "external")
 _FAR = 1e3  # m, the pair margin of external mode is -_FAR
 
+
 @dataclass
 class Scene:
     """A compiled scene and the names a recorder or stepper needs.
@@ -142,6 +143,7 @@ class Scene:
         mujoco.mj_forward(m, d)
         return d
 
+
 def set_contact_mode(model: mujoco.MjModel, scene: Scene, mode: str, *, roles: Sequence[str] | None = None) -> None:
     """Switch owned pairs between MuJoCo's analytic force and none (external).
 
@@ -169,23 +171,38 @@ def set_contact_mode(model: mujoco.MjModel, scene: Scene, mode: str, *, roles: S
     model.pair_margin[ids] = margin
     model.pair_gap[ids] = gap
 
+
 def contact_modes(model: mujoco.MjModel, scene: Scene) -> dict[str, str]:
     """Owned pair name -> its current mode in ``model`` (``analytic`` / ``external``)."""
     margins = model.pair_margin[scene.owned_pair_ids]
     return {n: ("external" if m < 0 else "analytic") for n, m in zip(scene.owned_pairs, margins)}
 
+
+def pair_keys(model: mujoco.MjModel, pair_ids) -> np.ndarray:
+    """[P] the unordered geom-pair key ``min(g1, g2) * ngeom + max(g1, g2)`` of each model pair."""
+    g1, g2 = model.pair_geom1[pair_ids], model.pair_geom2[pair_ids]
+    return np.minimum(g1, g2) * model.ngeom + np.maximum(g1, g2)
+
+
+def match_pair_keys(geom: np.ndarray, ngeom: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which contacts belong to the pairs of the sorted ``keys``: (owned [n] bool, position in ``keys`` [n]).
+
+    ``geom`` [n, 2]: ``data.contact.geom`` of n contacts. The one matching of contacts to owned pairs
+    (scenes, the training graphs, the stepper's batched graphs), by binary search: O(n log P).
+    """
+    if not len(geom) or not len(keys):
+        return np.zeros(len(geom), dtype=bool), np.zeros(len(geom), dtype=int)
+    k = geom.min(axis=1) * ngeom + geom.max(axis=1)
+    pos = np.clip(np.searchsorted(keys, k), 0, len(keys) - 1)
+    # Flex contacts have geom -1 on one side; they never belong to owned pairs.
+    return (geom >= 0).all(axis=1) & (keys[pos] == k), pos
+
+
 def contact_pair_index(model: mujoco.MjModel, data: mujoco.MjData, scene: Scene) -> np.ndarray:
     """[ncon] index into ``scene.owned_pairs`` of each contact in ``data.contact``, -1 if not owned."""
-    n = data.ncon
-    if n == 0:
-        return np.zeros(0, dtype=int)
-    geom = data.contact.geom[:n]
-    # Flex contacts have geom -1 on one side; they never belong to owned pairs.
-    valid = (geom >= 0).all(axis=1)
-    keys = geom.min(axis=1) * model.ngeom + geom.max(axis=1)
-    pos = np.clip(np.searchsorted(scene._keys, keys), 0, len(scene._keys) - 1)
-    hit = valid & (scene._keys[pos] == keys)
+    hit, pos = match_pair_keys(data.contact.geom[:data.ncon], model.ngeom, scene._keys)
     return np.where(hit, scene._key_pair[pos], -1)
+
 
 def owned_contacts(
     model: mujoco.MjModel, data: mujoco.MjData, scene: Scene, *, role: str | None = None
@@ -207,6 +224,7 @@ def owned_contacts(
         pair_role = np.array([scene.pair_roles[n] == role for n in scene.owned_pairs] + [False])
         mask &= pair_role[idx]  # idx -1 reads the trailing False
     return np.flatnonzero(mask)
+
 
 def contact_roles(model: mujoco.MjModel, data: mujoco.MjData, scene: Scene) -> list[str | None]:
     """[ncon] role of each contact in ``data.contact`` (None if not owned)."""
