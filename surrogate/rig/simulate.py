@@ -40,6 +40,7 @@ from surrogate.capture import Environment, ObjectSpec
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.rig.config import recorder_rate_hz, validate_rig_config
+from surrogate.rig.outcomes import hand_object_distance, relative_pose
 from surrogate.rig.physics import RigPhysics
 from surrogate.rig.scripts import GRASP_TYPES, GraspScript, draw_script_values, episode_labels, plan_grasp
 from surrogate.rig.trace import RigTrace
@@ -167,7 +168,6 @@ class _Samples:
         self.rel_pos, self.rel_quat = np.zeros((F, 3)), np.zeros((F, 4))
         self.rel_pad = np.zeros((F, len(self.pad_sites), 3))
         self.points = []
-        self._fromto = np.zeros(6)
 
     def record(self, k: int, patches) -> None:
         phys, m, d = self.phys, self.phys.model, self.phys.data
@@ -182,15 +182,8 @@ class _Samples:
         self.jcmd[k] = self.script.command(self.times[k])
         self.wrench[k] = phys.pad_wrenches(patches)
         self.points.append(phys.contact_points(patches))
-        self.hod[k] = min(mujoco.mj_geomDistance(m, d, g, og, 1.0, self._fromto)
-                          for g in self.hand_geoms for og in phys.scene.object_geom_ids)
-        Rb = d.xmat[base_id].reshape(3, 3)
-        self.rel_pos[k] = Rb.T @ (d.xpos[ob] - d.xpos[base_id])
-        for i, site in enumerate(self.pad_sites):
-            self.rel_pad[k, i] = d.site_xmat[site].reshape(3, 3).T @ (d.xpos[ob] - d.site_xpos[site])
-        qb_inv = np.zeros(4)
-        mujoco.mju_negQuat(qb_inv, d.xquat[base_id])
-        mujoco.mju_mulQuat(self.rel_quat[k], qb_inv, d.xquat[ob])
+        self.hod[k] = hand_object_distance(m, d, self.hand_geoms, phys.scene.object_geom_ids)
+        self.rel_pad[k], self.rel_pos[k], self.rel_quat[k] = relative_pose(d, ob, base_id, self.pad_sites)
 
 
 def _trace(cfg: dict, obj: ObjectAsset, phys: RigPhysics, script: GraspScript, rec: _Samples, script_out: dict, *,
