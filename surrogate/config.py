@@ -1,12 +1,16 @@
-"""YAML configs: loading, ``KEY=VALUE`` overrides with dotted keys, and checked lookups."""
+"""YAML configs: loading, ``KEY=VALUE`` overrides with dotted keys, checked lookups, and the one
+config hash (``config_hash``: the rig's datasets, resume manifests and caches, and the ledgers)."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from .errors import ConfigError
@@ -98,3 +102,24 @@ def expand_env(value: str, *, file=None, key=None) -> str:
         return os.environ[var]
 
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", sub, value)
+
+
+def plain(obj):
+    """``obj`` as plain JSON types: numpy values to Python numbers and lists, tuples to lists, paths to
+    strings, mapping keys to strings (anything else is left as it is)."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return plain(obj.tolist())
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def config_hash(cfg: dict) -> str:
+    """sha256 (hex) of the canonical JSON of a loaded config (``plain``, sorted keys, no spaces, ASCII;
+    an infinite value as JSON's ``Infinity``)."""
+    text = json.dumps(plain(cfg), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -10,9 +10,11 @@ Grasp parameters (``GraspParams``): xy offset of the grasp centre (m), yaw offse
 ``grip`` (closing command 0..1: the jaw's target is blended from open to past-closed, so with
 the servo's stiffness it sets the squeeze up to the hand's force bound), lift speed (m/s).
 
-``rollout`` runs one episode per copy and measures success (lifted above ``lift_threshold``
-and still held at the end) and slip (the object's largest displacement relative to the hand
-base during the hold, > 5 mm, or rotation > 10 deg, as the capture rig labels it).
+``rollout`` runs one episode per copy and labels it with the one outcome definition, the capture
+rig's (``rig.scripts.episode_labels``): lifted (rose above ``lift_threshold``), dropped (lifted, then
+below it or more than 2 cm from the hand at the end), slipped (during the hold, the object moved more
+than 5 mm relative to a pad or turned more than 10 deg relative to the hand); success is lifted and
+not dropped.
 ``cem_grasp`` searches the parameters with the cross-entropy method, one candidate per copy.
 """
 
@@ -21,10 +23,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
 
-from .rig.scripts import plan_grasp
+from .rig.outcomes import hand_object_distance, relative_pose
+from .rig.scripts import episode_labels, plan_grasp
 
 PARAM_NAMES = ("offset_x", "offset_y", "yaw", "grip", "lift_speed")
 PARAM_LOW = np.array([-0.02, -0.02, -0.6, 0.1, 0.02])
@@ -118,24 +120,27 @@ class ScriptedGraspPolicy:
         return self.task.action_from_targets(self.targets(time_s))
 
 
-def _rel_pose(task, d):
-    R = d.xmat[task.base_id].reshape(3, 3)
-    pos = R.T @ (d.xipos[task.ob] - d.xpos[task.base_id])
-    qb, q = np.zeros(4), np.zeros(4)
-    mujoco.mju_negQuat(qb, d.xquat[task.base_id])
-    mujoco.mju_mulQuat(q, qb, d.xquat[task.ob])
-    return pos, q
+def _outcome_frame(task, series: dict, k: int) -> None:
+    """Write frame ``k`` of every copy's outcome series (``rig.outcomes``) from its current state."""
+    for i, d in enumerate(task.datas):
+        series["object_pos"][i, k] = d.xpos[task.ob]
+        series["rel_pad"][i, k], series["rel_pos"][i, k], series["rel_quat"][i, k] = relative_pose(
+            d, task.ob, task.base_id, task.pad_sites)
 
 
 def rollout(venv, policy: ScriptedGraspPolicy, *, seed: int = 0, duration: float = 3.0, record: list | None = None) -> dict:
-    """One episode per copy of a ``GraspVectorEnv`` under ``policy``.
+    """One episode per copy of a ``GraspVectorEnv`` under ``policy``, labelled by the one outcome definition.
 
     ``record``: a list that receives the [N, nq] ``qpos`` of every copy after the reset and after
-    each control step (for videos: ``surrogate.bench.video``); None records nothing.
+    each control step (for videos: ``surrogate.bench.video``); None records nothing. A copy the
+    environment terminates (dropped, off the table) is not stepped further; its frames repeat.
 
     Returns:
-      {"success": [N] bool, "lifted", "dropped", "slipped": [N] bool, "slip_m", "slip_deg",
-       "final_rise_m", "return": [N] float, "stepper": the stepper's stats}.
+      {"success": [N] bool (lifted and not dropped), "lifted", "dropped", "slipped": [N] bool (the
+       rig's ``episode_labels`` over the control steps, hold window from the policy's hold start,
+       thresholds ``lift_threshold`` of the task, ``SLIP_M``, ``SLIP_DEG``), "slip_m", "slip_deg" (the
+       labels' ``max_slip_m`` / ``max_slip_deg``), "final_rise_m", "return": [N] float, "stepper": the
+       stepper's stats}.
     """
     venv.reset(seed=seed)
     task = venv.task
@@ -143,42 +148,42 @@ def rollout(venv, policy: ScriptedGraspPolicy, *, seed: int = 0, duration: float
     policy.reset()
     n = task.num_envs
     steps = int(round(duration / task.control_dt))
-    hold = policy.hold_start
     ret = np.zeros(n)
     done = np.zeros(n, dtype=bool)
-    dropped = np.zeros(n, dtype=bool)
-    ref = [None] * n
-    slip_m, slip_deg = np.zeros(n), np.zeros(n)
     rise = np.zeros(n)
+    S = len(task.pad_sites)
+    series = {"object_pos": np.zeros((n, steps + 1, 3)), "rel_pad": np.zeros((n, steps + 1, S, 3)),
+              "rel_pos": np.zeros((n, steps + 1, 3)), "rel_quat": np.zeros((n, steps + 1, 4))}
+    _outcome_frame(task, series, 0)
     if record is not None:
         record.append(np.stack([d.qpos.copy() for d in task.datas]))
     for k in range(steps):
-        t = k * task.control_dt
-        a = policy(t)
+        a = policy(k * task.control_dt)
         live = np.flatnonzero(~done)
         task.apply_action(a[live], live)
         task.simulate(live)
         r, term, info = task.evaluate(live)
         ret[live] += r
         rise[live] = info["rise"]
-        dropped[live] |= term
         done[live] |= term
-        for j, i in enumerate(live):
-            if t + task.control_dt >= hold[i] and not term[j]:
-                pos, q = _rel_pose(task, task.datas[i])
-                if ref[i] is None:
-                    ref[i] = (pos, q)
-                slip_m[i] = max(slip_m[i], float(np.linalg.norm(pos - ref[i][0])))
-                ang = 2 * math.degrees(math.acos(min(1.0, abs(float(np.dot(q, ref[i][1]))))))
-                slip_deg[i] = max(slip_deg[i], ang)
+        _outcome_frame(task, series, k + 1)
         if record is not None:
             record.append(np.stack([d.qpos.copy() for d in task.datas]))
-    lifted = task.lifted.copy()
-    held = lifted & ~dropped & (rise > task.lift_threshold)
-    slipped = lifted & ((slip_m > SLIP_M) | (slip_deg > SLIP_DEG))
-    return {"success": held, "lifted": lifted, "dropped": dropped | (lifted & ~held), "slipped": slipped,
-            "slip_m": slip_m, "slip_deg": slip_deg, "final_rise_m": rise, "return": ret,
-            "stepper": task.stepper.stats()}
+    times = np.arange(steps + 1) * task.control_dt
+    thresholds = {"lift_threshold": task.lift_threshold, "slip_threshold": SLIP_M,
+                  "slip_angle_threshold": math.radians(SLIP_DEG)}
+    hand_geoms = [task.model.geom(g).id for g in task.scene.hand.hand_geom_names]
+    labels = []
+    for i in range(n):
+        hod = hand_object_distance(task.model, task.datas[i], hand_geoms, task.scene.object_geom_ids)
+        labels.append(episode_labels(times, series["object_pos"][i], series["rel_pad"][i], series["rel_pos"][i],
+                                     series["rel_quat"][i], np.full(steps + 1, hod),
+                                     {"hold": [float(policy.hold_start[i]), math.inf]}, thresholds))
+    col = lambda key, dtype=bool: np.array([lab[key] for lab in labels], dtype=dtype)  # noqa: E731
+    lifted, dropped = col("lifted"), col("dropped")
+    return {"success": lifted & ~dropped, "lifted": lifted, "dropped": dropped, "slipped": col("slipped"),
+            "slip_m": col("max_slip_m", float), "slip_deg": col("max_slip_deg", float), "final_rise_m": rise,
+            "return": ret, "stepper": task.stepper.stats()}
 
 
 def cem_grasp(venv, *, iterations: int = 3, elites: int = 4, seed: int = 0, duration: float = 2.5,

@@ -113,7 +113,7 @@ def rig_captures(out: Path, episodes: int, workers: int) -> dict:
 
     report = generate(None, objects="train", episodes=episodes, out=out / "rig_captures", workers=workers, seed=0,
                       overwrite=True)
-    print(report.summary(rate=False))  # generate printed the rate already
+    print(report.summary())  # with the rate line (generate only logs it)
     s = summarize(out / "rig_captures")
     print(f"{s['episodes']} generated grasp episodes (capture rig, not hardware) at {s['rate_hz']:.0f} Hz; labels: "
           + ", ".join(f"{k} {v}/{s['episodes']}" for k, v in s["labels"].items()))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from .config import apply_overrides, load_yaml, merge
+from .config import config_hash  # noqa: F401  (re-exported: the ledger's config identity)
 from .errors import ConfigError
 from .paths import CONFIG_DIR
 
@@ -40,8 +39,3 @@ def load_suite(name_or_path, overrides=()) -> dict:
     if "suite" not in cfg:
         raise ConfigError("missing", file=path, key="suite")
     return cfg
-
-
-def config_hash(cfg: dict) -> str:
-    """sha256 of the canonical JSON of a config (the ledger's config identity)."""
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()

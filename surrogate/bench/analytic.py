@@ -6,7 +6,9 @@ fixed at MuJoCo's defaults), the friction cone (pyramidal or elliptic), and the 
 (scaling its inertia with it). The same model the surrogate runs in is used, with the owned
 pairs in ``analytic`` mode.
 
-Rollouts of many episodes and many parameter sets go through ``mujoco.rollout`` (C, threaded).
+Rollouts of many episodes and many parameter sets go through the analytic backend of the one
+rollout API (``surrogate.sim.rollout.rollout``: ``mujoco.rollout``, C, threaded), one ``MjModel``
+per parameter set.
 """
 
 from __future__ import annotations
@@ -16,13 +18,10 @@ from dataclasses import asdict, dataclass, field
 
 import mujoco
 import numpy as np
-from mujoco import rollout as mj_rollout
 
 from ..estimate import initial_free_state  # noqa: F401  (the one first-state estimate; re-exported)
-from ..scenes import set_contact_mode
-
-CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
-STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
+from ..scenes import CONES, set_contact_mode
+from ..sim.rollout import STATE_SPEC, object_states, rollout  # noqa: F401  (STATE_SPEC re-exported)
 
 
 @dataclass
@@ -55,6 +54,15 @@ class AnalyticParams:
                    delay_s=float(d.get("delay_s", 0.0)))
 
 
+def nominal_params(ep, nom: dict) -> AnalyticParams:
+    """The nominal analytic parameters of episode ``ep`` from a suite's ``baselines.nominal`` section:
+    ``friction`` a number or ``object`` (the episode's object friction, 0.8 when it has none), ``solref``,
+    ``solimp``, ``cone``. The one nominal baseline of every suite and of the videos."""
+    mu = ep.object.friction if nom["friction"] == "object" else float(nom["friction"])
+    return AnalyticParams(friction=float(mu if mu is not None else 0.8), solref=tuple(nom["solref"]),
+                          solimp=tuple(nom["solimp"]), cone=nom["cone"])
+
+
 def apply_params(model: mujoco.MjModel, scene, p: AnalyticParams, *, base_mass=None, base_inertia=None) -> mujoco.MjModel:
     """Write ``p`` into ``model`` (in place) for the scene's owned pairs and object; returns it."""
     set_contact_mode(model, scene, "analytic")
@@ -83,44 +91,6 @@ def models_for(scene, params: list[AnalyticParams]) -> list[mujoco.MjModel]:
         apply_params(m, scene, p, base_mass=m0, base_inertia=i0)
         out.append(m)
     return out
-
-
-def rollout_free(models: list[mujoco.MjModel], qpos0: np.ndarray, qvel0: np.ndarray, nsteps: int,
-                 *, threads: int = 2) -> np.ndarray:
-    """Roll out a free object from given states.
-
-    Args:
-      models: [B] models (same size signature).
-      qpos0: [B, nq]; qvel0: [B, nv] initial states (object free joint first: the scene has
-        only the object's free joint when there is no hand).
-      nsteps: physics steps.
-    Returns:
-      [B, nsteps + 1, 7] object pose after each step (index 0: the initial state).
-    """
-    m0 = models[0]
-    B = len(models)
-    nstate = mujoco.mj_stateSize(m0, STATE_SPEC)
-    datas = [mujoco.MjData(m0) for _ in range(max(1, threads))]
-    init = np.zeros((B, nstate))
-    d = datas[0]
-    for b in range(B):
-        mujoco.mj_resetData(models[b], d)
-        d.qpos[:] = qpos0[b]
-        d.qvel[:] = qvel0[b]
-        mujoco.mj_getState(models[b], d, init[b], STATE_SPEC)
-    # A zero warm start for every trajectory: otherwise each thread's MjData carries the
-    # solver's warm start from whichever trajectory it ran before, and results depend on
-    # thread scheduling (chaotic tosses amplify the difference).
-    state, _ = mj_rollout.rollout(models, datas, init, nstep=nsteps, initial_warmstart=np.zeros((B, m0.nv)))
-    qpos = state[:, :, 1:1 + 7]  # FULLPHYSICS: time, qpos, qvel, ...
-    first = init[:, None, 1:1 + 7]
-    return np.concatenate([first, qpos], axis=1)
-
-
-def frames_from_steps(traj: np.ndarray, substeps: int, n_frames: int) -> np.ndarray:
-    """[B, nsteps + 1, 7] per step -> [B, n_frames, 7] at the capture frames."""
-    idx = np.arange(n_frames) * substeps
-    return traj[:, idx]
 
 
 @dataclass
@@ -164,10 +134,10 @@ def simulate_tosses(scene, params: list[AnalyticParams], tosses: TossSet, *, thr
         idx = order[start:start + bucket]
         f = int(tosses.n_frames[idx].max())
         batch_models = [models[p] for p in range(P) for _ in idx]
-        qpos0 = np.tile(tosses.qpos0[idx], (P, 1))
-        qvel0 = np.tile(tosses.qvel0[idx], (P, 1))
-        traj = rollout_free(batch_models, qpos0, qvel0, (f - 1) * tosses.substeps, threads=threads)
-        frames = frames_from_steps(traj, tosses.substeps, f).reshape(P, len(idx), f, 7)
+        state0 = np.tile(object_states(scene, tosses.qpos0[idx], tosses.qvel0[idx]), (P, 1))
+        traj = rollout(scene, state0, substeps=tosses.substeps, frames=f, models=batch_models, threads=threads)
+        a = scene.object_qpos_adr
+        frames = traj.qpos[:, :, a:a + 7].reshape(P, len(idx), f, 7)
         out[:, idx, :f] = frames
         out[:, idx, f:] = frames[:, :, -1:]
     return out

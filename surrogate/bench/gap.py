@@ -11,6 +11,7 @@ tuned MuJoCo reproduces the rig as well as a second recording does.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +24,8 @@ from .replay import identify_replays, prepare_replay, replay_errors, simulate_re
 from ..capture import read_dataset
 from ..rig.config import effect_names, load_rig_config, only_effect
 from ..rig.generate import generate
+
+log = logging.getLogger(__name__)
 
 
 def repeatability(a, b) -> tuple[float, float]:
@@ -70,11 +73,9 @@ def study(config=None, *, objects: str = "train", episodes: int = 6, hand: str =
                                         progress=progress, what=f"fit {name}")
         pos, rot = [], []
         for r in replays:
-            p = simulate_replay(r, [params])
-            n = min(p.shape[1], r.episode.num_frames)
-            v = np.ones(n, bool) if r.episode.object_pose_valid is None else r.episode.object_pose_valid[:n].astype(bool)
-            pos.append(float(np.linalg.norm(p[0, :n, :3] - r.episode.object_pose[:n, :3], axis=1)[v].mean()))
-            rot.append(float(replay_errors(p, r.episode)[1][0]))
+            e_pos, e_rot = replay_errors(simulate_replay(r, [params]), r.episode)  # fraction of size, deg
+            pos.append(float(e_pos[0]) * r.episode.object.size)
+            rot.append(float(e_rot[0]))
         row = {
             "variant": name, "episodes": len(replays),
             "residual_pos_mm": 1e3 * float(np.mean(pos)), "residual_rot_deg": float(np.mean(rot)),
@@ -84,7 +85,7 @@ def study(config=None, *, objects: str = "train", episodes: int = 6, hand: str =
         }
         row["ratio_pos"] = row["residual_pos_mm"] / max(row["repeat_pos_mm"], 1e-9)
         rows.append(row)
-        print(format_row(row), flush=True)
+        log.info(format_row(row))
     return {"rows": rows, "settings": {"objects": objects, "episodes": episodes, "hand": hand, "duration_s": duration,
                                        "seed": seed, "maxiter": maxiter, "popsize": popsize, "wall_s": time.time() - t0}}
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from mujoco import rollout as mj_rollout
 
 from ..model.data import sensor_pads
 from ..scenes import set_grip_force
-from ..scenes.from_capture import scene_for_episode
-from .analytic import STATE_SPEC, AnalyticParams, models_for
+from ..scenes.from_capture import recorded_joint_columns, scene_for_episode
+from ..sim.rollout import STATE_SPEC, rollout
+from .analytic import AnalyticParams, models_for
 
 
 @dataclass
@@ -52,15 +52,9 @@ class Replay:
 
 
 def joint_qpos_columns(model, joint_names) -> list[tuple[int, int]]:
-    """(column in the recorded joint arrays, ``qpos`` address) of each recorded joint the model has."""
-    out = []
-    for c, name in enumerate(joint_names):
-        try:
-            j = model.joint(name).id
-        except KeyError:
-            continue
-        out.append((c, int(model.jnt_qposadr[j])))
-    return out
+    """(column in the recorded joint arrays, ``qpos`` address) of each recorded joint the model has
+    (``scenes.from_capture.recorded_joint_columns``)."""
+    return [(c, adr) for c, adr, _ in recorded_joint_columns(model, joint_names)]
 
 
 def _actuated_columns(model, joint_names) -> list[tuple[int, int]]:
@@ -122,15 +116,11 @@ def simulate_replay_states(replay: Replay, params: list[AnalyticParams], *, thre
     if replay.grip_force is not None and replay.scene.hand is not None:
         for m in models:
             set_grip_force(m, replay.scene.hand, replay.grip_force)
-    P = len(models)
     dt = models[0].opt.timestep
-    datas = [mujoco.MjData(models[0]) for _ in range(max(1, threads))]
-    init = np.tile(replay.init_state, (P, 1))
     control = np.stack([delayed_control(replay.control, round(p.delay_s / dt)) for p in params])
-    state, _ = mj_rollout.rollout(models, datas, init, control,
-                                  initial_warmstart=np.zeros((P, models[0].nv)))  # see analytic.rollout_free
-    idx = np.arange(1, replay.n_frames) * replay.substeps - 1
-    return models, np.concatenate([init[:, None], state[:, idx]], axis=1)
+    traj = rollout(replay.scene, np.tile(replay.init_state, (len(models), 1)), control, substeps=replay.substeps,
+                   frames=replay.n_frames, models=models, threads=threads)
+    return models, traj.state
 
 
 def simulate_replay_qpos(replay: Replay, params: list[AnalyticParams], *, threads: int = 2) -> np.ndarray:
@@ -189,26 +179,10 @@ def surrogate_replay_qpos(replay: Replay, stepper, *, forces: bool = False):
     (``Stepper(replay.scene, contact_model)``); the recorded commands act at once, as in the
     nominal analytic replay.
     """
-    from ..sim import step
-
-    m = replay.scene.model
-    d = mujoco.MjData(m)
-    mujoco.mj_setState(m, d, replay.init_state, STATE_SPEC)
-    mujoco.mj_forward(m, d)
-    out = np.zeros((replay.n_frames, m.nq))
-    out[0] = d.qpos
-    pad = np.zeros((replay.n_frames, len(replay.sensors), 3))
-    bodies = [b for _, _, b in replay.sensors]
-    for f in range(1, replay.n_frames):
-        d.ctrl[:] = replay.control[(f - 1) * replay.substeps]  # constant over a frame (zero-order hold)
-        step(m, d, stepper, nstep=replay.substeps)
-        out[f] = d.qpos
-        if forces and bodies:
-            w = stepper.pad_wrenches(bodies)
-            if len(w):
-                for j, (_, site, _) in enumerate(replay.sensors):
-                    pad[f, j] = d.site_xmat[site].reshape(3, 3).T @ w[0, j, :3]
-    return (out, pad) if forces else out
+    sites = [site for _, site, _ in replay.sensors] if forces else None
+    traj = rollout(replay.scene, replay.init_state[None], replay.control, contact=stepper, substeps=replay.substeps,
+                   frames=replay.n_frames, pad_sites=sites)
+    return (traj.qpos[0], traj.pad_force[0]) if forces else traj.qpos[0]
 
 
 def replay_with_model(ep, meta, model, *, substeps: int, margin: float, forces: bool = False):

@@ -13,6 +13,7 @@ listed and skipped. Fallbacks and out-of-training-range inputs are reported, not
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from pathlib import Path
@@ -22,6 +23,8 @@ import numpy as np
 from ..envs.grasp import GraspVectorEnv
 from ..policies import GraspParams, ScriptedGraspPolicy
 from ..rig.scripts import UngraspableObject
+
+log = logging.getLogger(__name__)
 
 
 def soak(checkpoint, objects, *, steps: int = 1000, hand: str = "parallel_jaw", n_envs: int = 2,
@@ -97,6 +100,6 @@ def soak(checkpoint, objects, *, steps: int = 1000, hand: str = "parallel_jaw", 
         if bad.any():
             failures.append(obj.name)
         if progress:
-            print(f"{obj.name}: {row}", flush=True)
+            log.info("%s: %s", obj.name, row)
     return {"ok": not failures, "objects": rows, "failures": failures, "skipped": skipped, "steps": steps,
             "hand": hand, "n_envs": n_envs}

@@ -137,6 +137,18 @@ class Episode:
         return float(self.timestamps[-1] - self.timestamps[0]) if self.num_frames else 0.0
 
 
+def hold_last_valid(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``x`` [T, ...] with untracked frames holding the last tracked value (the format's convention for
+    ``object_pose`` where ``object_pose_valid`` is false; trackers often write NaN there), frames before
+    the first tracked one holding that one; ``x`` itself when every frame, or none, is tracked."""
+    if valid.all() or not valid.any():
+        return x
+    idx = np.where(valid, np.arange(len(valid)), -1)
+    idx = np.maximum.accumulate(idx)
+    idx[idx < 0] = np.flatnonzero(valid)[0]
+    return x[idx]
+
+
 # The optional per-frame arrays, in the order the writer stores them.
 OPTIONAL_ARRAYS = (
     "object_pose_valid", "object_twist", "joint_pos", "joint_vel", "joint_cmd",

@@ -78,6 +78,13 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
             i = int(np.argmax(speed))
             _fail(f"object moves at {speed[i]:.3g} m/s near frame {i}; positions must be in metres", ep, "object_pose", file)
 
+    _check_other_arrays(ep, meta, file)
+    _validate_object(ep, file)
+    _validate_setting(ep, file)
+
+
+def _check_other_arrays(ep: Episode, meta: DatasetMeta | None, file) -> None:
+    """Twist, joints, wrench, tactile, contact regions and truth: shapes, finite values, and agreement with the meta."""
     if ep.object_twist is not None:
         _check_twist(ep, _check_array(ep, "object_twist", ep.object_twist, (6,), file), file)
     J = None
@@ -113,7 +120,9 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             _fail("non-finite values", ep, f"truth.{name}", file)
 
-    _validate_object(ep, file)
+
+def _validate_setting(ep: Episode, file) -> None:
+    """Environment, provenance and grasp type."""
     env = ep.environment
     if env.kind not in ENVIRONMENT_KINDS:
         _fail(f"unknown kind '{env.kind}', allowed: {list(ENVIRONMENT_KINDS)}", ep, "environment.kind", file)

@@ -15,12 +15,11 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..atomic import atomic_directory, write_json_atomic
+from ..config import plain
 from ..errors import CaptureError, ForeignOutputError
-from .episode import OPTIONAL_ARRAYS, DatasetMeta, Episode
-from .schema import (
-    CODEBASE_VERSION, CONTACT_META, ENV_STATE_KEY, FEATURE_KEYS, POSE_NAMES, POSE_UNITS, SCHEMA_NAME,
-    SCHEMA_VERSION, TRUTH_PREFIX, TWIST_NAMES, TWIST_UNITS, WRENCH_NAMES, WRENCH_UNITS,
-)
+from .episode import DatasetMeta, Episode
+from .features import arrow_column, feature_layout, flat, hf_features, is_scalar, quantity
+from .schema import CODEBASE_VERSION, CONTACT_META, SCHEMA_NAME, SCHEMA_VERSION
 from .stats import aggregate_stats, feature_stats
 from .validate import validate_episode, validate_meta
 
@@ -48,112 +47,18 @@ def check_replaceable_dataset(path: str | Path) -> None:
                                  file=path)
 
 
-def _flat(ep: Episode, name: str) -> np.ndarray:
-    """[T, n] float32 view of a per-frame array (wrench [T,S,6] -> [T,6S])."""
-    a = np.asarray(getattr(ep, name))
-    return a.reshape(len(a), -1)
-
-
-def _feature_layout(ep: Episode, meta: DatasetMeta) -> dict:
-    """LeRobot feature key -> (source, dtype, names, units, frame) for the arrays ``ep`` has."""
-    layout = {FEATURE_KEYS["object_pose"]: ("object_pose", "float32", POSE_NAMES, POSE_UNITS, "world"),
-              # the same pose under the key LeRobot's policies read as the environment state
-              ENV_STATE_KEY: ("env_state", "float32", POSE_NAMES, POSE_UNITS, "world")}
-    J = None
-    for name in OPTIONAL_ARRAYS:
-        arr = getattr(ep, name)
-        if arr is None:
-            continue
-        key = FEATURE_KEYS[name]
-        if name == "object_pose_valid":
-            # float32 0/1, not bool: LeRobot's normalizer cannot subtract a mean from a bool tensor
-            layout[key] = (name, "float32", None, ["1"], None)
-        elif name == "object_twist":
-            layout[key] = (name, "float32", TWIST_NAMES, TWIST_UNITS, f"linear: world, angular: {meta.angular_frame}")
-        elif name in ("joint_pos", "joint_vel", "joint_cmd"):
-            J = np.asarray(arr).shape[1]
-            names = list(meta.joint_names) if meta.joint_names else [f"joint{i}" for i in range(J)]
-            unit = {"joint_pos": "rad|m", "joint_vel": "rad/s|m/s", "joint_cmd": "rad|m"}[name]
-            layout[key] = (name, "float32", [f"{n}.{name.split('_')[1]}" for n in names], [unit] * J, "joint")
-        elif name == "wrench":
-            S = np.asarray(arr).shape[1]
-            sensors = list(meta.wrench_sensors) if meta.wrench_sensors else [f"sensor{i}" for i in range(S)]
-            layout[key] = (name, "float32", [f"{s}.{c}" for s in sensors for c in WRENCH_NAMES], WRENCH_UNITS * S, "sensor")
-        elif name == "tactile":
-            K = np.asarray(arr).shape[1]
-            layout[key] = (name, "float32", [f"taxel{i}" for i in range(K)], [meta.tactile_unit or "1"] * K, "sensor")
-        elif name == "contact_regions":
-            R = np.asarray(arr).shape[1]
-            layout[key] = (name, "float32", [f"region{i}" for i in range(R)], ["1"] * R, "object")
-    for tname, arr in ep.truth.items():
-        n = int(np.prod(np.asarray(arr).shape[1:])) if np.asarray(arr).ndim > 1 else 1
-        layout[TRUTH_PREFIX + tname] = (f"truth:{tname}", "float32", [f"{tname}{i}" for i in range(n)], None, "evaluation only")
-    return layout
-
-
-def _quantity(source: str) -> str:
-    """What ``meta/contact.json`` calls the quantity of a feature with layout source ``source``."""
-    if source.startswith("truth:"):
-        return "truth"
-    if source == "env_state":
-        return "object_pose (copy for LeRobot policies; read observation.object_pose)"
-    return source
-
-
 def _jsonable(obj, *, episode, field):
-    """``obj`` with numpy scalars/arrays turned into Python values; CaptureError if not JSON-able.
+    """``obj`` as plain JSON types (``surrogate.config.plain``); CaptureError if not JSON-able.
 
     Checked at ``add`` time so that a bad label fails naming its episode, not later in
     ``close`` when the whole dataset is lost.
     """
-    def conv(o):
-        if isinstance(o, dict):
-            return {str(k): conv(v) for k, v in o.items()}
-        if isinstance(o, (list, tuple)):
-            return [conv(v) for v in o]
-        if isinstance(o, (np.ndarray, np.generic)):
-            return o.tolist()
-        return o
-    out = conv(obj)
+    out = plain(obj)
     try:
         json.dumps(out, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise CaptureError(f"not JSON-serializable ({e})", episode=episode, field=field) from None
     return out
-
-
-def _is_scalar(feature: dict) -> bool:
-    """LeRobot's rule (``get_hf_features_from_features``): a shape-(1,) feature is a scalar ``Value``
-    column, whatever its names; a shape-(k,) feature is a fixed-size list of k (``List``/``Sequence``)."""
-    return list(feature["shape"]) == [1]
-
-
-def _column(values: np.ndarray, dtype: str, feature: dict) -> pa.Array:
-    """One parquet column of a feature.
-
-    Args:
-      values: [T] or [T, n] per-frame values.
-      dtype: ``float32`` (or ``bool`` for LeRobot datasets of schema 1.0 style).
-      feature: its ``info.json`` entry; shape (1,) -> a [T] scalar column, (n,) -> [T] lists of n.
-    """
-    if dtype == "bool":
-        return pa.array(np.asarray(values, dtype=bool).reshape(-1))
-    v = np.ascontiguousarray(values, dtype=np.float32)
-    v = v.reshape(len(v), -1)
-    if _is_scalar(feature):
-        return pa.array(v.reshape(-1))
-    return pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), v.shape[1])
-
-
-def _hf_features(features: dict) -> dict:
-    """The ``huggingface`` schema metadata LeRobot writes for ``features`` (info.json style)."""
-    out = {}
-    for key, f in features.items():
-        if _is_scalar(f):
-            out[key] = {"dtype": f["dtype"], "_type": "Value"}
-        else:
-            out[key] = {"feature": {"dtype": f["dtype"], "_type": "Value"}, "length": f["shape"][0], "_type": "List"}
-    return {"info": {"features": out}}
 
 
 class CaptureWriter:
@@ -202,7 +107,7 @@ class CaptureWriter:
         validate_episode(ep, self.meta)
         if ep.episode_id in self._ids:
             raise CaptureError("duplicate episode id", episode=ep.episode_id, field="episode_id")
-        layout = _feature_layout(ep, self.meta)
+        layout = feature_layout(ep, self.meta)
         truth_shapes = {k: list(np.asarray(v).shape[1:]) for k, v in ep.truth.items()}
         if self._layout is not None:
             self._check_same_features(ep, layout, truth_shapes)
@@ -249,11 +154,11 @@ class CaptureWriter:
                 fields.append(pa.field(key, pa.bool_()))
             elif f["dtype"] == "int64":
                 fields.append(pa.field(key, pa.int64()))
-            elif _is_scalar(f):
+            elif is_scalar(f):
                 fields.append(pa.field(key, pa.float32()))
             else:
                 fields.append(pa.field(key, pa.list_(pa.float32(), f["shape"][0])))
-        meta = {b"huggingface": json.dumps(_hf_features(self._features)).encode()}
+        meta = {b"huggingface": json.dumps(hf_features(self._features)).encode()}
         return pa.schema(fields, metadata=meta)
 
     def _values(self, ep, source):
@@ -264,7 +169,7 @@ class CaptureWriter:
             p = np.asarray(ep.object_pose, dtype=np.float64).copy()
             p[:, 3:] /= np.linalg.norm(p[:, 3:], axis=1, keepdims=True)  # store unit quaternions
             return p
-        return _flat(ep, source)
+        return flat(ep, source)
 
     def _write_frames(self, ep: Episode, obj_json: dict, json_parts: dict):
         T = ep.num_frames
@@ -273,7 +178,7 @@ class CaptureWriter:
         cols, stats = {}, {}
         for key, (source, dtype, _, _, _) in self._layout.items():
             v = self._values(ep, source)
-            cols[key] = _column(v, dtype, self._features[key])
+            cols[key] = arrow_column(v, dtype, self._features[key])
             stats[key] = feature_stats(np.asarray(v, dtype=np.float32 if dtype != "bool" else bool).reshape(T, -1))
         t_rel = np.asarray(ep.timestamps, dtype=np.float64) - float(ep.timestamps[0])
         cols["timestamp"] = pa.array(t_rel.astype(np.float32))
@@ -383,7 +288,7 @@ class CaptureWriter:
             "name": self.meta.name,
             "capture_rate_hz": float(np.median(rates)),
             "features": {
-                key: {"quantity": _quantity(src), "units": units, "frame": frame,
+                key: {"quantity": quantity(src), "units": units, "frame": frame,
                       "evaluation_only": src.startswith("truth:"),
                       # parquet holds truth flattened to [T, n]; this restores [T, ...] on read.
                       **({"shape": self._truth_shapes[src[6:]]} if src.startswith("truth:") else {})}

@@ -26,7 +26,7 @@ import numpy as np
 from ..estimate import initial_free_state
 from ..model import targets as T
 from ..model.data import sensor_pads
-from ..scenes.from_capture import scene_for_episode
+from ..scenes.from_capture import recorded_joint_columns, scene_for_episode
 
 
 @dataclass
@@ -90,13 +90,7 @@ def hand_trajectory(ep, meta, scene, frames: np.ndarray, substeps: int):
     if ep.joint_pos is None or not meta.joint_names:
         return None, None
     m = scene.model
-    cols = []
-    for c, name in enumerate(meta.joint_names):
-        try:
-            j = m.joint(name).id
-        except KeyError:
-            continue
-        cols.append((c, int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])))
+    cols = recorded_joint_columns(m, meta.joint_names)
     f0, f1 = int(frames[0]), int(frames[-1])
     t = ep.timestamps
     steps = (f1 - f0) * substeps

@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from ..capture import read_dataset
 from ..errors import CaptureError
-from ..scenes.from_capture import scene_for_episode
+from ..scenes.from_capture import recorded_joint_columns, scene_for_episode
 from . import targets as T
 from .graph import SceneInfo, graph_from_mjdata
 
@@ -49,18 +49,6 @@ def sensor_pads(scene, meta) -> list[tuple[int, int, int]]:
     return out
 
 
-def _hand_qpos_map(scene, meta):
-    """[(column in joint_pos, qpos address)] for the dataset's named joints present in the scene."""
-    out = []
-    for c, name in enumerate(meta.joint_names or []):
-        try:
-            j = scene.model.joint(name).id
-        except KeyError:
-            continue
-        out.append((c, int(scene.model.jnt_qposadr[j]), int(scene.model.jnt_dofadr[j])))
-    return out
-
-
 def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW, order=T.DEFAULT_ORDER,
                    unroll_frames=0, frame_stride=1, scene=None):
     """Training samples of one episode: a list of graphs (frames with contact candidates) with targets.
@@ -84,7 +72,7 @@ def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW
     if not np.isfinite(W[sm["ok"]]).all():
         raise CaptureError("non-finite inverse-dynamics wrench", episode=ep.episode_id, field="object_pose")
     qa, da = scene.object_qpos_adr, scene.object_dof_adr
-    hand_map = _hand_qpos_map(scene, meta) if ep.joint_pos is not None else []
+    hand_map = recorded_joint_columns(scene.model, meta.joint_names) if ep.joint_pos is not None else []
     sensors = sensor_pads(scene, meta) if ep.wrench is not None else []
     Tn = ep.num_frames
     K = int(unroll_frames)

@@ -20,26 +20,13 @@ import copy
 
 import torch
 
+from ..quat import quat_mul, quat_to_mat
 from .gnn import body_wrenches
 
 
-def quat_mul(a, b):
-    aw, ax, ay, az = a.unbind(-1)
-    bw, bx, by, bz = b.unbind(-1)
-    return torch.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                        aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
-
-
-def quat_to_mat(q):
-    w, x, y, z = q.unbind(-1)
-    return torch.stack([
-        torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        torch.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        torch.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
-
-
 def quat_exp(phi):
+    """Rotation vectors [B, 3] -> unit quaternions, smooth at zero for autograd (the +1e-16 under the root
+    keeps the gradient finite at phi = 0; ``surrogate.quat.quat_exp`` is the numpy one)."""
     ang = torch.sqrt((phi * phi).sum(-1, keepdim=True) + 1e-16)
     return torch.cat([torch.cos(ang / 2), phi * torch.sin(ang / 2) / ang], -1)
 

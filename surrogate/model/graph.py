@@ -52,6 +52,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
+from ..scenes.scene import match_pair_keys
+
 GEOM_TYPES = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "other")
 _MJ_TYPE = {
     int(mujoco.mjtGeom.mjGEOM_PLANE): 0, int(mujoco.mjtGeom.mjGEOM_SPHERE): 1,
@@ -121,9 +123,7 @@ def graph_from_mjdata(model: mujoco.MjModel, data: mujoco.MjData, info: SceneInf
     rows = []
     if n:
         geom = data.contact.geom[:n]
-        keys = geom.min(axis=1) * model.ngeom + geom.max(axis=1)
-        pos = np.clip(np.searchsorted(info.owned_pair_keys, keys), 0, max(len(info.owned_pair_keys) - 1, 0))
-        owned = (geom >= 0).all(axis=1) & (info.owned_pair_keys[pos] == keys) if len(info.owned_pair_keys) else np.zeros(n, bool)
+        owned, _ = match_pair_keys(geom, model.ngeom, info.owned_pair_keys)
         bodies = model.geom_bodyid[np.maximum(geom, 0)]
         for i in np.flatnonzero(owned):
             b1, b2 = bodies[i]

@@ -39,49 +39,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..quat import quat_conj, quat_exp, quat_log, quat_mul, quat_to_mat
+
 DEFAULT_WINDOW = 9
 DEFAULT_ORDER = 3
 
 
-# ---- quaternion helpers (w, x, y, z), numpy ------------------------------------------
-def quat_mul(a, b):
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=-1)
-
-
-def quat_conj(q):
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def quat_log(q):
-    """Rotation vector [.., 3] of unit quaternions (shortest: w >= 0)."""
-    q = np.where(q[..., :1] < 0, -q, q)
-    v = q[..., 1:]
-    s = np.linalg.norm(v, axis=-1, keepdims=True)
-    ang = 2 * np.arctan2(s, q[..., :1])
-    scale = np.where(s > 1e-12, ang / np.maximum(s, 1e-12), 2.0)
-    return v * scale
-
-
-def quat_exp(phi):
-    ang = np.linalg.norm(phi, axis=-1, keepdims=True)
-    half = ang / 2
-    k = np.where(ang > 1e-12, np.sin(half) / np.maximum(ang, 1e-12), 0.5)
-    return np.concatenate([np.cos(half), phi * k], axis=-1)
-
-
-def quat_to_mat(q):
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
-
-
 # ---- smoothing -------------------------------------------------------------------------
+
 def _local_fit(t, y_of, valid, window, order):
     """Per frame i: least-squares polynomial coefficients [T, order+1, D] of y_of(i, idx) vs t - t_i."""
     T = len(t)

@@ -30,7 +30,7 @@ from surrogate.config import expand_env
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.objects.families import FAMILIES, make_object
-from surrogate.objects.meshes import load_object_folder
+from surrogate.objects.folder import load_object_folder
 from surrogate.paths import CONFIG_DIR, shared_data_dir
 
 DEFAULT_CONFIG = CONFIG_DIR / "objects" / "splits.yaml"

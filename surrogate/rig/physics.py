@@ -65,14 +65,13 @@ MuJoCo's own fingertip force/torque sensors also read the rig's contact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mujoco
 import numpy as np
-import trimesh
 
 from surrogate.model.law import point_law, semi_implicit_solve
 from surrogate.objects.asset import ObjectAsset
+from surrogate.rig.geometry import EYE_I, Patch, cross3, hull_planes, penetration_batch, support_points
+from surrogate.rig.geometry import penetration_along  # noqa: F401  (re-exported: tests and effects use it)
 from surrogate.rig.effects import compliant_pads, mass_mismatch, stribeck_friction
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
 from surrogate.rig.effects.friction_map import FrictionField
@@ -83,186 +82,6 @@ from surrogate.scenes.object_body import OBJECT_BODY
 
 _PAD_RADIUS = float(np.hypot(PAD_HALF[1], PAD_HALF[2]))  # m, pad face centre to corner
 _MAX_DEPTH = 2 * PAD_HALF[0]  # m, a pad cell's compression saturates at the pad thickness (5 mm)
-
-
-# ----------------------------------------------------------------------------- geometry
-
-
-def hull_planes(mesh: trimesh.Trimesh) -> tuple[np.ndarray, np.ndarray]:
-    """Face planes of a convex piece: (normals [F, 3] unit, outward; offsets [F]) with ``n . x <= b`` inside.
-
-    Coplanar triangles are merged (a box has 6 planes, not 12).
-    """
-    hull = mesh.convex_hull
-    n = np.asarray(hull.face_normals, dtype=float)
-    b = np.einsum("ij,ij->i", n, np.asarray(hull.triangles)[:, 0, :])
-    key = np.round(np.c_[n, b * 1e3], 6)
-    _, idx = np.unique(key, axis=0, return_index=True)
-    idx = np.sort(idx)
-    return n[idx].copy(), b[idx].copy()
-
-
-def signed_distance(points: np.ndarray, planes) -> np.ndarray:
-    """[n] ``min over pieces of max_i(n_i . x - b_i)``: negative inside the object (a lower bound
-    of the true distance outside, exact depth inside a convex piece)."""
-    out = np.full(len(points), np.inf)
-    for n, b in planes:
-        out = np.minimum(out, (points @ n.T - b).max(axis=1))
-    return out
-
-
-def penetration_along(points: np.ndarray, direction: np.ndarray, planes, *, centre=None,
-                      radius: float | None = None) -> np.ndarray:
-    """[n] depth of each point inside the object, measured along ``-direction`` (0 outside).
-
-    The depth of a point ``x`` inside convex piece ``{n_i . y <= b_i}`` is the
-    distance from ``x`` along ``-direction`` to the piece's boundary:
-    ``min over faces with n_i . (-direction) > 0 of (b_i - n_i . x) / (n_i . (-direction))``;
-    the union of pieces takes the deepest. ``direction`` is the pad normal (from
-    the pad into the object), so this is the compression of a pad cell.
-
-    Args:
-      points: [n, 3] object frame (m).
-      direction: [3] unit, object frame.
-      planes: [(normals [F, 3], offsets [F])] per convex piece.
-      centre, radius: optional culling: all points lie within ``radius`` of ``centre``.
-    """
-    depth = np.zeros(len(points))
-    back = -np.asarray(direction, dtype=float)
-    for n, b in planes:
-        if centre is not None:
-            sc = n @ centre - b
-            if sc.max() > radius:
-                continue  # every point is outside one face of this piece
-            keep = sc > -radius
-            if not keep.any():
-                continue
-            n, b = n[keep], b[keep]
-        s = points @ n.T - b
-        inside = s.max(axis=1) < 0.0
-        if not inside.any():
-            continue
-        proj = n @ back
-        ok = proj > 1e-9
-        if not ok.any():
-            continue
-        t = (-s[inside][:, ok] / proj[ok]).min(axis=1)
-        d = np.zeros(len(points))
-        d[inside] = t
-        depth = np.maximum(depth, d)
-    return depth
-
-
-def penetration_batch(points: np.ndarray, directions: np.ndarray, centres: np.ndarray, planes,
-                      pad_radius: float, max_depth: float) -> np.ndarray:
-    """``penetration_along`` for k pads at once, saturating at ``max_depth``.
-
-    Faces farther than ``pad_radius + max_depth`` from every pad are culled first;
-    that is exact for depths below ``max_depth`` (the exit point of a cell lies
-    within ``pad_radius + depth`` of its pad's centre), and the depth saturates at
-    ``max_depth`` (the rig uses the pad thickness: a pad cannot compress further).
-
-    Args:
-      points: [k, c, 3] pad cells (object frame). directions: [k, 3] pad normals (object frame).
-      centres: [k, 3] pad face centres; every cell of pad i is within ``pad_radius`` of ``centres[i]``.
-      planes: [(normals [F, 3], offsets [F])] per convex piece.
-    Returns:
-      [k, c] depth along the pad normal (0 outside), at most ``max_depth``.
-    """
-    radius = pad_radius + max_depth
-    k, c, _ = points.shape
-    flat = points.reshape(k * c, 3)
-    depth = np.zeros((k, c))
-    for n, b in planes:
-        sc = centres @ n.T - b  # [k, F]
-        pad_ok = sc.max(axis=1) <= radius  # else all of that pad's cells are outside this piece
-        if not pad_ok.any():
-            continue
-        if len(b) > 16:  # cull faces farther than the pad radius from every pad
-            keep = ((sc > -radius) & pad_ok[:, None]).any(axis=0)
-            n, b = n[keep], b[keep]
-        s = (flat @ n.T - b).reshape(k, c, len(b))
-        inside = (s.max(axis=2) < 0.0) & pad_ok[:, None]
-        if not inside.any():
-            continue
-        proj = -(directions @ n.T)  # [k, F]
-        ok = proj > 1e-9
-        t = np.where(ok[:, None, :], -s / np.where(ok, proj, 1.0)[:, None, :], np.inf).min(axis=2)
-        depth = np.maximum(depth, np.where(inside, np.minimum(t, max_depth), 0.0))
-    return depth
-
-
-def support_points(obj: ObjectAsset, samples_per_piece: int) -> np.ndarray:
-    """[n, 3] object-frame points that can touch the table: hull vertices and even surface samples."""
-    pts = []
-    for i, piece in enumerate(obj.pieces):
-        hull = piece.convex_hull
-        pts.append(np.asarray(hull.vertices, dtype=float))
-        if samples_per_piece > 0:
-            s, _ = trimesh.sample.sample_surface_even(hull, samples_per_piece, seed=1234 + i)
-            pts.append(np.asarray(s, dtype=float))
-    return np.unique(np.round(np.concatenate(pts), 9), axis=0)
-
-
-def _skew3(v) -> np.ndarray:
-    """[3] -> [3, 3] cross-product matrix ([v]x u = v x u)."""
-    x, y, z = float(v[0]), float(v[1]), float(v[2])
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-
-
-_EYE_I = np.arange(3)
-
-
-def _cross3(a, b) -> np.ndarray:
-    """a x b for two 3-vectors (np.cross is slow on tiny arrays)."""
-    a0, a1, a2 = float(a[0]), float(a[1]), float(a[2])
-    b0, b1, b2 = float(b[0]), float(b[1]), float(b[2])
-    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-
-
-# ----------------------------------------------------------------------------- contact state
-
-
-@dataclass
-class Patch:
-    """One contact patch of the last step (world frame).
-
-    Attributes:
-      role: ``pad`` or ``table``.
-      index: pad index in ``hand.pad_geom_names`` (-1 for the table).
-      centre: [3] m, the reference point of the patch wrench.
-      force, torque: [3] N, N m: wrench on the object about ``centre``.
-      points: [n, 3] m object-frame surface points in contact.
-      point_forces: [n, 3] N per point on the object (world frame; computed on first access).
-    """
-
-    role: str
-    index: int
-    centre: np.ndarray
-    force: np.ndarray
-    torque: np.ndarray
-    all_points: np.ndarray
-    _point_forces: np.ndarray | None = None
-    _lazy: tuple | None = None
-
-    def _forces_all(self) -> np.ndarray:
-        if self._point_forces is None:
-            xi, r, f0, a, b, n, active = self._lazy
-            v = xi[:3] + r @ _skew3(xi[3:]).T  # end-of-step relative velocity per point
-            vn = v @ n
-            f = f0[:, None] * n - a[:, None] * v - (b * vn)[:, None] * n
-            self._point_forces = f[active]
-            self._active = active
-        return self._point_forces
-
-    @property
-    def point_forces(self) -> np.ndarray:
-        return self._forces_all()
-
-    @property
-    def points(self) -> np.ndarray:
-        self._forces_all()
-        return self.all_points[self._active]
 
 
 class RigPhysics:
@@ -419,32 +238,45 @@ class RigPhysics:
                  self.support[act]]]
 
     def _contact_forces(self, *, apply: bool) -> list[Patch]:
+        """This step's contact patches, their wrenches solved semi-implicitly (module docstring); with
+        ``apply`` added to ``xfrc_applied`` (on the object, and equal and opposite on the pad)."""
         m, d = self.model, self.data
         cands = self._pad_candidates() + self._table_candidates()
         if not cands:
             return []
-        dt, ob = self.dt, self.ob
+        dt = self.dt
         # Smooth (contact-free) acceleration of this step, for the end-of-step velocity prediction.
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-
-        # All patches' points in one batch; g = patch of each point.
+        bt = _point_batch(cands)
+        J = self._patch_jacobians(cands, bt["centres"])
+        xi_all = J @ d.qvel
+        xi_free = xi_all + dt * (J @ d.qacc_smooth)
+        K, w0, lazy = self._linearized_law(bt, xi_all)
+        X = np.zeros_like(J)
+        mujoco.mj_solveM(m, d, X, J)
+        W = J @ X.T
         P = len(cands)
-        counts = [len(c[5]) for c in cands]
-        N = sum(counts)
-        g = np.repeat(np.arange(P), counts)
-        pts = np.concatenate([c[3] for c in cands])
-        depth = np.concatenate([c[5] for c in cands])
-        surf = np.concatenate([c[7] for c in cands])
-        normals = np.array([c[4] for c in cands])  # [P, 3]
-        law = np.array([c[6] for c in cands])[g]  # [N, 3]: k, p, c
-        G = np.zeros((P, N))
-        G[g, np.arange(N)] = 1.0
-        centres = (G @ pts) / np.array(counts, dtype=float)[:, None]
+        w = semi_implicit_solve(K, W, w0.ravel(), xi_free, dt).reshape(P, 6)
+        xi_new = (xi_free + dt * W @ w.ravel()).reshape(P, 6)
+        r, f0, a, b, active = lazy
+        patches = []
+        lo = 0
+        for p, cand in enumerate(cands):
+            sl = slice(lo, lo + bt["counts"][p])
+            lo += bt["counts"][p]
+            patches.append(Patch(cand[0], cand[1], bt["centres"][p], w[p, :3], w[p, 3:], bt["surf"][sl], None,
+                                 _lazy=(xi_new[p], r[sl], f0[sl], a[sl], b[sl], bt["normals"][p], active[sl])))
+            if apply:
+                self._apply_wrench(cand[2], bt["centres"][p], w[p])
+        return patches
 
-        J = np.zeros((6 * P, m.nv))
-        for p in range(P):
-            mujoco.mj_jac(m, d, self._jacp, self._jacr, centres[p], ob)
+    def _patch_jacobians(self, cands, centres: np.ndarray) -> np.ndarray:
+        """[6 P, nv] each patch's Jacobian at its centre: the object's minus the pad's (the table is fixed)."""
+        m, d = self.model, self.data
+        J = np.zeros((6 * len(cands), m.nv))
+        for p in range(len(cands)):
+            mujoco.mj_jac(m, d, self._jacp, self._jacr, centres[p], self.ob)
             J[6 * p:6 * p + 3] = self._jacp
             J[6 * p + 3:6 * p + 6] = self._jacr
             body = cands[p][2]
@@ -452,59 +284,51 @@ class RigPhysics:
                 mujoco.mj_jac(m, d, self._jacp, self._jacr, centres[p], body)
                 J[6 * p:6 * p + 3] -= self._jacp
                 J[6 * p + 3:6 * p + 6] -= self._jacr
-        xi_all = J @ d.qvel
-        xi_free = xi_all + dt * (J @ d.qacc_smooth)
+        return J
 
+    def _linearized_law(self, bt: dict, xi_all: np.ndarray):
+        """(K [6 P, 6 P] block-diagonal patch damping, w0 [P, 6] the law's wrenches at this step's velocity,
+        (r, f0, a, b, active) per point for ``Patch``): the point law linearized at the current twists."""
+        P, N, g = len(bt["counts"]), len(bt["depth"]), bt["g"]
         # B_j [N, 3, 6] maps a patch twist (v_c, w) to point j's velocity v_c + w x r_j.
-        r = pts - centres[g]
+        r = bt["pts"] - bt["centres"][g]
         B = np.zeros((N, 3, 6))
-        B[:, _EYE_I, _EYE_I] = 1.0
+        B[:, EYE_I, EYE_I] = 1.0
         B[:, 0, 4], B[:, 0, 5] = r[:, 2], -r[:, 1]
         B[:, 1, 3], B[:, 1, 5] = -r[:, 2], r[:, 0]
         B[:, 2, 3], B[:, 2, 4] = r[:, 1], -r[:, 0]
-        n = normals[g]
+        n = bt["normals"][g]
         v = (B @ xi_all.reshape(P, 6)[g][:, :, None])[:, :, 0]  # object velocity relative to pad / table
         vn = (v * n).sum(axis=1)
+        law = bt["law"]
         k, expo, c = law[:, 0], law[:, 1], law[:, 2]
         vt = v - vn[:, None] * n
         speed = np.sqrt((vt * vt).sum(axis=1))
-        mu = stribeck_friction.friction_coefficient(self.field(surf), speed, self.stribeck)
+        mu = stribeck_friction.friction_coefficient(self.field(bt["surf"]), speed, self.stribeck)
         # The one implementation of the law's linearization (shared with the learned contact model):
         # Hunt-Crossley normal force, regularized Coulomb friction as tangential damping a, and the
         # normal damping b (c k delta^p plus the spring's backward-Euler term dt dF/d(delta)).
-        f0, a, b, _ = point_law(depth, vn, speed, k=k, p=expo, c=c, mu=mu, eps=self.eps, dt=dt)
-        active = f0 > 0.0
+        f0, a, b, _ = point_law(bt["depth"], vn, speed, k=k, p=expo, c=c, mu=mu, eps=self.eps, dt=self.dt)
         # K_j = a_j I + b_j n n^T;  patch K6 = sum_j B_j^T K_j B_j;  w0 = sum_j B_j^T f0_j n.
         KB = a[:, None, None] * B + (b[:, None] * n)[:, :, None] * (n[:, None, :] @ B)
         Bt = B.transpose(0, 2, 1)
+        G = bt["G"]
         K6 = (G @ (Bt @ KB).reshape(N, 36)).reshape(P, 6, 6)
         w0 = G @ (Bt @ (f0[:, None] * n)[:, :, None])[:, :, 0]
         K = np.zeros((6 * P, 6 * P))
         for p in range(P):
             K[6 * p:6 * p + 6, 6 * p:6 * p + 6] = K6[p]
+        return K, w0, (r, f0, a, b, f0 > 0.0)
 
-        X = np.zeros_like(J)
-        mujoco.mj_solveM(m, d, X, J)
-        W = J @ X.T
-        w = semi_implicit_solve(K, W, w0.ravel(), xi_free, dt).reshape(P, 6)
-        xi_new = (xi_free + dt * W @ w.ravel()).reshape(P, 6)
-
-        patches = []
-        lo = 0
-        for p, cand in enumerate(cands):
-            sl = slice(lo, lo + counts[p])
-            lo += counts[p]
-            patches.append(Patch(cand[0], cand[1], centres[p], w[p, :3], w[p, 3:], surf[sl], None,
-                                 _lazy=(xi_new[p], r[sl], f0[sl], a[sl], b[sl], normals[p], active[sl])))
-            if apply:
-                F, T = w[p, :3], w[p, 3:]
-                d.xfrc_applied[ob, :3] += F
-                d.xfrc_applied[ob, 3:] += T + _cross3(centres[p] - d.xipos[ob], F)
-                body = cand[2]
-                if body >= 0:
-                    d.xfrc_applied[body, :3] -= F
-                    d.xfrc_applied[body, 3:] -= T + _cross3(centres[p] - d.xipos[body], F)
-        return patches
+    def _apply_wrench(self, body: int, centre: np.ndarray, w: np.ndarray) -> None:
+        """Add a patch wrench ``w`` [6] (about ``centre``) to the object and its opposite to ``body`` (if >= 0)."""
+        d, ob = self.data, self.ob
+        F, T = w[:3], w[3:]
+        d.xfrc_applied[ob, :3] += F
+        d.xfrc_applied[ob, 3:] += T + cross3(centre - d.xipos[ob], F)
+        if body >= 0:
+            d.xfrc_applied[body, :3] -= F
+            d.xfrc_applied[body, 3:] -= T + cross3(centre - d.xipos[body], F)
 
     # ------------------------------------------------------------------------- readouts
 
@@ -519,7 +343,7 @@ class RigPhysics:
             site = self.pads[pt.index]["site"]
             R = d.site_xmat[site].reshape(3, 3)
             F = -pt.force
-            T = -pt.torque + _cross3(pt.centre - d.site_xpos[site], F)
+            T = -pt.torque + cross3(pt.centre - d.site_xpos[site], F)
             out[pt.index] = np.r_[R.T @ F, R.T @ T]
         return out
 
@@ -543,3 +367,19 @@ class RigPhysics:
         """[3] object frame: the force-weighted centroid of a patch's points (normal force weights)."""
         fn = np.abs(patch.point_forces @ (patch.force / max(np.linalg.norm(patch.force), 1e-12)))
         return (fn[:, None] * patch.points).sum(0) / max(fn.sum(), 1e-12)
+
+
+def _point_batch(cands) -> dict:
+    """All candidate patches' points in one batch: counts [P], g [N] (patch of each point), pts, surf [N, 3],
+    depth [N], normals [P, 3], law [N, 3] (k, p, c), G [P, N] (patch membership), centres [P, 3]."""
+    P = len(cands)
+    counts = [len(c[5]) for c in cands]
+    N = sum(counts)
+    g = np.repeat(np.arange(P), counts)
+    pts = np.concatenate([c[3] for c in cands])
+    G = np.zeros((P, N))
+    G[g, np.arange(N)] = 1.0
+    return {"counts": counts, "g": g, "pts": pts, "depth": np.concatenate([c[5] for c in cands]),
+            "surf": np.concatenate([c[7] for c in cands]), "normals": np.array([c[4] for c in cands]),
+            "law": np.array([c[6] for c in cands])[g], "G": G,
+            "centres": (G @ pts) / np.array(counts, dtype=float)[:, None]}

@@ -29,152 +29,25 @@ Shapes: T = frames, J = joints, S = pads (force/torque sensors), R = contact reg
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-import math
-from pathlib import Path
-
 import numpy as np
 
 from ..capture import Episode, Provenance
+from ..capture.episode import hold_last_valid
 from ..capture.schema import feix_name
+from ..config import config_hash, plain
 from ..errors import ConfigError
+from ..quat import quat_from_rotvec, quat_mul, rotvec_from_quat
 from ..scenes.from_capture import asset_from_spec
+from .recorder_config import DEFAULT_PRISMATIC_JOINTS, RECORDER_DEFAULTS, validate_recorder_config
+from .regions import annotate_regions, contact_region_seeds
 from .trace import RigTrace
 
+# Re-exported: the recorder's public names (tests and the rig's generator import them from here).
+__all__ = ["DEFAULT_PRISMATIC_JOINTS", "RECORDER_DEFAULTS", "SOURCE", "annotate_regions", "config_hash",
+           "contact_region_seeds", "joint_steps", "quat_mul", "record", "recorder_rng", "rotvec_from_quat",
+           "validate_recorder_config"]
+
 SOURCE = "contact-surrogate capture rig (reference physics; stands in for hardware)"
-
-# Slides of the project's hands (surrogate/scenes/hands.py); every other joint is a hinge.
-DEFAULT_PRISMATIC_JOINTS = ["hand_x", "hand_y", "hand_z", "left_slide", "right_slide"]
-
-# (default, low, high, unit) per key; ``None`` bounds mean "not a number" (bool / list).
-# The comment above each group gives the real-world basis of its defaults.
-_SPEC = {
-    # OptiTrack / Vicon systems record at 100-240 Hz; 120 Hz is OptiTrack's default.
-    "rate_hz": (120.0, 100.0, 200.0, "Hz"),
-    "contact_regions": (16, 1, 256, "regions"),
-    "pose": {
-        # Rigid-body calibration (marker pivot, camera extrinsics): mm-level, ~0.5 deg.
-        "bias_pos_m": (1.0e-3, 0.0, 0.01, "m, std per axis"),
-        "bias_rot_deg": (0.5, 0.0, 5.0, "deg, std per axis"),
-        # Sub-mm marker noise; on a ~5 cm marker baseline 0.2 mm is ~0.2 deg.
-        "jitter_pos_m": (2.0e-4, 0.0, 0.005, "m, std per axis"),
-        "jitter_rot_deg": (0.2, 0.0, 2.0, "deg, std per axis"),
-        # Fingers within 2 cm of a 3-8 cm object hide its markers from some cameras. At contact
-        # 0.02/frame x 8-frame (67 ms) bursts lose ~14 % of frames (~2.4 dropouts/s at 120 Hz).
-        "occlusion_distance_m": (0.02, 0.0, 0.2, "m"),
-        "dropout_onset_prob": (0.02, 0.0, 1.0, "per frame at contact"),
-        "dropout_burst_mean_frames": (8.0, 1.0, 120.0, "frames"),
-    },
-    "joints": {
-        # 12-bit absolute magnetic encoders (e.g. Dynamixel X series): 4096 counts/rev.
-        "hinge_counts_per_rev": (4096, 64, 2**24, "counts/rev"),
-        # Linear scale of a gripper slide: 10 um.
-        "prismatic_resolution_m": (1.0e-5, 1.0e-8, 1.0e-3, "m"),
-        "prismatic_joints": (DEFAULT_PRISMATIC_JOINTS, None, None, "joint names"),
-    },
-    "wrench": {
-        "enabled": (True, None, None, "bool"),
-        # ATI Nano17 class (SI-25-0.25): +-25 N, +-0.25 N m; noise of a few 1/160 N counts.
-        "force_noise_n": (0.02, 0.0, 5.0, "N, std"),
-        "torque_noise_nm": (2.0e-4, 0.0, 0.05, "N m, std"),
-        # Offset left after taring at the episode start, then thermal drift of strain gauges.
-        "force_bias_n": (0.05, 0.0, 5.0, "N, std"),
-        "torque_bias_nm": (5.0e-4, 0.0, 0.05, "N m, std"),
-        "force_drift_n_per_sqrt_s": (0.02, 0.0, 1.0, "N/sqrt(s)"),
-        "torque_drift_nm_per_sqrt_s": (2.0e-4, 0.0, 0.01, "N m/sqrt(s)"),
-        "force_range_n": (25.0, 0.1, 1000.0, "N"),
-        "torque_range_nm": (0.25, 1.0e-3, 100.0, "N m"),
-    },
-    "tactile": {
-        "enabled": (False, None, None, "bool"),
-        # A 4x4 grid over the 2 cm pad (~5 mm pitch, like a uSkin 4x4 patch).
-        "rows": (4, 1, 32, "taxels"),
-        "cols": (4, 1, 32, "taxels"),
-        "pad_size_m": (0.02, 1.0e-3, 0.1, "m"),
-        "spread_m": (0.004, 1.0e-4, 0.05, "m, Gaussian sigma of the pressure blob"),
-        "noise_n": (0.01, 0.0, 1.0, "N per taxel, std"),
-    },
-}
-
-
-def _defaults(spec: dict) -> dict:
-    return {k: _defaults(v) if isinstance(v, dict) else copy.deepcopy(v[0]) for k, v in spec.items()}
-
-
-RECORDER_DEFAULTS = _defaults(_SPEC)
-
-
-# ----------------------------------------------------------------------------- config
-
-
-def _check_value(value, entry, key, file):
-    default, lo, hi, unit = entry
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"must be true or false, got {value!r}", file=file, key=key)
-        return value
-    if isinstance(default, list):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"must be a list of {unit}, got {value!r}", file=file, key=key)
-        return list(value)
-    is_int = isinstance(default, int)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if is_int and ok and float(value) != int(value):
-        ok = False
-    if not ok or not lo <= value <= hi:
-        kind = "an integer" if is_int else "a number"
-        raise ConfigError(f"must be {kind} in [{lo:g}, {hi:g}] ({unit}), got {value!r}", file=file, key=key)
-    return int(value) if is_int else float(value)
-
-
-def _validate(section, spec, where, file):
-    if not isinstance(section, dict):
-        raise ConfigError(f"must be a mapping with keys {sorted(spec)}, got {type(section).__name__}", file=file, key=where)
-    out = {}
-    for k in section:
-        if k not in spec:
-            raise ConfigError(f"unknown key; allowed: {sorted(spec)}", file=file, key=f"{where}.{k}")
-    for k, entry in spec.items():
-        key = f"{where}.{k}"
-        if isinstance(entry, dict):
-            out[k] = _validate(section.get(k, {}) or {}, entry, key, file)
-        else:
-            out[k] = _check_value(section[k], entry, key, file) if k in section else copy.deepcopy(entry[0])
-    return out
-
-
-def validate_recorder_config(section: dict | None, *, file=None) -> dict:
-    """The ``recorder`` section with defaults filled in; idempotent on its own output.
-
-    Raises:
-      ConfigError naming the dotted key (``recorder.pose.jitter_pos_m``) and the allowed
-      range or keys, for unknown keys, wrong types and out-of-range values.
-    """
-    return _validate(section or {}, _SPEC, "recorder", file)
-
-
-def _plain(obj):
-    """``obj`` as plain JSON types (numpy values, tuples and paths converted)."""
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, (np.ndarray, np.generic)):
-        return _plain(obj.tolist())
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
-def config_hash(cfg: dict) -> str:
-    """sha256 (hex) of the canonical JSON of a loaded rig config (sorted keys, no spaces)."""
-    text = json.dumps(_plain(cfg), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-# ----------------------------------------------------------------------------- randomness
 
 _NOISE_STREAM = 0x5E5052  # separates the noise stream from any other use of the physics seed
 
@@ -188,81 +61,6 @@ def recorder_rng(seed: int, noise_seed: int | None = None) -> np.random.Generato
     """
     entropy = [int(seed), _NOISE_STREAM] + ([] if noise_seed is None else [int(noise_seed) + 1])
     return np.random.default_rng(np.random.SeedSequence(entropy))
-
-
-# ----------------------------------------------------------------------------- quaternions (w, x, y, z)
-
-
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product of [..., 4] quaternions (w, x, y, z)."""
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
-
-
-def quat_from_rotvec(v: np.ndarray) -> np.ndarray:
-    """[..., 3] rotation vectors (rad) -> [..., 4] unit quaternions (w, x, y, z)."""
-    angle = np.linalg.norm(v, axis=-1, keepdims=True)
-    # sin(a/2)/a -> 1/2 as a -> 0; the Taylor term keeps tiny angles exact.
-    k = np.where(angle > 1e-8, np.sin(angle / 2) / np.maximum(angle, 1e-300), 0.5 - angle**2 / 48)
-    return np.concatenate([np.cos(angle / 2), v * k], axis=-1)
-
-
-def rotvec_from_quat(q: np.ndarray) -> np.ndarray:
-    """[..., 4] unit quaternions (w, x, y, z) -> [..., 3] rotation vectors (rad), angle in [0, pi]."""
-    q = q * np.where(q[..., :1] < 0, -1.0, 1.0)
-    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    angle = 2 * np.arctan2(s, q[..., :1])
-    k = np.where(s > 1e-12, angle / np.maximum(s, 1e-300), 2.0)
-    return q[..., 1:] * k
-
-
-# ----------------------------------------------------------------------------- contact regions
-
-_SEED_CACHE: dict = {}
-
-
-def contact_region_seeds(obj, n_regions: int, *, n_samples: int = 4096) -> np.ndarray:
-    """[R, 3] seed points (body frame, m) partitioning ``obj``'s surface into R Voronoi regions.
-
-    Farthest-point sampling over ``n_samples`` surface samples, started at the sample
-    farthest from the centre of mass; deterministic for an object (fixed sampling seed),
-    so every episode of an object shares its regions. Cached per (name, source, R).
-    """
-    import trimesh
-
-    key = (obj.name, obj.source, int(n_regions), int(n_samples))
-    if key not in _SEED_CACHE:
-        pts, _ = trimesh.sample.sample_surface(obj.combined_mesh(), n_samples, seed=0)
-        pts = np.asarray(pts, dtype=float)
-        chosen = [int(np.argmax(np.linalg.norm(pts, axis=1)))]
-        dmin = np.linalg.norm(pts - pts[chosen[0]], axis=1)
-        for _ in range(1, min(int(n_regions), len(pts))):
-            chosen.append(int(np.argmax(dmin)))
-            dmin = np.minimum(dmin, np.linalg.norm(pts - pts[chosen[-1]], axis=1))
-        _SEED_CACHE[key] = pts[chosen]
-    return _SEED_CACHE[key].copy()
-
-
-def annotate_regions(contact_points: list, seeds: np.ndarray) -> np.ndarray:
-    """[T, R] float (0/1): region r is 1 at frame n when a point of ``contact_points[n]`` ([P_n, 3],
-    object frame, m) is nearer seed r than any other seed."""
-    seeds = np.asarray(seeds, dtype=float)
-    out = np.zeros((len(contact_points), len(seeds)), dtype=np.float32)
-    for n, pts in enumerate(contact_points):
-        pts = np.asarray(pts, dtype=float).reshape(-1, 3)
-        if len(pts):
-            nearest = np.argmin(np.linalg.norm(pts[:, None, :] - seeds[None], axis=2), axis=1)
-            out[n, nearest] = 1.0
-    return out
-
-
-# ----------------------------------------------------------------------------- sensors
 
 
 def _frame_step(times: np.ndarray, rate_hz: float) -> int:
@@ -306,14 +104,6 @@ def _pose_dropouts(distance: np.ndarray, p: dict, rng: np.random.Generator) -> n
     return valid
 
 
-def _hold_last_valid(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """``x`` [T, ...] with invalid frames replaced by the last valid one (the first valid one before any)."""
-    idx = np.where(valid, np.arange(len(valid)), -1)
-    idx = np.maximum.accumulate(idx)
-    idx[idx < 0] = int(np.argmax(valid))
-    return x[idx]
-
-
 def _measure_pose(pose: np.ndarray, distance: np.ndarray, p: dict, rng: np.random.Generator):
     """Noisy tracked pose [T, 7] and validity [T] from the exact pose [T, 7]."""
     T = len(pose)
@@ -326,7 +116,7 @@ def _measure_pose(pose: np.ndarray, distance: np.ndarray, p: dict, rng: np.rando
     q = quat_mul(q_true, quat_from_rotvec(bias_r + jit_r))
     meas = np.concatenate([pose[:, :3] + bias_p + jit_p, q], axis=1)
     valid = _pose_dropouts(distance, p, rng)
-    return _hold_last_valid(meas, valid), valid
+    return hold_last_valid(meas, valid), valid
 
 
 def joint_steps(joint_names: list, j: dict) -> np.ndarray:
@@ -377,9 +167,6 @@ def _measure_tactile(wrench, tc, rng):
     blob /= blob.sum(axis=(-2, -1), keepdims=True)
     taxels = blob * fn[..., None, None] + rng.normal(0.0, tc["noise_n"], (T, S, rows, cols))
     return np.clip(taxels, 0.0, None).reshape(T, S * rows * cols)
-
-
-# ----------------------------------------------------------------------------- record
 
 
 def _truth(tr: RigTrace, sel) -> dict:
@@ -450,9 +237,9 @@ def record(trace: RigTrace, cfg: dict, *, rng: np.random.Generator, objects_regi
         "hand": trace.hand,
         # The per-episode draws (true mass, delay, ...) are the hidden physics: they go to
         # truth (evaluation only), never into provenance where training code could read them.
-        "effects": _plain({k: ({p: v for p, v in e.items() if p != "drawn"} if isinstance(e, dict) else e)
+        "effects": plain({k: ({p: v for p, v in e.items() if p != "drawn"} if isinstance(e, dict) else e)
                            for k, e in trace.effects.items()}),
-        "script": _plain(trace.script),
+        "script": plain(trace.script),
         "recorder": rc,
     }
     return Episode(
@@ -473,6 +260,6 @@ def record(trace: RigTrace, cfg: dict, *, rng: np.random.Generator, objects_regi
         contact_regions=regions,
         grasp_type=int(trace.grasp_type),
         task=f"{feix_name(trace.grasp_type)} grasp with the {trace.hand} hand",
-        labels=_plain(dict(trace.labels)),
+        labels=plain(dict(trace.labels)),
         truth=_truth(trace, sel),
     )

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from surrogate.errors import SurrogateError
+from surrogate.metrics import geodesic_deg
 from surrogate.scenes.hands import PAD_HALF, HandInfo
 
 GRASP_TYPES = {"parallel_jaw": 9, "three_finger": 14}
@@ -214,12 +215,6 @@ def draw_script_values(hand_name: str, script: dict, rng: np.random.Generator) -
             "perturbation": pert, "times": times}
 
 
-def _quat_angle_deg(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
-    """[n] rotation angle (deg) between unit quaternions [n, 4] (w, x, y, z)."""
-    dot = np.abs(np.einsum("ij,ij->i", q1, q2))
-    return np.degrees(2.0 * np.arccos(np.clip(dot, -1.0, 1.0)))
-
-
 def episode_labels(times: np.ndarray, object_pos: np.ndarray, rel_pad: np.ndarray, rel_pos: np.ndarray,
                    rel_quat: np.ndarray, hand_object_distance: np.ndarray, phases: dict, script: dict) -> dict:
     """Outcome labels from the exact trajectory.
@@ -249,7 +244,7 @@ def episode_labels(times: np.ndarray, object_pos: np.ndarray, rel_pad: np.ndarra
     ref = win[0]
     slip = np.linalg.norm(rel_pad[win] - rel_pad[ref][None], axis=2).max(axis=1)
     drift = np.linalg.norm(rel_pos[win] - rel_pos[ref], axis=1)
-    rot = _quat_angle_deg(rel_quat[win], np.repeat(rel_quat[ref][None], len(win), axis=0))
+    rot = geodesic_deg(rel_quat[win], rel_quat[ref][None])
     max_slip = float(slip.max()) if lifted else 0.0
     return {
         "lifted": lifted,

@@ -40,6 +40,7 @@ from surrogate.capture import Environment, ObjectSpec
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.rig.config import recorder_rate_hz, validate_rig_config
+from surrogate.rig.outcomes import hand_object_distance, relative_pose
 from surrogate.rig.physics import RigPhysics
 from surrogate.rig.scripts import GRASP_TYPES, GraspScript, draw_script_values, episode_labels, plan_grasp
 from surrogate.rig.trace import RigTrace
@@ -93,24 +94,46 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     cfg = validate_rig_config(cfg)
     if hand not in _HANDS:
         raise ConfigError(f"hand must be one of {_HANDS}, got {hand!r}", key="hand")
-    script_cfg = cfg["script"]
-    duration = float(script_cfg["duration"] if duration is None else duration)
+    duration = float(cfg["script"]["duration"] if duration is None else duration)
     if not (0.0 < duration <= 60.0):
         raise ConfigError(f"duration must be in (0, 60] s, got {duration!r}", key="duration")
     rate = recorder_rate_hz(cfg)
     period = 1.0 / rate
     substeps = max(1, math.ceil(period / cfg["physics"]["max_timestep"] - 1e-9))
     dt = period / substeps
+    phys, script, params = _scripted_rig(cfg, obj, hand=hand, seed=seed, dt=dt)
+    n_frames = int(math.floor(duration * rate + 1e-9)) + 1
+    rec = _Samples(phys, script, np.arange(n_frames) / rate)
+    rec.record(0, phys.evaluate())
+    step = 0
+    for k in range(1, n_frames):
+        for _ in range(substeps):
+            phys.step(script.command(step * dt))
+            step += 1
+        if not np.isfinite(phys.data.qpos).all():  # pragma: no cover - a diverged episode is a bug, say so
+            raise FloatingPointError(f"rig physics diverged at t = {step * dt:.4f} s (seed {seed}, {obj.name})")
+        rec.record(k, phys.patches)
+    script_out = copy.deepcopy(params)
+    script_out["phases"] = {k: [float(a), float(b) if math.isfinite(b) else float(duration)]
+                            for k, (a, b) in script.phases.items()}
+    script_out["physics"] = {"timestep_s": dt, "substeps": substeps, "rate_hz": rate, "duration_s": duration}
+    # Where the hand's base joints are zero (world, m): scenes rebuilt from the capture put the
+    # hand exactly here, so recorded joint positions place the pads where they really were.
+    script_out["hand_base_pos"] = [float(v) for v in phys.scene.meta["hand_base_pos"]]
+    return _trace(cfg, obj, phys, script, rec, script_out, hand=hand, seed=seed)
 
+
+def _scripted_rig(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, dt: float):
+    """(RigPhysics, GraspScript, script parameters) of episode ``seed``: the object yawed on the table,
+    the grasp planned from its plan view around the hand's start axis (the ``script`` generator)."""
+    script_cfg = cfg["script"]
     rng = episode_rng(seed, "script")
     values = draw_script_values(hand, script_cfg, rng)
     quat = _yaw_quat(values["object_yaw"], stable_quat(obj))
     phys = RigPhysics(cfg, obj, hand=hand, timestep=dt, object_quat=quat, grip_force=values["grip_force"],
                       rngs={"mass_mismatch": episode_rng(seed, "mass_mismatch"),
                             "actuator": episode_rng(seed, "actuator")})
-    m, d, s, h = phys.model, phys.data, phys.scene, phys.hand
-
-    # Grasp placement from the object's plan view around the hand's start axis.
+    d, s, h = phys.data, phys.scene, phys.hand
     Ro = d.xmat[phys.ob].reshape(3, 3)
     verts = phys.support @ Ro.T + d.xpos[phys.ob]  # hull vertices and surface samples
     base0 = np.asarray(s.meta["hand_base_pos"])
@@ -118,84 +141,74 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     lowest = s.surface_z + 0.003 + h.finger_depth - base0[2]
     grasp_z = max(s.meta["grasp_base_z"] + values.pop("height_u") * script_cfg["grasp_height_offset_max"], lowest)
     params = {**values, **grasp, "grasp_z": float(grasp_z)}
-    script = GraspScript(h, params)
+    return phys, GraspScript(h, params), params
 
-    # Sampling.
-    n_frames = int(math.floor(duration * rate + 1e-9)) + 1
-    J = len(h.joint_names)
-    qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in h.joint_names])
-    vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in h.joint_names])
-    base_id = m.body(h.base_body).id
-    hand_geoms = [m.geom(g).id for g in h.hand_geom_names]
-    va = s.object_dof_adr
-    times = np.arange(n_frames) / rate
-    pose = np.zeros((n_frames, 7))
-    twist = np.zeros((n_frames, 6))
-    jpos, jvel, jcmd = np.zeros((n_frames, J)), np.zeros((n_frames, J)), np.zeros((n_frames, J))
-    wrench = np.zeros((n_frames, len(phys.pads), 6))
-    hod = np.zeros(n_frames)
-    rel_pos, rel_quat = np.zeros((n_frames, 3)), np.zeros((n_frames, 4))
-    pad_sites = [pad["site"] for pad in phys.pads]
-    rel_pad = np.zeros((n_frames, len(pad_sites), 3))
-    points = []
-    fromto = np.zeros(6)
 
-    def record(k: int, patches) -> None:
-        pose[k, :3] = d.xpos[phys.ob]
-        pose[k, 3:] = d.xquat[phys.ob]
-        R = d.xmat[phys.ob].reshape(3, 3)
-        twist[k, :3] = d.qvel[va:va + 3]
-        twist[k, 3:] = R @ d.qvel[va + 3:va + 6]
-        jpos[k] = d.qpos[qadr]
-        jvel[k] = d.qvel[vadr]
-        jcmd[k] = script.command(times[k])
-        wrench[k] = phys.pad_wrenches(patches)
-        points.append(phys.contact_points(patches))
-        hod[k] = min(mujoco.mj_geomDistance(m, d, g, og, 1.0, fromto)
-                     for g in hand_geoms for og in s.object_geom_ids)
-        Rb = d.xmat[base_id].reshape(3, 3)
-        rel_pos[k] = Rb.T @ (d.xpos[phys.ob] - d.xpos[base_id])
-        for i, site in enumerate(pad_sites):
-            rel_pad[k, i] = d.site_xmat[site].reshape(3, 3).T @ (d.xpos[phys.ob] - d.site_xpos[site])
-        qb_inv = np.zeros(4)
-        mujoco.mju_negQuat(qb_inv, d.xquat[base_id])
-        mujoco.mju_mulQuat(rel_quat[k], qb_inv, d.xquat[phys.ob])
+class _Samples:
+    """The exact state of the rig at each frame (what ``RigTrace`` holds), filled by ``record``.
 
-    record(0, phys.evaluate())
-    step = 0
-    for k in range(1, n_frames):
-        for _ in range(substeps):
-            phys.step(script.command(step * dt))
-            step += 1
-        if not np.isfinite(d.qpos).all():  # pragma: no cover - a diverged episode is a bug, say so
-            raise FloatingPointError(f"rig physics diverged at t = {step * dt:.4f} s (seed {seed}, {obj.name})")
-        record(k, phys.patches)
+    Arrays [F, ...]: pose [7], twist [6] (world), jpos / jvel / jcmd [J], wrench [pads, 6], hod (hand-object
+    distance), rel_pos [3] / rel_quat [4] (object in the hand base frame), rel_pad [pads, 3] (object in
+    each pad site's frame); points: F arrays of contact points.
+    """
 
-    labels = episode_labels(times, pose[:, :3], rel_pad, rel_pos, rel_quat, hod, script.phases, script_cfg)
+    def __init__(self, phys: RigPhysics, script: GraspScript, times: np.ndarray):
+        m, h = phys.model, phys.hand
+        F, J = len(times), len(h.joint_names)
+        self.phys, self.script, self.times = phys, script, times
+        self.qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in h.joint_names])
+        self.vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in h.joint_names])
+        self.base_id = m.body(h.base_body).id
+        self.hand_geoms = [m.geom(g).id for g in h.hand_geom_names]
+        self.pad_sites = [pad["site"] for pad in phys.pads]
+        self.pose, self.twist = np.zeros((F, 7)), np.zeros((F, 6))
+        self.jpos, self.jvel, self.jcmd = np.zeros((F, J)), np.zeros((F, J)), np.zeros((F, J))
+        self.wrench = np.zeros((F, len(phys.pads), 6))
+        self.hod = np.zeros(F)
+        self.rel_pos, self.rel_quat = np.zeros((F, 3)), np.zeros((F, 4))
+        self.rel_pad = np.zeros((F, len(self.pad_sites), 3))
+        self.points = []
+
+    def record(self, k: int, patches) -> None:
+        phys, m, d = self.phys, self.phys.model, self.phys.data
+        ob, va, base_id = phys.ob, phys.scene.object_dof_adr, self.base_id
+        self.pose[k, :3] = d.xpos[ob]
+        self.pose[k, 3:] = d.xquat[ob]
+        R = d.xmat[ob].reshape(3, 3)
+        self.twist[k, :3] = d.qvel[va:va + 3]
+        self.twist[k, 3:] = R @ d.qvel[va + 3:va + 6]
+        self.jpos[k] = d.qpos[self.qadr]
+        self.jvel[k] = d.qvel[self.vadr]
+        self.jcmd[k] = self.script.command(self.times[k])
+        self.wrench[k] = phys.pad_wrenches(patches)
+        self.points.append(phys.contact_points(patches))
+        self.hod[k] = hand_object_distance(m, d, self.hand_geoms, phys.scene.object_geom_ids)
+        self.rel_pad[k], self.rel_pos[k], self.rel_quat[k] = relative_pose(d, ob, base_id, self.pad_sites)
+
+
+def _trace(cfg: dict, obj: ObjectAsset, phys: RigPhysics, script: GraspScript, rec: _Samples, script_out: dict, *,
+           hand: str, seed: int) -> RigTrace:
+    """The ``RigTrace`` of a finished episode: samples, labels, the drawn effects and the script."""
+    labels = episode_labels(rec.times, rec.pose[:, :3], rec.rel_pad, rec.rel_pos, rec.rel_quat, rec.hod, script.phases,
+                            cfg["script"])
     effects = copy.deepcopy(cfg["effects"])
     effects["actuator_delay_backlash"]["drawn"] = phys.channel.describe()
     tm = phys.true_mass
     effects["mass_mismatch"]["drawn"] = {"mass_ratio": tm["mass"] / obj.mass,
                                          "com_offset_m": [float(v) for v in tm["com_offset"]]}
-    script_out = copy.deepcopy(params)
-    script_out["phases"] = {k: [float(a), float(b) if math.isfinite(b) else float(duration)]
-                            for k, (a, b) in script.phases.items()}
-    script_out["physics"] = {"timestep_s": dt, "substeps": substeps, "rate_hz": rate, "duration_s": duration}
-    # Where the hand's base joints are zero (world, m): scenes rebuilt from the capture put the
-    # hand exactly here, so recorded joint positions place the pads where they really were.
-    script_out["hand_base_pos"] = [float(v) for v in base0]
+    h = phys.hand
     return RigTrace(
-        times=times,
-        object_pose=pose,
-        object_twist=twist,
+        times=rec.times,
+        object_pose=rec.pose,
+        object_twist=rec.twist,
         joint_names=list(h.joint_names),
-        joint_pos=jpos,
-        joint_vel=jvel,
-        joint_cmd=jcmd,
+        joint_pos=rec.jpos,
+        joint_vel=rec.jvel,
+        joint_cmd=rec.jcmd,
         sensor_names=[n[: -len("_force")] for n in h.sensor_names[::2]],
-        pad_wrench=wrench,
-        contact_points=points,
-        hand_object_distance=hod,
+        pad_wrench=rec.wrench,
+        contact_points=rec.points,
+        hand_object_distance=rec.hod,
         object_nominal=nominal_object_spec(obj),
         object_true={"mass": float(tm["mass"]), "inertia": np.asarray(tm["inertia"]).tolist(),
                      "com_offset": [float(v) for v in tm["com_offset"]],

@@ -7,25 +7,21 @@ the ground, and the contact pairs an external contact model owns.
     mujoco.mj_step1(scene.model, d)
     idx = owned_contacts(scene.model, d, scene)       # the surrogate's candidates
 
-See ``builder`` for how the switch works in MuJoCo 4.0 (pair margin and gap).
+See ``scene`` for how the switch works in MuJoCo 4.0 (pair margin and gap).
 """
 
-from surrogate.scenes.builder import (
+from surrogate.scenes.builder import CONES, HANDS, SETTINGS, TABLE_HEIGHT, build_scene, stable_quat
+from surrogate.scenes.scene import (
     ANALYTIC_PREFIX,
-    HANDS,
     MODES,
     OWNED_PREFIX,
     ROLES,
-    SETTINGS,
-    TABLE_HEIGHT,
     Scene,
-    build_scene,
     contact_modes,
     contact_pair_index,
     contact_roles,
     owned_contacts,
     set_contact_mode,
-    stable_quat,
 )
 from surrogate.scenes.hands import (
     BASE_JOINTS,
@@ -41,7 +37,7 @@ from surrogate.scenes.hands import (
 from surrogate.scenes.object_body import OBJECT_BODY, OBJECT_JOINT, add_object_body, piece_geom_name
 
 __all__ = [
-    "ANALYTIC_PREFIX", "BASE_JOINTS", "HANDS", "HAND_BUILDERS", "MODES", "OBJECT_BODY", "OBJECT_JOINT",
+    "ANALYTIC_PREFIX", "BASE_JOINTS", "CONES", "HANDS", "HAND_BUILDERS", "MODES", "OBJECT_BODY", "OBJECT_JOINT",
     "OWNED_PREFIX", "ROLES", "SETTINGS", "TABLE_HEIGHT", "HandInfo", "Scene", "actuator_ids", "add_hand",
     "add_object_body", "add_parallel_jaw", "add_three_finger", "build_scene", "contact_modes",
     "contact_pair_index", "contact_roles", "hand_ctrl", "owned_contacts", "piece_geom_name",

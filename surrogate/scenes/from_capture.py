@@ -24,7 +24,7 @@ def asset_from_spec(spec) -> ObjectAsset:
         asset = ObjectAsset.from_pieces(safe_name(spec.name), "box", pieces, source=f"capture:{spec.name}",
                                         mass=float(spec.mass), friction=friction)
     elif kind == "mesh" and str(geo.get("path", "")).lower().endswith(".urdf"):
-        from ..objects.meshes import load_urdf_object
+        from ..objects.urdf import load_urdf_object
 
         # A URDF's collision meshes, origins and scales: the geometry the capture was made with.
         asset = dataclasses.replace(load_urdf_object(geo["path"], friction=friction), name=safe_name(spec.name))
@@ -95,3 +95,16 @@ def place_hand_base(scene, pos) -> None:
     if "hand_base_pos" in scene.meta:
         scene.meta["hand_base_pos"] = [float(v) for v in pos]
         scene.meta["grasp_base_z"] = float(scene.meta["grasp_base_z"] - shift[2])
+
+
+def recorded_joint_columns(model, joint_names) -> list[tuple[int, int, int]]:
+    """(column in the recorded joint arrays, ``qpos`` address, ``qvel`` address) of each recorded joint
+    (``DatasetMeta.joint_names``) the model has; joints the scene lacks are left out."""
+    out = []
+    for c, name in enumerate(joint_names or []):
+        try:
+            j = model.joint(name).id
+        except KeyError:
+            continue
+        out.append((c, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
+    return out

@@ -1,6 +1,8 @@
 """Hybrid stepping: a contact model inside MuJoCo, batched (``stepper``), its graph builder
-(``batch``), contact models and input-range checks (``contact``), rollouts of captured tosses
-(``rollout``). The studies that use it (speed, soak) are in ``surrogate.bench``."""
+(``batch``), contact models and input-range checks (``contact``), the one rollout API with its
+analytic and surrogate backends (``from surrogate.sim.rollout import rollout``; not re-exported here, so
+that ``surrogate.sim.rollout`` stays the module), whole-toss evaluation (``toss_eval``) and the
+differentiable twin (``twin``). The studies that use it (speed, soak) are in ``surrogate.bench``."""
 
 from surrogate.sim.batch import ContactBatch, GraphBuilder
 from surrogate.sim.contact import ContactModel, InputRange, MuJoCoContact, ZeroContact

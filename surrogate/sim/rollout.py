@@ -1,133 +1,239 @@
-"""Rollouts of captured tosses with the surrogate inside MuJoCo, and their errors.
+"""The one rollout API: B trajectories of a scene from given states, with analytic or surrogate contact.
 
-``rollout_mujoco`` rolls out free objects with the hybrid stepper (``stepper``):
-``mj_step1`` -> one batched contact graph -> one GNN call -> wrenches into
-``qfrc_applied`` -> ``mj_step2``. With ``model=None`` the same loop runs MuJoCo's analytic
-contact.
+    traj = rollout(scene, state0, controls, contact="analytic", substeps=4, frames=F)
+    traj.qpos        # [B, F, nq] at the frames (frame 0: the initial state)
+    traj.state       # [B, F, nstate] MuJoCo's full-physics state (``STATE_SPEC``) at the frames
+
+Two backends, the same inputs and outputs:
+
+* ``contact="analytic"``: MuJoCo's own contact through ``mujoco.rollout`` (C, threaded: the fastest
+  path), optionally with one ``MjModel`` per member (``models``: e.g. one per identified parameter set);
+* ``contact=<contact model>`` or a ``Stepper``: the hybrid stepper (``stepper.step``) with that model
+  owning the scene's contact pairs, all B ``MjData`` stepped as one batch (one network call per
+  physics step); ``pad_sites`` also returns the model's force on chosen sensor sites at each frame.
+
+Given MuJoCo's own contact as the surrogate (``contact.MuJoCoContact``) the two agree
+(``tests/test_rollout_parity.py`` states the tolerance on a toss and on a hand replay).
+
+Shapes: B members, S = (F - 1) * substeps physics steps, F frames, nu actuators.
 """
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
+
 import mujoco
 import numpy as np
 import torch
+from mujoco import rollout as mj_rollout
 
-from ..model import targets as T
-from ..metrics import geodesic_deg
-from ..scenes.from_capture import scene_for_episode
+from ..errors import ConfigError
+from ..scenes import set_contact_mode
 
-
-def initial_state(ep, *, window=T.DEFAULT_WINDOW, order=T.DEFAULT_ORDER):
-    """(pos [3], quat [4], vel [3] world, omega_b [3] body) at the first frame, from the smoothed pose (not recorded velocities)."""
-    sm = T.smooth_pose(ep.timestamps, ep.object_pose, ep.object_pose_valid, window=window, order=order)
-    return sm["pos"][0], sm["quat"][0], sm["vel"][0], sm["omega_b"][0]
+STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS  # time, qpos, qvel, act, mocap, userdata, plugin state
 
 
-@torch.no_grad()
-def rollout_mujoco(model, scene, states, n_frames: int, *, substeps: int, models=None) -> np.ndarray:
-    """Simulate B objects from their initial states; returns poses [B, n_frames, 7] at frame times.
+@dataclass
+class Trajectory:
+    """What ``rollout`` returns.
 
-    The hybrid stepper (``stepper``) does the stepping: one batched network call per
-    physics step for all B MjData.
-
-    Args:
-      model: a ``ContactGNN`` (surrogate contact) or None (MuJoCo's analytic contact).
-      scene: the scene (one MjModel shared by all B MjData).
-      states: B tuples (pos, quat, vel world, omega body).
-      n_frames: frames to return (frame 0 is the initial state).
-      substeps: MuJoCo steps per frame.
+    Attributes:
+      state: [B, F, nstate] full-physics state (``STATE_SPEC``) at the frames.
+      nq: the model's ``nq`` (for ``qpos``).
+      pad_force: [B, F, K, 3] the contact model's force on the body of each of ``pad_sites`` (N, in
+        the site's frame, as a force/torque sensor there reads it; torques are left out), of the last
+        physics step of each frame (zeros at frame 0), or None.
+      stats: the stepper's ``stats()`` (surrogate backend), or None.
     """
-    from .stepper import Stepper, step
 
-    m = scene.model
-    stepper = Stepper(scene, model, contact="analytic" if model is None else "surrogate")
-    qa, da = scene.object_qpos_adr, scene.object_dof_adr
-    ds = []
-    for pos, quat, vel, om in states:
-        d = mujoco.MjData(m)
-        d.qpos[qa:qa + 3], d.qpos[qa + 3:qa + 7] = pos, quat
-        d.qvel[da:da + 3], d.qvel[da + 3:da + 6] = vel, om
-        mujoco.mj_forward(m, d)
-        ds.append(d)
-    out = np.zeros((len(ds), n_frames, 7))
-    for i, d in enumerate(ds):
-        out[i, 0] = d.qpos[qa:qa + 7]
-    for f in range(1, n_frames):
-        step(m, ds, stepper, nstep=substeps)
-        for i, d in enumerate(ds):
-            out[i, f] = d.qpos[qa:qa + 7]
+    state: np.ndarray
+    nq: int
+    pad_force: np.ndarray | None = None
+    stats: dict | None = None
+
+    @property
+    def qpos(self) -> np.ndarray:
+        """[B, F, nq] (``STATE_SPEC`` starts with the time, then ``qpos``)."""
+        return self.state[:, :, 1:1 + self.nq]
+
+
+def states_from_qpos(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """[B, nstate] full-physics states of a reset ``MjData`` with ``qpos`` [B, nq] and ``qvel`` [B, nv]."""
+    qpos, qvel = np.atleast_2d(qpos), np.atleast_2d(qvel)
+    d = mujoco.MjData(model)
+    out = np.zeros((len(qpos), mujoco.mj_stateSize(model, STATE_SPEC)))
+    for b in range(len(qpos)):
+        mujoco.mj_resetData(model, d)
+        d.qpos[:], d.qvel[:] = qpos[b], qvel[b]
+        mujoco.mj_getState(model, d, out[b], STATE_SPEC)
     return out
 
 
-def toss_errors(pred, ep, width: float) -> dict:
-    """Per-toss mean position error (% of width) and rotation error (deg) against the recorded poses."""
-    rec = ep.object_pose[: pred.shape[0]]
-    pos = np.linalg.norm(pred[:, :3] - rec[:, :3], axis=1) / width * 100
-    rot = geodesic_deg(pred[:, 3:7], rec[:, 3:7])
-    return {"pos_pct": float(pos.mean()), "rot_deg": float(rot.mean()), "final_pos_pct": float(pos[-1]),
-            "final_rot_deg": float(rot[-1])}
+def object_states(scene, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """[B, nstate] the scene's initial state with the object's free joint at ``qpos`` [B, 7] (m; w x y z)
+    and ``qvel`` [B, 6] (m/s world; rad/s body); every other joint at the model's ``qpos0``."""
+    m = scene.model
+    qpos, qvel = np.atleast_2d(qpos), np.atleast_2d(qvel)
+    qa, da = scene.object_qpos_adr, scene.object_dof_adr
+    full_q = np.tile(m.qpos0, (len(qpos), 1))
+    full_v = np.zeros((len(qpos), m.nv))
+    full_q[:, qa:qa + 7], full_v[:, da:da + 6] = qpos, qvel
+    return states_from_qpos(m, full_q, full_v)
 
 
-def evaluate_tosses(model, episodes, meta, *, margin=0.02, substeps=4, min_frames=149, max_frames=None,
-                    contact="surrogate", cone="pyramidal") -> dict:
-    """Roll out whole tosses (>= ``min_frames`` frames, i.e. >= 1 s at 148 Hz) from their first state.
+def _check_inputs(m, state0, controls, substeps, frames):
+    """(state0 [B, nstate], controls [B, S, nu] or None, frames F) checked and broadcast."""
+    state0 = np.asarray(state0, dtype=np.float64)
+    nstate = mujoco.mj_stateSize(m, STATE_SPEC)
+    if state0.ndim != 2 or state0.shape[1] != nstate:
+        raise ConfigError(f"state0 must be [B, {nstate}] (mjSTATE_FULLPHYSICS of this model), got {state0.shape}",
+                          key="state0")
+    if int(substeps) != substeps or substeps < 1:
+        raise ConfigError(f"substeps must be a positive integer, got {substeps!r}", key="substeps")
+    B = len(state0)
+    if controls is not None:
+        controls = np.asarray(controls, dtype=np.float64)
+        if controls.ndim == 2:
+            controls = controls[None]
+        if controls.ndim != 3 or controls.shape[2] != m.nu or controls.shape[0] not in (1, B):
+            raise ConfigError(f"controls must be [B={B} or 1, steps, nu={m.nu}], got {controls.shape}", key="controls")
+        controls = np.broadcast_to(controls, (B,) + controls.shape[1:])
+        if frames is None:
+            frames = controls.shape[1] // substeps + 1
+    if frames is None or int(frames) != frames or frames < 1:
+        raise ConfigError(f"frames must be a positive integer (or given by the controls), got {frames!r}", key="frames")
+    nstep = (int(frames) - 1) * int(substeps)
+    if controls is not None:
+        if controls.shape[1] < nstep:
+            raise ConfigError(f"controls cover {controls.shape[1]} physics steps; {frames} frames of {substeps} "
+                              f"substeps need {nstep}", key="controls")
+        controls = controls[:, :nstep]
+    return state0, controls, int(frames)
 
-    ``contact``: ``surrogate`` (model inside MuJoCo) or ``analytic`` (MuJoCo's own contact with
-    the capture's nominal friction). Returns mean/median of the per-toss errors and the list.
+
+def rollout(scene, state0, controls=None, *, contact="analytic", substeps: int = 1, frames: int | None = None,
+            models=None, threads: int = 2, pad_sites=None) -> Trajectory:
+    """Roll out B members of ``scene`` from ``state0``; the state at each frame.
+
+    Args:
+      scene: the ``Scene`` (its model, owned pairs and object).
+      state0: [B, nstate] ``STATE_SPEC`` states (``object_states`` / ``states_from_qpos`` make them).
+      controls: [B or 1, >= S, nu] actuator commands per physics step, or None (zero ``ctrl``).
+      contact: ``"analytic"`` (MuJoCo's contact, ``mujoco.rollout``), a contact model (a
+        ``ContactGNN``, ``MuJoCoContact``, ...: a ``Stepper`` is built on ``scene`` and closed after),
+        or a ``Stepper`` of ``scene`` (its options and statistics stay the caller's).
+      substeps: physics steps per frame.
+      frames: F frames to return, frame 0 the initial state; default: what ``controls`` cover.
+      models: analytic only: [B] ``MjModel`` of the scene (same size signature), one per member;
+        default the scene's model with its owned pairs analytic (a copy; the scene is untouched).
+      threads: analytic only: ``mujoco.rollout`` threads.
+      pad_sites: surrogate only: site ids whose contact-model force to return per frame (``pad_force``).
+    Returns:
+      a ``Trajectory`` ([B, F] states; pad forces and stepper statistics of the surrogate backend).
+    Raises:
+      ConfigError: inputs of the wrong shape, or an option the backend does not take.
     """
-    eps = [e for e in episodes if e.num_frames >= min_frames]
-    if not eps:
-        return {"n": 0}
-    groups = {}
-    for e in eps:  # episodes sharing an object and scene share one model
-        groups.setdefault((e.object.name, e.provenance.capture_rate_hz, tuple(e.environment.gravity)), []).append(e)
-    rows = []
-    for grp in groups.values():
-        mode = "external" if contact == "surrogate" else "analytic"
-        scene = scene_for_episode(grp[0], meta, margin=margin, substeps=substeps, contact_mode=mode, cone=cone)
-        n = max(e.num_frames for e in grp) if max_frames is None else max_frames
-        pred = rollout_mujoco(model if contact == "surrogate" else None, scene, [initial_state(e) for e in grp], n,
-                              substeps=substeps)
-        for e, p in zip(grp, pred):
-            r = toss_errors(p[: e.num_frames], e, e.object.size)
-            r["episode"] = e.episode_id
-            rows.append(r)
-    pos = np.array([r["pos_pct"] for r in rows])
-    rot = np.array([r["rot_deg"] for r in rows])
-    return {"n": len(rows), "pos_pct_mean": float(pos.mean()), "pos_pct_median": float(np.median(pos)),
-            "rot_deg_mean": float(rot.mean()), "rot_deg_median": float(np.median(rot)), "per_toss": rows}
+    state0, controls, F = _check_inputs(scene.model, state0, controls, substeps, frames)
+    if isinstance(contact, str):
+        if contact != "analytic":
+            raise ConfigError(f"contact must be 'analytic', a contact model or a Stepper, got {contact!r}",
+                              key="contact")
+        if pad_sites is not None:
+            raise ConfigError("pad_sites needs a contact model; MuJoCo's analytic pad forces are re-solved from the "
+                              "states (bench.replay.analytic_pad_forces)", key="pad_sites")
+        return _rollout_analytic(scene, state0, controls, substeps, F, models, threads)
+    if models is not None:
+        raise ConfigError("models (one MjModel per member) is for the analytic backend; the stepper steps the "
+                          "scene's model", key="models")
+    return _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites)
 
 
-def main(argv=None):
-    """``python -m surrogate.sim.rollout CKPT --data ROOT [--analytic]``: roll out the held-out tosses
-    of the checkpoint's card (its validation episodes) and print mean/median errors as JSON."""
-    import argparse
-    import json
-
-    import torch
-
-    from ..model.checkpoint import load_checkpoint, read_card
-    from ..model.data import load_capture
-
-    p = argparse.ArgumentParser()
-    p.add_argument("ckpt")
-    p.add_argument("--data", default=None)
-    p.add_argument("--analytic", action="store_true", help="MuJoCo's analytic contact (nominal friction) instead")
-    p.add_argument("--cone", default="pyramidal")
-    p.add_argument("--limit", type=int, default=0)
-    a = p.parse_args(argv)
-    torch.set_num_threads(1)
-    card = read_card(a.ckpt)
-    model = None if a.analytic else load_checkpoint(a.ckpt)[0]
-    cap = load_capture(a.data or card["data"]["root"])
-    val = set(card["data"]["val_episodes"])
-    eps = [e for e in cap.episodes if e.episode_id in val]
-    eps = eps[: a.limit] if a.limit else eps
-    res = evaluate_tosses(model, eps, cap.meta, margin=card["data"]["margin_m"], substeps=card["data"]["substeps"],
-                          contact="analytic" if a.analytic else "surrogate", cone=a.cone)
-    print(json.dumps({k: v for k, v in res.items() if k != "per_toss"}, indent=1))
-    return res
+def _rollout_analytic(scene, state0, controls, substeps, F, models, threads) -> Trajectory:
+    B = len(state0)
+    if models is None:
+        m = copy.copy(scene.model)
+        set_contact_mode(m, scene, "analytic")
+        models = [m] * B
+    models = list(models)
+    if len(models) != B:
+        raise ConfigError(f"models has {len(models)} entries for {B} states", key="models")
+    m0 = models[0]
+    if F == 1:
+        return Trajectory(state0[:, None].copy(), m0.nq)
+    datas = [mujoco.MjData(m0) for _ in range(max(1, threads))]
+    ctrl = None if controls is None else np.ascontiguousarray(controls)
+    # A zero warm start for every trajectory: otherwise each thread's MjData carries the solver's
+    # warm start from whichever trajectory it ran before, and results depend on thread scheduling
+    # (chaotic tosses amplify the difference).
+    state, _ = mj_rollout.rollout(models, datas, state0, ctrl, nstep=(F - 1) * substeps,
+                                  initial_warmstart=np.zeros((B, m0.nv)))
+    idx = np.arange(1, F) * substeps - 1  # rollout's state k is after physics step k + 1
+    return Trajectory(np.concatenate([state0[:, None], state[:, idx]], axis=1), m0.nq)
 
 
-if __name__ == "__main__":
-    main()
+def _control_runs(block: np.ndarray) -> list[tuple[int, int]]:
+    """(start, length) of the runs of physics steps with the same command for every member; block [B, s, nu]."""
+    change = np.flatnonzero(np.any(block[:, 1:] != block[:, :-1], axis=(0, 2))) + 1
+    edges = np.concatenate([[0], change, [block.shape[1]]])
+    return [(int(a), int(b - a)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -> Trajectory:
+    from .stepper import Stepper
+
+    own = not isinstance(contact, Stepper)
+    stepper = Stepper(scene, contact) if own else contact
+    m = scene.model
+    datas = [mujoco.MjData(m) for _ in range(len(state0))]
+    out = np.zeros((len(state0), F, state0.shape[1]))
+    out[:, 0] = state0
+    pads = None if pad_sites is None else np.zeros((len(state0), F, len(pad_sites), 3))
+    for d, s in zip(datas, state0):
+        mujoco.mj_setState(m, d, s, STATE_SPEC)
+        mujoco.mj_forward(m, d)
+    try:
+        with torch.no_grad():
+            _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads)
+        stats = stepper.stats()
+    finally:
+        if own:
+            stepper.close()
+    return Trajectory(out, m.nq, pads, stats)
+
+
+def _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads) -> None:
+    """Step the batch frame by frame: each frame's states into ``out`` [B, F, nstate], the pad forces
+    into ``pads`` [B, F, K, 3] (when not None)."""
+    from .stepper import step
+
+    bodies = [] if pad_sites is None else [int(m.site_bodyid[s]) for s in pad_sites]
+    for f in range(1, out.shape[1]):
+        block = None if controls is None else controls[:, (f - 1) * substeps:f * substeps]
+        # A command held over several physics steps is one stepper call.
+        for start, n in ([(0, substeps)] if block is None else _control_runs(block)):
+            if block is not None:
+                for d, c in zip(datas, block[:, start]):
+                    d.ctrl[:] = c
+            step(m, datas, stepper, nstep=n)
+        for b, d in enumerate(datas):
+            mujoco.mj_getState(m, d, out[b, f], STATE_SPEC)
+        if bodies and stepper.last_wrench is not None:
+            w = stepper.pad_wrenches(bodies)
+            for b, d in enumerate(datas):  # site_xmat: the kinematics the last step's forces were built on
+                for j, site in enumerate(pad_sites):
+                    pads[b, f, j] = d.site_xmat[site].reshape(3, 3).T @ w[b, j, :3]
+
+
+def rollout_mujoco(model, scene, states, n_frames: int, *, substeps: int, models=None) -> np.ndarray:
+    """[B, n_frames, 7] object poses of free objects from B (pos, quat, vel world, omega body) states.
+
+    A thin caller of ``rollout``: ``model`` a ``ContactGNN`` (surrogate contact, through the
+    stepper) or None (MuJoCo's analytic contact); ``models`` as in ``rollout`` (analytic only).
+    """
+    qpos = np.array([np.concatenate([p, q]) for p, q, _, _ in states])
+    qvel = np.array([np.concatenate([v, w]) for _, _, v, w in states])
+    traj = rollout(scene, object_states(scene, qpos, qvel), contact="analytic" if model is None else model,
+                   substeps=substeps, frames=n_frames, models=models)
+    qa = scene.object_qpos_adr
+    return traj.qpos[:, :, qa:qa + 7]

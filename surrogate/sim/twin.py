@@ -29,7 +29,8 @@ import mujoco
 import numpy as np
 import torch
 
-from ..model.dynamics import quat_to_mat, rigid_step
+from ..model.dynamics import rigid_step
+from ..quat import quat_to_mat
 from ..scenes import set_contact_mode
 from .batch import GraphBuilder, concat_graphs
 

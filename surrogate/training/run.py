@@ -258,7 +258,7 @@ def export_gnn(cfg, dm, module, ckpt, result) -> dict:
     metrics["best_val_loss"] = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
     n_eval = int(cfg["export"].get("eval_rollouts") or 0)
     if n_eval:
-        from ..sim.rollout import evaluate_tosses
+        from ..sim.toss_eval import evaluate_tosses
         by_id = {e.episode_id: e for e in dm.capture.episodes}
         eps = [by_id[i] for i in dm.val_ids]
         eps = eps[:n_eval] if n_eval > 0 else eps

@@ -114,7 +114,7 @@ def patch_forces(points_obj: np.ndarray, normal_obj: np.ndarray, planes, params:
       {"force": [n] N, "depth": [n] m, "centre": [3] force-weighted centroid (object frame),
        "total": N}.
     """
-    from surrogate.rig.physics import penetration_along
+    from surrogate.rig.geometry import penetration_along
 
     depth = penetration_along(points_obj, normal_obj, planes)
     if params is None:
