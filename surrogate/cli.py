@@ -164,6 +164,11 @@ def _cmd_rig_gap(a):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``surrogate`` command line: every subcommand and its options.
+
+    Long because: a declarative table of argparse calls, one block per subcommand (the commands' work is in
+    the ``_cmd_*`` functions and the library); splitting it would only scatter the table.
+    """
     p = argparse.ArgumentParser(prog="surrogate", description="Learned contact for MuJoCo: captures, surrogates, hybrid stepping, benchmarks.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")

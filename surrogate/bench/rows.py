@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .analytic import AnalyticParams
+from .analytic import nominal_params
 from .identify import randomized_ensemble
 
 
@@ -39,14 +39,6 @@ class Scorer:
     metrics: Callable[[list], dict]
     ensemble: Callable[[list], list]
     coverage: Callable[[list], float]
-
-
-def nominal_params(ep, nom: dict) -> AnalyticParams:
-    """What a user would enter: ``nom`` (a suite's ``baselines.nominal``), friction ``object`` meaning
-    the episode's nominal object friction (0.8 when the capture has none)."""
-    mu = ep.object.friction if nom["friction"] == "object" else float(nom["friction"])
-    return AnalyticParams(friction=float(mu if mu is not None else 0.8), solref=tuple(nom["solref"]),
-                          solimp=tuple(nom["solimp"]), cone=nom["cone"])
 
 
 def scored(scorer: Scorer, preds: dict) -> dict:

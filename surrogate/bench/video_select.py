@@ -100,7 +100,9 @@ def resolve_checkpoint(path, *, ledger_file: Path | None = None, field_name: str
 def dataset_path(ledger: dict, key: str, ledger_file) -> tuple[Path, str]:
     """(capture dataset holding the episode, its id within it) for a ledger episode key."""
     data = ledger.get("data") or {}
-    if ledger.get("suite") == "rig-grasp":
+    sets = data.get("test_data") or {}
+    if ledger.get("suite") == "rig-grasp" or ("path" not in sets and key.partition("/")[0] in sets):
+        # episodes of named test sets (rig-grasp's, or several --test-data) are keyed SET/ID
         set_name, _, eid = key.partition("/")
         tds = (data.get("test_data") or {}).get(set_name) or {}
         if "path" not in tds:

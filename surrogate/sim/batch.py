@@ -42,6 +42,7 @@ from torch_geometric.data import Data
 
 from ..model.graph import GEOM_DESC, geom_descriptor
 from ..model.law import cross
+from ..scenes.scene import match_pair_keys, pair_keys
 
 
 class ContactGraph(SimpleNamespace):
@@ -144,7 +145,7 @@ class GraphBuilder:
         g1, g2 = model.pair_geom1[pair_ids], model.pair_geom2[pair_ids]
         self.ngeom = int(model.ngeom)
         self.nbody = int(model.nbody)
-        self.keys = np.sort(np.minimum(g1, g2) * model.ngeom + np.maximum(g1, g2))
+        self.keys = np.sort(pair_keys(model, pair_ids))
         self.object_body = int(object_body)
         self.length = float(length)
         bodies = set(model.geom_bodyid[g1].tolist()) | set(model.geom_bodyid[g2].tolist())
@@ -226,12 +227,7 @@ class GraphBuilder:
         (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(datas, dynamics=dynamics)
         B, K = len(datas), self.K
         # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
-        if len(geom) and len(self.keys):
-            keys = geom.min(axis=1) * self.ngeom + geom.max(axis=1)
-            at = np.clip(np.searchsorted(self.keys, keys), 0, len(self.keys) - 1)
-            owned = (geom >= 0).all(axis=1) & (self.keys[at] == keys)
-        else:
-            owned = np.zeros(len(geom), dtype=bool)
+        owned, _ = match_pair_keys(geom, self.ngeom, self.keys)
         env, cid, geom, pos, frame, dist = env[owned], cid[owned], geom[owned], pos[owned], frame[owned], dist[owned]
         b2_is_obj = self.geom_body[geom[:, 1]] == self.object_body
         sign = np.where(b2_is_obj, 1.0, -1.0)

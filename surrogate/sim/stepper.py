@@ -38,7 +38,6 @@ chosen bodies for sensor-like readings (the Gymnasium envs add it to the pad F/T
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from pathlib import Path
@@ -48,12 +47,11 @@ import mujoco
 import numpy as np
 import torch
 
-from ..errors import ConfigError, SurrogateError
+from ..errors import ConfigError
 from ..scenes import ROLES, set_contact_mode
 from .batch import GraphBuilder
 from .contact import InputRange
-from ..model.law import cross
-from .law_solve import law_forces
+from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
 
 CONTACT_MODES = ("analytic", "surrogate")
 BAD_FORCE_POLICIES = ("raise", "fallback")
@@ -65,22 +63,6 @@ _BAD_STATE_IDS = np.array(sorted(BAD_STATE_WARNINGS))
 _BAD_STATE_SLICE = (slice(int(_BAD_STATE_IDS[0]), int(_BAD_STATE_IDS[-1]) + 1)
                     if _BAD_STATE_IDS[-1] - _BAD_STATE_IDS[0] == len(_BAD_STATE_IDS) - 1 else None)
 _NO_BAD_STATE = np.zeros(len(_BAD_STATE_IDS), dtype=np.int32).tobytes()
-
-
-class SurrogateStepError(SurrogateError, FloatingPointError):
-    """The contact model returned a non-finite or exploding force.
-
-    Attributes: env (index in the batch), step (the stepper's physics step count), body (name
-    of the other body of the contact), force (N, the offending contact force norm or nan).
-    """
-
-    def __init__(self, message: str, *, env: int, step: int, body: str, force: float):
-        super().__init__(message)
-        self.env, self.step, self.body, self.force = env, step, body, force
-
-
-class SurrogateWarning(UserWarning):
-    """Something the stepper did that the user should know about (fallbacks, out-of-range inputs)."""
 
 
 def _check_choice(name, value, allowed):
@@ -176,10 +158,10 @@ class Stepper:
 
     @property
     def last_wrench(self) -> np.ndarray | None:
-        """[B, K, 6] the contact model's wrench on every node body in the last surrogate step (``body_wrenches``;
+        """[B, K, 6] the contact model's wrench on every node body in the last surrogate step (``hybrid_step.node_wrenches``;
         None before one or after an analytic step); computed when first read, most steps nobody does."""
         if self._wrench is None and self._last is not None:
-            self._wrench = body_wrenches(*self._last)
+            self._wrench = node_wrenches(*self._last)
         return self._wrench
 
     def _set_last(self, cb, forces) -> None:
@@ -291,157 +273,6 @@ def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
     stepper._set_last(None, None)
 
 
-def _contact_forces(m, datas, stepper: Stepper, cb):
-    """(forces [E, 3] float64 on the object, generalized forces [B, nv] of a law model or None, the network's
-    input features if the inputs are checked, else None): one call of the contact model for the batch."""
-    model = stepper.contact_model
-    prepare = getattr(model, "prepare", None)
-    if prepare is not None:
-        prepare(m, datas)
-    feats = None
-    if stepper.input_range is not None and stepper.check_inputs and hasattr(model, "features"):
-        with torch.inference_mode():  # computed once: the network's input and the range check's
-            feats = model.features(cb.graph)
-    qfrc = None
-    if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
-        f, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats)
-    else:
-        with torch.inference_mode():
-            f = model(cb.graph) if feats is None else model(cb.graph, features=feats)
-    forces = f.detach().double().numpy() if isinstance(f, torch.Tensor) else np.asarray(f, dtype=np.float64)
-    if forces.shape != (cb.num_contacts, 3):
-        raise ConfigError(f"contact model returned shape {forces.shape}, expected ({cb.num_contacts}, 3)", key="contact_model")
-    stepper._stats["network_calls"] += 1
-    return forces, qfrc, feats
-
-
-def _bad_force_envs(m, stepper: Stepper, cb, forces: np.ndarray) -> np.ndarray:
-    """[B] bool: environments with a non-finite force or one above ``max_force`` object weights (raises with
-    ``on_bad_force="raise"``; counted and warned about once otherwise)."""
-    bad_env = np.zeros(cb.num_envs, dtype=bool)
-    if not len(forces):
-        return bad_env
-    g = m.opt.gravity
-    limit = stepper.max_force * max(float(m.body_mass[stepper.builder.object_body]) * math.sqrt(float(g @ g)), 1e-12)
-    norm = np.sqrt(np.einsum("ej,ej->e", forces, forces))
-    bad_edge = ~(norm <= limit)  # NaN compares False: caught too
-    if not bad_edge.any():
-        return bad_env
-    st, step_no = stepper._stats, stepper._stats["physics_steps"]
-    e = int(np.flatnonzero(bad_edge)[0])
-    env = int(cb.env[e])
-    body = stepper._body_names[int(cb.node[e]) % cb.K]
-    st["bad_force_events"] += int(bad_edge.sum())
-    msg = (f"contact model force {norm[e]:.4g} N on the object from body '{body}' (env {env}, step {step_no}) is "
-           f"{'not finite' if not np.isfinite(norm[e]) else f'above the limit {limit:.4g} N ({stepper.max_force:g} x the object weight)'}")
-    if stepper.on_bad_force == "raise":
-        raise SurrogateStepError(msg + "; pass on_bad_force='fallback' to continue with analytic contact there",
-                                 env=env, step=step_no, body=body, force=float(norm[e]))
-    bad_env[cb.env[bad_edge]] = True
-    stepper._warn_once("fallback", msg + "; falling back to analytic contact for that env and step "
-                                         "(counted in stats()['fallbacks'])")
-    return bad_env
-
-
-def _check_inputs(stepper: Stepper, cb, feats) -> None:
-    """Count (and warn once about) inputs outside the model's training range."""
-    st, g = stepper._stats, cb.graph
-    r = stepper.input_range.check(g, *(feats or (None, None)))
-    ne, nn = int(r["edge"].sum()), int(r["node"].sum())
-    if not (ne or nn):
-        return
-    st["ood_edges"] += ne
-    st["ood_nodes"] += nn
-    envs = np.zeros(cb.num_envs, dtype=bool)
-    envs[cb.env[r["edge"]]] = True
-    envs[g.batch.numpy()[r["node"]]] = True
-    st["ood_env_steps"] += int(envs.sum())
-    stepper._ood_edge_features += r["edge_features"]
-    stepper._ood_node_features += r["node_features"]
-    stepper._warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "
-                              f"at step {st['physics_steps']}: {ne} contacts, {nn} bodies; counted in stats()['ood_*']")
-
-
-def body_wrenches(cb, forces: np.ndarray) -> np.ndarray:
-    """[B, K, 6] per node body the contact wrench (force N, torque about the body's COM N m; world axes): F at
-    each contact on the object, -F on the other body (equal and opposite)."""
-    W = np.zeros((cb.num_envs * cb.K, 6))
-    if len(forces):
-        np.add.at(W, cb.env * cb.K, np.concatenate([forces, cross(cb.r_obj, forces)], axis=1))
-        np.add.at(W, cb.node, -np.concatenate([forces, cross(cb.r_oth, forces)], axis=1))
-    return W.reshape(cb.num_envs, cb.K, 6)
-
-
-def _apply(m, datas, stepper: Stepper, cb, forces, qfrc, bad_env) -> None:
-    """Add the forces of the environments without a bad force to their ``qfrc_applied``."""
-    if qfrc is not None:  # a law model's J^T F: one write per environment
-        for i in np.flatnonzero(~bad_env):
-            datas[i].qfrc_applied += qfrc[i]
-        return
-    W, K = stepper.last_wrench, cb.K
-    nb = stepper.builder.node_body
-    active = np.zeros((cb.num_envs, K), dtype=bool)
-    active[cb.env, 0] = True
-    active[cb.env, cb.node % K] = True
-    active[:, np.setdiff1d(np.arange(K), stepper.builder.dynamic_nodes)] = False
-    active &= ~bad_env[:, None]
-    for i, k in zip(*np.nonzero(active)):
-        d = datas[i]
-        w = W[i, k]
-        mujoco.mj_applyFT(m, d, w[:3], w[3:], d.xipos[nb[k]], int(nb[k]), d.qfrc_applied)
-
-
-def _fallback(m, datas, stepper: Stepper, bad_env) -> None:
-    """The environments with a bad force take this step with analytic contact."""
-    # mj_step1 changed no state (qpos, qvel, act, time), so the analytic step can start over.
-    ids = stepper.scene.owned_pair_ids
-    saved = m.pair_margin[ids].copy(), m.pair_gap[ids].copy()
-    try:
-        stepper.set_mode(m, "analytic")
-        for i in np.flatnonzero(bad_env):
-            mujoco.mj_step(m, datas[i])
-            stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
-    finally:
-        m.pair_margin[ids], m.pair_gap[ids] = saved
-    stepper._stats["fallbacks"] += int(bad_env.sum())
-
-
-def _physics_step_surrogate(m, datas, stepper: Stepper) -> None:
-    """One physics step of the batch with the contact model owning its pairs (module docstring, steps 1-6)."""
-    T = stepper._time
-    t0 = time.perf_counter()
-    for d in datas:
-        # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
-        # must not see last step's surrogate forces as external forces.
-        d.qfrc_applied[:] = 0.0
-        mujoco.mj_step1(m, d)
-    t1 = time.perf_counter()
-    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model)
-    E = cb.num_contacts
-    t2 = time.perf_counter()
-    forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
-    t3 = time.perf_counter()
-    bad_env = _bad_force_envs(m, stepper, cb, forces)
-    if stepper.input_range is not None and stepper.check_inputs and E:
-        _check_inputs(stepper, cb, feats)
-    t4 = time.perf_counter()
-    stepper._set_last(cb, forces * ~bad_env[cb.env][:, None])
-    if E:
-        _apply(m, datas, stepper, cb, forces, qfrc, bad_env)
-    t5 = time.perf_counter()
-    if bad_env.any():
-        _fallback(m, datas, stepper, bad_env)
-    t6 = time.perf_counter()
-    for i, d in enumerate(datas):
-        if not bad_env[i]:
-            mujoco.mj_step2(m, d)
-    t7 = time.perf_counter()
-    stepper._stats["contacts"] += E
-    for k, dt in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"),
-                     (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6)):
-        T[k] += dt
-
-
 def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: str | None = None) -> None:
     """Advance one ``MjData`` or a batch of them by ``nstep`` physics steps.
 
@@ -464,7 +295,7 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
         raise ConfigError("this stepper has no contact model: contact must be 'analytic'", key="contact")
     _check_model(m, datas, stepper.builder)
     stepper.set_mode(m, contact)
-    one = _physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
+    one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
     read = _bad_state_reader(datas)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
     counts = read()
     for _ in range(int(nstep)):
