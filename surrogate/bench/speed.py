@@ -18,6 +18,7 @@ from ..paths import release_checkpoint
 
 # MuJoCo, torch and the stepper are imported inside the functions, so that building the
 # ``surrogate`` CLI parser (build_parser) stays cheap.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 DEFAULT_CHECKPOINT = release_checkpoint("rig_default")  # the released grasp surrogate (pads and table) shipped with the package
 
 
@@ -39,13 +40,15 @@ def grasped_state(scene, *, seconds: float = 1.0):
 
 
 def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand: str = "parallel_jaw",
-            family: str = "box", seed: int = 0, min_seconds: float = 0.5) -> list[dict]:
+            family: str = "box", seed: int = 0, min_seconds: float = 0.5, clock: str = "wall") -> list[dict]:
     """Env steps per second, analytic and hybrid, per batch size.
 
     Args:
       contact_model: the surrogate (e.g. a ``ContactGNN``).
       batches: numbers of ``MjData`` stepped together.
       steps: physics steps per timing (repeated until ``min_seconds`` have passed).
+      clock: ``wall`` (``time.perf_counter``) or ``cpu`` (``time.process_time``: this process's CPU time, which
+        other jobs on a shared machine disturb much less; both sides are timed with the same clock).
     Returns:
       one dict per batch: batch, analytic_sps (the faster of analytic_loop_sps, a Python loop of ``mj_step``
       over the MjData as the stepper runs it, and analytic_rollout_sps, MuJoCo's ``rollout`` on one thread),
@@ -59,6 +62,9 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
     from ..scenes import build_scene
     from ..sim.stepper import Stepper, step
 
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {tuple(CLOCKS)}, got {clock!r}")
+    timer = CLOCKS[clock]
     scene = build_scene(make_object(family, seed), hand=hand, setting="table")
     m = scene.model
     d0 = grasped_state(scene)
@@ -86,11 +92,11 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
                 warnings.simplefilter("ignore")
                 step(m, datas, st, nstep=1)  # warm-up (allocations, torch kernels)
                 st.reset_stats()
-                n, t0 = 0, time.perf_counter()
-                while n == 0 or time.perf_counter() - t0 < min_seconds:
+                n, t0 = 0, timer()
+                while n == 0 or timer() - t0 < min_seconds:
                     step(m, datas, st, nstep=steps)
                     n += steps
-            dt = time.perf_counter() - t0
+            dt = timer() - t0
             out[f"{mode}_sps"] = B * n / dt
             if mode == "hybrid":
                 s = st.stats()
@@ -98,14 +104,14 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
                 out["phases_ms"] = {k: 1e3 * v / n for k, v in s["time_s"].items() if v > 0}
         # the analytic side on its fastest path: the Python loop above or MuJoCo's own rollout (C loop, one thread)
         out["analytic_loop_sps"] = out["analytic_sps"]
-        out["analytic_rollout_sps"] = _rollout_sps(scene, datas, snap, steps=steps, min_seconds=min_seconds)
+        out["analytic_rollout_sps"] = _rollout_sps(scene, datas, snap, steps=steps, min_seconds=min_seconds, timer=timer)
         out["analytic_sps"] = max(out["analytic_loop_sps"], out["analytic_rollout_sps"])
         out["ratio"] = out["hybrid_sps"] / out["analytic_sps"]
         rows.append(out)
     return rows
 
 
-def _rollout_sps(scene, datas, snap, *, steps: int, min_seconds: float) -> float:
+def _rollout_sps(scene, datas, snap, *, steps: int, min_seconds: float, timer) -> float:
     """Env steps per second of ``mujoco.rollout`` (analytic contact, one thread) from the same states."""
     import mujoco
     import numpy as np
@@ -127,11 +133,11 @@ def _rollout_sps(scene, datas, snap, *, steps: int, min_seconds: float) -> float
     x0 = np.stack(states)
     work = mujoco.MjData(m)
     rollout.rollout(m, work, x0, nstep=1)  # warm-up
-    n, t0 = 0, time.perf_counter()
-    while n == 0 or time.perf_counter() - t0 < min_seconds:
+    n, t0 = 0, timer()
+    while n == 0 or timer() - t0 < min_seconds:
         rollout.rollout(m, work, x0, nstep=steps)
         n += steps
-    return len(snap) * n / (time.perf_counter() - t0)
+    return len(snap) * n / (timer() - t0)
 
 
 def format_table(rows) -> str:
@@ -157,6 +163,8 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"], help="hand model (default parallel_jaw)")
     p.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
     p.add_argument("--min-seconds", type=float, default=0.5, help="time each batch size for at least this long (default 0.5)")
+    p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                   help="wall time (default) or this process's CPU time (steadier on a machine other jobs share)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object (for scripts) instead of the table")
     return p
 
@@ -171,14 +179,15 @@ def run(args) -> list[dict]:
         args.checkpoint = str(DEFAULT_CHECKPOINT)
     model = load_checkpoint(args.checkpoint)[0]
     rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
-                   min_seconds=args.min_seconds)
+                   min_seconds=args.min_seconds, clock=getattr(args, "clock", "wall"))
     if getattr(args, "json", False):
         import json
 
         print(json.dumps({"checkpoint": str(args.checkpoint), "threads": args.threads, "hand": args.hand,
-                          "object": args.family, "rows": rows}))
+                          "clock": getattr(args, "clock", "wall"), "object": args.family, "rows": rows}))
         return rows
-    print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, hand {args.hand}, object {args.family}")
+    print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, hand {args.hand}, object {args.family}, "
+          f"clock {getattr(args, 'clock', 'wall')}")
     print(format_table(rows))
     return rows
 
