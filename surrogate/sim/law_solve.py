@@ -134,39 +134,3 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
     qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
     return out, qfrc
-    B, dt = len(envs), m.opt.timestep
-    slot = np.full(cb.num_envs, -1)
-    slot[envs] = np.arange(B)
-    keep = np.flatnonzero(slot[cb.env] >= 0)
-    env = slot[cb.env[keep]]
-    # position of each contact within its environment (contacts of one env are contiguous)
-    first = np.searchsorted(env, np.arange(B))
-    row = np.arange(len(keep)) - first[env]
-    C = int(row.max()) + 1
-    # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
-    _, _, _, Msparse, qvel = cb.dynamics
-    qacc = np.empty((B, nv))
-    for j, i in enumerate(envs):
-        d = datas[i]
-        mujoco.mj_fwdActuation(m, d)
-        mujoco.mj_fwdAcceleration(m, d)
-        qacc[j] = d.qacc_smooth
-    qv = qvel[envs] + dt * qacc
-    J = np.zeros((B, C, 3, nv))
-    J[env, row] = contact_jacobians(builder, cb, keep)
-    Jf = J.reshape(B, 3 * C, nv)
-    idx = builder.M_index
-    M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia
-    nk = n[keep]
-    Kc = np.zeros((B, C, 3, 3))
-    Kc[env, row] = b[keep, None, None] * nk[:, :, None] * nk[:, None, :]
-    i3 = np.arange(3)
-    Kc[env[:, None], row[:, None], i3, i3] += a[keep, None]
-    w0 = np.zeros((B, C, 3))
-    w0[env, row] = f0[keep, None] * nk
-    # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
-    F, _ = semi_implicit_solve_joint(Kc, J, M, w0, qv, dt)
-    out[keep] = F[env, row]
-    # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
-    qfrc[envs] = np.einsum("bkv,bk->bv", Jf, F.reshape(B, 3 * C))
-    return out, qfrc
