@@ -184,33 +184,26 @@ class GraphBuilder:
         B = len(datas)
         ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
         C = int(ncon.sum())
-        geom = np.empty((C, 2), dtype=np.int64)
-        pos, frame, dist = np.empty((C, 3)), np.empty((C, 9)), np.empty(C)
+        # The only per-environment Python: MuJoCo's arrays as views (``data.contact`` views hold exactly
+        # ``ncon`` rows), copied once into stacked arrays by numpy (cheaper than a slice assignment each).
+        ob = self.object_body
+        cons = [d.contact for d, n in zip(datas, ncon) if n]
+        if cons:
+            geom = np.concatenate([c.geom for c in cons]).astype(np.int64, copy=False)
+            pos, frame, dist = (np.concatenate([c.pos for c in cons]), np.concatenate([c.frame for c in cons]),
+                                np.concatenate([c.dist for c in cons]))
+        else:
+            geom, pos, frame, dist = np.empty((0, 2), dtype=np.int64), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
         # Whole (small) body tables per environment: plain copies are cheaper than fancy indexing
         # per MjData; the node rows are picked once for all environments below.
-        xipos, cvel, scom = np.empty((B, self.nbody, 3)), np.empty((B, self.nbody, 6)), np.empty((B, self.nbody, 3))
-        ximat = np.empty((B, 9))
+        xipos = np.array([d.xipos for d in datas]).reshape(B, self.nbody, 3)
+        cvel = np.array([d.cvel for d in datas]).reshape(B, self.nbody, 6)
+        scom = np.array([d.subtree_com for d in datas]).reshape(B, self.nbody, 3)
+        ximat = np.array([d.ximat[ob] for d in datas]).reshape(B, 9)
         if dynamics:
-            cdof, M, qvel = np.empty((B, self.nv, 6)), np.empty((B, len(datas[0].M) if B else 0)), np.empty((B, self.nv))
-        ob = self.object_body
-        a = 0
-        # The only per-environment Python: copying MuJoCo's arrays into preallocated buffers
-        # (``data.contact`` views hold exactly ``ncon`` rows).
-        for i, d in enumerate(datas):
-            n = int(ncon[i])
-            if n:
-                c = d.contact
-                geom[a:a + n] = c.geom
-                pos[a:a + n] = c.pos
-                frame[a:a + n] = c.frame
-                dist[a:a + n] = c.dist
-                a += n
-            xipos[i] = d.xipos
-            cvel[i] = d.cvel
-            scom[i] = d.subtree_com
-            ximat[i] = d.ximat[ob]
-            if dynamics:
-                cdof[i], M[i], qvel[i] = d.cdof, d.M, d.qvel
+            cdof = np.array([d.cdof for d in datas]).reshape(B, self.nv, 6)
+            M = np.array([d.M for d in datas]).reshape(B, -1)
+            qvel = np.array([d.qvel for d in datas]).reshape(B, self.nv)
         xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
         env = np.repeat(np.arange(B, dtype=np.int64), ncon)
         cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
