@@ -109,7 +109,7 @@ def _learned_row(ckpts: dict, test, cfg, *, progress: bool) -> dict:
     key = "given" if "given" in by_size else max(by_size, key=lambda k: int(k) if k.isdigit() else -1)
     path, card, scores = main[key]
     structure = (card.get("model", {}).get("class") or "").rsplit(".", 1)[-1]
-    return {"description": f"learned contact inside MuJoCo (hybrid stepper): {structure}",
+    return {"description": card.get("model", {}).get("description") or f"learned contact inside MuJoCo (hybrid stepper): {structure}",
             "checkpoint": str(path), "card": {k: card.get(k) for k in ("training", "model")},
             "test_episodes_seen_in_training": by_size[key]["test_episodes_seen_in_training"],
             **_metrics(scores, cfg), "by_train_size": by_size}

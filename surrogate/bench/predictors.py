@@ -21,14 +21,19 @@ def object_scene(ep, *, substeps: int, mode: str, margin: float = DEFAULT_MARGIN
 
 
 def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int, progress: bool = True):
-    """Roll out ``episodes`` with the checkpoint's surrogate owning the contact pairs.
+    """Roll out ``episodes`` with the checkpoint's surrogate owning the contact pairs (or, for the
+    end-to-end peer's checkpoint, with the peer alone).
 
     Returns ({episode_id: [T, 7] poses at the episode's frames}, card).
     """
-    from ..model.checkpoint import load_checkpoint
+    from ..model.checkpoint import is_end_to_end, load_checkpoint
     from ..sim.rollout import rollout_mujoco
 
     model, card = load_checkpoint(checkpoint)
+    if is_end_to_end(card):  # the end-to-end peer learns the whole step: no MuJoCo scene (model.gns_rollout)
+        from ..model.gns_rollout import predict_episodes
+        return predict_episodes(model, episodes, init_frames=init_frames, gravity_nd=card["data"].get("gravity_nd"),
+                                progress=progress), card
     margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
     out = {}
     groups = {}

@@ -40,9 +40,11 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
     unavailable). Returns the ledger."""
     cfg = load_suite(suite, overrides)
     if checkpoint is not None:  # a bad checkpoint fails now, not after minutes of baseline work
-        from ..model.checkpoint import load_checkpoint
+        from ..model.checkpoint import is_end_to_end, load_checkpoint
 
-        load_checkpoint(checkpoint)
+        if is_end_to_end(load_checkpoint(checkpoint)[1]) and cfg["suite"] != "cube-real":
+            raise ConfigError(f"{checkpoint} is the end-to-end peer (GNS, no MuJoCo): it predicts a free object, not "
+                              f"the hand-object coupling of {cfg['suite']}; score it with cube-real", key="--checkpoint")
     run = _runner(cfg["suite"])(cfg, cache_dir=Path(cache_dir), checkpoint=checkpoint, test_data=test_data, progress=progress)
     ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run,
                           suite_name=suite_display_name(suite))
