@@ -10,7 +10,9 @@ baselines identified at the same sizes.
     python eval/cube_sweep.py --out runs/cube_sweep                 # sizes 8 ... 256, the full suite
     python eval/cube_sweep.py --sizes 8 32 --suite cube-real-small  # quick
 
-The largest size's checkpoint is the one the verdict uses.
+The largest size's checkpoint is the one the verdict uses. ``--gns`` also trains the end-to-end
+learned peer (``configs/train/gns_cube.yaml``, GNS style, no MuJoCo) on the same tosses at every size
+and scores it as the row ``end_to_end_gns``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,22 @@ def train_size(n: int, *, out: Path, suite: str, data_root: str, steps: int) -> 
     return ckpt, prior
 
 
+def train_gns_size(n: int, *, out: Path, suite: str, data_root: str) -> Path:
+    """Train the end-to-end peer on the suite's N training tosses (the hybrid surrogate's own split)."""
+    ckpt = out / f"gns_{n}"
+    if (ckpt / "card.json").is_file():
+        print(f"size {n}: reusing {ckpt}")
+        return ckpt
+    cmd = [sys.executable, "-m", "surrogate.cli", "train", "--config", str(config_dir() / "train" / "gns_cube.yaml"),
+           "--set", f"data.bench_split={{suite: {suite}, size: {n}}}", "--set", f"data.root={data_root}",
+           "--set", f"out_dir={out / f'train_gns_{n}'}", "--set", f"export.dir={ckpt}",
+           "--set", "trainer.enable_progress_bar=false"]
+    t0 = time.time()
+    subprocess.run(cmd, check=True)
+    print(f"size {n}: end-to-end peer trained in {time.time() - t0:.0f} s -> {ckpt}", flush=True)
+    return ckpt
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="runs/cube_sweep")
@@ -56,6 +74,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=96, help="Adam steps of the prior stage per size (half for the corrections)")
     p.add_argument("--data", default=None, help="imported tosses (default: the suite's source, imported into datasets/cache)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a suite value")
+    p.add_argument("--gns", action="store_true", help="also train and score the end-to-end peer (row end_to_end_gns)")
     args = p.parse_args(argv)
 
     from surrogate.bench.cube_real import load_episodes
@@ -68,9 +87,13 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     trained = {n: train_size(n, out=out, suite=args.suite, data_root=data_root, steps=args.steps) for n in sizes}
+    rows = {"law_prior": {str(n): str(p) for n, (_, p) in trained.items()}}
+    if args.gns:
+        rows["end_to_end_gns"] = {str(n): str(train_gns_size(n, out=out, suite=args.suite, data_root=data_root))
+                                  for n in sizes}
     over = [*args.set, f"data.source={data_root}", f"data.train_sizes={json.dumps(sizes)}",
             f"surrogate.checkpoints={json.dumps({str(n): str(c) for n, (c, _) in trained.items()})}",
-            f"surrogate.rows={json.dumps({'law_prior': {str(n): str(p) for n, (_, p) in trained.items()}})}"]
+            f"surrogate.rows={json.dumps(rows)}"]
     ledger = run_suite(args.suite, out=out / "report", overrides=over)
     print("\n".join(summary_lines(ledger)))
     for key, entry in ledger["models"]["surrogate"]["by_train_size"].items():

@@ -22,6 +22,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from ..capture import DatasetMeta
+from ..errors import ConfigError
 from ..scenes.from_capture import scene_for_episode
 from .analytic import AnalyticParams, TossSet, initial_free_state, simulate_tosses
 
@@ -90,8 +91,29 @@ def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int, 
 # ----------------------------------------------------------------------------- learned rows
 
 
+def peer_predict(checkpoint, episodes, *, substeps: int, init_frames: int, progress: bool = True):
+    """Roll out ``episodes`` with the end-to-end peer alone (it learns the whole step: no MuJoCo scene;
+    ``model.gns_rollout``); ``substeps`` is unused. Returns ({episode_id: [T, 7] poses}, card)."""
+    from ..model.checkpoint import load_checkpoint
+    from ..model.gns_rollout import predict_episodes
+
+    model, card = load_checkpoint(checkpoint)
+    return predict_episodes(model, episodes, init_frames=init_frames, gravity_nd=card["data"].get("gravity_nd"),
+                            progress=progress), card
+
+
 def check_contact_model(checkpoint) -> None:
-    """Load a contact model's checkpoint (``model.checkpoint.load_checkpoint``): raises what is wrong with it."""
+    """Load a contact model's checkpoint (``model.checkpoint.load_checkpoint``): raises what is wrong with it,
+    and a ConfigError for the end-to-end peer, which has no contact model to put inside MuJoCo."""
+    from ..model.checkpoint import is_end_to_end, load_checkpoint
+
+    if is_end_to_end(load_checkpoint(checkpoint)[1]):
+        raise ConfigError(f"{checkpoint} is the end-to-end peer (GNS, no MuJoCo): it predicts a free object, not the "
+                          "hand-object coupling of the grasp suites; score it with cube-real", key="--checkpoint")
+
+
+def check_peer(checkpoint) -> None:
+    """Load the end-to-end peer's checkpoint: raises what is wrong with it."""
     from ..model.checkpoint import load_checkpoint
 
     load_checkpoint(checkpoint)
@@ -113,9 +135,11 @@ class Learned:
 
 
 HYBRID = Learned(surrogate_predict, "learned contact inside MuJoCo (hybrid stepper): {structure}")
+PEER = Learned(peer_predict, "end-to-end learned step, no MuJoCo (graph network simulator): {structure}", check_peer)
 LEARNED = {
     "surrogate.model.gnn.ContactGNN": HYBRID,
     "surrogate.model.contact_law.ContactLawGNN": HYBRID,
+    "surrogate.model.gns.GNSNet": PEER,
 }
 DEFAULT_CLASS = "surrogate.model.gnn.ContactGNN"  # a card that names no class (as ``load_checkpoint`` reads it)
 

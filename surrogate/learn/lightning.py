@@ -23,9 +23,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from ..errors import ConfigError
 from ..model.contact_law import ContactLawGNN
-from ..model.data import load_capture, split_episodes
+from ..model.lightning import checked_data_config, load_split
 from ..sim.twin import Twin
 from .objective import episode_scores, rollout_episodes, window_loss
 from .windows import batches, episode_windows, group_episodes
@@ -57,33 +56,14 @@ class RolloutData(L.LightningDataModule):
 
     def __init__(self, **cfg):
         super().__init__()
-        unknown = sorted(set(cfg) - set(DATA_DEFAULTS))
-        if unknown:
-            raise ConfigError(f"unknown data keys {unknown}; known: {sorted(DATA_DEFAULTS)}", key=f"data.{unknown[0]}")
-        self.cfg = {**DATA_DEFAULTS, **cfg}
+        self.cfg = checked_data_config(cfg, DATA_DEFAULTS)
         self.capture = None
         self.groups = None
         self.epoch = 0
 
     def load(self):
-        if self.capture is not None:
-            return self.capture
-        c = self.cfg
-        self.capture = load_capture(c["root"], max_episodes=c["max_episodes"])
-        eps = self.capture.episodes
-        ids = [e.episode_id for e in eps]
-        if c["bench_split"]:
-            from ..model.lightning import bench_split_ids
-
-            n = int(c["bench_split"]["size"])
-            frac = max(c["val_fraction"], c["val_min"] / max(n, 1))
-            self.train_ids, self.val_ids = bench_split_ids(eps, c["bench_split"], val_fraction=frac)
-        else:
-            self.train_ids, self.val_ids = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"])
-        if c["max_train_episodes"]:
-            self.train_ids = self.train_ids[: int(c["max_train_episodes"])]
-        if c["max_val_episodes"]:
-            self.val_ids = self.val_ids[: int(c["max_val_episodes"])]
+        if self.capture is None:
+            self.capture, self.train_ids, self.val_ids = load_split(self.cfg)
         return self.capture
 
     def setup(self, stage=None):

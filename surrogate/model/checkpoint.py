@@ -7,6 +7,9 @@ parameter count, FLOPs per contact); ``data`` (dataset name, root, sha256 prefix
 validation episode ids, margin, substeps, smoothing window); ``training`` (config,
 wall time, metrics); ``versions`` (package versions). Loading a card of another schema
 version, or with other feature definitions, fails with a message that says what differs.
+The end-to-end peer (``gns.GNSNet``, ``GNS_CLASS``) has its own ``features`` section
+(``gns.feature_card``: node and edge features, units L and frame period, input and target
+normalizers) and a ``model.description``; its ``data`` adds the gravity it learned in L / frame^2.
 """
 
 from __future__ import annotations
@@ -21,14 +24,17 @@ from safetensors.torch import load_file, save_file
 
 from ..atomic import current_umask, write_json_atomic
 from ..errors import SurrogateError
+from . import gns
 from . import graph as G
 from .contact_law import ContactLawGNN, law_cost
 from .gnn import ContactGNN, model_cost
 
+GNS_CLASS = "surrogate.model.gns.GNSNet"  # the end-to-end peer: its own features (no contact graph)
 # The model classes a card may name (the card's ``model.class``), with their cost function.
 MODEL_CLASSES = {
     "surrogate.model.gnn.ContactGNN": (ContactGNN, model_cost),
     "surrogate.model.contact_law.ContactLawGNN": (ContactLawGNN, law_cost),
+    GNS_CLASS: (gns.GNSNet, gns.gns_cost),
 }
 OUTPUTS = {
     ContactGNN: "per contact: F = f_n n + F_t (world), f_n = F0 softplus(o0), |F_t| < mu f_n, mu = mu_max sigmoid(o5)",
@@ -39,6 +45,11 @@ OUTPUTS = {
 
 def _class_name(model) -> str:
     return f"{type(model).__module__}.{type(model).__name__}"
+
+def is_end_to_end(card: dict) -> bool:
+    """True for a card of the end-to-end peer (it predicts whole steps, no MuJoCo), false for a contact model."""
+    return (card.get("model") or {}).get("class") == GNS_CLASS
+
 
 SCHEMA = "contact-surrogate-checkpoint"
 SCHEMA_VERSION = "1.0"
@@ -62,6 +73,8 @@ def _versions() -> dict:
 
 
 def feature_card(model) -> dict:
+    if isinstance(model, gns.GNSNet):
+        return gns.feature_card(model)
     em, es = model.edge_norm.stats()
     nm, ns = model.node_norm.stats()
     return {
@@ -85,7 +98,8 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
         "weights_sha256": _sha256(out / WEIGHTS),
         "features": feature_card(model),
-        "model": {"class": _class_name(model), "hparams": dict(model.hparams), **MODEL_CLASSES[_class_name(model)][1](model)},
+        "model": {"class": _class_name(model), "hparams": dict(model.hparams), **MODEL_CLASSES[_class_name(model)][1](model),
+                  **({"description": model.DESCRIPTION} if hasattr(model, "DESCRIPTION") else {})},
         "data": data or {}, "training": training or {}, "versions": _versions(),
     }
     write_json_atomic(out / CARD, card)
@@ -107,7 +121,13 @@ def read_card(path) -> dict:
         raise CheckpointError(f"{p}: card schema version {card.get('schema_version')!r}; this version of the package "
                               f"reads {SCHEMA_VERSION!r}. Re-export the checkpoint or install the matching package version.")
     f = card.get("features", {})
-    if f.get("version") != G.FEATURE_VERSION or f.get("edge") != list(G.EDGE_FEATURES) or f.get("node") != list(G.NODE_FEATURES):
+    model = card.get("model") if isinstance(card.get("model"), dict) else {}
+    if model.get("class") == GNS_CLASS:
+        why = gns.feature_mismatch(f, model.get("hparams") if isinstance(model.get("hparams"), dict) else {})
+        if why:
+            raise CheckpointError(f"{p}: the card's feature definitions differ from this package's end-to-end peer "
+                                  f"({why}); the weights would be fed the wrong inputs")
+    elif f.get("version") != G.FEATURE_VERSION or f.get("edge") != list(G.EDGE_FEATURES) or f.get("node") != list(G.NODE_FEATURES):
         raise CheckpointError(f"{p}: the card's feature definitions (version {f.get('version')!r}) differ from this "
                               f"package's (version {G.FEATURE_VERSION}); the weights would be fed the wrong inputs")
     return card
@@ -123,6 +143,7 @@ def _sha256(path: Path) -> str:
 # for ``hidden: 1e7`` would otherwise try to allocate hundreds of TB). Integer keys: [lo, hi].
 INT_BOUNDS = {"hidden": (1, 4096), "steps": (1, 64), "mlp_layers": (1, 16)}
 LAW_INT_BOUNDS = {"friction_iterations": (0, 32)}
+GNS_INT_BOUNDS = {"history": (1, 16), "grid": (2, 8)}
 
 
 def _is_int(v) -> bool:
@@ -135,14 +156,16 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _check_hparams(hp: dict, *, law: bool, card: Path) -> None:
+def _check_hparams(hp: dict, *, law: bool, card: Path, peer: bool = False) -> None:
     """Refuse hyperparameters of the wrong type or outside their bounds, naming the card and the key."""
     def bad(key, want):
         raise CheckpointError(f"{card}: model.hparams.{key} must be {want}, got {hp[key]!r}")
 
-    for key, (lo, hi) in {**INT_BOUNDS, **(LAW_INT_BOUNDS if law else {})}.items():
+    for key, (lo, hi) in {**INT_BOUNDS, **(LAW_INT_BOUNDS if law else {}), **(GNS_INT_BOUNDS if peer else {})}.items():
         if key in hp and not (_is_int(hp[key]) and lo <= hp[key] <= hi):
             bad(key, f"an integer in [{lo}, {hi}]")
+    if peer and "floor_clip" in hp and not (_is_number(hp["floor_clip"]) and 0 < hp["floor_clip"] <= 100):
+        bad("floor_clip", "a number in (0, 100]")
     if not law:
         return
     if "bounds" in hp:
@@ -157,7 +180,8 @@ def _check_hparams(hp: dict, *, law: bool, card: Path) -> None:
 
 
 def load_checkpoint(path):
-    """(model in eval mode, card) from a checkpoint folder: a ``ContactGNN`` or a ``ContactLawGNN``.
+    """(model in eval mode, card) from a checkpoint folder: a ``ContactGNN``, a ``ContactLawGNN`` or the
+    end-to-end peer ``gns.GNSNet`` (``GNS_CLASS``; ``is_end_to_end(card)`` tells them apart).
 
     The weights must match the card's content hash (``weights_sha256``; cards written before it was
     recorded load without the check) and be finite: a flipped byte or a NaN is refused, naming the file.
@@ -171,7 +195,8 @@ def load_checkpoint(path):
         raise CheckpointError(f"{p / CARD}: unknown model class {name!r}; this package knows {sorted(MODEL_CLASSES)}")
     if not isinstance(card.get("model", {}).get("hparams"), dict):
         raise CheckpointError(f"{p / CARD}: model.hparams must be a mapping of the model's arguments")
-    _check_hparams(card["model"]["hparams"], law=MODEL_CLASSES[name][0] is ContactLawGNN, card=p / CARD)
+    _check_hparams(card["model"]["hparams"], law=MODEL_CLASSES[name][0] is ContactLawGNN, card=p / CARD,
+                   peer=name == GNS_CLASS)
     try:
         model = MODEL_CLASSES[name][0](**card["model"]["hparams"])
     except (TypeError, ValueError) as e:

@@ -88,11 +88,16 @@ class ContactLightning(L.LightningModule):
         self.log("val_loss", out["loss"], prog_bar=True, batch_size=bs, sync_dist=True)
 
     def configure_optimizers(self):
-        o = self.optim_cfg
-        opt = torch.optim.Adam(self.parameters(), lr=o["lr"], weight_decay=o["weight_decay"])
-        gamma = math.exp(math.log(o["final_lr_fraction"]) / max(1, self.max_steps))
-        sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=gamma)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        return adam_decaying(self.parameters(), self.optim_cfg, self.max_steps)
+
+
+def adam_decaying(params, o: dict, max_steps: int) -> dict:
+    """Lightning's optimizer config: Adam (``lr``, ``weight_decay``) with the learning rate decayed
+    exponentially, every step, to ``final_lr_fraction`` of itself after ``max_steps``."""
+    opt = torch.optim.Adam(params, lr=o["lr"], weight_decay=o["weight_decay"])
+    gamma = math.exp(math.log(o["final_lr_fraction"]) / max(1, max_steps))
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=gamma)
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
 def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list, list]:
@@ -116,6 +121,39 @@ def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list,
                           key="data.bench_split.size")
     n_val = max(1, int(round(val_fraction * n)))
     return list(sp["train"][n]), list(sp["pool"][n:n + n_val])
+
+
+def checked_data_config(cfg: dict, defaults: dict) -> dict:
+    """``defaults`` updated with ``cfg``; a key ``defaults`` lacks is refused, naming it (``data.<key>``)."""
+    unknown = sorted(set(cfg) - set(defaults))
+    if unknown:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"unknown data keys {unknown}; known: {sorted(defaults)}", key=f"data.{unknown[0]}")
+    return {**defaults, **cfg}
+
+
+def load_split(c: dict) -> tuple:
+    """(capture dataset, training ids, validation ids) of the trainings validated on whole episodes (the
+    law fit, the end-to-end peer).
+
+    ``c`` is a data config: ``root`` (at most ``max_episodes`` read); with ``bench_split`` the suite's
+    training set and at least ``val_min`` validation episodes of its pool (``bench_split_ids``), else a
+    seeded ``val_fraction`` split; then at most ``max_train_episodes`` / ``max_val_episodes`` of each.
+    """
+    capture = load_capture(c["root"], max_episodes=c["max_episodes"])
+    episodes = capture.episodes
+    if c["bench_split"]:
+        n = int(c["bench_split"]["size"])
+        frac = max(c["val_fraction"], c["val_min"] / max(n, 1))
+        train, val = bench_split_ids(episodes, c["bench_split"], val_fraction=frac)
+    else:
+        train, val = split_episodes([e.episode_id for e in episodes], val_fraction=c["val_fraction"], seed=c["split_seed"])
+    if c["max_train_episodes"]:
+        train = train[: int(c["max_train_episodes"])]
+    if c["max_val_episodes"]:
+        val = val[: int(c["max_val_episodes"])]
+    return capture, train, val
 
 
 class CaptureDataModule(L.LightningDataModule):

@@ -15,7 +15,8 @@ import sys
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
 DESCRIPTION = "Train a contact surrogate (Lightning) under a YAML config; the trained model is exported as safetensors + card."
 EPILOG = """\
-config: a YAML path, or the name of a config shipped with the package (cube_tosses, rig_default).
+config: a YAML path, or the name of a config shipped with the package (cube_tosses, rig_default;
+gns_cube: the end-to-end learned peer, no MuJoCo).
 Every key is checked: a misspelt one stops the run naming the key, the file and the close matches.
 Relative paths (out_dir, data.root, export.*): on the command line, relative to the current folder;
 in a config file under <project>/configs/ next to <project>/pyproject.toml (this repository), relative
@@ -28,7 +29,7 @@ existing release without --overwrite). Logs: CSV and TensorBoard under out_dir.
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The training arguments (shared by ``surrogate train`` and ``train.py``)."""
     p.add_argument("--config", "-c", metavar="CONFIG",
-                   help="training config: a YAML path or a packaged config name (cube_tosses, rig_default)")
+                   help="training config: a YAML path or a packaged config name (cube_tosses, rig_default, gns_cube)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (dotted, value parsed as YAML), e.g. stages.prior.epochs=2; repeatable")
     p.add_argument("--seed", type=int, default=None, help="seed of the run (the config's seed key; default: the config's, else 0)")

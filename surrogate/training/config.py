@@ -40,6 +40,10 @@ LAW_DEFAULTS = {  # model.kind: law (contact model v2): epochs and learning rate
     "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "stages": {},
     "trainer": dict(_TRAINER), "export": {"dir": None, "release_dir": None, "prior_dir": None},
 }
+GNS_DEFAULTS = {  # model.kind: gns (the end-to-end peer, no MuJoCo)
+    "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "optim": {},
+    "trainer": {"max_epochs": 30, **_TRAINER}, "export": {"dir": None, "release_dir": None},
+}
 PATH_KEYS = ("out_dir", "ckpt_path", "data.root", "export.dir", "export.release_dir", "export.prior_dir")
 CKPT_KEYWORDS = ("last", "best", "hpc", "registry")  # Lightning's ckpt_path keywords
 TRAIN_CONFIGS = "train"  # packaged training configs: config_dir() / train / <name>.yaml
@@ -96,7 +100,7 @@ def resolve_paths(cfg: dict, base: Path, *, file=None) -> dict:
 
 
 def kind_of(cfg: dict, *, file=None) -> str:
-    """``model.kind`` of a (merged) config: ``gnn`` (default) or ``law``."""
+    """``model.kind`` of a (merged) config: ``gnn`` (default), ``law`` or ``gns``."""
     model = cfg.get("model") or {}
     return keys.check_kind(model.get("kind", "gnn") if isinstance(model, dict) else "gnn", file=file)
 
@@ -115,7 +119,7 @@ def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict
     spec = keys.spec_for(kind)
     keys.check_section(data, spec, file=file)
     keys.check_section(over, spec, file=keys.SET_SOURCE)
-    defaults = LAW_DEFAULTS if kind == "law" else DEFAULTS
+    defaults = {"law": LAW_DEFAULTS, "gns": GNS_DEFAULTS}.get(kind, DEFAULTS)
     cfg = resolve_paths(merge(defaults, data), config_base(file), file=file)  # the file's paths: its project
     cfg = resolve_paths(merge(cfg, over), Path.cwd(), file=keys.SET_SOURCE)    # the command line's: here
     keys.check_values(cfg, kind, file=file)
@@ -132,6 +136,8 @@ def _model_defaults(kind: str) -> dict:
 
     if kind == "law":
         from ..model.contact_law import ContactLawGNN as cls
+    elif kind == "gns":
+        from ..model.gns import GNSNet as cls
     else:
         from ..model.gnn import ContactGNN as cls
     return {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
@@ -154,6 +160,13 @@ def resolved_config(cfg: dict) -> dict:
         out["loss"] = {**LOSS_DEFAULTS, **(cfg.get("loss") or {})}
         stages = cfg.get("stages") or {}
         out["stages"] = {k: {**v, **(stages.get(k) or {})} for k, v in STAGE_DEFAULTS.items()}
+        return _plain(out)
+    if kind == "gns":
+        from ..model.gns_data import DATA_DEFAULTS as GNS_DATA
+        from ..model.gns_lightning import LOSS_DEFAULTS as GNS_LOSS, OPTIM_DEFAULTS as GNS_OPTIM
+
+        for sec, d in (("data", GNS_DATA), ("loss", GNS_LOSS), ("optim", GNS_OPTIM)):
+            out[sec] = {**d, **(cfg.get(sec) or {})}
         return _plain(out)
     from ..model.data import DATA_DEFAULTS
     from ..model.lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS

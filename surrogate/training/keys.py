@@ -17,7 +17,8 @@ import inspect
 
 from ..errors import ConfigError
 
-KINDS = ("gnn", "law")  # model.kind: the v1 raw-force network (surrogate.model) or contact model v2 (surrogate.learn)
+KINDS = ("gnn", "law", "gns")  # model.kind: the v1 raw-force network (surrogate.model), contact model v2
+                               # (surrogate.learn), or the end-to-end peer (surrogate.model.gns, no MuJoCo)
 SET_SOURCE = "command line (--set)"
 
 _BY_TRAINING = "set by the training entry point (logs and checkpoints go under out_dir)"
@@ -25,6 +26,9 @@ _LAW_EPOCHS = "with model.kind: law the epochs are stages.prior.epochs and stage
 _LAW_FIT = "set by the law fit (surrogate.learn.fit)"
 TRAINER_RESERVED = {
     "gnn": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING},
+    "gns": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING,
+            "num_sanity_val_steps": "the end-to-end peer's validation rolls whole episodes out; it runs after training epochs only",
+            "max_steps": "the end-to-end peer trains trainer.max_epochs epochs (its learning-rate schedule spans them)"},
     "law": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING,
             "max_epochs": _LAW_EPOCHS, "num_sanity_val_steps": _LAW_FIT, "reload_dataloaders_every_n_epochs": _LAW_FIT,
             "early_stopping_patience": "the law fit keeps the best epoch on whole validation episodes (no early stopping)"},
@@ -53,8 +57,28 @@ def trainer_spec(kind: str) -> dict:
     return spec
 
 
+def gns_spec() -> dict:
+    """The key spec of ``model.kind: gns`` (the end-to-end peer)."""
+    from ..model.gns import GNSNet
+    from ..model.gns_data import DATA_DEFAULTS
+    from ..model.gns_lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
+
+    return {"seed": None, "out_dir": None, "threads": None,
+            "data": {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None}},
+            "model": {**_leaves(_init_args(GNSNet)), "kind": None}, "loss": _leaves(LOSS_DEFAULTS),
+            "optim": _leaves(OPTIM_DEFAULTS), "trainer": trainer_spec("gns"),
+            "export": {"dir": None, "release_dir": None,
+                       "eval_rollouts": "the end-to-end peer scores whole validation episodes every validation epoch",
+                       "prior_dir": "only the law fit (model.kind: law) has a prior law to export"},
+            "stages": "training stages belong to model.kind: law; the end-to-end peer trains one stage (optim, trainer)",
+            "ckpt_path": "the end-to-end peer does not resume from a Lightning checkpoint (model.kind: gns)",
+            "resume_changed": "the end-to-end peer does not resume (model.kind: gns)"}
+
+
 def spec_for(kind: str) -> dict:
     """The full key spec of a config whose ``model.kind`` is ``kind``."""
+    if kind == "gns":
+        return gns_spec()
     if kind == "law":
         from ..learn.fit import STAGE_DEFAULTS
         from ..learn.lightning import DATA_DEFAULTS, LOSS_DEFAULTS

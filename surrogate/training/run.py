@@ -1,4 +1,5 @@
-"""One training run: the gnn path (v1, ``surrogate.model``) or the law path (contact model v2, ``surrogate.learn``).
+"""One training run: the gnn path (v1, ``surrogate.model``), the law path (contact model v2, ``surrogate.learn``)
+or the end-to-end peer (``model.kind: gns``, ``surrogate.training.gns``).
 
 CPU by default; DDP by config on the gnn path (``trainer.strategy: ddp``, ``trainer.devices: 2``, gloo on
 CPU). ``ckpt_path: last`` resumes a gnn run after an interruption.
@@ -110,6 +111,9 @@ def fit(cfg: dict) -> dict:
     kind = kind_of(cfg)
     require_dataset(cfg)
     try:
+        if kind == "gns":  # the end-to-end peer (no MuJoCo): surrogate.training.gns
+            from .gns import fit_gns
+            return fit_gns(cfg)
         return fit_law(cfg) if kind == "law" else fit_gnn(cfg)
     except _lightning_config_errors() as e:  # e.g. accelerator gpu on a machine without one
         raise ConfigError(f"Lightning refused the trainer settings: {e}", key="trainer") from None
