@@ -135,7 +135,7 @@ class Learned:
 
 
 HYBRID = Learned(surrogate_predict, "learned contact inside MuJoCo (hybrid stepper): {structure}")
-PEER = Learned(peer_predict, "end-to-end learned step, no MuJoCo (graph network simulator): {structure}", check_peer)
+PEER = Learned(peer_predict, "end-to-end learned step (GNS, no MuJoCo)", check_peer)
 LEARNED = {
     "surrogate.model.gnn.ContactGNN": HYBRID,
     "surrogate.model.contact_law.ContactLawGNN": HYBRID,
