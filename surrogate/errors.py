@@ -14,6 +14,16 @@ class SurrogateError(Exception):
     """Base class of the project's own errors."""
 
 
+class LocatedError(SurrogateError):
+    """An error at a ``Location``: its message reads ``<location>: <reason>``."""
+
+    def __init__(self, message: str, *, file=None, episode=None, field=None):
+        self.location = Location(file, episode, field)
+        self.reason = message
+        where = str(self.location)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
 @dataclass
 class Location:
     """Where a problem is: any of the parts may be unknown (None)."""
@@ -33,14 +43,8 @@ class Location:
         return ": ".join(parts)
 
 
-class CaptureError(SurrogateError, ValueError):
+class CaptureError(LocatedError, ValueError):
     """Bad capture data (a file, an episode or one field of it)."""
-
-    def __init__(self, message: str, *, file=None, episode=None, field=None):
-        self.location = Location(file, episode, field)
-        self.reason = message
-        where = str(self.location)
-        super().__init__(f"{where}: {message}" if where else message)
 
     @property
     def file(self):
@@ -55,24 +59,18 @@ class CaptureError(SurrogateError, ValueError):
         return self.location.field
 
 
-class AssetError(SurrogateError, ValueError):
+class AssetError(LocatedError, ValueError):
     """Bad object asset: mesh, URDF or procedural parameters."""
 
     def __init__(self, message: str, *, file=None, field=None):
-        self.location = Location(file, None, field)
-        self.reason = message
-        where = str(self.location)
-        super().__init__(f"{where}: {message}" if where else message)
+        super().__init__(message, file=file, field=field)
 
 
-class ConfigError(SurrogateError, ValueError):
+class ConfigError(LocatedError, ValueError):
     """Bad configuration value: names the key and what is allowed."""
 
     def __init__(self, message: str, *, file=None, key=None):
-        self.location = Location(file, None, key)
-        self.reason = message
-        where = str(self.location)
-        super().__init__(f"{where}: {message}" if where else message)
+        super().__init__(message, file=file, field=key)
 
 
 class OutputError(SurrogateError):

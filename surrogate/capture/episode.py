@@ -13,8 +13,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+class _JsonFields:
+    """``to_json`` / ``from_json`` of a plain dataclass: its fields as a dict, unknown keys ignored on read."""
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict):
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
 @dataclass
-class ObjectSpec:
+class ObjectSpec(_JsonFields):
     """What a user would enter about the object (nominal, not necessarily true, values).
 
     Attributes:
@@ -43,29 +54,18 @@ class ObjectSpec:
         d["inertia"] = np.asarray(self.inertia, dtype=float).tolist()
         return d
 
-    @classmethod
-    def from_json(cls, d: dict) -> "ObjectSpec":
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
-
 
 @dataclass
-class Environment:
+class Environment(_JsonFields):
     """The static surroundings: ``kind`` ground | table | none, surface ``height`` (m), ``gravity`` [3] m/s^2."""
 
     kind: str = "ground"
     height: float = 0.0
     gravity: list = field(default_factory=lambda: [0.0, 0.0, -9.81])
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "Environment":
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
-
 
 @dataclass
-class Provenance:
+class Provenance(_JsonFields):
     """Where an episode comes from.
 
     ``real`` is True only for recordings of physical hardware; generated episodes
@@ -79,13 +79,6 @@ class Provenance:
     license: str | None = None
     notes: str | None = None
     generator: dict | None = None
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "Provenance":
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
 
 
 @dataclass
