@@ -98,6 +98,12 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
         assert set(ms[name]["per_set"]) == {"heldout_families", "train_objects"}
         assert o["horizons"]["pos_pct_size"]["1"]["n"] == 2
         assert o["success_rate"] is not None
+        # the success and slip gaps to the recording, over the same episodes
+        rec = ledger["recorded_outcomes"]["overall"]
+        assert o["success_gap"] == pytest.approx(o["success_rate"] - rec["success_rate"]), name
+    # the randomized ensemble records the ranges it drew from (the defaults where the suite gives none)
+    from surrogate.bench.identify import DEFAULT_RANGES
+    assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])
     assert ms["analytic_identified"]["params"]["delay_s"] >= 0
     assert ledger["result"]["verdict"] in ("supported", "falsified")
     assert [r["variant"] for r in ledger["attribution"]["rows"]] == ["all_on", "without_friction_map"]

@@ -164,6 +164,15 @@ def identify(scene, tosses: TossSet, size: float, *, threads: int = 2, ex=None, 
     return params, info
 
 
+DEFAULT_RANGES = {"friction": (0.7, 1.3), "timeconst": (0.5, 2.0), "dampratio": (0.7, 1.3), "width": (0.5, 2.0),
+                  "mass_scale": (0.9, 1.1), "delay_s": (-0.005, 0.005)}
+
+
+def ensemble_ranges(ranges: dict | None = None) -> dict:
+    """The randomization ranges an ensemble uses: ``DEFAULT_RANGES`` updated with a suite's ``ranges``."""
+    return {**DEFAULT_RANGES, **{k: tuple(v) for k, v in (ranges or {}).items()}}
+
+
 def randomized_ensemble(center: AnalyticParams, *, n: int = 16, seed: int = 0, ranges: dict | None = None) -> list[AnalyticParams]:
     """Domain-randomized parameter sets anchored on ``center`` (identified or measured values).
 
@@ -173,9 +182,7 @@ def randomized_ensemble(center: AnalyticParams, *, n: int = 16, seed: int = 0, r
     ratio +-30 %, solimp width x0.5-2, mass +-10 %, and an actuator latency of +-5 ms around the
     centre's (``delay_s`` is additive, in s, clipped at 0; it matters for commanded replays only).
     """
-    r = {"friction": (0.7, 1.3), "timeconst": (0.5, 2.0), "dampratio": (0.7, 1.3), "width": (0.5, 2.0), "mass_scale": (0.9, 1.1),
-         "delay_s": (-0.005, 0.005)}
-    r.update(ranges or {})
+    r = ensemble_ranges(ranges)
     rng = np.random.default_rng(seed)
 
     def logu(lo, hi):

@@ -78,14 +78,18 @@ def outcome_lines(ledger) -> list[str]:
         return []
     lines = ["", "## Grasp outcomes", "",
              "Success: lifted and still held at the end; slip: among lifted episodes, the object moved or turned in the "
-             "grip beyond the rig's thresholds. Agreement: fraction of episodes whose predicted outcome equals the recorded one.", "",
-             "| model | episodes | success rate | slip rate | success agreement | slip agreement |", "|---|---|---|---|---|---|"]
+             "grip beyond the rig's thresholds. Agreement: fraction of episodes whose predicted outcome equals the recorded one; "
+             "gap: the model's rate minus the recording's.", "",
+             "| model | episodes | success rate | slip rate | success gap | slip gap | success agreement | slip agreement |",
+             "|---|---|---|---|---|---|---|---|"]
     rec = (ledger.get("recorded_outcomes") or {}).get("overall")
     if rec:
-        lines.append(f"| recorded (rig) | {rec['episodes']} | {fmt_rate(rec['success_rate'])} | {fmt_rate(rec['slip_rate'])} | | |")
+        lines.append(f"| recorded (rig) | {rec['episodes']} | {fmt_rate(rec['success_rate'])} | {fmt_rate(rec['slip_rate'])} | | | | |")
+    gap = lambda v: "—" if v is None else f"{v:+.2f}"  # noqa: E731
     for n, o in rows:
         ag = o.get("outcome_agreement") or {}
         lines.append(f"| {n} | {o['episodes']} | {fmt_rate(o['success_rate'])} | {fmt_rate(o['slip_rate'])} | "
+                     f"{gap(o.get('success_gap'))} | {gap(o.get('slip_gap'))} | "
                      f"{fmt_rate(ag.get('success'))} | {fmt_rate(ag.get('slip'))} |")
     return lines
 

@@ -134,6 +134,11 @@ def grasp_metrics(scores: list[dict], sets: dict, target_sets: list, cfg, true_l
         agg["success_rate"], agg["slip_rate"], agg["drop_rate"] = r["success_rate"], r["slip_rate"], r.get("drop_rate")
         if rows and "outcome_members" not in rows[0]:
             agg["outcome_agreement"] = agreement([s["outcome"] for s in rows], [true_labels[s["id"]] for s in rows])
+        # the model's rates minus the recording's over the same episodes (an ensemble: its members' mean rate)
+        rec = rates([true_labels[s["id"]] for s in rows]) if rows else {}
+        for key in ("success", "slip"):
+            a, b = agg[f"{key}_rate"], rec.get(f"{key}_rate")
+            agg[f"{key}_gap"] = None if a is None or b is None else float(a - b)
         return agg
 
     return {"overall": block(target) if target else block(scores),

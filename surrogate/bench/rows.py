@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .analytic import nominal_params
-from .identify import randomized_ensemble
+from .identify import ensemble_ranges, randomized_ensemble
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,9 @@ def analytic_rows(baselines: dict, *, simulate: Callable, scorer: Scorer, text: 
     m = ensemble_scored(scorer, simulate(lambda e: members, "analytic_randomized"))
     rows["analytic_randomized"] = {
         "description": text["randomized"].format(n=len(members)),
-        "ensemble": {"n": len(members), "anchor": "analytic_identified", "members": [p.to_json() for p in members],
+        "ensemble": {"n": len(members), "anchor": "analytic_identified",
+                     "ranges": {k: list(v) for k, v in ensemble_ranges(rc.get("ranges")).items()},
+                     "members": [p.to_json() for p in members],
                      "truth_within_spread": m.pop("truth_within_spread")},
         **m}
     return rows
