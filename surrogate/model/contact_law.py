@@ -22,7 +22,7 @@ that are buffers of the model (so of the checkpoint).
 
 Graph fields used beyond ``surrogate.model.graph``'s: ``inertia_w`` [B, 3, 3] (the object's
 inertia about its COM in world axes) and ``dt`` [B] (the physics step), which the semi-implicit
-solve needs; ``surrogate.sim.batch.GraphBuilder`` and the twin provide them.
+solve needs; ``surrogate.model.batch_graph.GraphBuilder`` (the stepper's and the twin's graphs) provides them.
 """
 
 from __future__ import annotations

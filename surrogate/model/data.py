@@ -3,7 +3,7 @@
 Any capture dataset with an object pose and a scene description works: tosses (no hand)
 and rig grasps (a hand whose joints are named in the dataset meta; fingertip wrench
 sensors become per-node force/torque targets). Features are computed once with the same
-builder the live stepper uses (``graph_from_mjdata``) and kept in memory; nothing is
+builder the live stepper uses (``graph_from_mjdata``, through ``batch_graph.GraphBuilder``) and kept in memory; nothing is
 cached on disk. Evaluation-only ``truth.*`` fields are never loaded here.
 """
 
@@ -19,6 +19,7 @@ from ..capture import read_dataset
 from ..errors import CaptureError
 from ..scenes.from_capture import recorded_joint_columns, scene_for_episode
 from . import targets as T
+from .batch_graph import GraphBuilder
 from .graph import SceneInfo, graph_from_mjdata
 
 DATA_DEFAULTS = dict(
@@ -67,6 +68,7 @@ def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW
     m = scene.model
     d = mujoco.MjData(m)
     info = SceneInfo.from_scene(scene)
+    builder = GraphBuilder(m, object_body=info.object_body, length=info.length, owned_pair_keys=info.owned_pair_keys)
     sm = T.smooth_pose(ep.timestamps, ep.object_pose, ep.object_pose_valid, window=window, order=order)
     W = T.contact_wrench(sm, ep.object.mass, ep.object.inertia, ep.environment.gravity)
     if not np.isfinite(W[sm["ok"]]).all():
@@ -88,7 +90,7 @@ def episode_graphs(ep, meta, *, margin=0.02, substeps=4, window=T.DEFAULT_WINDOW
             if ep.joint_vel is not None:
                 d.qvel[dadr] = ep.joint_vel[k, c]
         mujoco.mj_forward(m, d)
-        g = graph_from_mjdata(m, d, info, body_vel={scene.object_body_id: (sm["vel"][k], sm["omega"][k])})
+        g = graph_from_mjdata(m, d, info, body_vel={scene.object_body_id: (sm["vel"][k], sm["omega"][k])}, builder=builder)
         if g.edge_index.shape[1] == 0:
             continue
         g.wrench = torch.as_tensor(W[k], dtype=torch.float32)[None]

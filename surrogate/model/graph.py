@@ -52,8 +52,6 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
-from ..scenes.scene import match_pair_keys
-
 GEOM_TYPES = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "other")
 _MJ_TYPE = {
     int(mujoco.mjtGeom.mjGEOM_PLANE): 0, int(mujoco.mjtGeom.mjGEOM_SPHERE): 1,
@@ -102,79 +100,49 @@ class SceneInfo:
         return cls(object_body=int(scene.object_body_id), length=float(scene.obj.size), owned_pair_keys=np.asarray(scene._keys))
 
 
-def _principal(model, b):
-    return np.sort(model.body_inertia[b]) if model.body_weldid[b] != 0 else np.zeros(3)
+def graph_from_mjdata(model: mujoco.MjModel, data: mujoco.MjData, info: SceneInfo, *, body_vel=None, builder=None) -> Data:
+    """One contact graph from ``data`` after collision detection (``mj_step1``/``mj_forward``), as a PyG ``Data``
+    whose nodes are the object and the bodies in contact (the v1 training layout).
 
-
-def graph_from_mjdata(model: mujoco.MjModel, data: mujoco.MjData, info: SceneInfo, *, body_vel=None) -> Data:
-    """One contact graph from ``data`` after collision detection (``mj_step1``/``mj_forward``).
+    Built by the one graph builder (``batch_graph.GraphBuilder``, as the stepper's and the twin's graphs), then
+    pruned to the nodes with contacts.
 
     Args:
       model, data: the scene in ``external`` mode (MuJoCo detects owned contacts, applies no force).
       info: ``SceneInfo.from_scene(scene)``.
       body_vel: optional {body id: (v [3], w [3])} COM velocities (world) overriding the
         ones ``data`` holds (captures pass smoothed velocities here).
+      builder: a ``GraphBuilder`` of this model and ``info`` (built here when not given; pass one to reuse it
+        over many frames).
     Returns:
       ``Data`` with the fields of the module docstring (float32), plus ``contact_id`` [E]
       (index into ``data.contact``) and ``body_id`` [N] (MuJoCo body ids, for applying wrenches).
     """
-    ob = info.object_body
-    n = data.ncon
-    rows = []
-    if n:
-        geom = data.contact.geom[:n]
-        owned, _ = match_pair_keys(geom, model.ngeom, info.owned_pair_keys)
-        bodies = model.geom_bodyid[np.maximum(geom, 0)]
-        for i in np.flatnonzero(owned):
-            b1, b2 = bodies[i]
-            if b2 == ob:
-                rows.append((i, geom[i, 1], geom[i, 0], b1, 1.0))
-            elif b1 == ob:
-                rows.append((i, geom[i, 0], geom[i, 1], b2, -1.0))
-    others = sorted({r[3] for r in rows})
-    node_body = [ob] + others
-    node_of = {b: k for k, b in enumerate(node_body)}
-    N, E = len(node_body), len(rows)
-    vel, omega = np.zeros((N, 3)), np.zeros((N, 3))
-    com = np.zeros((N, 3))
-    res = np.zeros(6)
-    for k, b in enumerate(node_body):
-        com[k] = data.xipos[b]
+    from .batch_graph import GraphBuilder
+
+    if builder is None:
+        builder = GraphBuilder(model, object_body=info.object_body, length=info.length,
+                               owned_pair_keys=info.owned_pair_keys)
+    g = builder.build(model, [data]).graph
+    src = g.edge_index[0]
+    nodes = torch.unique(torch.cat([torch.zeros(1, dtype=torch.long), src]))  # sorted: the object first
+    remap = torch.full((builder.K,), -1, dtype=torch.long)
+    remap[nodes] = torch.arange(len(nodes))
+    vel, omega = g.vel[nodes].clone(), g.omega[nodes].clone()
+    body_id = g.body_id[nodes]
+    for k, b in enumerate(body_id.tolist()):
         if body_vel is not None and b in body_vel:
-            vel[k], omega[k] = body_vel[b]
-        elif model.body_weldid[b] != 0:
-            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, b, res, 0)
-            omega[k], vel[k] = res[:3], res[3:]
-    static = np.array([float(model.body_weldid[b] == 0) for b in node_body])
-    mass = np.array([model.body_mass[b] if model.body_weldid[b] != 0 else 0.0 for b in node_body])
-    inertia = np.stack([_principal(model, b) for b in node_body])
-    normal, dist, r_obj, r_oth, tangent = (np.zeros((E, 3)), np.zeros(E), np.zeros((E, 3)), np.zeros((E, 3)), np.zeros((E, 3)))
-    g_obj, g_oth = np.zeros((E, len(GEOM_DESC))), np.zeros((E, len(GEOM_DESC)))
-    src, cid = np.zeros(E, dtype=np.int64), np.zeros(E, dtype=np.int64)
-    for e, (i, go, gx, b, sign) in enumerate(rows):
-        c = data.contact[i]
-        frame = np.asarray(c.frame).reshape(3, 3)
-        normal[e] = sign * frame[0]
-        tangent[e] = frame[1]
-        dist[e] = c.dist
-        p = np.asarray(c.pos)
-        r_obj[e] = p - data.xipos[ob]
-        r_oth[e] = 0.0 if model.body_weldid[b] == 0 else p - data.xipos[b]
-        g_obj[e] = geom_descriptor(model, go)
-        g_oth[e] = geom_descriptor(model, gx)
-        src[e] = node_of[b]
-        cid[e] = i
-    f = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float32)  # noqa: E731
+            v, w = body_vel[b]
+            vel[k], omega[k] = torch.as_tensor(np.asarray(v), dtype=torch.float32), torch.as_tensor(np.asarray(w), dtype=torch.float32)
+    E = src.shape[0]
     return Data(
-        num_nodes=N,
-        edge_index=torch.stack([torch.as_tensor(src), torch.zeros(E, dtype=torch.long)]),
-        normal=f(normal), dist=f(dist), r_obj=f(r_obj), r_oth=f(r_oth), tangent=f(tangent),
-        geom_obj=f(g_obj), geom_oth=f(g_oth),
-        vel=f(vel), omega=f(omega), mass=f(mass), inertia=f(inertia), static=f(static),
-        is_object=f(np.arange(N) == 0),
-        gravity=f(np.asarray(model.opt.gravity)[None]), length=f([info.length]),
-        mass_ref=f([model.body_mass[ob]]), object_index=torch.zeros(1, dtype=torch.long),
-        contact_id=torch.as_tensor(cid), body_id=torch.as_tensor(np.asarray(node_body, dtype=np.int64)),
+        num_nodes=len(nodes),
+        edge_index=torch.stack([remap[src], torch.zeros(E, dtype=torch.long)]),
+        normal=g.normal, dist=g.dist, r_obj=g.r_obj, r_oth=g.r_oth, tangent=g.tangent,
+        geom_obj=g.geom_obj, geom_oth=g.geom_oth,
+        vel=vel, omega=omega, mass=g.mass[nodes], inertia=g.inertia[nodes], static=g.static[nodes],
+        is_object=g.is_object[nodes], gravity=g.gravity, length=g.length, mass_ref=g.mass_ref,
+        object_index=torch.zeros(1, dtype=torch.long), contact_id=g.contact_id, body_id=body_id,
     )
 
 

@@ -4,7 +4,7 @@ analytic and surrogate backends (``from surrogate.sim.rollout import rollout``; 
 that ``surrogate.sim.rollout`` stays the module), whole-toss evaluation (``toss_eval``) and the
 differentiable twin (``twin``). The studies that use it (speed, soak) are in ``surrogate.bench``."""
 
-from surrogate.sim.batch import ContactBatch, GraphBuilder
+from surrogate.model.batch_graph import ContactBatch, GraphBuilder
 from surrogate.sim.contact import ContactModel, InputRange, MuJoCoContact, ZeroContact
 from surrogate.sim.stepper import (
     BAD_FORCE_POLICIES,

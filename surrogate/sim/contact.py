@@ -2,7 +2,7 @@
 
 The interface is the one ``ContactGNN`` already has::
 
-    forces = contact_model(graph)      # graph: batched contact graph (``surrogate.sim.batch``)
+    forces = contact_model(graph)      # graph: batched contact graph (``surrogate.model.batch_graph``)
                                        # forces: [E, 3] N, world axes, on the object at each contact
                                        #         (the other body receives -F at the same point)
 

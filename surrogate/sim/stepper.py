@@ -49,7 +49,7 @@ import torch
 
 from ..errors import ConfigError
 from ..scenes import ROLES, set_contact_mode
-from .batch import GraphBuilder
+from ..model.batch_graph import GraphBuilder
 from .contact import InputRange
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
 

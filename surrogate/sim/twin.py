@@ -32,7 +32,7 @@ import torch
 from ..model.dynamics import rigid_step
 from ..quat import quat_to_mat
 from ..scenes import set_contact_mode
-from .batch import GraphBuilder, concat_graphs
+from ..model.batch_graph import GraphBuilder, concat_graphs
 
 
 def body_inertia(model: mujoco.MjModel, body: int) -> np.ndarray:

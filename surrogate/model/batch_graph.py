@@ -1,0 +1,297 @@
+"""Batched contact graphs straight from many ``MjData`` (one PyG ``Data`` for all environments).
+
+The one contact-graph builder: the hybrid stepper (``surrogate.sim``), the differentiable twin and
+the v1 one-step training data (``graph.graph_from_mjdata``, one ``MjData`` at a time) all build their
+graphs here. The Python loop is reduced to reading a few arrays per ``MjData``; everything per
+contact is vectorized numpy.
+
+The graph is a ``ContactGraph`` (plain attributes; ``to_pyg()`` makes a PyG ``Data``). One
+difference in layout, none in the forces: every environment gets the same fixed node
+set, ``K = 1 + len(others)`` nodes (node 0 the object, then every body that appears in an
+owned pair, sorted by body id), so node ``k`` of environment ``i`` is node ``i * K + k``.
+``graph_from_mjdata`` keeps only the bodies in contact at that step. A node without edges
+sends and receives no messages, so the per-contact outputs of the GNN are identical
+(``tests/test_stepper.py`` checks this against ``graph_from_mjdata``).
+
+Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as in
+``surrogate.model.graph``::
+
+    edge_index [2, E] long (other body node, object node)    normal, r_obj, r_oth, tangent [E, 3]
+    dist [E]   geom_obj, geom_oth [E, 12]   vel, omega [N, 3]   mass [N]   inertia [N, 3]
+    static, is_object [N]   gravity [B, 3]   length, mass_ref [B]   object_index [B] long
+    batch [N] long (environment of each node)
+    inertia_w [B, 3, 3]    the object's inertia about its COM in world axes (kg m^2)
+    dt [B]                 the physics step (s)
+    env [E] long           environment of each contact
+    contact_id [E] long    index into that environment's ``data.contact``
+    sign [E]               +1 if the object is geom2 of the contact (normal = sign * frame[0])
+    body_id [N] long       MuJoCo body id of each node
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Sequence
+
+import mujoco
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from .graph import GEOM_DESC, geom_descriptor
+from .law import cross
+from ..scenes.scene import match_pair_keys, pair_keys
+
+
+class ContactGraph(SimpleNamespace):
+    """The batched graph as plain attributes (the fields of the module docstring).
+
+    Everything ``ContactGNN`` reads is an attribute, as on a PyG ``Data``; building a ``Data``
+    costs ~0.5 ms per call in PyG's attribute storage, so the stepper does not. ``to_pyg()``
+    gives a real ``Data`` for PyG tools.
+    """
+
+    def to_pyg(self) -> Data:
+        return Data(**vars(self))
+
+
+@dataclass
+class ContactBatch:
+    """A batched contact set: float64 numpy geometry for the stepper, the network's graph on demand.
+
+    Attributes:
+      env: [E] environment of each contact.
+      node: [E] global node index of the other body (``env * K + k``).
+      r_obj, r_oth: [E, 3] float64 lever arms (m) from the object's / other body's COM.
+      normal: [E, 3] float64 contact normal pointing into the object.  dist: [E] float64 signed distance (m).
+      vel, omega: [B * K, 3] float64 node velocities (m/s, rad/s, world axes; zero for static bodies).
+      num_envs: B.  K: nodes per environment.
+      graph: the ``ContactGraph`` (module docstring), built from these arrays on first access: a model
+        without a network (a constant law) is stepped from the arrays alone, without any torch tensor.
+    """
+
+    env: np.ndarray
+    node: np.ndarray
+    r_obj: np.ndarray
+    r_oth: np.ndarray
+    normal: np.ndarray
+    dist: np.ndarray
+    vel: np.ndarray
+    omega: np.ndarray
+    num_envs: int
+    K: int
+    _make_graph: object = None  # () -> ContactGraph
+    dynamics: tuple | None = None  # (pos [E, 3], root subtree COM of each node [B * K, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv])
+    _graph: object = None
+
+    @property
+    def graph(self) -> ContactGraph:
+        if self._graph is None:
+            self._graph = self._make_graph()
+        return self._graph
+
+    @property
+    def num_contacts(self) -> int:
+        return len(self.env)
+
+
+def _dof_chain(model: mujoco.MjModel, body: int) -> np.ndarray:
+    """[nv] bool: the dofs whose motion moves ``body`` (its own and its ancestors', MuJoCo's ``mj_jac`` chain)."""
+    out = np.zeros(model.nv, dtype=bool)
+    b = body
+    while b > 0 and model.body_dofnum[b] == 0:
+        b = int(model.body_parentid[b])
+    if b > 0:
+        j = int(model.body_dofadr[b] + model.body_dofnum[b] - 1)
+        while j >= 0:
+            out[j] = True
+            j = int(model.dof_parentid[j])
+    return out
+
+
+def _runs(cols: np.ndarray) -> list[slice]:
+    """Contiguous runs of sorted indices, as slices ([0..5, 9, 10] -> [0:6, 9:11])."""
+    if not len(cols):
+        return []
+    breaks = np.flatnonzero(np.diff(cols) != 1) + 1
+    return [slice(int(r[0]), int(r[-1]) + 1) for r in np.split(cols, breaks)]
+
+
+def _dense_M_index(model: mujoco.MjModel) -> np.ndarray:
+    """[nv, nv] index of each entry of the dense joint-space inertia in ``MjData.M`` (-1: structurally zero),
+    found through MuJoCo's own ``mj_fullM`` (so it follows MuJoCo's sparse layout, whatever it is)."""
+    d = mujoco.MjData(model)
+    d.M[:] = np.arange(1, len(d.M) + 1)
+    dense = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, d, dense)
+    return dense.astype(np.int64) - 1
+
+
+class GraphBuilder:
+    """Precomputed per-model tables and the batched builder for one scene.
+
+    Args:
+      model: the compiled model (any contact mode; only sizes, body and geom tables are read,
+        and they do not change with the mode).
+      object_body: body id of the object.
+      length: m, object size L.
+      owned_pair_ids: [P] model pair ids owned by the contact model; or ``owned_pair_keys``: their sorted
+        geom-pair keys (``scenes.scene.pair_keys``), as a ``graph.SceneInfo`` holds them.
+    """
+
+    def __init__(self, model: mujoco.MjModel, *, object_body: int, length: float, owned_pair_ids: Sequence[int] | None = None,
+                 owned_pair_keys: Sequence[int] | None = None):
+        if owned_pair_keys is None:
+            keys = pair_keys(model, np.asarray(owned_pair_ids, dtype=int))
+        else:
+            keys = np.asarray(owned_pair_keys, dtype=np.int64)
+        self.ngeom = int(model.ngeom)
+        self.nbody = int(model.nbody)
+        self.keys = np.sort(keys)
+        g1, g2 = self.keys // self.ngeom, self.keys % self.ngeom
+        self.object_body = int(object_body)
+        self.length = float(length)
+        bodies = set(model.geom_bodyid[g1].tolist()) | set(model.geom_bodyid[g2].tolist())
+        bodies.discard(self.object_body)
+        self.node_body = np.array([self.object_body] + sorted(bodies), dtype=np.int64)
+        self.K = len(self.node_body)
+        self.node_of = np.full(model.nbody, -1, dtype=np.int64)
+        self.node_of[self.node_body] = np.arange(self.K)
+        self.geom_body = np.asarray(model.geom_bodyid, dtype=np.int64)
+        self.geom_desc = np.stack([geom_descriptor(model, g) for g in range(model.ngeom)]) if model.ngeom else np.zeros((0, len(GEOM_DESC)))
+        nb = self.node_body
+        self.static = (model.body_weldid[nb] == 0).astype(np.float64)
+        self.mass = np.where(self.static > 0, 0.0, model.body_mass[nb])
+        self.inertia = np.where(self.static[:, None] > 0, 0.0, np.sort(model.body_inertia[nb], axis=1))
+        self.root = np.asarray(model.body_rootid[nb], dtype=np.int64)
+        self.dynamic_nodes = np.flatnonzero(self.static == 0)
+        self.nv = int(model.nv)
+        # per node: the dofs that move its body, as contiguous runs (law_solve.contact_jacobians)
+        self.dof_runs = [_runs(np.flatnonzero(_dof_chain(model, int(b)))) for b in nb]
+        self.M_index = _dense_M_index(model)
+
+    @classmethod
+    def from_scene(cls, scene, model: mujoco.MjModel | None = None) -> "GraphBuilder":
+        m = scene.model if model is None else model
+        return cls(m, object_body=scene.object_body_id, length=scene.obj.size, owned_pair_ids=scene.owned_pair_ids)
+
+    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False):
+        """Read what the graph needs from every ``MjData`` (after collision detection).
+
+        Returns:
+          (contacts, bodies, dyn): contacts = (env [C], geom [C, 2], pos [C, 3], frame [C, 9], dist [C]) over
+          *all* contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each
+          node's root [B, K, 3], the object's inertia frame ximat [B, 3, 3]); with ``dynamics`` dyn = (cdof
+          [B, nv, 6], the sparse inertia M [B, nM], qvel [B, nv]) for the law solve, else None.
+        """
+        B = len(datas)
+        ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
+        C = int(ncon.sum())
+        # The only per-environment Python: MuJoCo's arrays as views (``data.contact`` views hold exactly
+        # ``ncon`` rows), copied once into stacked arrays by numpy (cheaper than a slice assignment each).
+        ob = self.object_body
+        cons = [d.contact for d, n in zip(datas, ncon) if n]
+        if cons:
+            geom = np.concatenate([c.geom for c in cons]).astype(np.int64, copy=False)
+            pos, frame, dist = (np.concatenate([c.pos for c in cons]), np.concatenate([c.frame for c in cons]),
+                                np.concatenate([c.dist for c in cons]))
+        else:
+            geom, pos, frame, dist = np.empty((0, 2), dtype=np.int64), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
+        # Whole (small) body tables per environment: plain copies are cheaper than fancy indexing
+        # per MjData; the node rows are picked once for all environments below.
+        xipos = np.array([d.xipos for d in datas]).reshape(B, self.nbody, 3)
+        cvel = np.array([d.cvel for d in datas]).reshape(B, self.nbody, 6)
+        scom = np.array([d.subtree_com for d in datas]).reshape(B, self.nbody, 3)
+        ximat = np.array([d.ximat[ob] for d in datas]).reshape(B, 9)
+        if dynamics:
+            cdof = np.array([d.cdof for d in datas]).reshape(B, self.nv, 6)
+            M = np.array([d.M for d in datas]).reshape(B, -1)
+            qvel = np.array([d.qvel for d in datas]).reshape(B, self.nv)
+        xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
+        env = np.repeat(np.arange(B, dtype=np.int64), ncon)
+        cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
+        return (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3)), \
+            ((cdof, M, qvel) if dynamics else None)
+
+    def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
+              dynamics: bool = False) -> "ContactBatch":
+        """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
+
+        ``dtype``: of the graph's float fields (float64 for the law models' semi-implicit solve and the twin).
+        ``dynamics``: also read what the law solve needs (``ContactBatch.dynamics``).
+        """
+        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(datas, dynamics=dynamics)
+        B, K = len(datas), self.K
+        # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
+        owned, _ = match_pair_keys(geom, self.ngeom, self.keys)
+        env, cid, geom, pos, frame, dist = env[owned], cid[owned], geom[owned], pos[owned], frame[owned], dist[owned]
+        b2_is_obj = self.geom_body[geom[:, 1]] == self.object_body
+        sign = np.where(b2_is_obj, 1.0, -1.0)
+        g_obj = np.where(b2_is_obj, geom[:, 1], geom[:, 0])
+        g_oth = np.where(b2_is_obj, geom[:, 0], geom[:, 1])
+        node = self.node_of[self.geom_body[g_oth]]
+        # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
+        # cvel is the spatial velocity about the subtree COM of the body's root.
+        w = cvel[..., :3]
+        v = cvel[..., 3:] + cross(w, xipos - rcom)
+        dyn = (self.static == 0)[None, :, None]
+        v, w = np.where(dyn, v, 0.0), np.where(dyn, w, 0.0)
+        r_obj = pos - xipos[env, 0]
+        r_oth = np.where(self.static[node][:, None] > 0, 0.0, pos - xipos[env, node])
+        normal = sign[:, None] * frame[:, 0:3]
+        v, w = v.reshape(B * K, 3), w.reshape(B * K, 3)
+
+        def make_graph() -> ContactGraph:
+            npd = np.float32 if dtype == torch.float32 else np.float64
+            f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
+            inertia_w = np.einsum("bij,j,bkj->bik", ximat, model.body_inertia[self.object_body], ximat)
+            E = len(env)
+            src = torch.from_numpy(env * K + node)
+            dst = torch.from_numpy(env * K)
+            return ContactGraph(
+                num_nodes=B * K,
+                edge_index=torch.stack([src, dst]) if E else torch.zeros((2, 0), dtype=torch.long),
+                normal=f32(normal), dist=f32(dist), r_obj=f32(r_obj), r_oth=f32(r_oth),
+                tangent=f32(frame[:, 3:6]), geom_obj=f32(self.geom_desc[g_obj]), geom_oth=f32(self.geom_desc[g_oth]),
+                vel=f32(v), omega=f32(w),
+                mass=f32(np.tile(self.mass, B)), inertia=f32(np.tile(self.inertia, (B, 1))),
+                static=f32(np.tile(self.static, B)), is_object=f32(np.tile(np.arange(K) == 0, B)),
+                gravity=f32(np.repeat(np.asarray(model.opt.gravity)[None], B, axis=0)),
+                length=f32(np.full(B, self.length)), mass_ref=f32(np.full(B, model.body_mass[self.object_body])),
+                object_index=torch.arange(B, dtype=torch.long) * K,
+                batch=torch.arange(B, dtype=torch.long).repeat_interleave(K),
+                inertia_w=f32(inertia_w), dt=f32(np.full(B, model.opt.timestep)),
+                env=torch.from_numpy(env), contact_id=torch.from_numpy(cid), sign=f32(sign),
+                body_id=torch.from_numpy(np.tile(self.node_body, B)),
+            )
+
+        return ContactBatch(env=env, node=env * K + node, r_obj=r_obj, r_oth=r_oth, normal=normal, dist=dist,
+                            vel=v, omega=w, num_envs=B, K=K, _make_graph=make_graph,
+                            dynamics=None if solve_arrays is None else (pos, rcom.reshape(B * K, 3), *solve_arrays))
+
+
+_EDGE_FIELDS = ("normal", "dist", "r_obj", "r_oth", "tangent", "geom_obj", "geom_oth", "contact_id", "sign")
+_NODE_FIELDS = ("vel", "omega", "mass", "inertia", "static", "is_object", "body_id")
+_ENV_FIELDS = ("gravity", "length", "mass_ref", "inertia_w", "dt")
+
+
+def concat_graphs(graphs: Sequence[ContactGraph]) -> ContactGraph:
+    """One ``ContactGraph`` of several (e.g. of different scenes): environments, nodes and edges in order.
+
+    Node indices (``edge_index``, ``object_index``) and environment indices (``batch``, ``env``) are
+    offset; every other field is concatenated. Per-scene tables (``contact_id``, ``body_id``) keep
+    their meaning within their own scene.
+    """
+    if len(graphs) == 1:
+        return graphs[0]
+    node_off = np.cumsum([0] + [g.num_nodes for g in graphs])[:-1]
+    env_off = np.cumsum([0] + [len(g.object_index) for g in graphs])[:-1]
+    out = {"num_nodes": int(sum(g.num_nodes for g in graphs))}
+    out["edge_index"] = torch.cat([g.edge_index + int(o) for g, o in zip(graphs, node_off)], dim=1)
+    out["object_index"] = torch.cat([g.object_index + int(o) for g, o in zip(graphs, node_off)])
+    out["batch"] = torch.cat([g.batch + int(o) for g, o in zip(graphs, env_off)])
+    out["env"] = torch.cat([g.env + int(o) for g, o in zip(graphs, env_off)])
+    for k in _EDGE_FIELDS + _NODE_FIELDS + _ENV_FIELDS:
+        out[k] = torch.cat([getattr(g, k) for g in graphs])
+    return ContactGraph(**out)
