@@ -30,6 +30,7 @@ Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as i
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Sequence
@@ -169,7 +170,13 @@ class GraphBuilder:
         self.nv = int(model.nv)
         # per node: the dofs that move its body, as contiguous runs (law_solve.contact_jacobians)
         self.dof_runs = [_runs(np.flatnonzero(_dof_chain(model, int(b)))) for b in nb]
-        self.M_index = _dense_M_index(model)
+        self._model = model  # for ``M_index``, built on first use (only the law solve needs it)
+
+    @functools.cached_property
+    def M_index(self) -> np.ndarray:
+        """[nv, nv] index of each dense inertia entry in ``MjData.M`` (``_dense_M_index``; it allocates an
+        ``MjData``, so only builders of a law solve pay for it)."""
+        return _dense_M_index(self._model)
 
     @classmethod
     def from_scene(cls, scene, model: mujoco.MjModel | None = None) -> "GraphBuilder":

@@ -52,17 +52,12 @@ def contact_jacobians(builder, cb, rows: np.ndarray) -> np.ndarray:
     Jt = np.zeros((len(rows), cdof.shape[1], 3))  # [n, nv, 3]: the layout of cdof
 
     def add(sel, global_node, k, sign):
-        off = (p if sel is None else p[sel]) - rcom[global_node]
-        e = env if sel is None else env[sel]
+        off = p[sel] - rcom[global_node]
         for run in builder.dof_runs[k]:
-            cd = cdof[e, run]  # [s, c, 6]: (angular, linear) per chain dof
-            J = cd[..., 3:] + cross(cd[..., :3], off[:, None, :])
-            if sel is None:
-                Jt[:, run] += J
-            else:
-                Jt[sel, run] += sign * J
+            cd = cdof[env[sel], run]  # [s, c, 6]: (angular, linear) per chain dof
+            Jt[sel, run] += sign * (cd[..., 3:] + cross(cd[..., :3], off[:, None, :]))
 
-    add(None, env * K, 0, 1.0)
+    add(slice(None), env * K, 0, 1.0)
     for k in builder.dynamic_nodes[1:]:  # the other side's point, when it is a moving body (static: no dofs)
         sel = np.flatnonzero(local == k)
         if len(sel):
