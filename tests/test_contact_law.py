@@ -115,6 +115,33 @@ def test_joint_space_solve_is_the_contact_space_solve():
         np.testing.assert_allclose(v1[i], v_free[i] + dt * Xt @ F[rows].reshape(-1), atol=1e-9)
 
 
+def test_iterated_friction_is_coulomb_at_a_sliding_impact():
+    """A point mass landing while it slides (hand-computed case). Linearized once, friction is the
+    start-of-step normal force's (a graze at first touch) and brakes far less than Coulomb; re-linearized at
+    the solved state (``iterations=1``), the friction is mu times the solved normal force (to the slip
+    regularization) and still cannot reverse the slip."""
+    from surrogate.model.law import semi_implicit_solve_joint
+
+    m, dt, mu, eps, k, p = 0.4, 1e-3, 0.3, 1e-3, 1e5, 1.5
+    depth, vt0, vn0 = 1e-4, 0.5, -1.0  # just touching, sliding along x at 0.5 m/s, landing at 1 m/s
+    n = np.array([[0.0, 0.0, 1.0]])
+    f0, a, b, _ = point_law(np.array([depth]), np.array([vn0]), np.array([vt0]), k=k, p=p, c=2.0, mu=mu, eps=eps, dt=dt)
+    J, M = np.eye(3)[None], m * np.eye(3)[None]
+    v_free = np.array([[vt0, 0.0, vn0 - 9.81 * dt]])
+    args = (f0, a, b, n, J, np.array([0]), M, v_free, dt)
+    F0, _ = semi_implicit_solve_joint(*args)
+    F1, v1 = semi_implicit_solve_joint(*args, mu=np.array([mu]), eps=np.array([eps]), iterations=1)
+    for F in (F0, F1):
+        assert F[0, 2] > 0 and abs(F[0, 0]) <= mu * F[0, 2] * (1 + 1e-12) and F[0, 1] == pytest.approx(0, abs=1e-12)
+    assert abs(F0[0, 0]) < 0.3 * mu * F0[0, 2]  # once: under-braked
+    assert abs(F1[0, 0]) == pytest.approx(mu * F1[0, 2], rel=1e-2)  # iterated: Coulomb
+    # by hand: the lagged friction a = mu Fn' / sqrt(vt'^2 + eps^2) with Fn', vt' of the first solve
+    vt_first = v_free[0, 0] + dt * F0[0, 0] / m
+    a1 = mu * F0[0, 2] / np.hypot(vt_first, eps)
+    vt_expected = v_free[0, 0] / (1 + dt * a1 / m)
+    assert v1[0, 0] == pytest.approx(vt_expected, rel=1e-9) and 0 < v1[0, 0] < vt0  # slowed, not reversed
+
+
 def test_untrained_model_is_the_prior_law_and_corrections_are_bounded():
     scene = _cube_scene()
     st_law = Stepper(scene, ContactLawGNN(prior=CUBE, corrections=False).eval())
@@ -238,11 +265,13 @@ def test_held_object_does_not_creep():
 
 
 # -- the twin -------------------------------------------------------------------------------------
-def test_twin_matches_the_hybrid_stepper():
+@pytest.mark.parametrize("friction_iterations", [0, 1])
+def test_twin_matches_the_hybrid_stepper(friction_iterations):
     """Same parameters, same trajectory: a spinning cube tossed onto the ground, impact and slide, 1 s
-    (the twin's object-only solve and the stepper's solve with MuJoCo's mobility are the same system)."""
+    (the twin's object-only solve and the stepper's solve with MuJoCo's mobility are the same system),
+    with friction linearized once or re-linearized at the solved state."""
     scene = _cube_scene()
-    model = _perturbed(ContactLawGNN(prior=CUBE, corrections=True), scale=0.5)
+    model = _perturbed(ContactLawGNN(prior=CUBE, corrections=True, friction_iterations=friction_iterations), scale=0.5)
     states = [([0, 0, 0.12], [0.9, 0.3, 0.2, 0.1], [0.8, 0.1, -0.3], [3.0, -4.0, 1.0]),
               ([0.1, 0, 0.09], [0.5, -0.5, 0.5, 0.5], [-0.5, 0.4, 0.5], [-2.0, 6.0, 0.0])]
     F = 148
@@ -293,6 +322,33 @@ def test_short_rollout_training_lowers_validation_error(tmp_path):
     assert res["model"].prior().friction != pytest.approx(0.35)
     # the input normalizers hold the training inputs' statistics (the stepper's out-of-range check reads them)
     assert float(res["model"].edge_norm.count) > 0 and float(res["prior_model"].edge_norm.count) > 0
+
+
+@needs_shared("contactnets_cube")
+def test_prior_grid_starts_the_fit_from_its_best_training_score(tmp_path):
+    """``stages.grid`` scores each friction by whole training-toss rollouts and starts the prior from the best;
+    with no gradient epochs the release is that law. A bad group is refused naming the key."""
+    from surrogate.errors import ConfigError
+    from surrogate.importers.contactnets import import_contactnets
+    from surrogate.learn.fit import fit_law
+
+    root = tmp_path / "cube"
+    import_contactnets(SHARED / "contactnets_cube", root, progress=False)
+    cfg = {"data": {"root": str(root), "val_fraction": 0.4, "val_min": 0, "max_train_episodes": 8, "max_val_episodes": 4,
+                    "window_frames": 0, "batch_size": 8},
+           "model": {"kind": "law", "prior": CUBE, "corrections": False, "friction_iterations": 1},
+           "stages": {"grid": {"friction": [0.05, 0.15, 0.6]}, "prior": {"epochs": 0}},
+           "trainer": {"enable_progress_bar": False}}
+    res = fit_law(cfg, out=tmp_path / "run")
+    grid = res["metrics"]["grid"]
+    assert [r["friction"] for r in grid["rows"]] == [0.05, 0.15, 0.6] and all(r["n"] == 8 for r in grid["rows"])
+    assert len({round(r["score"], 6) for r in grid["rows"]}) == 3  # the friction changes the rollouts
+    assert grid["best"] == min(grid["rows"], key=lambda r: r["score"])
+    assert res["model"].prior().friction == pytest.approx(grid["best"]["friction"], rel=1e-6)
+    assert res["model"].prior().stiffness == pytest.approx(CUBE["stiffness"], rel=1e-6)  # not in the grid: kept
+    cfg["stages"]["grid"] = {"group": "pads", "friction": [0.1]}
+    with pytest.raises(ConfigError, match="stages.grid.group"):
+        fit_law(cfg, out=tmp_path / "run2")
 
 
 def test_law_checkpoint_roundtrip(tmp_path):
@@ -413,15 +469,15 @@ def test_force_loss_is_relative_zero_at_a_match_and_robust_to_blowups():
     assert float(force_loss(bad0, meas, valid, w)) == pytest.approx(0.0, abs=1e-6)  # invalid frames do not count
 
 
-@pytest.mark.parametrize("prior", [dict(TABLE), dict(CUBE)])
-def test_constant_law_numpy_path_equals_the_graph_path(prior):
+@pytest.mark.parametrize("prior, friction_iterations", [(dict(TABLE), 0), (dict(CUBE), 0), (dict(TABLE), 1)])
+def test_constant_law_numpy_path_equals_the_graph_path(prior, friction_iterations):
     """The stepper steps a constant law from the contact arrays alone (numpy, no graph); its forces and
     generalized forces equal the torch path's (``law_terms`` on the graph) on a gripper holding a box."""
     from surrogate.bench.speed import grasped_state
     from surrogate.sim.law_solve import law_forces
 
     body = dict(PAD) if prior.get("units") == "si" else dict(prior, stiffness=3e3)
-    model = ContactLawGNN(prior=prior, prior_body=body, corrections=False).eval()
+    model = ContactLawGNN(prior=prior, prior_body=body, corrections=False, friction_iterations=friction_iterations).eval()
     scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
     m = scene.model
     d0 = grasped_state(scene, seconds=0.9)
@@ -448,6 +504,7 @@ def test_constant_law_numpy_path_equals_the_graph_path(prior):
         def __init__(self, inner):
             super().__init__()
             self.inner = inner
+            self.friction_iterations = inner.friction_iterations
 
         def law_terms(self, g, features=None):
             return self.inner.law_terms(g)

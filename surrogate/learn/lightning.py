@@ -86,6 +86,9 @@ class RolloutData(L.LightningDataModule):
         val_eps = [(gi, e) for gi, g in enumerate(self.groups) for e in g.episodes if e.episode_id in val]
         val_eps.sort(key=lambda x: x[1].num_frames)
         self.val_items = [val_eps[k:k + 16] for k in range(0, len(val_eps), 16)]
+        train_eps = sorted(((gi, e) for gi, g in enumerate(self.groups) for e in g.episodes if e.episode_id in train),
+                           key=lambda x: x[1].num_frames)
+        self.train_episode_items = [train_eps[k:k + 16] for k in range(0, len(train_eps), 16)]  # whole episodes
         self.n_windows = len(self.windows)
 
     def train_items(self, epoch: int) -> list:

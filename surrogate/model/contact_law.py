@@ -178,7 +178,7 @@ class ContactLawGNN(nn.Module):
         return {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth, "mu": mu, "eps": eps}
 
     def constant_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float):
-        """``(f0, a, b)`` [E] of the law without corrections, in numpy (float64): what ``law_terms`` gives for a
+        """``(f0, a, b, mu, eps)`` [E] of the law without corrections, in numpy (float64): what ``law_terms`` gives for a
         model with ``corrections=False``, without building a graph. The hybrid stepper takes this path for a
         constant law (no network), where torch's per-call overhead would be most of the step.
 
@@ -202,8 +202,9 @@ class ContactLawGNN(nn.Module):
         k, c, mu = self._constant_cache[1][:, moving.astype(np.int64)]
         p = self.exponent
         L, V, F0 = (1.0, 1.0, 1.0) if self.units == "si" else (length, math.sqrt(max(gravity, 1e-6) * length), mass * max(gravity, 1e-6))
-        f0, a, b, _ = point_law(depth, vn, speed, k=k * F0 / L ** p, p=p, c=c / V, mu=mu, eps=self.slip_eps * V, dt=dt)
-        return f0, a, b
+        eps = self.slip_eps * V
+        f0, a, b, _ = point_law(depth, vn, speed, k=k * F0 / L ** p, p=p, c=c / V, mu=mu, eps=eps, dt=dt)
+        return f0, a, b, mu, eps
 
     def solve(self, g, vel=None, omega=None):
         """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law for the free object

@@ -136,7 +136,7 @@ def semi_implicit_solve(K, W, w0, xi_free, dt):
     return np.linalg.solve(A, rhs[..., None])[..., 0]
 
 
-def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt):
+def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0):
     """The system of ``semi_implicit_solve`` in joint coordinates (numpy), for B environments whose contacts
     are consecutive rows: cheaper when the joint space (nv) is smaller than the contact space (3 per contact),
     as for a hand holding an object at a dozen points.
@@ -153,9 +153,26 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt):
       start: [B] the first row of each environment's contacts (increasing; every environment has one).
       M: [B, nv, nv] joint-space inertia.  v_free: [B, nv] end-of-step joint velocity without contact forces.
       dt: step (s).
+      mu, eps, iterations: with ``iterations`` > 0, friction re-linearized at the solved state, as
+        ``solve_free_object`` does: ``a = mu F_n' / sqrt(|v_t'|^2 + eps^2)`` from the solved normal force and
+        end-of-step slip, the normal damping ``a + b`` kept; ``mu``, ``eps`` [E].
     Returns:
       (F [E, 3] forces at the contacts, v' [B, nv]).
     """
+    F, v1, env = _joint_solve_once(f0, a, b, n, J, start, M, v_free, dt)
+    beta = a + b
+    for _ in range(int(iterations)):
+        u = np.einsum("eiv,ev->ei", J, v1[env])  # end-of-step relative velocity at the contacts
+        un = np.einsum("ei,ei->e", u, n)
+        ut = u - un[:, None] * n
+        fn = np.maximum(np.einsum("ei,ei->e", F, n), 0.0)
+        a = mu * fn / np.sqrt(np.einsum("ei,ei->e", ut, ut) + eps * eps)
+        F, v1, env = _joint_solve_once(f0, a, beta - a, n, J, start, M, v_free, dt)
+    return F, v1
+
+
+def _joint_solve_once(f0, a, b, n, J, start, M, v_free, dt):
+    """One solve of ``semi_implicit_solve_joint``'s system; returns (F, v', env [E] of each contact)."""
     E, nv = len(f0), J.shape[-1]
     B = len(start)
     # padded to the largest contact count: batched products of [nv, 3C] matrices beat per-contact ones and
@@ -175,7 +192,7 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt):
     rhs = (M @ v_free[..., None])[..., 0] + dt * (Jt @ w0.reshape(B, 3 * C, 1))[..., 0]
     v1 = np.linalg.solve(A, rhs[..., None])[..., 0]
     F = w0c - np.einsum("eiv,ev->ei", KJc, v1[env])
-    return F, v1
+    return F, v1, env
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -33,7 +33,6 @@ import mujoco
 import numpy as np
 import torch
 
-from ..errors import ConfigError
 from ..model.law import cross, semi_implicit_solve_joint
 
 
@@ -66,7 +65,7 @@ def contact_jacobians(builder, cb, rows: np.ndarray) -> np.ndarray:
 
 
 def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
-    """``(f0, a, b, n)`` of every contact: numpy directly for a constant law (no network), else the model's
+    """``(f0, a, b, n, mu, eps)`` of every contact: numpy directly for a constant law (no network), else the model's
     ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them)."""
     if not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms"):
         K = cb.K
@@ -76,13 +75,15 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
         vn = np.einsum("ej,ej->e", v, n)
         vt = v - vn[:, None] * n
         speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
-        f0, a, b = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cb.node % K] < 0.5,
-                                            length=builder.length, mass=float(m.body_mass[builder.object_body]),
-                                            gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)), dt=m.opt.timestep)
-        return f0, a, b, n
+        f0, a, b, mu, eps = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cb.node % K] < 0.5,
+                                                     length=builder.length, mass=float(m.body_mass[builder.object_body]),
+                                                     gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)),
+                                                     dt=m.opt.timestep)
+        return f0, a, b, n, np.broadcast_to(mu, f0.shape), np.broadcast_to(eps, f0.shape)
     with torch.inference_mode():
         t = model.law_terms(cb.graph, features=features)
-    return tuple(t[k].numpy() for k in ("f0", "a", "b", "n"))
+    return tuple(t[k].numpy() if t[k].ndim else np.full(len(t["f0"]), float(t[k]))
+                 for k in ("f0", "a", "b", "n", "mu", "eps"))
 
 
 def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
@@ -95,14 +96,11 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
-    if getattr(model, "friction_iterations", 0):
-        raise ConfigError("the hybrid stepper linearizes friction once per step; a model with friction_iterations > 0 "
-                          "would step differently from the twin it was trained through", key="friction_iterations")
     E, nv = cb.num_contacts, m.nv
     out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     if E == 0:
         return out, qfrc
-    f0, a, b, n = _terms(m, cb, model, builder, features)
+    f0, a, b, n, mu, eps = _terms(m, cb, model, builder, features)
     active = np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
     if not active.any():
         return out, qfrc
@@ -124,7 +122,8 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
     idx = builder.M_index
     M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
-    F, _ = semi_implicit_solve_joint(f0[keep], a[keep], b[keep], n[keep], J, start, M, qv, dt)
+    F, _ = semi_implicit_solve_joint(f0[keep], a[keep], b[keep], n[keep], J, start, M, qv, dt, mu=mu[keep],
+                                     eps=eps[keep], iterations=getattr(model, "friction_iterations", 0))
     out[keep] = F
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
     qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
