@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from ..errors import ConfigError
 from ..model.contact_law import GROUPS, ContactLawGNN
+from ..sim.toss_eval import evaluate_tosses
 from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
 from .objective import paired_difference, window_loss
 
@@ -87,7 +88,9 @@ def accumulate_normalizers(model: ContactLawGNN, dm: RolloutData) -> None:
 def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) -> dict:
     """Score every combination of ``grid``'s values of one prior group (``grid["group"]``: surface or body;
     ``stiffness``, ``damping``, ``friction``: lists, in the prior's units; an empty list keeps the current
-    value) by whole-episode rollouts of the training episodes, and set the best in ``model``.
+    value) by whole-episode rollouts of the training episodes, and set the best in ``model``. The rollouts are
+    the hybrid stepper's (the benchmarks' own, ``sim.toss_eval``; the twin gives the same trajectories,
+    ``tests/test_contact_law.py``, at about 3x the cost without gradients).
     Returns {"best": {...}, "rows": [every candidate's values and summary]}."""
     if grid["group"] not in GROUPS:
         raise ConfigError(f"stages.grid.group must be one of {list(GROUPS)}, got {grid['group']!r}", key="stages.grid.group")
@@ -96,14 +99,20 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
         if not all(isinstance(v, (int, float)) and v > 0 for v in grid[k]):
             raise ConfigError(f"stages.grid.{k} must be a list of positive numbers, got {grid[k]!r}", key=f"stages.grid.{k}")
     gi = GROUPS.index(grid["group"])
+    episodes = [e for chunk in dm.train_episode_items for _, e in chunk]
+    held = [e.episode_id for e in episodes if e.joint_pos is not None]
+    if held:
+        raise ConfigError(f"stages.grid scores free-object tosses; episode {held[0]} has a hand (grasps: the closed-loop "
+                          "stage selects the pad friction by replays)", key="stages.grid")
     rows = []
     combos = list(itertools.product(*(grid[k] for k in names)))
     for combo in tqdm(combos, desc="prior grid", unit="law", disable=len(combos) < 4):
         with torch.no_grad():
             for k, v in zip(names, combo):
                 getattr(model, f"log_{k}")[gi] = math.log(float(v))
-        scores = [r for chunk in dm.train_episode_items for r in validate_chunk(model.eval(), dm, chunk)]
-        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **_summary(scores, rot_w)})
+        res = evaluate_tosses(model.eval(), episodes, dm.capture.meta, margin=dm.cfg["margin"], substeps=dm.cfg["substeps"],
+                              min_frames=1, init_frames=dm.cfg["init_frames"])
+        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **_summary(res["per_toss"], rot_w)})
     best = min(rows, key=lambda r: r["score"])
     with torch.no_grad():
         for k in names:
