@@ -33,6 +33,7 @@ import mujoco
 import numpy as np
 import torch
 
+from ..model.batch_graph import DataViews
 from ..model.law import cross, semi_implicit_solve_joint
 
 
@@ -48,7 +49,8 @@ def contact_jacobians(builder, cb, rows: np.ndarray) -> np.ndarray:
     env, node = cb.env[rows], cb.node[rows]
     local = node - env * K
     p = pos[rows]
-    Jt = np.zeros((len(rows), cdof.shape[1], 3))  # [n, nv, 3]: the layout of cdof
+    J = np.zeros((len(rows), 3, cdof.shape[1]))  # [n, 3, nv], contiguous: the solve reshapes it without a copy
+    Jt = J.transpose(0, 2, 1)  # [n, nv, 3]: the layout of cdof, a view written through
 
     def add(sel, global_node, k, sign):
         off = p[sel] - rcom[global_node]
@@ -61,7 +63,7 @@ def contact_jacobians(builder, cb, rows: np.ndarray) -> np.ndarray:
         sel = np.flatnonzero(local == k)
         if len(sel):
             add(sel, node[sel], int(k), -1.0)
-    return Jt.transpose(0, 2, 1)
+    return J
 
 
 def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
@@ -86,13 +88,13 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
                  for k in ("f0", "a", "b", "n", "mu", "eps"))
 
 
-def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
+def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None):
     """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
     ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
-    ``cb`` built with ``dynamics=True``.
+    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``batch_graph.DataViews`` (made here if not given).
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
@@ -111,13 +113,12 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
     dt = m.opt.timestep
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
     _, _, _, Msparse, qvel = cb.dynamics
-    qacc = np.empty((len(envs), nv))
-    for j, i in enumerate(envs):
+    acc = (views or DataViews(datas)).qacc_smooth
+    for i in envs:
         d = datas[i]
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-        qacc[j] = d.qacc_smooth
-    qv = qvel[envs] + dt * qacc
+    qv = qvel[envs] + dt * np.concatenate([acc[i] for i in envs]).reshape(len(envs), nv)
     J = contact_jacobians(builder, cb, keep)
     idx = builder.M_index
     M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia

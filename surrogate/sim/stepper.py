@@ -49,7 +49,7 @@ import torch
 
 from ..errors import ConfigError
 from ..scenes import ROLES, set_contact_mode
-from ..model.batch_graph import GraphBuilder
+from ..model.batch_graph import GraphBuilder, views_for
 from .contact import InputRange
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
 
@@ -62,7 +62,6 @@ BAD_STATE_WARNINGS = {int(mujoco.mjtWarning.mjWARN_BADQPOS): "qpos", int(mujoco.
 _BAD_STATE_IDS = np.array(sorted(BAD_STATE_WARNINGS))
 _BAD_STATE_SLICE = (slice(int(_BAD_STATE_IDS[0]), int(_BAD_STATE_IDS[-1]) + 1)
                     if _BAD_STATE_IDS[-1] - _BAD_STATE_IDS[0] == len(_BAD_STATE_IDS) - 1 else None)
-_NO_BAD_STATE = np.zeros(len(_BAD_STATE_IDS), dtype=np.int32).tobytes()
 
 
 def _check_choice(name, value, allowed):
@@ -152,6 +151,7 @@ class Stepper:
         self.law_model = hasattr(contact_model, "law_terms")
         self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
         self._last = None  # (ContactBatch, forces [E, 3]) of the last surrogate step; its wrenches on demand
+        self._views = None  # the last batch's array views (batch_graph.DataViews), made once per batch
         self._wrench: np.ndarray | None = None
         self._warned: set[str] = set()
         self.reset_stats()
@@ -232,16 +232,16 @@ class Stepper:
         return out
 
 
-def _bad_state_reader(datas):
-    """A function returning each MjData's bad qpos / qvel / qacc warning counters, as bytes (cheap to
-    read and compare: views into the MjData, read once per physics step)."""
+def _bad_state_reader(views):
+    """A function returning [B, 3] int32: each MjData's bad qpos / qvel / qacc warning counters (read once per
+    physics step, from the batch's ``DataViews``: one concatenation, compared as one array)."""
     if _BAD_STATE_SLICE is not None:
-        views = [d.warning.number[_BAD_STATE_SLICE] for d in datas]
-        return lambda: [v.tobytes() for v in views]
-    return lambda: [d.warning.number[_BAD_STATE_IDS].tobytes() for d in datas]
+        parts = [w[_BAD_STATE_SLICE] for w in views.warning_number]
+        return lambda: np.concatenate(parts).reshape(len(parts), -1)
+    return lambda: np.stack([w[_BAD_STATE_IDS] for w in views.warning_number])
 
 
-def _count_resets(datas, stepper: Stepper, before: list, after: list, times, step_no: int) -> None:
+def _count_resets(datas, stepper: Stepper, before: np.ndarray, after: np.ndarray, times, step_no: int) -> None:
     """Count the environments MuJoCo reset in this physics step.
 
     The counters change only when MuJoCo warns about a bad state, and it then resets the MjData
@@ -249,16 +249,17 @@ def _count_resets(datas, stepper: Stepper, before: list, after: list, times, ste
     counter is a reset, and so is a positive counter on a clock that did not advance (a second
     reset of the same kind leaves its counter at 1).
     """
-    reset = [i for i, (b, a) in enumerate(zip(before, after))
-             if a != b or (times is not None and a != _NO_BAD_STATE and datas[i].time <= times[i])]
-    if not reset:
+    changed = (after != before).any(axis=1)
+    if times is not None:
+        changed |= after.any(axis=1) & (np.array([d.time for d in datas]) <= times)
+    reset = np.flatnonzero(changed)
+    if not len(reset):
         return
     stepper._stats["mujoco_resets"] += len(reset)
-    for i in reset:
+    for i in reset.tolist():
         stepper._reset_envs[i] = stepper._reset_envs.get(i, 0) + 1
-    i = reset[0]
-    counts = np.frombuffer(after[i], dtype=np.int32)
-    kinds = [BAD_STATE_WARNINGS[int(w)] for w, n in zip(_BAD_STATE_IDS, counts) if n] or ["state"]
+    i = int(reset[0])
+    kinds = [BAD_STATE_WARNINGS[int(w)] for w, n in zip(_BAD_STATE_IDS, after[i]) if n] or ["state"]
     stepper._warn_once("mujoco_reset", f"MuJoCo reset env {i} at step {step_no} (NaN, Inf or huge {'/'.join(kinds)}): "
                                        f"its state went back to the model's initial one; counted in "
                                        f"stats()['mujoco_resets'] and stats()['mujoco_reset_envs']")
@@ -266,8 +267,8 @@ def _count_resets(datas, stepper: Stepper, before: list, after: list, times, ste
 
 def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
     t0 = time.perf_counter()
-    for d in datas:
-        d.qfrc_applied[:] = 0.0
+    for d, applied in zip(datas, stepper._views.qfrc_applied):  # the views: made by ``step``
+        applied.fill(0.0)
         mujoco.mj_step(m, d)
     stepper._time["analytic"] += time.perf_counter() - t0
     stepper._set_last(None, None)
@@ -296,13 +297,14 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
     _check_model(m, datas, stepper.builder)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
-    read = _bad_state_reader(datas)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
+    stepper._views = views_for(stepper._views, datas)  # the batch's array views, made once per batch
+    read = _bad_state_reader(stepper._views)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
     counts = read()
     for _ in range(int(nstep)):
-        times = [d.time for d in datas] if any(c != _NO_BAD_STATE for c in counts) else None
+        times = np.array([d.time for d in datas]) if counts.any() else None
         one(m, datas, stepper)
         after = read()
-        if after != counts or times is not None:
+        if times is not None or not np.array_equal(after, counts):
             _count_resets(datas, stepper, counts, after, times, stepper._stats["physics_steps"])
         counts = after
         stepper._stats["physics_steps"] += 1
