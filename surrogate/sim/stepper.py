@@ -62,6 +62,7 @@ BAD_STATE_WARNINGS = {int(mujoco.mjtWarning.mjWARN_BADQPOS): "qpos", int(mujoco.
 _BAD_STATE_IDS = np.array(sorted(BAD_STATE_WARNINGS))
 _BAD_STATE_SLICE = (slice(int(_BAD_STATE_IDS[0]), int(_BAD_STATE_IDS[-1]) + 1)
                     if _BAD_STATE_IDS[-1] - _BAD_STATE_IDS[0] == len(_BAD_STATE_IDS) - 1 else None)
+_NO_BAD_STATE = np.zeros(len(_BAD_STATE_IDS), dtype=np.int32).tobytes()
 
 
 def _check_choice(name, value, allowed):
@@ -171,6 +172,7 @@ class Stepper:
         """Let go of the contact model (the stepper holds no hooks on it: the network's inputs come from its
         ``features``); afterwards the stepper steps analytic contact only."""
         self.contact_model, self.input_range, self.law_model, self.contact = None, None, False, "analytic"
+        self._views = None  # lets go of the last batch's MjData too
 
     # -- statistics -------------------------------------------------------------------------
     def reset_stats(self) -> None:
@@ -233,15 +235,15 @@ class Stepper:
 
 
 def _bad_state_reader(views):
-    """A function returning [B, 3] int32: each MjData's bad qpos / qvel / qacc warning counters (read once per
-    physics step, from the batch's ``DataViews``: one concatenation, compared as one array)."""
+    """A function returning each MjData's bad qpos / qvel / qacc warning counters, as bytes (cheap to
+    read and compare: slices of the batch's ``DataViews``, read once per physics step)."""
     if _BAD_STATE_SLICE is not None:
         parts = [w[_BAD_STATE_SLICE] for w in views.warning_number]
-        return lambda: np.concatenate(parts).reshape(len(parts), -1)
-    return lambda: np.stack([w[_BAD_STATE_IDS] for w in views.warning_number])
+        return lambda: [v.tobytes() for v in parts]
+    return lambda: [w[_BAD_STATE_IDS].tobytes() for w in views.warning_number]
 
 
-def _count_resets(datas, stepper: Stepper, before: np.ndarray, after: np.ndarray, times, step_no: int) -> None:
+def _count_resets(datas, stepper: Stepper, before: list, after: list, times, step_no: int) -> None:
     """Count the environments MuJoCo reset in this physics step.
 
     The counters change only when MuJoCo warns about a bad state, and it then resets the MjData
@@ -249,17 +251,16 @@ def _count_resets(datas, stepper: Stepper, before: np.ndarray, after: np.ndarray
     counter is a reset, and so is a positive counter on a clock that did not advance (a second
     reset of the same kind leaves its counter at 1).
     """
-    changed = (after != before).any(axis=1)
-    if times is not None:
-        changed |= after.any(axis=1) & (np.array([d.time for d in datas]) <= times)
-    reset = np.flatnonzero(changed)
-    if not len(reset):
+    reset = [i for i, (b, a) in enumerate(zip(before, after))
+             if a != b or (times is not None and a != _NO_BAD_STATE and datas[i].time <= times[i])]
+    if not reset:
         return
     stepper._stats["mujoco_resets"] += len(reset)
-    for i in reset.tolist():
+    for i in reset:
         stepper._reset_envs[i] = stepper._reset_envs.get(i, 0) + 1
-    i = int(reset[0])
-    kinds = [BAD_STATE_WARNINGS[int(w)] for w, n in zip(_BAD_STATE_IDS, after[i]) if n] or ["state"]
+    i = reset[0]
+    counts = np.frombuffer(after[i], dtype=np.int32)
+    kinds = [BAD_STATE_WARNINGS[int(w)] for w, n in zip(_BAD_STATE_IDS, counts) if n] or ["state"]
     stepper._warn_once("mujoco_reset", f"MuJoCo reset env {i} at step {step_no} (NaN, Inf or huge {'/'.join(kinds)}): "
                                        f"its state went back to the model's initial one; counted in "
                                        f"stats()['mujoco_resets'] and stats()['mujoco_reset_envs']")
@@ -301,10 +302,10 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
     read = _bad_state_reader(stepper._views)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
     counts = read()
     for _ in range(int(nstep)):
-        times = np.array([d.time for d in datas]) if counts.any() else None
+        times = [d.time for d in datas] if any(c != _NO_BAD_STATE for c in counts) else None
         one(m, datas, stepper)
         after = read()
-        if times is not None or not np.array_equal(after, counts):
+        if after != counts or times is not None:
             _count_resets(datas, stepper, counts, after, times, stepper._stats["physics_steps"])
         counts = after
         stepper._stats["physics_steps"] += 1
