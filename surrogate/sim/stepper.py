@@ -21,6 +21,10 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
    the torch graph; the per-body wrenches (``last_wrench``, ``pad_wrenches``) are computed when read;
 6. ``mj_step2``.
 
+The numpy views of each ``MjData``'s arrays that these steps read and write are made once per batch
+(``batch_graph.DataViews``, kept until the stepper steps another batch or is closed): MuJoCo's attribute
+access builds a new view every time, a dozen per environment and physics step otherwise.
+
 After every physics step (either mode) MuJoCo's bad-state warning counters (``mjWARN_BADQPOS``,
 ``BADQVEL``, ``BADQACC``: MuJoCo resets an ``MjData`` itself on a NaN, Inf or huge value) are read,
 a few bytes per environment; each reset is counted in ``stats()["mujoco_resets"]`` and per environment
