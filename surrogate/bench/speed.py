@@ -166,6 +166,8 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                    help="wall time (default) or this process's CPU time (steadier on a machine other jobs share)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object (for scripts) instead of the table")
+    p.add_argument("--copies", action="store_true",
+                   help="also probe B copies of the scene in one MjModel (MuJoCo's step and table reads, bench/speed_copies.py)")
     return p
 
 
@@ -178,18 +180,39 @@ def run(args) -> list[dict]:
     if args.checkpoint is None:
         args.checkpoint = str(DEFAULT_CHECKPOINT)
     model = load_checkpoint(args.checkpoint)[0]
+    clock = getattr(args, "clock", "wall")
     rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
-                   min_seconds=args.min_seconds, clock=getattr(args, "clock", "wall"))
+                   min_seconds=args.min_seconds, clock=clock)
+    copies = _copies_rows(args, clock) if getattr(args, "copies", False) else None
     if getattr(args, "json", False):
         import json
 
-        print(json.dumps({"checkpoint": str(args.checkpoint), "threads": args.threads, "hand": args.hand,
-                          "clock": getattr(args, "clock", "wall"), "object": args.family, "rows": rows}))
+        out = {"checkpoint": str(args.checkpoint), "threads": args.threads, "hand": args.hand, "clock": clock,
+               "object": args.family, "rows": rows}
+        if copies is not None:
+            out["copies"] = copies
+        print(json.dumps(out))
         return rows
     print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, hand {args.hand}, object {args.family}, "
-          f"clock {getattr(args, 'clock', 'wall')}")
+          f"clock {clock}")
     print(format_table(rows))
+    if copies is not None:
+        from .speed_copies import format_copies
+
+        print(format_copies(copies))
     return rows
+
+
+def _copies_rows(args, clock: str) -> list[dict]:
+    """``speed_copies.measure_copies`` for each batch size above 1, from the benchmark's grasped state."""
+    from ..objects import make_object
+    from ..scenes import build_scene
+    from .speed_copies import measure_copies
+
+    scene = build_scene(make_object(args.family, 0), hand=args.hand, setting="table")
+    d0 = grasped_state(scene)
+    return [measure_copies(scene, d0, B, steps=args.steps, min_seconds=args.min_seconds, timer=CLOCKS[clock])
+            for B in args.batches if B > 1]
 
 
 def main(argv=None) -> int:

@@ -129,6 +129,35 @@ def _dense_M_index(model: mujoco.MjModel) -> np.ndarray:
     return dense.astype(np.int64) - 1
 
 
+class DataViews:
+    """Numpy views of the arrays a physics step reads and writes in each ``MjData`` of a batch, made once.
+
+    An ``MjData`` allocates its arrays once, so a view stays valid for its life (``mj_resetData`` and
+    ``mj_copyData`` write into the same memory); MuJoCo's attribute access makes a new view every time
+    (~0.5 us each, a dozen per environment and physics step), so the stepper keeps one ``DataViews`` per batch
+    (``views_for``). Each field is a list of B views: ``xipos, cvel, subtree_com, ximat`` [nbody, ...],
+    ``cdof`` [nv, 6], ``M`` [nM], ``qvel, qacc_smooth, qfrc_applied`` [nv], ``warning_number`` [mjNWARNING]
+    (MuJoCo's warning counters). Holds the ``MjData`` alive.
+    """
+
+    FIELDS = ("xipos", "cvel", "subtree_com", "ximat", "cdof", "M", "qvel", "qacc_smooth", "qfrc_applied")
+
+    def __init__(self, datas: Sequence[mujoco.MjData]):
+        self.datas = tuple(datas)
+        for f in self.FIELDS:
+            setattr(self, f, [getattr(d, f) for d in self.datas])
+        self.warning_number = [d.warning.number for d in self.datas]  # [mjNWARNING] int32 counters
+
+    def matches(self, datas: Sequence[mujoco.MjData]) -> bool:
+        """Whether these are the views of exactly ``datas`` (the same objects, in order)."""
+        return len(datas) == len(self.datas) and all(a is b for a, b in zip(datas, self.datas))
+
+
+def views_for(cached: "DataViews | None", datas: Sequence[mujoco.MjData]) -> DataViews:
+    """``cached`` if it is the batch ``datas``' views, else new ones."""
+    return cached if cached is not None and cached.matches(datas) else DataViews(datas)
+
+
 class GraphBuilder:
     """Precomputed per-model tables and the batched builder for one scene.
 
@@ -183,9 +212,10 @@ class GraphBuilder:
         m = scene.model if model is None else model
         return cls(m, object_body=scene.object_body_id, length=scene.obj.size, owned_pair_ids=scene.owned_pair_ids)
 
-    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False):
+    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False, views: "DataViews | None" = None):
         """Read what the graph needs from every ``MjData`` (after collision detection).
 
+        ``views``: the batch's ``DataViews`` (the stepper keeps one per batch), else they are made here.
         Returns:
           (contacts, bodies, dyn): contacts = (env [C], geom [C, 2], pos [C, 3], frame [C, 9], dist [C]) over
           *all* contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each
@@ -193,11 +223,12 @@ class GraphBuilder:
           [B, nv, 6], the sparse inertia M [B, nM], qvel [B, nv]) for the law solve, else None.
         """
         B = len(datas)
+        if views is None:
+            views = DataViews(datas)
         ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
         C = int(ncon.sum())
-        # The only per-environment Python: MuJoCo's arrays as views (``data.contact`` views hold exactly
-        # ``ncon`` rows), copied once into stacked arrays by numpy (cheaper than a slice assignment each).
-        ob = self.object_body
+        # The only per-environment Python: MuJoCo's contact arrays as views (``data.contact`` views hold
+        # exactly ``ncon`` rows, so they are made every step), copied once into stacked arrays by numpy.
         cons = [d.contact for d, n in zip(datas, ncon) if n]
         if cons:
             geom = np.concatenate([c.geom for c in cons]).astype(np.int64, copy=False)
@@ -205,16 +236,16 @@ class GraphBuilder:
                                 np.concatenate([c.dist for c in cons]))
         else:
             geom, pos, frame, dist = np.empty((0, 2), dtype=np.int64), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
-        # Whole (small) body tables per environment: plain copies are cheaper than fancy indexing
-        # per MjData; the node rows are picked once for all environments below.
-        xipos = np.array([d.xipos for d in datas]).reshape(B, self.nbody, 3)
-        cvel = np.array([d.cvel for d in datas]).reshape(B, self.nbody, 6)
-        scom = np.array([d.subtree_com for d in datas]).reshape(B, self.nbody, 3)
-        ximat = np.array([d.ximat[ob] for d in datas]).reshape(B, 9)
+        # Whole (small) body tables, from the batch's views: one concatenation each; the node rows are picked
+        # once for all environments below.
+        xipos = np.concatenate(views.xipos).reshape(B, self.nbody, 3)
+        cvel = np.concatenate(views.cvel).reshape(B, self.nbody, 6)
+        scom = np.concatenate(views.subtree_com).reshape(B, self.nbody, 3)
+        ximat = np.concatenate(views.ximat).reshape(B, self.nbody, 9)[:, self.object_body]
         if dynamics:
-            cdof = np.array([d.cdof for d in datas]).reshape(B, self.nv, 6)
-            M = np.array([d.M for d in datas]).reshape(B, -1)
-            qvel = np.array([d.qvel for d in datas]).reshape(B, self.nv)
+            cdof = np.concatenate(views.cdof).reshape(B, self.nv, 6)
+            M = np.concatenate(views.M).reshape(B, -1)
+            qvel = np.concatenate(views.qvel).reshape(B, self.nv)
         xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
         env = np.repeat(np.arange(B, dtype=np.int64), ncon)
         cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
@@ -222,13 +253,15 @@ class GraphBuilder:
             ((cdof, M, qvel) if dynamics else None)
 
     def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
-              dynamics: bool = False) -> "ContactBatch":
+              dynamics: bool = False, views: "DataViews | None" = None) -> "ContactBatch":
         """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
 
         ``dtype``: of the graph's float fields (float64 for the law models' semi-implicit solve and the twin).
         ``dynamics``: also read what the law solve needs (``ContactBatch.dynamics``).
+        ``views``: the batch's ``DataViews`` (made here when not given).
         """
-        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(datas, dynamics=dynamics)
+        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
+            datas, dynamics=dynamics, views=views)
         B, K = len(datas), self.K
         # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
         owned, _ = match_pair_keys(geom, self.ngeom, self.keys)

@@ -176,22 +176,28 @@ def _joint_solve_once(f0, a, b, n, J, start, M, v_free, dt):
     E, nv = len(f0), J.shape[-1]
     B = len(start)
     # padded to the largest contact count: batched products of [nv, 3C] matrices beat per-contact ones and
-    # segment sums (a padded row has J = 0 and adds nothing)
+    # segment sums (a padded row has J = 0 and adds nothing); when every environment has the same count,
+    # the rows already are that layout. numpy's matmul, not einsum: ~10x faster on these stacks.
     counts = np.diff(np.append(start, E))
     env = np.repeat(np.arange(B), counts)
-    row = np.arange(E) - start[env]
     C = int(counts.max())
-    nJ = np.einsum("ei,eiv->ev", n, J)
-    KJc = a[:, None, None] * J + (b[:, None] * n)[:, :, None] * nJ[:, None, :]  # K J = a J + b n (n^T J)
+    nJ = (n[:, None, :] @ J)[:, 0]  # [E, nv]: n^T J
     w0c = f0[:, None] * n
-    Jp, KJ, w0 = np.zeros((B, C, 3, nv)), np.zeros((B, C, 3, nv)), np.zeros((B, C, 3))
-    Jp[env, row], KJ[env, row], w0[env, row] = J, KJc, w0c
-    Jt = Jp.reshape(B, 3 * C, nv).transpose(0, 2, 1)
-    KJ = KJ.reshape(B, 3 * C, nv)
-    A = M + dt * (Jt @ KJ)
+    if counts.min() == C:
+        Jp, nJp, ap, bp, w0 = J.reshape(B, 3 * C, nv), nJ.reshape(B, C, nv), a.reshape(B, C), b.reshape(B, C), w0c
+    else:
+        row = np.arange(E) - start[env]
+        Jp, nJp, w0 = np.zeros((B, C, 3, nv)), np.zeros((B, C, nv)), np.zeros((B, C, 3))
+        ap, bp = np.zeros((B, C)), np.zeros((B, C))
+        Jp[env, row], nJp[env, row], w0[env, row], ap[env, row], bp[env, row] = J, nJ, w0c, a, b
+        Jp = Jp.reshape(B, 3 * C, nv)
+    Jt = Jp.transpose(0, 2, 1)
+    # J^T K J = a J^T J + b (n^T J)^T (n^T J) (K = a I + b n n^T), summed over each environment's contacts
+    A = M + dt * (Jt @ (np.repeat(ap, 3, axis=1)[..., None] * Jp) + nJp.transpose(0, 2, 1) @ (bp[..., None] * nJp))
     rhs = (M @ v_free[..., None])[..., 0] + dt * (Jt @ w0.reshape(B, 3 * C, 1))[..., 0]
     v1 = np.linalg.solve(A, rhs[..., None])[..., 0]
-    F = w0c - np.einsum("eiv,ev->ei", KJc, v1[env])
+    u = (J @ v1[env][..., None])[..., 0]  # [E, 3] J v' at each contact
+    F = w0c - a[:, None] * u - (b * np.einsum("ei,ei->e", u, n))[:, None] * n  # w0 - K J v'
     return F, v1, env
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, SurrogateError
+from ..model.batch_graph import views_for
 from ..model.law import cross
 from .law_solve import law_forces
 
@@ -46,7 +47,7 @@ def _contact_forces(m, datas, stepper, cb):
             feats = model.features(cb.graph)
     qfrc = None
     if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
-        f, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats)
+        f, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper._views)
     else:
         with torch.inference_mode():
             f = model(cb.graph) if feats is None else model(cb.graph, features=feats)
@@ -117,8 +118,9 @@ def node_wrenches(cb, forces: np.ndarray) -> np.ndarray:
 def _apply(m, datas, stepper, cb, forces, qfrc, bad_env) -> None:
     """Add the forces of the environments without a bad force to their ``qfrc_applied``."""
     if qfrc is not None:  # a law model's J^T F: one write per environment
+        applied = stepper._views.qfrc_applied
         for i in np.flatnonzero(~bad_env):
-            datas[i].qfrc_applied += qfrc[i]
+            np.add(applied[i], qfrc[i], out=applied[i])
         return
     W, K = stepper.last_wrench, cb.K
     nb = stepper.builder.node_body
@@ -152,13 +154,14 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     """One physics step of the batch with the contact model owning its pairs (module docstring, steps 1-6)."""
     T = stepper._time
     t0 = time.perf_counter()
-    for d in datas:
+    views = stepper._views = views_for(stepper._views, datas)  # the batch's array views (made by ``step``)
+    for d, applied in zip(datas, views.qfrc_applied):
         # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
         # must not see last step's surrogate forces as external forces.
-        d.qfrc_applied[:] = 0.0
+        applied.fill(0.0)
         mujoco.mj_step1(m, d)
     t1 = time.perf_counter()
-    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model)
+    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model, views=views)
     E = cb.num_contacts
     t2 = time.perf_counter()
     forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)

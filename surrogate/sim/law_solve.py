@@ -33,35 +33,40 @@ import mujoco
 import numpy as np
 import torch
 
+from ..model.batch_graph import DataViews
 from ..model.law import cross, semi_implicit_solve_joint
 
 
-def contact_jacobians(builder, cb, rows: np.ndarray) -> np.ndarray:
+def contact_jacobians(builder, cb, rows: np.ndarray | None = None) -> np.ndarray:
     """[n, 3, nv] the relative-velocity Jacobians (object point minus other body's point) of contacts ``rows``,
     vectorized over environments from MuJoCo's motion dofs as ``mj_jac`` computes them: for a point p on
     body b and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``;
-    only the chain's columns are computed (the object's 6, a pad's few).
+    only the chain's columns are computed (the object's 6, a pad's few). ``rows`` None: every contact.
 
     ``cb`` must carry ``dynamics`` (``GraphBuilder.build(..., dynamics=True)``)."""
     pos, rcom, cdof = cb.dynamics[:3]
     K = cb.K
-    env, node = cb.env[rows], cb.node[rows]
+    env, node, p = (cb.env, cb.node, pos) if rows is None else (cb.env[rows], cb.node[rows], pos[rows])
     local = node - env * K
-    p = pos[rows]
-    Jt = np.zeros((len(rows), cdof.shape[1], 3))  # [n, nv, 3]: the layout of cdof
+    J = np.zeros((len(env), 3, cdof.shape[1]))  # [n, 3, nv], contiguous: the solve reshapes it without a copy
+    Jt = J.transpose(0, 2, 1)  # [n, nv, 3]: the layout of cdof, a view written through
 
-    def add(sel, global_node, k, sign):
+    def add(sel, global_node, k, subtract):
         off = p[sel] - rcom[global_node]
         for run in builder.dof_runs[k]:
             cd = cdof[env[sel], run]  # [s, c, 6]: (angular, linear) per chain dof
-            Jt[sel, run] += sign * (cd[..., 3:] + cross(cd[..., :3], off[:, None, :]))
+            blk = cd[..., 3:] + cross(cd[..., :3], off[:, None, :])
+            if subtract:
+                Jt[sel, run] -= blk
+            else:
+                Jt[sel, run] += blk
 
-    add(slice(None), env * K, 0, 1.0)
+    add(slice(None), env * K, 0, False)
     for k in builder.dynamic_nodes[1:]:  # the other side's point, when it is a moving body (static: no dofs)
         sel = np.flatnonzero(local == k)
         if len(sel):
-            add(sel, node[sel], int(k), -1.0)
-    return Jt.transpose(0, 2, 1)
+            add(sel, node[sel], int(k), True)
+    return J
 
 
 def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
@@ -86,13 +91,13 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
                  for k in ("f0", "a", "b", "n", "mu", "eps"))
 
 
-def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
+def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None):
     """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
     ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
-    ``cb`` built with ``dynamics=True``.
+    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``batch_graph.DataViews`` (made here if not given).
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
@@ -104,21 +109,24 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
     active = np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
     if not active.any():
         return out, qfrc
-    envs = np.flatnonzero(active)
-    keep = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
-    counts = np.bincount(cb.env, minlength=cb.num_envs)[envs]
+    counts = np.bincount(cb.env, minlength=cb.num_envs)
+    if active.all():  # the usual case: every environment solves, no rows to pick
+        envs, keep, rows = np.arange(cb.num_envs), slice(None), None
+    else:
+        envs = np.flatnonzero(active)
+        keep = rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
+        counts = counts[envs]
     start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``keep``
     dt = m.opt.timestep
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
     _, _, _, Msparse, qvel = cb.dynamics
-    qacc = np.empty((len(envs), nv))
-    for j, i in enumerate(envs):
+    acc = (views or DataViews(datas)).qacc_smooth
+    for i in envs:
         d = datas[i]
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-        qacc[j] = d.qacc_smooth
-    qv = qvel[envs] + dt * qacc
-    J = contact_jacobians(builder, cb, keep)
+    qv = qvel[envs] + dt * np.concatenate([acc[i] for i in envs]).reshape(len(envs), nv)
+    J = contact_jacobians(builder, cb, rows)
     idx = builder.M_index
     M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
@@ -126,5 +134,9 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None):
                                      eps=eps[keep], iterations=getattr(model, "friction_iterations", 0))
     out[keep] = F
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
-    qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
+    if counts.min() == counts.max():  # the same count everywhere: one batched product
+        C3 = 3 * int(counts[0])
+        qfrc[envs] = (J.reshape(len(envs), C3, nv).transpose(0, 2, 1) @ F.reshape(len(envs), C3, 1))[..., 0]
+    else:
+        qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
     return out, qfrc

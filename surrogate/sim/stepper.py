@@ -21,6 +21,10 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
    the torch graph; the per-body wrenches (``last_wrench``, ``pad_wrenches``) are computed when read;
 6. ``mj_step2``.
 
+The numpy views of each ``MjData``'s arrays that these steps read and write are made once per batch
+(``batch_graph.DataViews``, kept until the stepper steps another batch or is closed): MuJoCo's attribute
+access builds a new view every time, a dozen per environment and physics step otherwise.
+
 After every physics step (either mode) MuJoCo's bad-state warning counters (``mjWARN_BADQPOS``,
 ``BADQVEL``, ``BADQACC``: MuJoCo resets an ``MjData`` itself on a NaN, Inf or huge value) are read,
 a few bytes per environment; each reset is counted in ``stats()["mujoco_resets"]`` and per environment
@@ -49,7 +53,7 @@ import torch
 
 from ..errors import ConfigError
 from ..scenes import ROLES, set_contact_mode
-from ..model.batch_graph import GraphBuilder
+from ..model.batch_graph import GraphBuilder, views_for
 from .contact import InputRange
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
 
@@ -152,6 +156,7 @@ class Stepper:
         self.law_model = hasattr(contact_model, "law_terms")
         self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
         self._last = None  # (ContactBatch, forces [E, 3]) of the last surrogate step; its wrenches on demand
+        self._views = None  # the last batch's array views (batch_graph.DataViews), made once per batch
         self._wrench: np.ndarray | None = None
         self._warned: set[str] = set()
         self.reset_stats()
@@ -171,6 +176,7 @@ class Stepper:
         """Let go of the contact model (the stepper holds no hooks on it: the network's inputs come from its
         ``features``); afterwards the stepper steps analytic contact only."""
         self.contact_model, self.input_range, self.law_model, self.contact = None, None, False, "analytic"
+        self._views = None  # lets go of the last batch's MjData too
 
     # -- statistics -------------------------------------------------------------------------
     def reset_stats(self) -> None:
@@ -232,13 +238,13 @@ class Stepper:
         return out
 
 
-def _bad_state_reader(datas):
+def _bad_state_reader(views):
     """A function returning each MjData's bad qpos / qvel / qacc warning counters, as bytes (cheap to
-    read and compare: views into the MjData, read once per physics step)."""
+    read and compare: slices of the batch's ``DataViews``, read once per physics step)."""
     if _BAD_STATE_SLICE is not None:
-        views = [d.warning.number[_BAD_STATE_SLICE] for d in datas]
-        return lambda: [v.tobytes() for v in views]
-    return lambda: [d.warning.number[_BAD_STATE_IDS].tobytes() for d in datas]
+        parts = [w[_BAD_STATE_SLICE] for w in views.warning_number]
+        return lambda: [v.tobytes() for v in parts]
+    return lambda: [w[_BAD_STATE_IDS].tobytes() for w in views.warning_number]
 
 
 def _count_resets(datas, stepper: Stepper, before: list, after: list, times, step_no: int) -> None:
@@ -266,8 +272,8 @@ def _count_resets(datas, stepper: Stepper, before: list, after: list, times, ste
 
 def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
     t0 = time.perf_counter()
-    for d in datas:
-        d.qfrc_applied[:] = 0.0
+    for d, applied in zip(datas, stepper._views.qfrc_applied):  # the views: made by ``step``
+        applied.fill(0.0)
         mujoco.mj_step(m, d)
     stepper._time["analytic"] += time.perf_counter() - t0
     stepper._set_last(None, None)
@@ -296,7 +302,8 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
     _check_model(m, datas, stepper.builder)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
-    read = _bad_state_reader(datas)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
+    stepper._views = views_for(stepper._views, datas)  # the batch's array views, made once per batch
+    read = _bad_state_reader(stepper._views)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
     counts = read()
     for _ in range(int(nstep)):
         times = [d.time for d in datas] if any(c != _NO_BAD_STATE for c in counts) else None
