@@ -76,14 +76,14 @@ def test_pad_relaxation_of_a_held_squeeze_over_one_time_constant():
 
 def _bristle_run(force, *, g=2.0, zb=5e-4, mass=0.05, dt=1e-3, ramp=0.5, hold=0.5):
     """1-DOF object held by one pad (fixed) under a tangential force ramped to ``force`` and held:
-    the implicit step of the rig (f = f0 - K v'), through the module's functions. Returns the displacement (m)."""
+    the implicit step of the rig (f = c z - K v'), through the module's functions. Returns the displacement (m)."""
     x = v = 0.0
     z = np.zeros(3)
     for k in range(int((ramp + hold) / dt)):
         f_ext = force * min(1.0, (k + 1) * dt / ramp)
-        f0, K, alpha = pres.bristle_terms(z, abs(v), g, breakaway_m=zb, damping_time=0.002, dt=dt)
-        v = (mass * v + dt * (f_ext + f0[0])) / (mass + dt * K)  # end-of-step velocity
-        z = pres.bristle_update(z, np.array([v, 0.0, 0.0]), alpha, breakaway_m=zb, dt=dt)
+        c, K, alpha = pres.bristle_terms(abs(v), g, breakaway_m=zb, damping_time=0.002, dt=dt)
+        v = (mass * v + dt * (f_ext + c * z[0])) / (mass + dt * K)  # end-of-step velocity
+        z = pres.bristle_update(z, [v, 0.0, 0.0], alpha, breakaway_m=zb, dt=dt)
         x += dt * v
     return x
 

@@ -78,39 +78,45 @@ def linearized_law(bt: dict, xi_all: np.ndarray, *, field, stribeck, eps: float,
 
 
 def _fingertip_points(bt, tips, vn, speed, mu, k, expo, c, eps, dt):
-    """``point_law`` with the pads' spring factor (relaxation) and friction factor (load dependence)."""
-    pad_of = bt["pad"][bt["g"]]
-    is_pad = pad_of >= 0
-    n_pads = len(tips.q)
-    depth = np.maximum(bt["depth"], 0.0)
-    elastic = k * depth ** expo
-    elastic_pad = np.bincount(pad_of[is_pad], weights=elastic[is_pad], minlength=n_pads)
-    ks = np.where(is_pad, tips.stiffness_scale(elastic_pad)[pad_of], 1.0)
-    f0, a1, b1, fn = point_law(bt["depth"], vn, speed, k=k * ks, p=expo, c=c, mu=1.0, eps=eps, dt=dt)
-    load_pad = np.bincount(pad_of[is_pad], weights=f0[is_pad], minlength=n_pads)
-    mu = mu * np.where(is_pad, tips.friction_scale(load_pad)[pad_of], 1.0)
+    """``point_law`` with the pads' spring factor (relaxation) and friction factor (load dependence).
+
+    A pad is one patch, so per-pad sums are per-patch sums (``np.add.reduceat``: points are grouped by
+    patch) and per-point factors are the patch's repeated over its points."""
+    counts, starts, pad = bt["counts_a"], bt["starts"], bt["pad"]
+    patches = np.flatnonzero(pad >= 0)
+    pads = pad[patches]
+    elastic_pad = np.zeros(len(tips.q))
+    if tips.on["pad_relaxation"]:
+        elastic_pad[pads] = np.add.reduceat(k * np.maximum(bt["depth"], 0.0) ** expo, starts)[patches]
+        scale = np.ones(len(counts))
+        scale[patches] = tips.stiffness_scale(elastic_pad)[pads]
+        k = k * np.repeat(scale, counts)
+    f0, a1, b1, fn = point_law(bt["depth"], vn, speed, k=k, p=expo, c=c, mu=1.0, eps=eps, dt=dt)
+    if tips.on["load_dependent_friction"]:
+        scale = np.ones(len(counts))
+        scale[patches] = tips.friction_scale(np.add.reduceat(f0, starts)[patches])
+        mu = mu * np.repeat(scale, counts)
     a = mu * a1
+    if tips.patch_friction:  # the pads' tangential friction is the patch law (``_pad_patches``)
+        a = a * np.repeat((pad < 0).astype(float), counts)
     b = b1 + a1 - a
-    if tips.patch_friction:  # the pad's tangential friction is the patch law (``_pad_patches``)
-        a = np.where(is_pad, 0.0, a)
-        b = np.where(is_pad, b1 + a1, b)
-    return f0, a, b, {"elastic_pad": elastic_pad, "mu": mu, "fn": fn, "state": None, "patches": np.zeros(0, int)}
+    return f0, a, b, {"elastic_pad": elastic_pad, "mu": mu, "fn": fn, "state": None, "patches": patches}
 
 
 def _pad_patches(bt, tips, tip, r, xi, pad_R, K6, w0) -> None:
     """Add the pad patches' tangential and torsional friction (``FingertipLaw.patch_terms``) to K6, w0."""
-    g = bt["g"]
-    patches = np.flatnonzero(bt["pad"] >= 0)
-    tip["patches"] = patches
+    patches = tip["patches"]
     if patches.size == 0:
         return
     mf = tip["mu"] * tip["fn"]
-    rn = (r * bt["normals"][g]).sum(axis=1)
-    arm = np.sqrt(np.maximum((r * r).sum(axis=1) - rn * rn, 0.0))  # lever in the pad plane
-    counts = np.asarray(bt["counts"])
-    starts = counts.cumsum() - counts  # points are grouped by patch
-    f_max, load, moment = np.add.reduceat(np.stack([mf, tip["fn"], mf * arm], axis=1), starts)[patches].T
-    lever = np.where(f_max > 0, moment / np.where(f_max > 0, f_max, 1.0), 0.0)
+    if tips.on["soft_finger_torsion"]:
+        f_max, load = np.add.reduceat(np.stack([mf, tip["fn"]], axis=1), bt["starts"])[patches].T
+        lever = None
+    else:  # the cells' own torsion capacity sum mu_j f_j |r_j| (lever in the pad plane)
+        rn = (r * bt["normals"][bt["g"]]).sum(axis=1)
+        arm = np.sqrt(np.maximum((r * r).sum(axis=1) - rn * rn, 0.0))
+        f_max, load, moment = np.add.reduceat(np.stack([mf, tip["fn"], mf * arm], axis=1), bt["starts"])[patches].T
+        lever = moment / np.maximum(f_max, 1e-300)
     pads = bt["pad"][patches]
     K, w, state = tips.patch_terms(pads, pad_R[pads], bt["normals"][patches], xi[patches], f_max, load, lever)
     K6[patches] += K

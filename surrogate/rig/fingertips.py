@@ -18,6 +18,8 @@ on it); they go to ``truth.*`` through ``describe`` (``rig.recorder``), never to
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from surrogate.rig.effects import (
@@ -28,7 +30,6 @@ from surrogate.rig.effects import (
     soft_finger_torsion as sft,
 )
 
-_EYE3 = np.eye(3)[None]
 _MODULES = {"load_dependent_friction": ldf, "soft_finger_torsion": sft, "pad_relaxation": relax,
             "presliding_friction": pres}
 
@@ -77,16 +78,15 @@ class FingertipLaw:
 
     # ----------------------------------------------------------------- per patch
 
-    def torsion_limit(self, f_max, load, lever) -> np.ndarray:
-        """[Q] N m: the pads' largest torsion about their normal (soft finger, or the cells' ``sum mu_j f_j |r_j|``
-        = ``f_max * lever``), from f_max, load [Q] N and lever [Q] m."""
-        f_max, load = np.asarray(f_max, dtype=float), np.asarray(load, dtype=float)
+    def torsion_limit(self, f_max: float, load: float, lever) -> float:
+        """N m: a pad's largest torsion about its normal: the soft finger's, or the cells' ``sum mu_j f_j |r_j|``
+        = ``f_max * lever`` (f_max, load N; lever m, unused with soft torsion)."""
         if not self.on["soft_finger_torsion"]:
-            return f_max * np.asarray(lever, dtype=float)
+            return f_max * lever
         c, d = self.cfg["soft_finger_torsion"], self.drawn["soft_finger_torsion"]
-        mu = np.where(load > 0, f_max / np.where(load > 0, load, 1.0), 0.0)
-        return sft.torsion_limit(mu, load, radius_m=d["radius_m"], exponent=d["exponent"],
-                                 reference_load=c["reference_load"])
+        mu = f_max / load if load > 0 else 0.0
+        return float(sft.torsion_limit(mu, load, radius_m=d["radius_m"], exponent=d["exponent"],
+                                       reference_load=c["reference_load"]))
 
     def patch_terms(self, pads, R, n, twist, f_max, load, lever) -> tuple[np.ndarray, np.ndarray, dict]:
         """The pad patches' friction as ``w = w0 - K xi`` in their twists ``xi = (v_centre, w)``.
@@ -95,61 +95,76 @@ class FingertipLaw:
           pads: [Q] pad indices.  R: [Q, 3, 3] pad geom frames (world).  n: [Q, 3] pad normals (world).
           twist: [Q, 6] this step's object-minus-pad twists at the patch centres.
           f_max: [Q] N, sum of mu_j f_j over each patch's points.  load: [Q] N, sum of f_j.
-          lever: [Q] m, the cells' friction-weighted mean lever arm (torsion when soft torsion is off).
+          lever: [Q] m, the cells' friction-weighted mean lever arm (torsion when soft torsion is off; else unused).
         Returns:
           (K [Q, 6, 6], w0 [Q, 6], state for ``advance``).
+
+        A loop over the two or three pads in plain floats (3-vectors as lists): a numpy call on a
+        3-vector costs more than the arithmetic, and this runs every physics step.
         """
         Q = len(pads)
-        nn = n[:, :, None] * n[:, None, :]
-        Pt = _EYE3 - nn
-        v = twist[:, :3]
-        v_t = v - (v * n).sum(axis=1)[:, None] * n
-        spin = (n * twist[:, 3:]).sum(axis=1)
-        slip = np.sqrt((v_t * v_t).sum(axis=1))
-        tau_max = self.torsion_limit(f_max, load, lever)
-        safe_tau = np.maximum(tau_max, 1e-12)
         K, w0 = np.zeros((Q, 6, 6)), np.zeros((Q, 6))
-        state = {"pads": np.asarray(pads), "R": R, "n": n}
-        if self.on["presliding_friction"]:
-            # LuGre tangential; the ellipse shared through the last step's torsion (lagged one step).
-            share = np.sqrt(np.maximum(1.0 - (self.last_tau[pads] / safe_tau) ** 2, 0.0))
+        state = {"pads": pads.tolist(), "R": R.tolist(), "n": n.tolist(), "z": [None] * Q, "alpha": [1.0] * Q}
+        slide = self.on["presliding_friction"]
+        if slide:
             c, d = self.cfg["presliding_friction"], self.drawn["presliding_friction"]
-            z = (R @ self.z[pads][:, :, None])[:, :, 0]
-            z = z - (z * n).sum(axis=1)[:, None] * n
-            f0, k_t, alpha = pres.bristle_terms(z, slip, f_max * share, breakaway_m=d["breakaway_m"],
-                                                damping_time=c["damping_time"], dt=self.dt)
-            K[:, :3, :3] = k_t[:, None, None] * Pt
-            w0[:, :3] = f0
-            state.update(z=z, alpha=alpha)
-            # torsion: regularized Coulomb with the patch's radius tau_max / f_max
-            a_tau = tau_max / np.sqrt(spin ** 2 + (self.eps * f_max / safe_tau) ** 2 + 1e-300)
-            if self.on["soft_finger_torsion"]:
-                a_tau = a_tau * np.sqrt(np.maximum(1.0 - (self.last_ft[pads] / np.maximum(f_max, 1e-12)) ** 2, 0.0))
-        else:
-            a_t, a_tau = sft.limit_surface_damping(f_max, tau_max, slip, spin, self.eps)
-            K[:, :3, :3] = a_t[:, None, None] * Pt
-        K[:, 3:, 3:] = a_tau[:, None, None] * nn
+            zb, tb = d["breakaway_m"], c["damping_time"]
+        tw, fms, lds = twist.tolist(), f_max.tolist(), load.tolist()
+        for q, pad in enumerate(state["pads"]):
+            nq, fm, (vx, vy, vz, wx, wy, wz) = state["n"][q], fms[q], tw[q]
+            tm = self.torsion_limit(fm, lds[q], None if lever is None else float(lever[q]))
+            vn = vx * nq[0] + vy * nq[1] + vz * nq[2]
+            vt = (vx - vn * nq[0], vy - vn * nq[1], vz - vn * nq[2])
+            slip = math.sqrt(vt[0] * vt[0] + vt[1] * vt[1] + vt[2] * vt[2])
+            spin = wx * nq[0] + wy * nq[1] + wz * nq[2]
+            nn = [[nq[i] * nq[j] for j in range(3)] for i in range(3)]
+            k_t = a_tau = 0.0
+            if slide:
+                # LuGre tangential; the ellipse shared through the last step's torsion (lagged one step).
+                share = math.sqrt(max(0.0, 1.0 - (self.last_tau[pad] / tm) ** 2)) if tm > 0 else 1.0
+                Rq, zl = state["R"][q], self.z[pad].tolist()
+                zw = [Rq[i][0] * zl[0] + Rq[i][1] * zl[1] + Rq[i][2] * zl[2] for i in range(3)]
+                zn = zw[0] * nq[0] + zw[1] * nq[1] + zw[2] * nq[2]
+                zw = [zw[i] - zn * nq[i] for i in range(3)]
+                cz, k_t, alpha = pres.bristle_terms(slip, fm * share, breakaway_m=zb, damping_time=tb, dt=self.dt)
+                w0[q, :3] = [cz * zi for zi in zw]
+                state["z"][q], state["alpha"][q] = zw, alpha
+                # torsion: regularized Coulomb with the patch's radius tau_max / f_max
+                a_tau = tm / math.sqrt(spin * spin + (self.eps * fm / tm) ** 2) if tm > 0 and fm > 0 else 0.0
+                if self.on["soft_finger_torsion"] and fm > 0:  # the bristle's share of the ellipse, lagged likewise
+                    a_tau *= math.sqrt(max(0.0, 1.0 - (self.last_ft[pad] / fm) ** 2))
+            else:
+                k_t, a_tau = sft.limit_surface_damping(fm, tm, slip, spin, self.eps)
+            # tangential block k_t (I - n n^T), torsional block a_tau n n^T
+            K[q] = [[k_t * ((i == j) - nn[i][j]) for j in range(3)] + [0.0] * 3 for i in range(3)] + \
+                [[0.0] * 3 + [a_tau * nn[i][j] for j in range(3)] for i in range(3)]
         return K, w0, state
 
     def advance(self, state: dict | None, twists_new: np.ndarray, wrenches: np.ndarray, elastic_pad: np.ndarray) -> None:
         """Move the state one step on: bristles by the end-of-step twists [Q, 6] of the patches in ``state``
         (``patch_terms``; None: no pad in contact), the coupling by their solved wrenches [Q, 6], relaxation
         by the pads' elastic forces [n_pads] N. Pads out of contact drop their bristle."""
-        touched = np.zeros(len(self.q), bool)
-        if state is not None and len(state["pads"]):
-            pads, n = state["pads"], state["n"]
-            touched[pads] = True
-            if "z" in state:
-                v_t = twists_new[:, :3] - (twists_new[:, :3] * n).sum(axis=1, keepdims=True) * n
-                d = self.drawn["presliding_friction"]
-                z = pres.bristle_update(state["z"], v_t, state["alpha"], breakaway_m=d["breakaway_m"], dt=self.dt)
-                self.z[pads] = (state["R"].transpose(0, 2, 1) @ z[:, :, None])[:, :, 0]
-            w_t = wrenches[:, :3] - (wrenches[:, :3] * n).sum(axis=1, keepdims=True) * n
-            self.last_ft[pads] = np.sqrt((w_t * w_t).sum(axis=1))
-            self.last_tau[pads] = np.abs((wrenches[:, 3:] * n).sum(axis=1))
-        self.z[~touched] = 0.0
-        self.last_ft[~touched] = 0.0
-        self.last_tau[~touched] = 0.0
+        touched = [False] * len(self.q)
+        if state is not None:
+            zb = self.drawn["presliding_friction"]["breakaway_m"]
+            tw, ws = twists_new.tolist(), wrenches.tolist()
+            for q, pad in enumerate(state["pads"]):
+                touched[pad] = True
+                nq, w, v = state["n"][q], ws[q], tw[q]
+                if state["z"][q] is not None:
+                    vn = v[0] * nq[0] + v[1] * nq[1] + v[2] * nq[2]
+                    z = pres.bristle_update(state["z"][q], [v[i] - vn * nq[i] for i in range(3)], state["alpha"][q],
+                                            breakaway_m=zb, dt=self.dt)
+                    Rq = state["R"][q]
+                    self.z[pad] = [Rq[0][i] * z[0] + Rq[1][i] * z[1] + Rq[2][i] * z[2] for i in range(3)]  # R^T z
+                fn = w[0] * nq[0] + w[1] * nq[1] + w[2] * nq[2]
+                f = [w[i] - fn * nq[i] for i in range(3)]
+                self.last_ft[pad] = math.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2])
+                self.last_tau[pad] = abs(w[3] * nq[0] + w[4] * nq[1] + w[5] * nq[2])
+        for pad, t in enumerate(touched):
+            if not t:
+                self.z[pad] = 0.0
+                self.last_ft[pad] = self.last_tau[pad] = 0.0
         if self.on["pad_relaxation"]:
             d = self.drawn["pad_relaxation"]
             self.q = relax.relax_step(self.q, elastic_pad, fraction=d["fraction"], time_s=d["time_s"], dt=self.dt)

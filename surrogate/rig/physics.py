@@ -356,7 +356,7 @@ class RigPhysics:
 def _point_batch(cands) -> dict:
     """All candidate patches' points in one batch: counts [P], g [N] (patch of each point), pts, surf [N, 3],
     depth [N], normals [P, 3], law [N, 3] (k, p, c), G [P, N] (patch membership), centres [P, 3],
-    pad [P] (pad index, -1 for the table)."""
+    pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
     P = len(cands)
     counts = [len(c[5]) for c in cands]
     N = sum(counts)
@@ -368,4 +368,5 @@ def _point_batch(cands) -> dict:
             "surf": np.concatenate([c[7] for c in cands]), "normals": np.array([c[4] for c in cands]),
             "law": np.array([c[6] for c in cands])[g], "G": G,
             "pad": np.array([c[1] if c[0] == "pad" else -1 for c in cands]),
+            "counts_a": np.array(counts), "starts": np.cumsum([0] + counts[:-1]),
             "centres": (G @ pts) / np.array(counts, dtype=float)[:, None]}

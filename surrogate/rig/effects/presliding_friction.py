@@ -28,8 +28,8 @@ tangential compliance does not depend on the load or show the ``ln`` presliding 
 Stability: per step the bristle is advanced by backward Euler in the end-of-step
 velocity ``v'`` with the ``|v|`` factor at this step's velocity,
 ``z' = alpha (z + dt v')``, ``alpha = 1 / (1 + dt |v| / z_b)``, so the force is affine in
-``v'``: ``f = f0 - K v'`` with ``K = alpha (sigma0 dt + sigma1)`` and
-``f0 = -(sigma0 alpha + sigma1 (alpha - 1) / dt) z``. That enters the semi-implicit
+``v'``: ``f = c z - K v'`` with ``K = alpha (sigma0 dt + sigma1)`` and
+``c = -(sigma0 alpha + sigma1 (alpha - 1) / dt)``. That enters the semi-implicit
 contact solve of ``surrogate.rig.physics`` as a damping and a constant force, like the
 backward-Euler pad spring: stable for any stiffness at the rig's step (``0 < alpha <= 1``,
 ``|z'| <= z_b`` is kept by clipping).
@@ -39,6 +39,8 @@ tangential load, no bounded presliding).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -60,25 +62,24 @@ def draw(params: dict, rng: np.random.Generator) -> dict:
     return {"breakaway_m": float(rng.uniform(params["breakaway_min"], params["breakaway_max"]))}
 
 
-def bristle_terms(z, speed, g, *, breakaway_m: float, damping_time: float, dt: float):
-    """The bristle's force as an affine function of the end-of-step slip velocity, ``f = f0 - K v'``.
+def bristle_terms(speed, g, *, breakaway_m: float, damping_time: float, dt: float):
+    """The bristle's force as an affine function of the end-of-step slip velocity: ``f = c z - K v'``.
+
+    Plain arithmetic: floats (the rig's per-pad loop) or arrays broadcast alike.
 
     Args:
-      z: [..., 3] bristle deflection (m).  speed: [...] this step's slip speed (m/s).
-      g: [...] sliding friction mu N (N).
+      speed: this step's slip speed (m/s).  g: sliding friction mu N (N).
     Returns:
-      (f0 [..., 3] N, K [...] N s/m, alpha [...]) (``alpha`` for ``bristle_update``).
+      (c N/m: ``f0 = c z`` for the deflection ``z`` (m), K N s/m, alpha (for ``bristle_update``)).
     """
-    z, g = np.asarray(z, dtype=float), np.asarray(g, dtype=float)
-    alpha = 1.0 / (1.0 + dt * np.asarray(speed, dtype=float) / breakaway_m)
+    alpha = 1.0 / (1.0 + dt * speed / breakaway_m)
     sigma0 = g / breakaway_m
     sigma1 = sigma0 * damping_time
-    f0 = -(sigma0 * alpha + sigma1 * (alpha - 1.0) / dt)[..., None] * z
-    return f0, alpha * (sigma0 * dt + sigma1), alpha
+    return -(sigma0 * alpha + sigma1 * (alpha - 1.0) / dt), alpha * (sigma0 * dt + sigma1), alpha
 
 
-def bristle_update(z, v_new, alpha, *, breakaway_m: float, dt: float) -> np.ndarray:
-    """[..., 3] the deflection after the step: ``alpha (z + dt v')``, kept within ``z_b``."""
-    z = np.asarray(alpha, dtype=float)[..., None] * (np.asarray(z, dtype=float) + dt * np.asarray(v_new, dtype=float))
-    norm = np.linalg.norm(z, axis=-1, keepdims=True)
-    return np.where(norm > breakaway_m, z * (breakaway_m / np.maximum(norm, 1e-300)), z)
+def bristle_update(z, v_new, alpha: float, *, breakaway_m: float, dt: float) -> list:
+    """The deflection after the step, ``alpha (z + dt v')``, kept within ``z_b`` (3 floats in, a list of 3 out)."""
+    z = [alpha * (zi + dt * vi) for zi, vi in zip(z, v_new)]
+    norm = math.sqrt(z[0] * z[0] + z[1] * z[1] + z[2] * z[2])
+    return [zi * (breakaway_m / norm) for zi in z] if norm > breakaway_m else z

@@ -80,22 +80,22 @@ def draw(params: dict, rng: np.random.Generator) -> dict:
             "exponent": float(rng.uniform(params["exponent_min"], params["exponent_max"]))}
 
 
-def patch_radius(load, *, radius_m: float, exponent: float, reference_load: float) -> np.ndarray:
-    """[n] contact radius (m) at normal loads ``load`` [n] N, capped at the pad's half width."""
-    n = np.maximum(np.asarray(load, dtype=float), 0.0)
-    return np.minimum(radius_m * (n / reference_load) ** exponent, MAX_RADIUS)
+def patch_radius(load, *, radius_m: float, exponent: float, reference_load: float):
+    """Contact radius (m) at normal load ``load`` (N; float or array), capped at the pad's half width.
+
+    Plain arithmetic (``max(x, 0) = (x + |x|) / 2``, ``min(a, c) = (a + c - |a - c|) / 2``), so the
+    rig's per-pad loop pays no numpy call on a float."""
+    a = radius_m * ((load + abs(load)) / (2.0 * reference_load)) ** exponent
+    return (a + MAX_RADIUS - abs(a - MAX_RADIUS)) / 2.0
 
 
-def torsion_limit(mu, load, **radius) -> np.ndarray:
-    """[n] largest torsion (N m) about the pad normal: ``3 pi / 16 * mu * N * a(N)``."""
-    load = np.asarray(load, dtype=float)
-    return HERTZ_TORSION * np.asarray(mu, dtype=float) * load * patch_radius(load, **radius)
+def torsion_limit(mu, load, **radius):
+    """Largest torsion (N m) about the pad normal: ``3 pi / 16 * mu * N * a(N)`` (floats or arrays)."""
+    return HERTZ_TORSION * mu * load * patch_radius(load, **radius)
 
 
-def limit_surface_damping(f_max, tau_max, slip, spin, eps: float) -> tuple[np.ndarray, np.ndarray]:
+def limit_surface_damping(f_max, tau_max, slip, spin, eps: float):
     """(tangential damping N s/m, torsional damping N m s/rad) of the regularized elliptic law:
-    ``f_t = -a_t v_t``, ``tau = -a_tau w_n`` (see the module docstring). All args [n] or scalars."""
-    f_max, tau_max = np.asarray(f_max, dtype=float), np.asarray(tau_max, dtype=float)
-    s = np.sqrt((f_max * slip) ** 2 + (tau_max * spin) ** 2 + (f_max * eps) ** 2)
-    s = np.where(s > 0.0, s, 1.0)
+    ``f_t = -a_t v_t``, ``tau = -a_tau w_n`` (see the module docstring). Floats or arrays (plain arithmetic)."""
+    s = ((f_max * slip) ** 2 + (tau_max * spin) ** 2 + (f_max * eps) ** 2) ** 0.5 + 1e-300
     return f_max ** 2 / s, tau_max ** 2 / s
