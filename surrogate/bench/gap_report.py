@@ -95,6 +95,16 @@ def _agree(o: dict) -> str:
     return "–" if not o["episodes"] else f"{o['agree']}/{o['episodes']} ({100 * o['rate']:.0f} % [{100 * o['ci95'][0]:.0f}, {100 * o['ci95'][1]:.0f}])"
 
 
+def _separation(att: dict, overlaps: list) -> str:
+    """One sentence: which of the three largest position shares are separated, and how many include 0."""
+    top = sorted((e for e in att if att[e]["pos"]["share"] is not None), key=lambda e: -att[e]["pos"]["share"])[:3]
+    ov = [f"{a} ~ {b}" for a, b in overlaps if a in top and b in top]
+    zero = [e for e in att if att[e]["pos"]["share_ci95"] and att[e]["pos"]["share_ci95"][0] <= 0 <= att[e]["pos"]["share_ci95"][1]]
+    return (f"Largest position shares: {', '.join(top)}; overlapping among them (not separated at this budget): "
+            f"{', '.join(ov) if ov else 'none'}. Intervals containing 0 (no effect shown): {len(zero)} of {len(att)}"
+            f"{' (' + ', '.join(zero) + ')' if zero else ''}.")
+
+
 def markdown(result: dict) -> str:
     s, sm = result["settings"], result["summary"]
     rep = sm["repeatability"]
@@ -130,9 +140,7 @@ def markdown(result: dict) -> str:
             f = fit[f"without_{e}"]
             lines.append(f"| {e} | {a['pos']['n']} | {_share(a['pos'])} | {_share(a['rot'])} | {a['unstable_off']} | "
                          f"{f['cone']}, {f['friction']:.2f}, {f['mass_scale']:.2f}, {1e3 * f['delay_s']:.0f} ms |")
-        ov = sm["overlapping"][split]["pos"]
-        lines += ["", "Position shares whose intervals overlap (not separated at this budget): " +
-                  (", ".join(f"{a} ~ {b}" for a, b in ov) if ov else "none") + ".", ""]
+        lines += ["", _separation(att, sm["overlapping"][split]["pos"]), ""]
     acc = sm.get("acceptance")
     if acc:
         lines.append(f"Acceptance (held-out, both hands, all on): residual {acc['ratio_pos']:.1f}x the repeatability in "

@@ -27,6 +27,10 @@ Normal: Hunt-Crossley ``f = k delta^p (1 + c d(delta)/dt) >= 0`` (pads: the
 compliant lattice or one stiff point, see ``effects.compliant_pads``; table:
 ``physics.support_*``). Tangential: regularized Coulomb with the local
 coefficient (``effects.friction_map``) shaped by ``effects.stribeck_friction``.
+Rig v2's fingertip effects (``rig.fingertips``, off in ``configs/rig/default.yaml``)
+act on the pads: a spring factor (relaxation), a friction factor (load), and a
+patch law for the tangential force and torsion (LuGre bristle, soft-finger limit
+surface); the linearization of all of it is ``rig.contact_law``.
 
 Time integration (why it is stable at a 1 ms step)
 --------------------------------------------------
