@@ -154,11 +154,13 @@ def _cmd_rig_generate(a):
 
 
 def _cmd_rig_gap(a):
-    from .bench.gap import study, write_study
+    from .bench.gap import HANDS, study
+    from .bench.gap_report import write_study
 
-    result = study(a.config, objects=a.objects, episodes=a.episodes, hand=a.hand, duration=a.duration, seed=a.seed,
-                   workers=a.workers, maxiter=a.maxiter, popsize=a.popsize, only=a.only, work_dir=a.work_dir,
-                   progress=not a.quiet)
+    result = study(a.config, objects=a.objects, train_objects=a.train_objects, episodes=a.episodes,
+                   train_episodes=a.train_episodes, hands=HANDS if a.hand == "both" else (a.hand,),
+                   duration=a.duration, seed=a.seed, workers=a.workers, maxiter=a.maxiter, popsize=a.popsize,
+                   only=a.only, work_dir=a.work_dir, progress=not a.quiet)
     path = write_study(result, a.out)
     print(path.read_text())
 
@@ -213,19 +215,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --out")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_rig_generate)
-    c = rig.add_parser("gap", help="fit MuJoCo's analytic contact to rig episodes per effect; residual vs repeatability")
+    c = rig.add_parser("gap", help="identified MuJoCo vs the rig: residual against repeatability, each effect's share of it")
     c.add_argument("--config", default=None, help="rig config YAML (default configs/rig/default.yaml)")
-    c.add_argument("--objects", default="train", help="object split name or a folder of meshes/URDFs (default train)")
-    c.add_argument("--episodes", type=int, default=6, help="episodes per variant (default 6)")
-    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"], help="hand model (default parallel_jaw)")
-    c.add_argument("--duration", type=float, default=3.0, help="episode length in s (default 3.0)")
+    c.add_argument("--objects", default="heldout", help="test objects: split name or a folder of meshes/URDFs (default heldout)")
+    c.add_argument("--train-objects", default="train", help="objects MuJoCo is identified on (default train)")
+    c.add_argument("--episodes", type=int, default=6, help="test grasps per hand and variant (default 6)")
+    c.add_argument("--train-episodes", type=int, default=3, help="identification grasps per hand and variant (default 3)")
+    c.add_argument("--hand", default="both", choices=["parallel_jaw", "three_finger", "both"], help="hands (default both)")
+    c.add_argument("--duration", type=float, default=4.0, help="grasp length in s (default 4.0)")
     c.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
-    c.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
-    c.add_argument("--maxiter", type=int, default=5, help="differential-evolution generations per cone (default 5)")
-    c.add_argument("--popsize", type=int, default=5, help="differential-evolution population size multiplier (default 5)")
-    c.add_argument("--only", nargs="*", help="variants to run (all_off, an effect name, all_on); default all")
+    c.add_argument("--workers", type=int, default=1, help="generation workers; replays use one thread (default 1)")
+    c.add_argument("--maxiter", type=int, default=3, help="differential-evolution generations per cone (default 3)")
+    c.add_argument("--popsize", type=int, default=3, help="differential-evolution population size multiplier (default 3)")
+    c.add_argument("--only", nargs="*", help="variants to run (all_on, without_<effect>); default all")
     c.add_argument("--work-dir", help="where the recorded variants are kept (default: a temporary folder)")
-    c.add_argument("--out", required=True, help="folder for gap.json and gap.md")
+    c.add_argument("--out", required=True, help="folder for gap.json, gap.md and gap.png")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.set_defaults(func=_cmd_rig_gap)
 

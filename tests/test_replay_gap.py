@@ -80,6 +80,6 @@ def test_gap_study_reports_residual_and_repeatability(tmp_path):
     result = study(None, episodes=1, duration=1.0, only=["all_on"], maxiter=1, popsize=3, workers=0,
                    work_dir=tmp_path, progress=False)
     (row,) = result["rows"]
-    assert row["variant"] == "all_on" and row["episodes"] == 1
+    assert row["variant"] == "all_on" and row["episodes"] == 2  # one held-out grasp per hand (both hands)
     assert row["repeat_pos_mm"] > 0 and row["residual_pos_mm"] > 0
     assert row["fitted"]["cone"] in ("pyramidal", "elliptic") and 0.6 <= row["fitted"]["mass_scale"] <= 1.6

@@ -19,7 +19,7 @@ from surrogate.rig.config import (
     recorder_rate_hz,
     validate_rig_config,
 )
-from surrogate.rig.effects import EFFECTS, compliant_pads, effect_table
+from surrogate.rig.effects import EFFECTS, FINGERTIP_EFFECTS, compliant_pads, effect_table
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
 from surrogate.rig.effects.friction_map import FrictionField
 from surrogate.rig.effects.stribeck_friction import friction_coefficient
@@ -54,10 +54,10 @@ def _same(a, b) -> bool:
 def test_default_config_is_complete_and_names_every_effect(cfg):
     assert set(cfg) == {"physics", "effects", "script", "recorder"}
     assert tuple(cfg["effects"]) == effect_names() == tuple(EFFECTS)
-    assert set(effect_names()) == {"compliant_pads", "stribeck_friction", "friction_map",
-                                   "actuator_delay_backlash", "mass_mismatch"}
+    v1 = {"compliant_pads", "stribeck_friction", "friction_map", "actuator_delay_backlash", "mass_mismatch"}
+    assert set(effect_names()) == v1 | set(FINGERTIP_EFFECTS)
     for name, e in EFFECTS.items():
-        assert cfg["effects"][name]["enabled"] is True
+        assert cfg["effects"][name]["enabled"] is (name in v1)  # rig v2's fingertip effects: fingertips.yaml
         assert e.doc and e.module.__doc__ and "Physical basis" in e.module.__doc__
         for k, p in e.params.items():
             lo, hi = p["range"]

@@ -86,6 +86,24 @@ SCRIPT_PARAMS = {
     "rotate_amplitude_max": _p("float", 0.8, 0.0, 3.0, "rad", "yaw rotation amplitude, high"),
     "rotate_frequency_min": _p("float", 0.5, 0.1, 10.0, "Hz", "yaw rotation frequency, low"),
     "rotate_frequency_max": _p("float", 2.0, 0.1, 10.0, "Hz", "yaw rotation frequency, high"),
+    # Rig v2 perturbations that load the pads in torsion (drawn from the ``perturbation`` generator, so
+    # probability 0 leaves every other draw of a seed as it was): ``swing`` oscillates the hand
+    # horizontally across the grasp axis (the object's inertia twists it about the axis between the
+    # pads); ``lever`` grasps off the COM across that axis and bounces vertically (gravity and the
+    # bounce twist it by m (g + a) e). The hand has no wrist, so a tilt of the hand is this load.
+    "swing_probability": _p("float", 0.0, 0.0, 1.0, "1", "probability of a swing across the grasp axis"),
+    "swing_amplitude_min": _p("float", 0.005, 0.0, 0.1, "m", "swing amplitude, low"),
+    "swing_amplitude_max": _p("float", 0.02, 0.0, 0.1, "m", "swing amplitude, high"),
+    "swing_frequency_min": _p("float", 1.5, 0.1, 10.0, "Hz", "swing frequency, low"),
+    "swing_frequency_max": _p("float", 4.0, 0.1, 10.0, "Hz", "swing frequency, high"),
+    "lever_probability": _p("float", 0.0, 0.0, 1.0, "1",
+                            "probability of an off-centre grasp with vertical bounces (torsion about the grasp axis)"),
+    "lever_offset_min": _p("float", 0.004, 0.0, 0.03, "m", "grasp offset from the COM across the grasp axis, low"),
+    "lever_offset_max": _p("float", 0.012, 0.0, 0.03, "m", "grasp offset across the grasp axis, high"),
+    "lever_amplitude_min": _p("float", 0.005, 0.0, 0.1, "m", "bounce amplitude, low"),
+    "lever_amplitude_max": _p("float", 0.02, 0.0, 0.1, "m", "bounce amplitude, high"),
+    "lever_frequency_min": _p("float", 1.0, 0.1, 10.0, "Hz", "bounce frequency, low"),
+    "lever_frequency_max": _p("float", 3.0, 0.1, 10.0, "Hz", "bounce frequency, high"),
     "lift_threshold": _p("float", 0.02, 0.001, 0.2, "m", "label lifted: the object rose more than this"),
     "slip_threshold": _p("float", 0.005, 0.0005, 0.1, "m",
                          "label slipped: object displacement relative to the hand during hold/perturbation"),
@@ -149,6 +167,10 @@ def _check_section(section, params: dict, where: str, file, *, extra=()) -> dict
         if lo_key in out and hi_key in out and out[lo_key] > out[hi_key]:
             raise ConfigError(f"{lo_key} = {out[lo_key]} must not exceed {hi_key} = {out[hi_key]}",
                               file=file, key=f"{where}.{lo_key}")
+    if where == "script" and out.get("swing_probability", 0.0) + out.get("lever_probability", 0.0) > 1.0:
+        raise ConfigError(f"swing_probability + lever_probability = "
+                          f"{out['swing_probability'] + out['lever_probability']} must not exceed 1",
+                          file=file, key="script.swing_probability")
     return out
 
 

@@ -27,6 +27,10 @@ Normal: Hunt-Crossley ``f = k delta^p (1 + c d(delta)/dt) >= 0`` (pads: the
 compliant lattice or one stiff point, see ``effects.compliant_pads``; table:
 ``physics.support_*``). Tangential: regularized Coulomb with the local
 coefficient (``effects.friction_map``) shaped by ``effects.stribeck_friction``.
+Rig v2's fingertip effects (``rig.fingertips``, off in ``configs/rig/default.yaml``)
+act on the pads: a spring factor (relaxation), a friction factor (load), and a
+patch law for the tangential force and torsion (LuGre bristle, soft-finger limit
+surface); the linearization of all of it is ``rig.contact_law``.
 
 Time integration (why it is stable at a 1 ms step)
 --------------------------------------------------
@@ -68,11 +72,13 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from surrogate.model.law import point_law, semi_implicit_solve
+from surrogate.model.law import semi_implicit_solve
 from surrogate.objects.asset import ObjectAsset
-from surrogate.rig.geometry import EYE_I, Patch, cross3, hull_planes, penetration_batch, support_points
+from surrogate.rig.contact_law import linearized_law
+from surrogate.rig.fingertips import FingertipLaw
+from surrogate.rig.geometry import Patch, cross3, hull_planes, penetration_batch, support_points
 from surrogate.rig.geometry import penetration_along  # noqa: F401  (re-exported: tests and effects use it)
-from surrogate.rig.effects import compliant_pads, mass_mismatch, stribeck_friction
+from surrogate.rig.effects import compliant_pads, mass_mismatch
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
 from surrogate.rig.effects.friction_map import FrictionField
 from surrogate.scenes import TABLE_HEIGHT, build_scene, set_contact_mode
@@ -92,7 +98,7 @@ class RigPhysics:
       obj: the nominal object asset.
       hand: ``parallel_jaw`` or ``three_finger``.
       timestep: s, physics step.
-      rngs: name -> ``np.random.Generator`` for ``mass_mismatch`` and ``actuator``.
+      rngs: name -> ``np.random.Generator`` for ``mass_mismatch``, ``actuator`` and ``fingertips``.
       object_quat: [4] initial orientation (w, x, y, z) of the object on the table.
       grip_force: N, fingertip force bound.
     """
@@ -170,6 +176,9 @@ class RigPhysics:
         adb = eff["actuator_delay_backlash"]
         self.channel = ActuatorChannel(d.ctrl[self.act_ids].copy(), self.dt, is_hinge,
                                        adb if self.on["actuator_delay_backlash"] else None, rngs["actuator"])
+        # Fingertip effects (rig v2): hidden draws and per-pad state (``rig.fingertips``).
+        self.tips = FingertipLaw(eff, len(self.pads), dt=self.dt, eps=self.eps, rng=rngs["fingertips"])
+        self._tip_step = None
         self.patches: list[Patch] = []
         self._jacp = np.zeros((3, m.nv))
         self._jacr = np.zeros((3, m.nv))
@@ -182,7 +191,15 @@ class RigPhysics:
         d.ctrl[self.act_ids] = self.channel(command)
         mujoco.mj_step1(m, d)
         d.xfrc_applied[:] = 0.0
+        self._tip_step = None
         self.patches = self._contact_forces(apply=True)
+        if self.tips.active:
+            t = self._tip_step
+            if t is None:  # no contact: bristles drop, relaxation decays
+                self.tips.advance(None, np.zeros((0, 6)), np.zeros((0, 6)), np.zeros(len(self.pads)))
+            else:
+                tip, xi_new, w = t
+                self.tips.advance(tip["state"], xi_new[tip["patches"]], w[tip["patches"]], tip["elastic_pad"])
         mujoco.mj_step2(m, d)
 
     def evaluate(self) -> list[Patch]:
@@ -252,13 +269,18 @@ class RigPhysics:
         J = self._patch_jacobians(cands, bt["centres"])
         xi_all = J @ d.qvel
         xi_free = xi_all + dt * (J @ d.qacc_smooth)
-        K, w0, lazy = self._linearized_law(bt, xi_all)
+        tips = self.tips if self.tips.active else None
+        pad_R = d.geom_xmat[self._pad_geoms].reshape(-1, 3, 3) if tips is not None else None
+        K, w0, lazy, tip = linearized_law(bt, xi_all, field=self.field, stribeck=self.stribeck, eps=self.eps,
+                                          dt=dt, tips=tips, pad_R=pad_R)
         X = np.zeros_like(J)
         mujoco.mj_solveM(m, d, X, J)
         W = J @ X.T
         P = len(cands)
         w = semi_implicit_solve(K, W, w0.ravel(), xi_free, dt).reshape(P, 6)
         xi_new = (xi_free + dt * W @ w.ravel()).reshape(P, 6)
+        if apply and tip is not None:
+            self._tip_step = (tip, xi_new, w)
         r, f0, a, b, active = lazy
         patches = []
         lo = 0
@@ -285,40 +307,6 @@ class RigPhysics:
                 J[6 * p:6 * p + 3] -= self._jacp
                 J[6 * p + 3:6 * p + 6] -= self._jacr
         return J
-
-    def _linearized_law(self, bt: dict, xi_all: np.ndarray):
-        """(K [6 P, 6 P] block-diagonal patch damping, w0 [P, 6] the law's wrenches at this step's velocity,
-        (r, f0, a, b, active) per point for ``Patch``): the point law linearized at the current twists."""
-        P, N, g = len(bt["counts"]), len(bt["depth"]), bt["g"]
-        # B_j [N, 3, 6] maps a patch twist (v_c, w) to point j's velocity v_c + w x r_j.
-        r = bt["pts"] - bt["centres"][g]
-        B = np.zeros((N, 3, 6))
-        B[:, EYE_I, EYE_I] = 1.0
-        B[:, 0, 4], B[:, 0, 5] = r[:, 2], -r[:, 1]
-        B[:, 1, 3], B[:, 1, 5] = -r[:, 2], r[:, 0]
-        B[:, 2, 3], B[:, 2, 4] = r[:, 1], -r[:, 0]
-        n = bt["normals"][g]
-        v = (B @ xi_all.reshape(P, 6)[g][:, :, None])[:, :, 0]  # object velocity relative to pad / table
-        vn = (v * n).sum(axis=1)
-        law = bt["law"]
-        k, expo, c = law[:, 0], law[:, 1], law[:, 2]
-        vt = v - vn[:, None] * n
-        speed = np.sqrt((vt * vt).sum(axis=1))
-        mu = stribeck_friction.friction_coefficient(self.field(bt["surf"]), speed, self.stribeck)
-        # The one implementation of the law's linearization (shared with the learned contact model):
-        # Hunt-Crossley normal force, regularized Coulomb friction as tangential damping a, and the
-        # normal damping b (c k delta^p plus the spring's backward-Euler term dt dF/d(delta)).
-        f0, a, b, _ = point_law(bt["depth"], vn, speed, k=k, p=expo, c=c, mu=mu, eps=self.eps, dt=self.dt)
-        # K_j = a_j I + b_j n n^T;  patch K6 = sum_j B_j^T K_j B_j;  w0 = sum_j B_j^T f0_j n.
-        KB = a[:, None, None] * B + (b[:, None] * n)[:, :, None] * (n[:, None, :] @ B)
-        Bt = B.transpose(0, 2, 1)
-        G = bt["G"]
-        K6 = (G @ (Bt @ KB).reshape(N, 36)).reshape(P, 6, 6)
-        w0 = G @ (Bt @ (f0[:, None] * n)[:, :, None])[:, :, 0]
-        K = np.zeros((6 * P, 6 * P))
-        for p in range(P):
-            K[6 * p:6 * p + 6, 6 * p:6 * p + 6] = K6[p]
-        return K, w0, (r, f0, a, b, f0 > 0.0)
 
     def _apply_wrench(self, body: int, centre: np.ndarray, w: np.ndarray) -> None:
         """Add a patch wrench ``w`` [6] (about ``centre``) to the object and its opposite to ``body`` (if >= 0)."""
@@ -371,7 +359,8 @@ class RigPhysics:
 
 def _point_batch(cands) -> dict:
     """All candidate patches' points in one batch: counts [P], g [N] (patch of each point), pts, surf [N, 3],
-    depth [N], normals [P, 3], law [N, 3] (k, p, c), G [P, N] (patch membership), centres [P, 3]."""
+    depth [N], normals [P, 3], law [N, 3] (k, p, c), G [P, N] (patch membership), centres [P, 3],
+    pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
     P = len(cands)
     counts = [len(c[5]) for c in cands]
     N = sum(counts)
@@ -382,4 +371,6 @@ def _point_batch(cands) -> dict:
     return {"counts": counts, "g": g, "pts": pts, "depth": np.concatenate([c[5] for c in cands]),
             "surf": np.concatenate([c[7] for c in cands]), "normals": np.array([c[4] for c in cands]),
             "law": np.array([c[6] for c in cands])[g], "G": G,
+            "pad": np.array([c[1] if c[0] == "pad" else -1 for c in cands]),
+            "counts_a": np.array(counts), "starts": np.cumsum([0] + counts[:-1]),
             "centres": (G @ pts) / np.array(counts, dtype=float)[:, None]}

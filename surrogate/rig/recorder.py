@@ -39,6 +39,7 @@ from ..errors import ConfigError
 from ..quat import quat_from_rotvec, quat_mul, rotvec_from_quat
 from ..scenes.from_capture import asset_from_spec
 from .recorder_config import DEFAULT_PRISMATIC_JOINTS, RECORDER_DEFAULTS, validate_recorder_config
+from .effects import FINGERTIP_EFFECTS
 from .regions import annotate_regions, contact_region_seeds
 from .trace import RigTrace
 
@@ -191,6 +192,11 @@ def _truth(tr: RigTrace, sel) -> dict:
     delay = adb.get("drawn", {}).get("delay_s") if isinstance(adb, dict) else None
     if delay is not None:
         truth["actuator_delay_s"] = np.full(T, float(delay))
+    # The rig-v2 fingertip effects' hidden per-episode values, e.g. ``truth.pad_relaxation_time_s``.
+    for name in FINGERTIP_EFFECTS:
+        e = (tr.effects or {}).get(name)
+        for key, v in ((e.get("drawn") or {}) if isinstance(e, dict) else {}).items():
+            truth[f"{name}_{key}"] = np.full(T, float(v))
     return truth
 
 

@@ -2,7 +2,9 @@
 
 An episode: the hand starts above the object, turns to the grasp yaw and moves
 over the grasp point, descends, closes with a randomized force bound, lifts,
-holds, then is perturbed (a shake along a random direction or a yaw rotation).
+holds, then is perturbed: a shake along a random direction, a yaw rotation, or (rig v2,
+``fingertip_perturbation``) a swing across the grasp axis or an off-centre grasp bounced
+vertically, both loading the pads in torsion about the axis between them.
 Everything random is drawn from the script's generator in a fixed order, so a
 seed fixes the episode and switching physics effects on or off never changes
 the script.
@@ -167,7 +169,7 @@ class GraspScript:
             pert = p["perturbation"]
             tau = t - q0
             wave = math.sin(2 * math.pi * pert["frequency"] * tau) * _smooth(tau / 0.25)
-            if pert["kind"] == "shake":
+            if pert["kind"] in ("shake", "swing", "lever"):  # translations along ``direction``
                 base[:3] += pert["amplitude"] * wave * self._dir
             else:
                 base[3] += pert["amplitude"] * wave
@@ -213,6 +215,42 @@ def draw_script_values(hand_name: str, script: dict, rng: np.random.Generator) -
     times = {k: float(script[f"{k}_time"]) for k in ("approach", "close", "settle", "lift", "hold")}
     return {"object_yaw": obj_yaw, "grip_force": grip_force, "lift_height": lift, "height_u": height_u,
             "perturbation": pert, "times": times}
+
+
+def fingertip_perturbation(hand: HandInfo, script: dict, rng: np.random.Generator, grasp: dict,
+                           object_xy_points: np.ndarray) -> tuple[dict | None, list | None]:
+    """Rig v2 perturbations: maybe replace the drawn one by a ``swing`` or a ``lever`` (see the config).
+
+    Drawn from its own generator after the grasp is planned (a zero probability changes nothing).
+
+    Args:
+      hand: the hand.  script: the ``script`` section.  rng: the episode's ``perturbation`` generator.
+      grasp: ``plan_grasp``'s result (yaw, offset).
+      object_xy_points: [n, 2] as for ``plan_grasp``.
+    Returns:
+      (perturbation dict or None to keep the drawn one, new grasp offset [2] m or None).
+    """
+    u, u_amp, u_freq, u_off, u_sign = rng.uniform(size=5)
+    p_swing, p_lever = script["swing_probability"], script["lever_probability"]
+    if u >= p_swing + p_lever:
+        return None, None
+    kind = "swing" if u < p_swing else "lever"
+
+    def span(key, x):
+        return float(script[f"{kind}_{key}_min"] + x * (script[f"{kind}_{key}_max"] - script[f"{kind}_{key}_min"]))
+
+    yaw = grasp["yaw"]
+    across = np.array([-math.sin(yaw), math.cos(yaw)])  # horizontal, perpendicular to the grasp axis
+    pert = {"kind": kind, "amplitude": span("amplitude", u_amp), "frequency": span("frequency", u_freq)}
+    if kind == "swing":
+        pert["direction"] = [float(across[0]), float(across[1]), 0.0]
+        return pert, None
+    pert["direction"] = [0.0, 0.0, 1.0]
+    # Off the COM across the axis, at most 30 % of the object's half extent there (the pads keep hold).
+    half = 0.5 * float(np.ptp((object_xy_points - np.asarray(grasp["offset"])) @ across))
+    e = min(span("offset", u_off), 0.3 * half) * (1.0 if u_sign < 0.5 else -1.0)
+    pert["lever_offset_m"] = float(e)
+    return pert, [float(v) for v in np.asarray(grasp["offset"]) + e * across]
 
 
 def episode_labels(times: np.ndarray, object_pos: np.ndarray, rel_pad: np.ndarray, rel_pos: np.ndarray,

@@ -8,8 +8,9 @@ The physics step is the recorder's frame period divided into
 ``ceil(period / physics.max_timestep)`` substeps (120 Hz, 1 ms -> 9 substeps of
 0.926 ms), so frames fall exactly on physics steps. Randomness comes from
 independent generators per purpose, each seeded by ``(seed, purpose)``:
-``script`` (object yaw, grasp, force, lift, perturbation), ``mass_mismatch`` and
-``actuator`` (delay, backlash). Switching an effect on or off therefore never
+``script`` (object yaw, grasp, force, lift, perturbation), ``mass_mismatch``,
+``actuator`` (delay, backlash), ``fingertips`` (the rig-v2 pad effects' hidden values) and
+``perturbation`` (the rig-v2 swing / lever choice). Switching an effect on or off therefore never
 changes the script of a seed (what the gap-attribution study needs), and a seed
 gives bit-identical traces on one machine.
 
@@ -42,7 +43,8 @@ from surrogate.objects.asset import ObjectAsset
 from surrogate.rig.config import recorder_rate_hz, validate_rig_config
 from surrogate.rig.outcomes import hand_object_distance, relative_pose
 from surrogate.rig.physics import RigPhysics
-from surrogate.rig.scripts import GRASP_TYPES, GraspScript, draw_script_values, episode_labels, plan_grasp
+from surrogate.rig.scripts import (GRASP_TYPES, GraspScript, draw_script_values, episode_labels,
+                                   fingertip_perturbation, plan_grasp)
 from surrogate.rig.trace import RigTrace
 from surrogate.scenes import TABLE_HEIGHT, stable_quat
 
@@ -132,12 +134,18 @@ def _scripted_rig(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, dt: floa
     quat = _yaw_quat(values["object_yaw"], stable_quat(obj))
     phys = RigPhysics(cfg, obj, hand=hand, timestep=dt, object_quat=quat, grip_force=values["grip_force"],
                       rngs={"mass_mismatch": episode_rng(seed, "mass_mismatch"),
-                            "actuator": episode_rng(seed, "actuator")})
+                            "actuator": episode_rng(seed, "actuator"),
+                            "fingertips": episode_rng(seed, "fingertips")})
     d, s, h = phys.data, phys.scene, phys.hand
     Ro = d.xmat[phys.ob].reshape(3, 3)
     verts = phys.support @ Ro.T + d.xpos[phys.ob]  # hull vertices and surface samples
     base0 = np.asarray(s.meta["hand_base_pos"])
     grasp = plan_grasp(h, verts[:, :2] - base0[:2], script_cfg, rng, object_name=obj.name)
+    pert, offset = fingertip_perturbation(h, script_cfg, episode_rng(seed, "perturbation"), grasp, verts[:, :2] - base0[:2])
+    if pert is not None:
+        values["perturbation"] = pert
+    if offset is not None:
+        grasp["offset"] = offset
     lowest = s.surface_z + 0.003 + h.finger_depth - base0[2]
     grasp_z = max(s.meta["grasp_base_z"] + values.pop("height_u") * script_cfg["grasp_height_offset_max"], lowest)
     params = {**values, **grasp, "grasp_z": float(grasp_z)}
@@ -196,6 +204,8 @@ def _trace(cfg: dict, obj: ObjectAsset, phys: RigPhysics, script: GraspScript, r
     tm = phys.true_mass
     effects["mass_mismatch"]["drawn"] = {"mass_ratio": tm["mass"] / obj.mass,
                                          "com_offset_m": [float(v) for v in tm["com_offset"]]}
+    for name, drawn in phys.tips.describe().items():  # enabled fingertip effects only
+        effects[name]["drawn"] = drawn
     h = phys.hand
     return RigTrace(
         times=rec.times,

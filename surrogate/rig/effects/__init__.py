@@ -21,7 +21,11 @@ from surrogate.rig.effects import (
     actuator_delay_backlash,
     compliant_pads,
     friction_map,
+    load_dependent_friction,
     mass_mismatch,
+    pad_relaxation,
+    presliding_friction,
+    soft_finger_torsion,
     stribeck_friction,
 )
 
@@ -36,14 +40,22 @@ class Effect:
     params: dict
 
     def defaults(self) -> dict:
-        """{"enabled": True, <param>: default ...}."""
-        return {"enabled": True, **{k: p["default"] for k, p in self.params.items()}}
+        """{"enabled": <the module's ENABLED_BY_DEFAULT, True if absent>, <param>: default ...}.
+
+        The fingertip effects of rig v2 are off by default: ``configs/rig/default.yaml`` (the
+        released checkpoint's data) stays the v1 rig; ``configs/rig/fingertips.yaml`` turns them on."""
+        on = bool(getattr(self.module, "ENABLED_BY_DEFAULT", True))
+        return {"enabled": on, **{k: p["default"] for k, p in self.params.items()}}
 
 
 EFFECTS: dict[str, Effect] = {
     m.NAME: Effect(m.NAME, m, m.DOC, m.PARAMS)
-    for m in (compliant_pads, stribeck_friction, friction_map, actuator_delay_backlash, mass_mismatch)
+    for m in (compliant_pads, stribeck_friction, friction_map, actuator_delay_backlash, mass_mismatch,
+              load_dependent_friction, soft_finger_torsion, pad_relaxation, presliding_friction)
 }
+
+# The fingertip effects (rig v2): pad contacts only, state and hidden draws in ``rig.fingertips``.
+FINGERTIP_EFFECTS = ("load_dependent_friction", "soft_finger_torsion", "pad_relaxation", "presliding_friction")
 
 
 def effect_table() -> str:
@@ -59,4 +71,4 @@ def effect_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["EFFECTS", "Effect", "effect_table"]
+__all__ = ["EFFECTS", "Effect", "FINGERTIP_EFFECTS", "effect_table"]

@@ -1,0 +1,124 @@
+"""The rig's contact law linearized at this step's twists (the ``K``, ``w0`` of the semi-implicit solve).
+
+Per contact point: Hunt-Crossley normal force and regularized Coulomb friction with the local
+coefficient (``friction_map`` shaped by ``stribeck_friction``), through the one implementation of the
+law's linearization shared with the learned contact model (``model.law.point_law``). With fingertip
+effects on (``rig.fingertips``) pad points get a spring factor (``pad_relaxation``) and a friction
+factor (``load_dependent_friction``); with ``soft_finger_torsion`` or ``presliding_friction`` on, a
+pad's tangential friction is a patch law at its centre instead of its cells'. ``point_law`` is linear
+in ``k`` and in ``mu``, so both factors enter exactly: the law is called with the scaled spring and
+``mu = 1``, and ``a = mu a1``, ``b = b1 + a1 - a`` recover its output for any ``mu``.
+
+Shapes: P patches, N points; ``bt`` from ``physics._point_batch``; twists ``xi`` [6 P] (object minus
+pad / table, at the patch centres; linear then angular).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from surrogate.model.law import point_law
+from surrogate.rig.effects import stribeck_friction
+from surrogate.rig.geometry import EYE_I
+
+
+def _point_maps(bt: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(r [N, 3] point offsets from their patch centre, B [N, 3, 6]: patch twist -> point velocity v_c + w x r)."""
+    N, g = len(bt["depth"]), bt["g"]
+    r = bt["pts"] - bt["centres"][g]
+    B = np.zeros((N, 3, 6))
+    B[:, EYE_I, EYE_I] = 1.0
+    B[:, 0, 4], B[:, 0, 5] = r[:, 2], -r[:, 1]
+    B[:, 1, 3], B[:, 1, 5] = -r[:, 2], r[:, 0]
+    B[:, 2, 3], B[:, 2, 4] = r[:, 1], -r[:, 0]
+    return r, B
+
+
+def linearized_law(bt: dict, xi_all: np.ndarray, *, field, stribeck, eps: float, dt: float, tips=None, pad_R=None):
+    """The point law linearized at the current twists.
+
+    Args:
+      bt: the point batch.  xi_all: [6 P] this step's twists.
+      field: friction field (object-frame points -> mu_s).  stribeck: the effect's params or None.
+      eps: m/s.  dt: s.  tips: ``FingertipLaw`` or None.  pad_R: [pads, 3, 3] pad geom frames (with tips).
+    Returns:
+      (K [6 P, 6 P] block-diagonal patch damping, w0 [P, 6] the law's wrenches at this step's velocity,
+       (r, f0, a, b, active) per point for ``Patch``, fingertip step info for ``FingertipLaw.advance``
+       or None).
+    """
+    P, N, g = len(bt["counts"]), len(bt["depth"]), bt["g"]
+    r, B = _point_maps(bt)
+    n = bt["normals"][g]
+    v = (B @ xi_all.reshape(P, 6)[g][:, :, None])[:, :, 0]  # object velocity relative to pad / table
+    vn = (v * n).sum(axis=1)
+    law = bt["law"]
+    k, expo, c = law[:, 0], law[:, 1], law[:, 2]
+    vt = v - vn[:, None] * n
+    speed = np.sqrt((vt * vt).sum(axis=1))
+    mu = stribeck_friction.friction_coefficient(field(bt["surf"]), speed, stribeck)
+    tip = None
+    if tips is None or not tips.active:
+        # Hunt-Crossley normal force, regularized Coulomb friction as tangential damping a, and the
+        # normal damping b (c k delta^p plus the spring's backward-Euler term dt dF/d(delta)).
+        f0, a, b, _ = point_law(bt["depth"], vn, speed, k=k, p=expo, c=c, mu=mu, eps=eps, dt=dt)
+    else:
+        f0, a, b, tip = _fingertip_points(bt, tips, vn, speed, mu, k, expo, c, eps, dt)
+    # K_j = a_j I + b_j n n^T;  patch K6 = sum_j B_j^T K_j B_j;  w0 = sum_j B_j^T f0_j n.
+    KB = a[:, None, None] * B + (b[:, None] * n)[:, :, None] * (n[:, None, :] @ B)
+    Bt = B.transpose(0, 2, 1)
+    G = bt["G"]
+    K6 = (G @ (Bt @ KB).reshape(N, 36)).reshape(P, 6, 6)
+    w0 = G @ (Bt @ (f0[:, None] * n)[:, :, None])[:, :, 0]
+    if tip is not None and tips.patch_friction:
+        _pad_patches(bt, tips, tip, r, xi_all.reshape(P, 6), pad_R, K6, w0)
+    K = np.zeros((6 * P, 6 * P))
+    for p in range(P):
+        K[6 * p:6 * p + 6, 6 * p:6 * p + 6] = K6[p]
+    return K, w0, (r, f0, a, b, f0 > 0.0), tip
+
+
+def _fingertip_points(bt, tips, vn, speed, mu, k, expo, c, eps, dt):
+    """``point_law`` with the pads' spring factor (relaxation) and friction factor (load dependence).
+
+    A pad is one patch, so per-pad sums are per-patch sums (``np.add.reduceat``: points are grouped by
+    patch) and per-point factors are the patch's repeated over its points."""
+    counts, starts, pad = bt["counts_a"], bt["starts"], bt["pad"]
+    patches = np.flatnonzero(pad >= 0)
+    pads = pad[patches]
+    elastic_pad = np.zeros(len(tips.q))
+    if tips.on["pad_relaxation"]:
+        elastic_pad[pads] = np.add.reduceat(k * np.maximum(bt["depth"], 0.0) ** expo, starts)[patches]
+        scale = np.ones(len(counts))
+        scale[patches] = tips.stiffness_scale(elastic_pad)[pads]
+        k = k * np.repeat(scale, counts)
+    f0, a1, b1, fn = point_law(bt["depth"], vn, speed, k=k, p=expo, c=c, mu=1.0, eps=eps, dt=dt)
+    if tips.on["load_dependent_friction"]:
+        scale = np.ones(len(counts))
+        scale[patches] = tips.friction_scale(np.add.reduceat(f0, starts)[patches])
+        mu = mu * np.repeat(scale, counts)
+    a = mu * a1
+    if tips.patch_friction:  # the pads' tangential friction is the patch law (``_pad_patches``)
+        a = a * np.repeat((pad < 0).astype(float), counts)
+    b = b1 + a1 - a
+    return f0, a, b, {"elastic_pad": elastic_pad, "mu": mu, "fn": fn, "state": None, "patches": patches}
+
+
+def _pad_patches(bt, tips, tip, r, xi, pad_R, K6, w0) -> None:
+    """Add the pad patches' tangential and torsional friction (``FingertipLaw.patch_terms``) to K6, w0."""
+    patches = tip["patches"]
+    if patches.size == 0:
+        return
+    mf = tip["mu"] * tip["fn"]
+    if tips.on["soft_finger_torsion"]:
+        f_max, load = np.add.reduceat(np.stack([mf, tip["fn"]], axis=1), bt["starts"])[patches].T
+        lever = None
+    else:  # the cells' own torsion capacity sum mu_j f_j |r_j| (lever in the pad plane)
+        rn = (r * bt["normals"][bt["g"]]).sum(axis=1)
+        arm = np.sqrt(np.maximum((r * r).sum(axis=1) - rn * rn, 0.0))
+        f_max, load, moment = np.add.reduceat(np.stack([mf, tip["fn"], mf * arm], axis=1), bt["starts"])[patches].T
+        lever = moment / np.maximum(f_max, 1e-300)
+    pads = bt["pad"][patches]
+    K, w, state = tips.patch_terms(pads, pad_R[pads], bt["normals"][patches], xi[patches], f_max, load, lever)
+    K6[patches] += K
+    w0[patches] += w
+    tip["state"] = state
