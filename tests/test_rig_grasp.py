@@ -250,3 +250,15 @@ def test_closed_loop_selection_keeps_a_friction_that_holds_the_grasp(rig_set):
     assert sel["scale"] == 1.0 and sel["friction"] == pytest.approx(1.0)
     assert sel["paired_minus_fitted"]["n"] == 1 and sel["paired_minus_fitted"]["mean"] == pytest.approx(0.0)
     assert model.prior("body").friction == pytest.approx(1.0) and sel["model"] is not model
+
+
+def test_attribution_switches_off_only_the_effects_the_rig_has_on():
+    from surrogate.bench.rig_grasp import attribution_effects
+    from surrogate.paths import config_dir
+
+    rig = {"config": None, "overrides": []}
+    on = attribution_effects("all", rig)
+    assert "friction_map" in on and "presliding_friction" not in on  # rig v2's effects are off in default.yaml
+    v2 = attribution_effects("all", {"config": str(config_dir() / "rig" / "fingertips.yaml"), "overrides": []})
+    assert {"presliding_friction", "soft_finger_torsion", "pad_relaxation", "load_dependent_friction"} <= set(v2)
+    assert attribution_effects(["friction_map"], rig) == ["friction_map"]

@@ -180,17 +180,26 @@ def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, 
     return row
 
 
+def attribution_effects(effects, rig: dict) -> list[str]:
+    """The effects to switch off in turn: a list as given, or for ``"all"`` the effects the suite's rig (``rig``:
+    ``rig_settings``) has on; switching off an effect that is off would only rerun the all-on rig."""
+    from ..rig.config import load_rig_config
+    from .gap import variants
+
+    if effects != "all":
+        return list(effects)
+    return [e for e in variants(load_rig_config(rig["config"], rig["overrides"])).values() if e]
+
+
 def attribution(cfg, *, rig, cache_dir, workers, progress, ex: Executor | None = None) -> dict:
     """Residual of identified (and nominal) MuJoCo with each rig effect switched off in turn.
 
     Returns {"rows": [{variant, effect_off, nominal/identified position error (% size, mean and
     at the acceptance horizon), share of the all-on residual removed}], "settings": {...}}.
     """
-    from ..rig.config import effect_names
-
     ex = ex or Executor(progress=progress)
     ac = cfg["attribution"]
-    effects = effect_names() if ac.get("effects", "all") == "all" else list(ac["effects"])
+    effects = attribution_effects(ac.get("effects", "all"), rig)
     rows = []
     for name, off in [("all_on", None)] + [(f"without_{e}", e) for e in effects]:
         row = _variant_row(ex, name, off, cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
