@@ -63,8 +63,9 @@ class ContactLawGNN(nn.Module):
       bounds: (s_k, s_c, s_mu) log-bounds of the corrections.
       mu_max: upper bound of the friction coefficient.
       friction_iterations: re-linearizations of friction at the solved state (0: one linearization at the
-        start of the step, as the capture rig and the hybrid stepper; ``law.solve_free_object`` explains why
-        more are closer to Coulomb). A twin-only experiment: the stepper refuses a model with more than 0.
+        start of the step, as the capture rig; ``law.solve_free_object`` explains why
+        more are closer to Coulomb: a landing point keeps mu times its solved normal force). The twin and the
+        hybrid stepper (``law.semi_implicit_solve_joint``) both iterate; the cube release uses 1.
     """
 
     graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
