@@ -159,20 +159,19 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, 
     Returns:
       (F [E, 3] forces at the contacts, v' [B, nv]).
     """
-    F, v1, env = _joint_solve_once(f0, a, b, n, J, start, M, v_free, dt)
+    F, v1, u = _joint_solve_once(f0, a, b, n, J, start, M, v_free, dt)
     beta = a + b
     for _ in range(int(iterations)):
-        u = np.einsum("eiv,ev->ei", J, v1[env])  # end-of-step relative velocity at the contacts
-        un = np.einsum("ei,ei->e", u, n)
+        un = np.einsum("ei,ei->e", u, n)  # u: the end-of-step relative velocity at the contacts
         ut = u - un[:, None] * n
         fn = np.maximum(np.einsum("ei,ei->e", F, n), 0.0)
         a = mu * fn / np.sqrt(np.einsum("ei,ei->e", ut, ut) + eps * eps)
-        F, v1, env = _joint_solve_once(f0, a, beta - a, n, J, start, M, v_free, dt)
+        F, v1, u = _joint_solve_once(f0, a, beta - a, n, J, start, M, v_free, dt)
     return F, v1
 
 
 def _joint_solve_once(f0, a, b, n, J, start, M, v_free, dt):
-    """One solve of ``semi_implicit_solve_joint``'s system; returns (F, v', env [E] of each contact)."""
+    """One solve of ``semi_implicit_solve_joint``'s system; returns (F [E, 3], v' [B, nv], J v' [E, 3])."""
     E, nv = len(f0), J.shape[-1]
     B = len(start)
     # padded to the largest contact count: batched products of [nv, 3C] matrices beat per-contact ones and
@@ -198,7 +197,7 @@ def _joint_solve_once(f0, a, b, n, J, start, M, v_free, dt):
     v1 = np.linalg.solve(A, rhs[..., None])[..., 0]
     u = (J @ v1[env][..., None])[..., 0]  # [E, 3] J v' at each contact
     F = w0c - a[:, None] * u - (b * np.einsum("ei,ei->e", u, n))[:, None] * n  # w0 - K J v'
-    return F, v1, env
+    return F, v1, u
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
