@@ -123,6 +123,20 @@ def summarize(values, *, seed: int = 0) -> dict:
     }
 
 
+def paired_difference(a: list[dict], b: list[dict], key: str, *, seed: int = 0, n_boot: int = 2000) -> dict:
+    """Mean of b - a over the episodes both have (rows ``{"id", key}``; a None or non-finite value drops the
+    episode) with a 95 % bootstrap interval over episodes: negative, b is lower. The one paired comparison of
+    models (training's selections, the suites' verdicts)."""
+    da = {r["id"]: r[key] for r in a if r.get(key) is not None and np.isfinite(r[key])}
+    diff = np.array([r[key] - da[r["id"]] for r in b if r["id"] in da and r.get(key) is not None and np.isfinite(r[key])])
+    if not len(diff):
+        return {"n": 0, "mean": None, "ci95": None}
+    rng = np.random.default_rng(seed)
+    boots = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(1)
+    return {"n": int(len(diff)), "mean": float(diff.mean()),
+            "ci95": [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]}
+
+
 def box_penetration(pose: np.ndarray, half_extents, surface_z: float = 0.0) -> np.ndarray:
     """Depth (m, >= 0) of the lowest box corner below a horizontal surface, per step.
 

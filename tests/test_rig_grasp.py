@@ -74,6 +74,25 @@ def test_horizon_ratio_verdict_hand_computed():
                                  horizon_s=1.0, max_ratio=0.5)["verdict"] == "not tested"
 
 
+def test_horizon_ratio_verdict_pairs_the_acceptance_episodes():
+    """Hand-computed: the paired difference is over the episodes of the acceptance sets that both models
+    scored; an episode of another set, or one a model has no value for, is left out."""
+    def episodes(values):
+        return [{"id": f"{s}/{i}", "set": s, "horizon_pos_pct_size": {"1": v}} for i, (s, v) in enumerate(values)]
+
+    base = [("heldout", 10.0), ("heldout", 20.0), ("meshes", 30.0), ("train", 5.0), ("heldout", 7.0)]
+    surr = [("heldout", 12.0), ("heldout", 16.0), ("meshes", 33.0), ("train", 90.0), ("heldout", None)]
+    models = {"analytic_identified": {**_model(10.0), "per_episode": episodes(base)},
+              "surrogate": {**_model(12.0), "per_episode": episodes(surr)}}
+    v = horizon_ratio_verdict(models, horizon_s=1.0, max_ratio=0.5, sets=["heldout", "meshes"])
+    p = v["targets"][0]["paired"]
+    assert p["n"] == 3 and p["mean"] == pytest.approx((2.0 - 4.0 + 3.0) / 3)
+    assert p["ci95"][0] <= p["mean"] <= p["ci95"][1] and "paired +0.33" in v["detail"]
+    # without per-episode rows there is nothing to pair, and the verdict says nothing about it
+    v = horizon_ratio_verdict({k: {"overall": m["overall"]} for k, m in models.items()}, horizon_s=1.0, max_ratio=0.5)
+    assert v["targets"][0]["paired"]["n"] == 0 and "paired" not in v["detail"]
+
+
 def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     from surrogate.bench.run import run_suite
 
@@ -87,7 +106,7 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
             "attribution.enabled=true", "attribution.effects=[friction_map]", "attribution.train_episodes=1",
             "attribution.test_episodes=1", "attribution.duration=2.0",
             "attribution.identified={episodes: 1, maxiter: 1, popsize: 3, cones: [pyramidal]}",
-            "video.width=64", "video.height=48", "video.fps=6"]
+            "video.width=64", "video.height=48", "video.fps=6", f'surrogate.rows={{"same_checkpoint": "{CKPT}"}}']
     ledger = run_suite("rig-grasp", out=tmp_path / "report", checkpoint=CKPT, overrides=over, progress=False,
                        cache_dir=tmp_path / "cache")
     validate_ledger(ledger)
@@ -101,6 +120,9 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
         # the success and slip gaps to the recording, over the same episodes
         rec = ledger["recorded_outcomes"]["overall"]
         assert o["success_gap"] == pytest.approx(o["success_rate"] - rec["success_rate"]), name
+    # a further learned row is scored on the same replays: the same checkpoint gives the same errors
+    assert [e["pos_pct_size"] for e in ms["same_checkpoint"]["per_episode"]] == \
+        [e["pos_pct_size"] for e in ms["surrogate"]["per_episode"]]
     # the randomized ensemble records the ranges it drew from (the defaults where the suite gives none)
     from surrogate.bench.identify import DEFAULT_RANGES
     assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])
@@ -110,6 +132,7 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
+    assert "| same_checkpoint |" in report
     # videos of the median and worst acceptance-set episode, with the hand, replayed as the suite did
     vids = ledger["videos"]["videos"]
     assert [v["which"] for v in vids] == ["median", "worst"] and all(v["episode"].startswith("heldout_families/") for v in vids)

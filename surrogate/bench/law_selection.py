@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..metrics import paired_difference
 from .replay import replay_errors, replay_with_model
 
 BODY = 1  # index of the moving-body (pad) group in ContactLawGNN's prior parameters
@@ -58,8 +59,6 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
        pos_pct_mean, rot_deg_mean, score}], paired_minus_fitted: the paired score difference of the
        selection against scale 1 (mean, 95 % bootstrap interval; negative: better), n: episodes}.
     """
-    from ..learn.objective import paired_difference
-
     scales = [float(s) for s in scales]
     if 1.0 not in scales:
         scales = [1.0] + scales

@@ -13,6 +13,8 @@ from pathlib import Path
 import jsonschema
 
 from ..atomic import write_json_atomic
+from ..metrics import paired_difference
+
 SCHEMA_PATH = Path(__file__).with_name("ledger.schema.json")
 LEDGER_VERSION = "1.0"
 
@@ -83,6 +85,26 @@ def identification_note(models: dict) -> str:
     return ""
 
 
+def paired(models: dict, name: str, baseline: str, value, *, sets=None) -> dict:
+    """``name`` minus ``baseline`` over the test episodes both scored (``metrics.paired_difference``: mean and 95 %
+    bootstrap interval; negative: ``name`` is lower). ``value(episode row) -> float | None`` picks the metric from a
+    row of the models' ``per_episode``; ``sets``: only episodes of these test sets (all where none matches)."""
+    def rows(n):
+        eps = (models.get(n) or {}).get("per_episode") or []
+        if sets and any(e.get("set") in sets for e in eps):
+            eps = [e for e in eps if e.get("set") in sets]
+        return [{"id": e["id"], "v": value(e)} for e in eps]
+
+    return paired_difference(rows(baseline), rows(name), "v")
+
+
+def _paired_words(p: dict) -> str:
+    """ "paired -1.03 [-1.74, -0.35] over 120 episodes", or "" when no episode was scored by both."""
+    if not p.get("n"):
+        return ""
+    return f"paired {p['mean']:+.2f} [{p['ci95'][0]:+.2f}, {p['ci95'][1]:+.2f}] over {p['n']} episodes"
+
+
 def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "analytic_identified") -> dict:
     """The surrogate against the baselines (lower is better), three targets, all must be met:
     mean ``metric`` below ``baseline``'s; mean rotation error at most ``baseline``'s; mean ``metric`` below
@@ -98,14 +120,19 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
     gap = (f"target met by {_value_words(metric, bm['mean'] - sm['mean'])}" if ok else
            f"target missed by {_value_words(metric, sm['mean'] - bm['mean'])} (surrogate / baseline = "
            f"{sm['mean'] / max(bm['mean'], 1e-12):.2f}, needs < 1)")
+    pp = paired(models, "surrogate", baseline, lambda e: e.get(metric))
     targets = [{"metric": metric, "baseline": baseline, "surrogate": sm["mean"], "baseline_value": bm["mean"],
-                "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "met": bool(ok)}]
+                "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "met": bool(ok), "paired": pp}]
+    if pp["n"]:
+        gap += f"; surrogate - {baseline} {_paired_words(pp)}"
     more = []
     if "rot_deg" in s["overall"] and "rot_deg" in b["overall"]:
         sr, br = s["overall"]["rot_deg"]["mean"], b["overall"]["rot_deg"]["mean"]
+        pr = paired(models, "surrogate", baseline, lambda e: e.get("rot_deg"))
         targets.append({"metric": "rot_deg", "baseline": baseline, "surrogate": sr, "baseline_value": br,
-                        "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "met": bool(sr <= br)})
-        more.append(f"mean rotation error {sr:.2f} vs {br:.2f} deg ({'met' if sr <= br else f'missed by {sr - br:.2f} deg'})")
+                        "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "met": bool(sr <= br), "paired": pr})
+        more.append(f"mean rotation error {sr:.2f} vs {br:.2f} deg ({'met' if sr <= br else f'missed by {sr - br:.2f} deg'}"
+                    + (f"; {_paired_words(pr)}" if pr["n"] else "") + ")")
     r = models.get("analytic_randomized", {})
     if "overall" in r and r["overall"][metric].get("mean_ci95"):
         lo = r["overall"][metric]["mean_ci95"][0]
@@ -126,9 +153,11 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
 ANALYTIC = ("analytic_nominal", "analytic_randomized", "analytic_identified")
 
 
-def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, metric: str = "pos_pct_size") -> dict:
-    """Surrogate error at ``horizon_s`` (mean over the acceptance episodes) against the best
-    analytic baseline's: supported when surrogate / best <= ``max_ratio``."""
+def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, metric: str = "pos_pct_size",
+                          sets=None) -> dict:
+    """Surrogate error at ``horizon_s`` (mean over the acceptance episodes, those of ``sets``) against the best
+    analytic baseline's: supported when surrogate / best <= ``max_ratio``; the target carries the paired
+    difference over the same episodes."""
     h = f"{float(horizon_s):g}"
 
     def at(m):
@@ -149,11 +178,14 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
     gap = (f"target met (ratio {ratio:.2f} <= {max_ratio:g})" if ok else
            f"target missed: ratio {ratio:.2f}, needs <= {max_ratio:g} (the surrogate's error would have to fall "
            f"{100 * (1 - max_ratio / ratio):.0f} % to meet it)")
+    pp = paired(models, "surrogate", best, lambda e: (e.get(f"horizon_{metric}") or {}).get(h), sets=sets)
+    if pp["n"]:
+        gap += f"; surrogate - {best} {_paired_words(pp)}"
     return {"verdict": "supported" if ok else "falsified",
             "detail": f"mean {metric_words(f'{metric}@{h}s')}: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
                       f"({best}) {b['mean']:.2f}{ci(b)} over {s['n']} held-out episodes; {gap}",
             "targets": [{"metric": f"{metric}@{h}s", "baseline": best, "surrogate": s["mean"], "baseline_value": b["mean"],
-                         "ratio": ratio, "max_ratio": max_ratio, "met": bool(ok)}]}
+                         "ratio": ratio, "max_ratio": max_ratio, "met": bool(ok), "paired": pp}]}
 
 
 def suite_verdict(cfg: dict, models: dict) -> dict:
@@ -165,7 +197,7 @@ def suite_verdict(cfg: dict, models: dict) -> dict:
         return policy_verdict(models, max_gap=float(acc["max_gap"]))
     if acc.get("kind") == "horizon_ratio":
         return horizon_ratio_verdict(models, horizon_s=acc["horizon_s"], max_ratio=acc["max_ratio"],
-                                     metric=acc.get("metric", "pos_pct_size"))
+                                     metric=acc.get("metric", "pos_pct_size"), sets=acc.get("sets"))
     return verdict(models)
 
 

@@ -9,7 +9,8 @@ MuJoCo's scene of the episode and is scored against the recorded object poses:
   differential evolution to replays of training episodes (never test episodes);
 - ``analytic_randomized``: an ensemble randomized around the identified values;
 - ``surrogate``: the checkpoint's contact network owning the pad, table and ground pairs
-  (hybrid stepper).
+  (hybrid stepper); ``surrogate.rows`` ({name: checkpoint}) adds further learned rows scored on the
+  same replays (a previous release: compared in one run, with paired intervals).
 
 Test sets are named (``data.test_sets``): episodes of training-split objects (new grasps,
 in distribution), held-out families, and mesh files; ``--test-data`` replaces them by one or
@@ -44,7 +45,7 @@ from .grasp_outcome import rates
 from .identify import fit_params, loss_of
 from .replay import (analytic_pad_forces, prepare_replay, replay_errors, replay_with_model, simulate_replay,
                      simulate_replay_qpos, simulate_replay_states)
-from .rig_data import generated_dataset, load_sets, rig_settings, thresholds, train_dataset
+from .rig_data import generated_dataset, load_sets, resolve, rig_settings, thresholds, train_dataset
 from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer, recorded_qpos
 from .rows import NOT_GIVEN, analytic_rows, learned_row, nominal_params
 
@@ -148,6 +149,17 @@ def _surrogate(ex: Executor, checkpoint, model, test: list, sim: dict) -> tuple[
     return {k: (q, f) for (k, _, _), (q, f, _) in zip(test, runs)}, totals
 
 
+def _learned_row(ex: Executor, name: str, path, model, card, *, test, sim, scorer, replays, traces, seen) -> dict:
+    """The ledger row of one learned model (``surrogate`` or a ``surrogate.rows`` entry), scored on the suite's
+    replays; its pad forces join ``traces`` for the force plot."""
+    preds, st = _surrogate(ex, path, model, test, sim)
+    for k, (_, f) in preds.items():
+        if replays[k].sensors:
+            traces.setdefault(k, {})[name] = f[:, :, 0]
+    return learned_row(description=SURROGATE, checkpoint=path, card=card, seen=seen,
+                       metrics=scorer.metrics(scorer.score(preds)), stepper=st)
+
+
 # ----------------------------------------------------------------------------- attribution
 
 def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, progress) -> dict:
@@ -223,6 +235,16 @@ def _test_leaks(train_ds, replays: dict) -> list:
                   if (r.episode.object.name, json.dumps((r.episode.provenance.generator or {}).get("seed"))) in train_keys)
 
 
+def _row_leaks(cfg, card, train_ds, overlap: list, replays: dict, **data) -> list:
+    """``_test_leaks`` for a further learned row (``surrogate.rows``): against its own training captures where its
+    card names others than the suite's."""
+    root = (card.get("data") or {}).get("root")
+    if not root or resolve(root) == Path(train_ds.root).resolve():
+        return overlap
+    own, _ = train_dataset(cfg, card=card, **data)
+    return _test_leaks(own, replays)
+
+
 def _data_info(train_ds, sets: dict, skipped: dict, overlap: list) -> dict:
     return {"name": train_ds.meta.name, "path": str(train_ds.root), "episodes": len(train_ds.episodes),
             "hash": dataset_hash(train_ds.root), "real": sorted({e.provenance.real for e in train_ds.episodes}),
@@ -239,11 +261,9 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     ex = ex or Executor(progress=progress)
     rig = rig_settings(cfg, backend="ray" if ex.backend == "ray" else "process")
     workers, sim = int(cfg.get("workers", 2)), dict(cfg["simulation"])
-    model, card = None, None
-    if checkpoint is not None:
-        from ..model.checkpoint import load_checkpoint
+    from ..model.checkpoint import load_checkpoint
 
-        model, card = load_checkpoint(checkpoint)
+    model, card = load_checkpoint(checkpoint) if checkpoint is not None else (None, None)
     sim["surrogate_margin"] = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))
     sets, skipped = load_sets(cfg, test_data=test_data, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
     target_sets = [s for s in cfg["acceptance"]["sets"] if s in sets] or list(sets)
@@ -272,13 +292,14 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                            nominal_json={k: v for k, v in nominal_params(test[0][1], nom).to_json().items() if k != "friction"}
                            | {"friction": nom["friction"]}, identified=(params, {"identification": info}))
     models["surrogate"] = dict(NOT_GIVEN)
-    if model is not None:
-        preds, st = _surrogate(ex, checkpoint, model, test, sim)
-        for k, (_, f) in preds.items():
-            if replays[k].sensors:
-                traces.setdefault(k, {})["surrogate"] = f[:, :, 0]
-        models["surrogate"] = learned_row(description=SURROGATE, checkpoint=checkpoint, card=card, seen=overlap,
-                                          metrics=scorer.metrics(scorer.score(preds)), stepper=st)
+    learned = {"surrogate": (checkpoint, model, card)} if model is not None else {}
+    for name, path in ((cfg.get("surrogate") or {}).get("rows") or {}).items():  # e.g. the previous release
+        learned[str(name)] = (path, *load_checkpoint(path))
+    for name, (path, net, c) in learned.items():
+        seen = overlap if name == "surrogate" else _row_leaks(cfg, c, train_ds, overlap, replays, rig=rig,
+                                                                 cache_dir=cache_dir, workers=workers, progress=progress)
+        models[name] = _learned_row(ex, name, path, net, c, test=test, sim=sim, scorer=scorer, replays=replays,
+                                    traces=traces, seen=seen)
 
     recorded = {name: rates([true_labels[f"{name}/{e.episode_id}"] for e in ds.episodes]) for name, ds in sets.items()}
     recorded["overall"] = rates([true_labels[k] for k, _, _ in test if set_of[k] in target_sets])

@@ -24,10 +24,11 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import ConfigError
+from ..metrics import paired_difference
 from ..model.contact_law import GROUPS, ContactLawGNN
 from ..sim.toss_eval import evaluate_tosses
 from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
-from .objective import paired_difference, window_loss
+from .objective import window_loss
 
 STAGE_DEFAULTS = {"grid": {"group": "surface", "stiffness": [], "damping": [], "friction": []},  # empty lists: off
                   "prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1},

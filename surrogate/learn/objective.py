@@ -154,14 +154,3 @@ def episode_scores(preds: dict, episodes, *, max_error_size: float = 10.0) -> li
         rows.append({"id": str(e.episode_id), "pos_pct": float(pos[v].mean() / e.object.size * 100.0),
                      "rot_deg": float(rot[v].mean())})
     return rows
-
-
-def paired_difference(a: list[dict], b: list[dict], key: str, *, seed: int = 0, n_boot: int = 2000) -> dict:
-    """Mean of b - a over the same episodes with a 95 % bootstrap interval (negative: b is better)."""
-    da = {r["id"]: r[key] for r in a}
-    diff = np.array([r[key] - da[r["id"]] for r in b if r["id"] in da])
-    if not len(diff):
-        return {"n": 0, "mean": None, "ci95": None}
-    rng = np.random.default_rng(seed)
-    boots = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(1)
-    return {"n": int(len(diff)), "mean": float(diff.mean()), "ci95": [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]}
