@@ -40,32 +40,34 @@ from ..model.law import cross, semi_implicit_solve_joint
 def contact_jacobians(builder, cb, rows: np.ndarray | None = None) -> np.ndarray:
     """[n, 3, nv] the relative-velocity Jacobians (object point minus other body's point) of contacts ``rows``,
     vectorized over environments from MuJoCo's motion dofs as ``mj_jac`` computes them: for a point p on
-    body b and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``;
-    only the chain's columns are computed (the object's 6, a pad's few). ``rows`` None: every contact.
+    body b and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``,
+    with sign +1 on the object's chain and -1 on the other body's (none for a static one). The signs and the
+    columns any contact uses are derived once per contact set (``ContactSet.solve``); one expression then
+    serves both sides of every contact. ``rows`` None: every contact.
 
     ``cb`` must carry ``dynamics`` (``GraphBuilder.build(..., dynamics=True)``)."""
-    pos, rcom, cdof = cb.dynamics[:3]
-    K = cb.K
-    env, node, p = (cb.env, cb.node, pos) if rows is None else (cb.env[rows], cb.node[rows], pos[rows])
-    local = node - env * K
-    J = np.zeros((len(env), 3, cdof.shape[1]))  # [n, 3, nv], contiguous: the solve reshapes it without a copy
+    pos, cdof, _, _, dof_com = cb.dynamics
+    cs, nv = cb.contact_set, cdof.shape[1]
+    tab = cs.solve.get("jacobian")
+    if tab is None:
+        chain = builder.dof_chain
+        sign = chain[0][None, :].astype(np.float64) - chain[cs.local] * ~cs.oth_static  # [E, nv]
+        cols = np.flatnonzero((sign != 0).any(axis=0))
+        cols = slice(None) if len(cols) == nv else cols
+        tab = cs.solve["jacobian"] = (np.ascontiguousarray(sign[:, cols, None]), cols)
+    sign, cols = tab
+    env, p = (cs.env, pos) if rows is None else (cs.env[rows], pos[rows])
+    if rows is not None:
+        sign = sign[rows]
+    cd = cdof[env][:, cols]  # [n, c, 6]: (angular, linear) per dof
+    off = p[:, None, :] - dof_com[env][:, cols]  # [n, c, 3]
+    J = np.zeros((len(env), 3, nv))  # [n, 3, nv], contiguous: the solve reshapes it without a copy
     Jt = J.transpose(0, 2, 1)  # [n, nv, 3]: the layout of cdof, a view written through
-
-    def add(sel, global_node, k, subtract):
-        off = p[sel] - rcom[global_node]
-        for run in builder.dof_runs[k]:
-            cd = cdof[env[sel], run]  # [s, c, 6]: (angular, linear) per chain dof
-            blk = cd[..., 3:] + cross(cd[..., :3], off[:, None, :])
-            if subtract:
-                Jt[sel, run] -= blk
-            else:
-                Jt[sel, run] += blk
-
-    add(slice(None), env * K, 0, False)
-    for k in builder.dynamic_nodes[1:]:  # the other side's point, when it is a moving body (static: no dofs)
-        sel = np.flatnonzero(local == k)
-        if len(sel):
-            add(sel, node[sel], int(k), True)
+    blk = cd[..., 3:] + cross(cd[..., :3], off)
+    if isinstance(cols, slice):
+        np.multiply(sign, blk, out=Jt)
+    else:
+        Jt[:, cols] = sign * blk
     return J
 
 
@@ -84,11 +86,10 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
                                                      length=builder.length, mass=float(m.body_mass[builder.object_body]),
                                                      gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)),
                                                      dt=m.opt.timestep)
-        return f0, a, b, n, np.broadcast_to(mu, f0.shape), np.broadcast_to(eps, f0.shape)
+        return f0, a, b, n, mu, eps  # mu [E] (per prior group), eps a scalar
     with torch.inference_mode():
         t = model.law_terms(cb.graph, features=features)
-    return tuple(t[k].numpy() if t[k].ndim else np.full(len(t["f0"]), float(t[k]))
-                 for k in ("f0", "a", "b", "n", "mu", "eps"))
+    return tuple(t[k].numpy() if t[k].ndim else float(t[k]) for k in ("f0", "a", "b", "n", "mu", "eps"))
 
 
 def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None):
@@ -106,37 +107,45 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     if E == 0:
         return out, qfrc
     f0, a, b, n, mu, eps = _terms(m, cb, model, builder, features)
-    active = np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
-    if not active.any():
+    cs = cb.contact_set
+    every = cs.solve.get("every_env")  # every environment has a contact
+    if every is None:
+        every = cs.solve["every_env"] = bool(cs.counts.min() > 0)
+    active = None if every and (f0 > 0).all() else np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
+    if active is None or active.all():  # the usual case: every environment solves, no rows to pick
+        envs, keep, rows, counts, start = slice(None), slice(None), None, cs.counts, cs.start
+        todo = datas
+    elif not active.any():
         return out, qfrc
-    counts = np.bincount(cb.env, minlength=cb.num_envs)
-    if active.all():  # the usual case: every environment solves, no rows to pick
-        envs, keep, rows = np.arange(cb.num_envs), slice(None), None
     else:
         envs = np.flatnonzero(active)
         keep = rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
-        counts = counts[envs]
-    start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``keep``
+        counts = cs.counts[envs]
+        start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``keep``
+        todo = [datas[i] for i in envs]
     dt = m.opt.timestep
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
-    _, _, _, Msparse, qvel = cb.dynamics
+    _, _, Msparse, qvel, _ = cb.dynamics
     acc = (views or DataViews(datas)).qacc_smooth
-    for i in envs:
-        d = datas[i]
+    for d in todo:
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-    qv = qvel[envs] + dt * np.concatenate([acc[i] for i in envs]).reshape(len(envs), nv)
+    nB = len(todo)
+    qv = qvel[envs] + dt * np.concatenate(acc if rows is None else [acc[i] for i in envs]).reshape(nB, nv)
     J = contact_jacobians(builder, cb, rows)
-    idx = builder.M_index
-    M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia
+    take, nonzero = builder.M_take
+    M = np.where(nonzero, Msparse[envs][:, take], 0.0)  # [B, nv, nv] dense joint-space inertia
+    if rows is not None:  # only the environments with a force
+        f0, a, b, n = f0[rows], a[rows], b[rows], n[rows]
+        mu, eps = (x[rows] if np.ndim(x) else x for x in (mu, eps))
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
-    F, _ = semi_implicit_solve_joint(f0[keep], a[keep], b[keep], n[keep], J, start, M, qv, dt, mu=mu[keep],
-                                     eps=eps[keep], iterations=getattr(model, "friction_iterations", 0))
+    F, _ = semi_implicit_solve_joint(f0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps,
+                                     iterations=getattr(model, "friction_iterations", 0), counts=counts)
     out[keep] = F
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
     if counts.min() == counts.max():  # the same count everywhere: one batched product
         C3 = 3 * int(counts[0])
-        qfrc[envs] = (J.reshape(len(envs), C3, nv).transpose(0, 2, 1) @ F.reshape(len(envs), C3, 1))[..., 0]
+        qfrc[envs] = (J.reshape(nB, C3, nv).transpose(0, 2, 1) @ F.reshape(nB, C3, 1))[..., 0]
     else:
         qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
     return out, qfrc
