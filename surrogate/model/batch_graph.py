@@ -66,7 +66,8 @@ class ContactBatch:
       node: [E] global node index of the other body (``env * K + k``).
       r_obj, r_oth: [E, 3] float64 lever arms (m) from the object's / other body's COM.
       normal: [E, 3] float64 contact normal pointing into the object.  dist: [E] float64 signed distance (m).
-      vel, omega: [B * K, 3] float64 node velocities (m/s, rad/s, world axes; zero for static bodies).
+      vel, omega: [B * K, 3] float64 node velocities (m/s, rad/s, world axes; zero for static bodies), computed on
+        first access (the law solve takes the contacts' velocities from its Jacobians instead).
       num_envs: B.  K: nodes per environment.
       graph: the ``ContactGraph`` (module docstring), built from these arrays on first access: a model
         without a network (a constant law) is stepped from the arrays alone, without any torch tensor.
@@ -78,11 +79,10 @@ class ContactBatch:
     r_oth: np.ndarray
     normal: np.ndarray
     dist: np.ndarray
-    vel: np.ndarray
-    omega: np.ndarray
     num_envs: int
     K: int
     _make_graph: object = None  # () -> ContactGraph
+    _velocities: object = None  # () -> (vel, omega), computed once on first use
     # (pos [E, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv], subtree COM of each dof's root body [B, nv, 3])
     dynamics: tuple | None = None
     contact_set: "ContactSet | None" = None
@@ -93,6 +93,14 @@ class ContactBatch:
         if self._graph is None:
             self._graph = self._make_graph()
         return self._graph
+
+    @property
+    def vel(self) -> np.ndarray:
+        return self._velocities()[0]
+
+    @property
+    def omega(self) -> np.ndarray:
+        return self._velocities()[1]
 
     @property
     def num_contacts(self) -> int:
@@ -138,6 +146,16 @@ def _dof_chain(model: mujoco.MjModel, body: int) -> np.ndarray:
             out[j] = True
             j = int(model.dof_parentid[j])
     return out
+
+
+def _dof_rotates(model: mujoco.MjModel) -> np.ndarray:
+    """[nv] bool: the dofs whose motion turns their body (hinge, ball, a free joint's last three); a sliding
+    dof's ``cdof`` has no angular part, so its point velocity is the same everywhere on the body."""
+    jtype = model.jnt_type[model.dof_jntid]
+    first = model.jnt_dofadr[model.dof_jntid]
+    free = jtype == mujoco.mjtJoint.mjJNT_FREE
+    return (jtype == mujoco.mjtJoint.mjJNT_HINGE) | (jtype == mujoco.mjtJoint.mjJNT_BALL) | \
+        (free & (np.arange(model.nv) - first >= 3))
 
 
 def _dense_M_index(model: mujoco.MjModel) -> np.ndarray:
@@ -222,6 +240,7 @@ class GraphBuilder:
         # subtree COM its motion dof ``cdof`` is expressed about (every dof of a chain has its body's root)
         self.dof_chain = np.stack([_dof_chain(model, int(b)) for b in nb])  # [K, nv] bool
         self.dof_root = np.asarray(model.body_rootid[model.dof_bodyid], dtype=np.int64)  # [nv]
+        self.dof_rotates = _dof_rotates(model)  # [nv] bool
         self._model = model  # for ``M_index``, built on first use (only the law solve needs it)
         self._moving_node = (self.static == 0)[None, :, None]
         self._set = None  # (key, ContactSet) of the last contact set seen (``contact_set``)
@@ -319,22 +338,25 @@ class GraphBuilder:
         env, cid, sign, g_obj, g_oth, node = cs.env, cs.cid, cs.sign, cs.g_obj, cs.g_oth, cs.local
         if not isinstance(cs.rows, slice):
             pos, frame, dist = pos[cs.rows], frame[cs.rows], dist[cs.rows]
-        # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
-        # cvel is the spatial velocity about the subtree COM of the body's root.
-        w = cvel[..., :3]
-        v = cvel[..., 3:] + cross(w, xipos - rcom)
-        dyn = self._moving_node
-        v, w = np.where(dyn, v, 0.0), np.where(dyn, w, 0.0)
         r_obj = pos - xipos[env, 0]
         r_oth = np.where(cs.oth_static, 0.0, pos - xipos[env, node])
         normal = sign[:, None] * frame[:, 0:3]
-        v, w = v.reshape(B * K, 3), w.reshape(B * K, 3)
+
+        @functools.cache
+        def velocities() -> tuple[np.ndarray, np.ndarray]:
+            # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
+            # cvel is the spatial velocity about the subtree COM of the body's root.
+            w = cvel[..., :3]
+            v = cvel[..., 3:] + cross(w, xipos - rcom)
+            dyn = self._moving_node
+            return np.where(dyn, v, 0.0).reshape(B * K, 3), np.where(dyn, w, 0.0).reshape(B * K, 3)
 
         def make_graph() -> ContactGraph:
             npd = np.float32 if dtype == torch.float32 else np.float64
             f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
             inertia_w = np.einsum("bij,j,bkj->bik", ximat, model.body_inertia[self.object_body], ximat)
             E = len(env)
+            v, w = velocities()
             src = torch.from_numpy(env * K + node)
             dst = torch.from_numpy(env * K)
             return ContactGraph(
@@ -355,7 +377,7 @@ class GraphBuilder:
             )
 
         return ContactBatch(env=env, node=cs.node, r_obj=r_obj, r_oth=r_oth, normal=normal, dist=dist,
-                            vel=v, omega=w, num_envs=B, K=K, _make_graph=make_graph, contact_set=cs,
+                            num_envs=B, K=K, _make_graph=make_graph, _velocities=velocities, contact_set=cs,
                             dynamics=None if solve_arrays is None else (pos, *solve_arrays))
 
 

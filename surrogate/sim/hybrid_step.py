@@ -66,10 +66,11 @@ def _bad_force_envs(m, stepper, cb, forces: np.ndarray) -> np.ndarray:
         return bad_env
     g = m.opt.gravity
     limit = stepper.max_force * max(float(m.body_mass[stepper.builder.object_body]) * math.sqrt(float(g @ g)), 1e-12)
-    norm = np.sqrt(np.einsum("ej,ej->e", forces, forces))
-    bad_edge = ~(norm <= limit)  # NaN compares False: caught too
-    if not bad_edge.any():
+    # squared norms against the squared limit: no square root on the usual step; NaN compares False: caught too
+    if (np.einsum("ej,ej->e", forces, forces) <= limit * limit).all():
         return bad_env
+    norm = np.sqrt(np.einsum("ej,ej->e", forces, forces))
+    bad_edge = ~(norm <= limit)
     st, step_no = stepper._stats, stepper._stats["physics_steps"]
     e = int(np.flatnonzero(bad_edge)[0])
     env = int(cb.env[e])
@@ -119,7 +120,7 @@ def _apply(m, datas, stepper, cb, forces, qfrc, bad_env) -> None:
     """Add the forces of the environments without a bad force to their ``qfrc_applied``."""
     if qfrc is not None:  # a law model's J^T F: one write per environment
         applied = stepper._views.qfrc_applied
-        for i in np.flatnonzero(~bad_env):
+        for i in (np.flatnonzero(~bad_env).tolist() if bad_env.any() else range(len(applied))):
             np.add(applied[i], qfrc[i], out=applied[i])
         return
     W, K = stepper.last_wrench, cb.K
@@ -170,15 +171,16 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     if stepper.input_range is not None and stepper.check_inputs and E:
         _check_inputs(stepper, cb, feats)
     t4 = time.perf_counter()
-    stepper._set_last(cb, forces * ~bad_env[cb.env][:, None])
+    fallback = bool(bad_env.any())
+    stepper._set_last(cb, forces * ~bad_env[cb.env][:, None] if fallback else forces)
     if E:
         _apply(m, datas, stepper, cb, forces, qfrc, bad_env)
     t5 = time.perf_counter()
-    if bad_env.any():
+    if fallback:
         _fallback(m, datas, stepper, bad_env)
     t6 = time.perf_counter()
-    for i, d in enumerate(datas):
-        if not bad_env[i]:
+    for d, bad in zip(datas, bad_env.tolist()) if fallback else ((d, False) for d in datas):
+        if not bad:
             mujoco.mj_step2(m, d)
     t7 = time.perf_counter()
     stepper._stats["contacts"] += E

@@ -37,52 +37,92 @@ from ..model.batch_graph import DataViews
 from ..model.law import cross, semi_implicit_solve_joint
 
 
-def contact_jacobians(builder, cb, rows: np.ndarray | None = None) -> np.ndarray:
-    """[n, 3, nv] the relative-velocity Jacobians (object point minus other body's point) of contacts ``rows``,
-    vectorized over environments from MuJoCo's motion dofs as ``mj_jac`` computes them: for a point p on
-    body b and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``,
-    with sign +1 on the object's chain and -1 on the other body's (none for a static one). The signs and the
-    columns any contact uses are derived once per contact set (``ContactSet.solve``); one expression then
-    serves both sides of every contact. ``rows`` None: every contact.
+def contact_jacobians(builder, cb) -> np.ndarray:
+    """[E, 3, nv] the relative-velocity Jacobians (object point minus other body's point) of every contact,
+    vectorized over environments from MuJoCo's motion dofs as ``mj_jac`` computes them: for a point p on body b
+    and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``, with sign
+    +1 on the object's chain and -1 on the other body's (none for a static one).
+
+    Written as ``J[:, j] = s_j (L_j + cdof_ang[j] x p)`` with ``L_j = cdof_lin[j] - cdof_ang[j] x subtree_com``
+    (each dof's point velocity at the world origin): ``s L`` and ``s cdof_ang`` are made once per environment and
+    node (a few dozen rows), so that per contact only gathers, and a cross product for the dofs that rotate
+    (``GraphBuilder.dof_rotates``: a sliding dof's column is ``s L``, the same for every point), remain. The
+    signs and the columns any contact uses are derived once per contact set (``ContactSet.solve``).
 
     ``cb`` must carry ``dynamics`` (``GraphBuilder.build(..., dynamics=True)``)."""
     pos, cdof, _, _, dof_com = cb.dynamics
-    cs, nv = cb.contact_set, cdof.shape[1]
+    cs, nv, K = cb.contact_set, cdof.shape[1], cb.K
     tab = cs.solve.get("jacobian")
     if tab is None:
-        chain = builder.dof_chain
-        sign = chain[0][None, :].astype(np.float64) - chain[cs.local] * ~cs.oth_static  # [E, nv]
-        cols = np.flatnonzero((sign != 0).any(axis=0))
-        cols = slice(None) if len(cols) == nv else cols
-        tab = cs.solve["jacobian"] = (np.ascontiguousarray(sign[:, cols, None]), cols)
-    sign, cols = tab
-    env, p = (cs.env, pos) if rows is None else (cs.env[rows], pos[rows])
-    if rows is not None:
-        sign = sign[rows]
-    cd = cdof[env][:, cols]  # [n, c, 6]: (angular, linear) per dof
-    off = p[:, None, :] - dof_com[env][:, cols]  # [n, c, 3]
-    J = np.zeros((len(env), 3, nv))  # [n, 3, nv], contiguous: the solve reshapes it without a copy
-    Jt = J.transpose(0, 2, 1)  # [n, nv, 3]: the layout of cdof, a view written through
-    blk = cd[..., 3:] + cross(cd[..., :3], off)
+        tab = cs.solve["jacobian"] = _jacobian_table(builder, cs, nv)
+    sign_t, sign_rot, cols, rot, rot_runs = tab
+    B = cb.num_envs
+    cd = cdof[:, cols]  # [B, c, 6]: (angular, linear) per dof
+    ang = cd[..., :3]
+    L = cd[..., 3:] - cross(ang, dof_com[:, cols])  # [B, c, 3]
+    # [B * K, 3, c] per (env, node): s L in the Jacobian's layout, so that one gather makes J (no strided writes)
+    sL = (L.transpose(0, 2, 1)[:, None] * sign_t).reshape(B * K, 3, -1)
+    sA = np.take((sign_rot * ang[:, None, rot]).reshape(B * K, len(rot), 3), cs.node, axis=0)  # [E, r, 3]
     if isinstance(cols, slice):
-        np.multiply(sign, blk, out=Jt)
+        J = np.take(sL, cs.node, axis=0)  # [E, 3, nv], contiguous: the solve reshapes it without a copy
     else:
-        Jt[:, cols] = sign * blk
+        J = np.zeros((len(cs.env), 3, nv))
+        J[:, :, cols] = np.take(sL, cs.node, axis=0)
+    cr = cross(sA, pos[:, None, :]).transpose(0, 2, 1)  # [E, 3, r]
+    for run, local in rot_runs:  # contiguous column runs: slices, not a fancy-index scatter
+        J[:, :, run] += cr[:, :, local]
     return J
 
 
-def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
+def _jacobian_table(builder, cs, nv: int) -> tuple:
+    """``contact_jacobians``' tables of a contact set: (signs [K, 1, c] of the c used columns per node, signs
+    [K, r, 1] of the r rotating ones, the used columns (a slice when all), the rotating ones among them, and
+    their runs as (slice of nv, slice of r))."""
+    K = len(builder.node_body)
+    chain = builder.dof_chain.astype(np.float64)
+    moving = (builder.static == 0) & (np.arange(K) > 0)  # the other side of a contact, when it moves
+    sign = chain[0][None, :] - chain * moving[:, None]  # [K, nv]: contacts of the object with node k
+    used = np.zeros(K, dtype=bool)
+    used[cs.local] = True
+    cols = np.flatnonzero((sign[used] != 0).any(axis=0))
+    rot = np.flatnonzero(builder.dof_rotates[cols])  # among ``cols``
+    runs, i = [], 0
+    for r in _runs(cols[rot]):
+        runs.append((r, slice(i, i + r.stop - r.start)))
+        i += r.stop - r.start
+    return (np.ascontiguousarray(sign[:, None, cols]), np.ascontiguousarray(sign[:, cols[rot], None]),
+            slice(None) if len(cols) == nv else cols, rot, runs)
+
+
+def _runs(cols: np.ndarray) -> list[slice]:
+    """Contiguous runs of sorted indices, as slices ([0..5, 9, 10] -> [0:6, 9:11])."""
+    if not len(cols):
+        return []
+    breaks = np.flatnonzero(np.diff(cols) != 1) + 1
+    return [slice(int(r[0]), int(r[-1]) + 1) for r in np.split(cols, breaks)]
+
+
+def _times_qvel(J: np.ndarray, qvel: np.ndarray, cs) -> np.ndarray:
+    """[E, 3] ``J_e qvel_env(e)``: one [3C, nv] product per environment when every environment has C contacts,
+    else one per contact."""
+    C = int(cs.counts[0]) if len(cs.counts) else 0
+    if C and (cs.counts == C).all():
+        B, nv = qvel.shape
+        return (J.reshape(B, 3 * C, nv) @ qvel[..., None]).reshape(-1, 3)
+    return (J @ qvel[cs.env][..., None])[..., 0]
+
+
+def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None):
     """``(f0, a, b, n, mu, eps)`` of every contact: numpy directly for a constant law (no network), else the model's
     ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them)."""
     if not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms"):
-        K = cb.K
-        o = cb.env * K
-        v = cb.vel[o] + cross(cb.omega[o], cb.r_obj) - cb.vel[cb.node] - cross(cb.omega[cb.node], cb.r_oth)
+        cs = cb.contact_set
+        v = _times_qvel(J, cb.dynamics[3], cs)  # the relative velocity at each contact, J qvel
         n = cb.normal
         vn = np.einsum("ej,ej->e", v, n)
         vt = v - vn[:, None] * n
         speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
-        f0, a, b, mu, eps = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cb.node % K] < 0.5,
+        f0, a, b, mu, eps = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cs.local] < 0.5,
                                                      length=builder.length, mass=float(m.body_mass[builder.object_body]),
                                                      gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)),
                                                      dt=m.opt.timestep)
@@ -103,25 +143,26 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
     E, nv = cb.num_contacts, m.nv
-    out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     if E == 0:
-        return out, qfrc
-    f0, a, b, n, mu, eps = _terms(m, cb, model, builder, features)
+        return np.zeros((0, 3)), np.zeros((cb.num_envs, nv))
+    J = contact_jacobians(builder, cb)
+    f0, a, b, n, mu, eps = _terms(m, cb, model, builder, features, J)
     cs = cb.contact_set
     every = cs.solve.get("every_env")  # every environment has a contact
     if every is None:
         every = cs.solve["every_env"] = bool(cs.counts.min() > 0)
     active = None if every and (f0 > 0).all() else np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
     if active is None or active.all():  # the usual case: every environment solves, no rows to pick
-        envs, keep, rows, counts, start = slice(None), slice(None), None, cs.counts, cs.start
+        envs, rows, counts, start = slice(None), None, cs.counts, cs.start
         todo = datas
     elif not active.any():
-        return out, qfrc
+        return np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     else:
+        out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
         envs = np.flatnonzero(active)
-        keep = rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
+        rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
         counts = cs.counts[envs]
-        start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``keep``
+        start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``rows``
         todo = [datas[i] for i in envs]
     dt = m.opt.timestep
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
@@ -132,20 +173,21 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
         mujoco.mj_fwdAcceleration(m, d)
     nB = len(todo)
     qv = qvel[envs] + dt * np.concatenate(acc if rows is None else [acc[i] for i in envs]).reshape(nB, nv)
-    J = contact_jacobians(builder, cb, rows)
     take, nonzero = builder.M_take
     M = np.where(nonzero, Msparse[envs][:, take], 0.0)  # [B, nv, nv] dense joint-space inertia
     if rows is not None:  # only the environments with a force
-        f0, a, b, n = f0[rows], a[rows], b[rows], n[rows]
+        f0, a, b, n, J = f0[rows], a[rows], b[rows], n[rows], J[rows]
         mu, eps = (x[rows] if np.ndim(x) else x for x in (mu, eps))
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
     F, _ = semi_implicit_solve_joint(f0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps,
                                      iterations=getattr(model, "friction_iterations", 0), counts=counts)
-    out[keep] = F
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
     if counts.min() == counts.max():  # the same count everywhere: one batched product
         C3 = 3 * int(counts[0])
-        qfrc[envs] = (J.reshape(nB, C3, nv).transpose(0, 2, 1) @ F.reshape(nB, C3, 1))[..., 0]
+        q = (J.reshape(nB, C3, nv).transpose(0, 2, 1) @ F.reshape(nB, C3, 1))[..., 0]
     else:
-        qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
+        q = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
+    if rows is None:
+        return F, q
+    out[rows], qfrc[envs] = F, q
     return out, qfrc
