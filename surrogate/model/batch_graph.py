@@ -109,9 +109,8 @@ class ContactBatch:
 
 @dataclass
 class ContactSet:
-    """Everything about a batch's contacts that follows from which geom pairs touch in which environment, not
-    from where they touch (``GraphBuilder.contact_set``): kept while it stays the same, as it does for a held
-    object over many steps, so that a physics step re-derives none of it.
+    """What follows from which geom pairs touch in which environment, not from where (``GraphBuilder.contact_set``):
+    kept while it stays the same, as for a held object over many steps, so that a step re-derives none of it.
 
     Attributes (E owned contacts, B environments): rows (the owned rows of all contacts: an index array, or
     ``slice(None)`` when all are owned), env, cid (index into ``data.contact``), local (the other body's node,
@@ -151,11 +150,9 @@ def _dof_chain(model: mujoco.MjModel, body: int) -> np.ndarray:
 def _dof_rotates(model: mujoco.MjModel) -> np.ndarray:
     """[nv] bool: the dofs whose motion turns their body (hinge, ball, a free joint's last three); a sliding
     dof's ``cdof`` has no angular part, so its point velocity is the same everywhere on the body."""
-    jtype = model.jnt_type[model.dof_jntid]
-    first = model.jnt_dofadr[model.dof_jntid]
-    free = jtype == mujoco.mjtJoint.mjJNT_FREE
-    return (jtype == mujoco.mjtJoint.mjJNT_HINGE) | (jtype == mujoco.mjtJoint.mjJNT_BALL) | \
-        (free & (np.arange(model.nv) - first >= 3))
+    jtype, first = model.jnt_type[model.dof_jntid], model.jnt_dofadr[model.dof_jntid]
+    J = mujoco.mjtJoint
+    return (jtype == J.mjJNT_HINGE) | (jtype == J.mjJNT_BALL) | ((jtype == J.mjJNT_FREE) & (np.arange(model.nv) - first >= 3))
 
 
 def _dense_M_index(model: mujoco.MjModel) -> np.ndarray:
@@ -241,21 +238,17 @@ class GraphBuilder:
         self.dof_chain = np.stack([_dof_chain(model, int(b)) for b in nb])  # [K, nv] bool
         self.dof_root = np.asarray(model.body_rootid[model.dof_bodyid], dtype=np.int64)  # [nv]
         self.dof_rotates = _dof_rotates(model)  # [nv] bool
-        self._model = model  # for ``M_index``, built on first use (only the law solve needs it)
+        self._model = model  # for ``M_take``, built on first use (only the law solve needs it)
         self._moving_node = (self.static == 0)[None, :, None]
         self._set = None  # (key, ContactSet) of the last contact set seen (``contact_set``)
 
     @functools.cached_property
-    def M_index(self) -> np.ndarray:
-        """[nv, nv] index of each dense inertia entry in ``MjData.M`` (``_dense_M_index``; it allocates an
-        ``MjData``, so only builders of a law solve pay for it)."""
-        return _dense_M_index(self._model)
-
-    @functools.cached_property
     def M_take(self) -> tuple[np.ndarray, np.ndarray]:
-        """(``[nv, nv]`` index into ``MjData.M`` clamped to 0, ``[nv, nv]`` bool structurally nonzero): the dense
-        inertia is ``np.where(mask, M[..., take], 0)``."""
-        return np.maximum(self.M_index, 0), self.M_index >= 0
+        """([nv, nv] index into ``MjData.M``, [nv, nv] bool structurally nonzero): the dense inertia is
+        ``np.where(nonzero, M[..., take], 0)`` (``_dense_M_index``; it allocates an ``MjData``, so only builders of
+        a law solve pay for it)."""
+        index = _dense_M_index(self._model)
+        return np.maximum(index, 0), index >= 0
 
     def contact_set(self, ncon: np.ndarray, geom: np.ndarray) -> "ContactSet":
         """The ``ContactSet`` of a batch whose environments have ``ncon`` [B] contacts with geoms ``geom`` [C, 2]
@@ -301,25 +294,23 @@ class GraphBuilder:
         B = len(datas)
         if views is None:
             views = DataViews(datas)
-        ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
         # The only per-environment Python: MuJoCo's contact arrays as views (``data.contact`` views hold
         # exactly ``ncon`` rows, so they are made every step), copied once into stacked arrays by numpy.
-        cons = [d.contact for d, n in zip(datas, ncon) if n]
-        if cons:
+        cons = [d.contact for d in datas]
+        dists = [c.dist for c in cons]
+        ncon = np.fromiter(map(len, dists), dtype=np.int64, count=B)
+        if B and ncon.any():
             geom, pos, frame, dist = (np.concatenate([c.geom for c in cons]), np.concatenate([c.pos for c in cons]),
-                                      np.concatenate([c.frame for c in cons]), np.concatenate([c.dist for c in cons]))
+                                      np.concatenate([c.frame for c in cons]), np.concatenate(dists))
         else:
             geom, pos, frame, dist = np.empty((0, 2), dtype=np.int32), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
-        # Whole (small) body tables, from the batch's views: one concatenation each; the node rows are picked
-        # once for all environments below.
+        # Whole (small) body tables, from the batch's views: one concatenation each; node rows picked once for all.
         xipos = np.concatenate(views.xipos).reshape(B, self.nbody, 3)
         cvel = np.concatenate(views.cvel).reshape(B, self.nbody, 6)
         scom = np.concatenate(views.subtree_com).reshape(B, self.nbody, 3)
         ximat = np.concatenate(views.ximat).reshape(B, self.nbody, 9)[:, self.object_body]
-        dyn = None
-        if dynamics:
-            dyn = (np.concatenate(views.cdof).reshape(B, self.nv, 6), np.concatenate(views.M).reshape(B, -1),
-                   np.concatenate(views.qvel).reshape(B, self.nv), scom[:, self.dof_root])
+        dyn = (np.concatenate(views.cdof).reshape(B, self.nv, 6), np.concatenate(views.M).reshape(B, -1),
+               np.concatenate(views.qvel).reshape(B, self.nv), scom[:, self.dof_root]) if dynamics else None
         xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
         return (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3)), dyn
 
