@@ -132,13 +132,15 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None):
     return tuple(t[k].numpy() if t[k].ndim else float(t[k]) for k in ("f0", "a", "b", "n", "mu", "eps"))
 
 
-def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None):
+def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None, accelerated: bool = False):
     """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
     ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
-    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``batch_graph.DataViews`` (made here if not given).
+    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``batch_graph.DataViews`` (made here if not given);
+    ``accelerated``: ``mj_fwdActuation`` and ``mj_fwdAcceleration`` already ran on every MjData after ``mj_step1``
+    (the stepper calls them in its ``mj_step1`` loop), else they are called here.
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
@@ -168,7 +170,7 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
     _, _, Msparse, qvel, _ = cb.dynamics
     acc = (views or DataViews(datas)).qacc_smooth
-    for d in todo:
+    for d in () if accelerated else todo:
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
     nB = len(todo)
