@@ -21,8 +21,10 @@ The same system is solved in joint coordinates (``law.semi_implicit_solve_joint`
 instead of 3 per contact, 12 against 36 for a parallel jaw holding a box at 12 points).
 
 Cost per environment: ``mj_fwdActuation`` + ``mj_fwdAcceleration`` (for ``qacc_smooth``); the contact
-Jacobians (from MuJoCo's motion dofs ``cdof``, as ``mj_jac``), the dense inertia (from ``MjData.M``) and the
-solves are numpy batched over environments (``GraphBuilder.build(..., dynamics=True)`` reads the arrays).
+Jacobians (from MuJoCo's motion dofs ``cdof``, as ``mj_jac``), the contacts' relative velocities (``J qvel``),
+the dense inertia (from ``MjData.M``) and the solves are numpy batched over environments
+(``GraphBuilder.build(..., dynamics=True)`` reads the arrays); what follows from the contact set alone (the
+Jacobians' signs and columns, the layout) is derived once per set (``batch_graph.ContactSet``).
 """
 
 from __future__ import annotations
@@ -55,29 +57,31 @@ def contact_jacobians(builder, cb) -> np.ndarray:
     tab = cs.solve.get("jacobian")
     if tab is None:
         tab = cs.solve["jacobian"] = _jacobian_table(builder, cs, nv)
-    sign_t, sign_rot, cols, rot, rot_runs = tab
+    sign_t, sign_rot, cols, rot, rot_cols = tab
     B = cb.num_envs
     cd = cdof[:, cols]  # [B, c, 6]: (angular, linear) per dof
     ang = cd[..., :3]
     L = cd[..., 3:] - cross(ang, dof_com[:, cols])  # [B, c, 3]
-    # [B * K, 3, c] per (env, node): s L in the Jacobian's layout, so that one gather makes J (no strided writes)
-    sL = (L.transpose(0, 2, 1)[:, None] * sign_t).reshape(B * K, 3, -1)
+    # per (env, node): s L in the Jacobian's layout [B * K, 3, c], so that one gather makes J, and s cdof_ang
+    sL = (np.ascontiguousarray(L.transpose(0, 2, 1))[:, None] * sign_t).reshape(B * K, 3, -1)
     sA = np.take((sign_rot * ang[:, None, rot]).reshape(B * K, len(rot), 3), cs.node, axis=0)  # [E, r, 3]
     if isinstance(cols, slice):
         J = np.take(sL, cs.node, axis=0)  # [E, 3, nv], contiguous: the solve reshapes it without a copy
     else:
         J = np.zeros((len(cs.env), 3, nv))
         J[:, :, cols] = np.take(sL, cs.node, axis=0)
-    cr = cross(sA, pos[:, None, :]).transpose(0, 2, 1)  # [E, 3, r]
-    for run, local in rot_runs:  # contiguous column runs: slices, not a fancy-index scatter
-        J[:, :, run] += cr[:, :, local]
+    if sA.size <= 192:  # a batch of one: the fewest numpy calls (one cross product, one scatter)
+        J.transpose(0, 2, 1)[:, rot_cols] += cross(sA, pos[:, None, :])
+    else:  # many contacts: one rotating column at a time, [E, 3] products with long rows
+        for i, j in enumerate(rot_cols):
+            J[:, :, j] += cross(sA[:, i], pos)
     return J
 
 
 def _jacobian_table(builder, cs, nv: int) -> tuple:
     """``contact_jacobians``' tables of a contact set: (signs [K, 1, c] of the c used columns per node, signs
-    [K, r, 1] of the r rotating ones, the used columns (a slice when all), the rotating ones among them, and
-    their runs as (slice of nv, slice of r))."""
+    [K, r, 1] of the r rotating ones, the used columns (a slice when all), the rotating ones: among them, and
+    as columns of J)."""
     K = len(builder.node_body)
     chain = builder.dof_chain.astype(np.float64)
     moving = (builder.static == 0) & (np.arange(K) > 0)  # the other side of a contact, when it moves
@@ -86,20 +90,8 @@ def _jacobian_table(builder, cs, nv: int) -> tuple:
     used[cs.local] = True
     cols = np.flatnonzero((sign[used] != 0).any(axis=0))
     rot = np.flatnonzero(builder.dof_rotates[cols])  # among ``cols``
-    runs, i = [], 0
-    for r in _runs(cols[rot]):
-        runs.append((r, slice(i, i + r.stop - r.start)))
-        i += r.stop - r.start
     return (np.ascontiguousarray(sign[:, None, cols]), np.ascontiguousarray(sign[:, cols[rot], None]),
-            slice(None) if len(cols) == nv else cols, rot, runs)
-
-
-def _runs(cols: np.ndarray) -> list[slice]:
-    """Contiguous runs of sorted indices, as slices ([0..5, 9, 10] -> [0:6, 9:11])."""
-    if not len(cols):
-        return []
-    breaks = np.flatnonzero(np.diff(cols) != 1) + 1
-    return [slice(int(r[0]), int(r[-1]) + 1) for r in np.split(cols, breaks)]
+            slice(None) if len(cols) == nv else cols, rot, cols[rot].tolist())
 
 
 def _times_qvel(J: np.ndarray, qvel: np.ndarray, cs) -> np.ndarray:
