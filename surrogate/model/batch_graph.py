@@ -31,7 +31,7 @@ Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as i
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Sequence
 
@@ -66,7 +66,8 @@ class ContactBatch:
       node: [E] global node index of the other body (``env * K + k``).
       r_obj, r_oth: [E, 3] float64 lever arms (m) from the object's / other body's COM.
       normal: [E, 3] float64 contact normal pointing into the object.  dist: [E] float64 signed distance (m).
-      vel, omega: [B * K, 3] float64 node velocities (m/s, rad/s, world axes; zero for static bodies).
+      vel, omega: [B * K, 3] float64 node velocities (m/s, rad/s, world axes; zero for static bodies), computed on
+        first access (the law solve takes the contacts' velocities from its Jacobians instead).
       num_envs: B.  K: nodes per environment.
       graph: the ``ContactGraph`` (module docstring), built from these arrays on first access: a model
         without a network (a constant law) is stepped from the arrays alone, without any torch tensor.
@@ -78,12 +79,13 @@ class ContactBatch:
     r_oth: np.ndarray
     normal: np.ndarray
     dist: np.ndarray
-    vel: np.ndarray
-    omega: np.ndarray
     num_envs: int
     K: int
     _make_graph: object = None  # () -> ContactGraph
-    dynamics: tuple | None = None  # (pos [E, 3], root subtree COM of each node [B * K, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv])
+    _velocities: object = None  # () -> (vel, omega), computed once on first use
+    # (pos [E, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv], subtree COM of each dof's root body [B, nv, 3])
+    dynamics: tuple | None = None
+    contact_set: "ContactSet | None" = None
     _graph: object = None
 
     @property
@@ -93,8 +95,42 @@ class ContactBatch:
         return self._graph
 
     @property
+    def vel(self) -> np.ndarray:
+        return self._velocities()[0]
+
+    @property
+    def omega(self) -> np.ndarray:
+        return self._velocities()[1]
+
+    @property
     def num_contacts(self) -> int:
         return len(self.env)
+
+
+@dataclass
+class ContactSet:
+    """What follows from which geom pairs touch in which environment, not from where (``GraphBuilder.contact_set``):
+    kept while it stays the same, as for a held object over many steps, so that a step re-derives none of it.
+
+    Attributes (E owned contacts, B environments): rows (the owned rows of all contacts: an index array, or
+    ``slice(None)`` when all are owned), env, cid (index into ``data.contact``), local (the other body's node,
+    0..K-1), node (``env * K + local``) [E] int64; sign [E] (+1: the object is geom2), g_obj, g_oth [E] geom ids;
+    oth_static [E, 1] bool (the other body is static); counts [B] contacts per environment, start [B] the
+    first row of each; ``solve``: tables ``sim.law_solve`` derives from the set, cached with it.
+    """
+
+    rows: object
+    env: np.ndarray
+    cid: np.ndarray
+    sign: np.ndarray
+    g_obj: np.ndarray
+    g_oth: np.ndarray
+    local: np.ndarray
+    node: np.ndarray
+    counts: np.ndarray
+    start: np.ndarray
+    oth_static: np.ndarray | None = None
+    solve: dict = field(default_factory=dict)
 
 
 def _dof_chain(model: mujoco.MjModel, body: int) -> np.ndarray:
@@ -111,12 +147,12 @@ def _dof_chain(model: mujoco.MjModel, body: int) -> np.ndarray:
     return out
 
 
-def _runs(cols: np.ndarray) -> list[slice]:
-    """Contiguous runs of sorted indices, as slices ([0..5, 9, 10] -> [0:6, 9:11])."""
-    if not len(cols):
-        return []
-    breaks = np.flatnonzero(np.diff(cols) != 1) + 1
-    return [slice(int(r[0]), int(r[-1]) + 1) for r in np.split(cols, breaks)]
+def _dof_rotates(model: mujoco.MjModel) -> np.ndarray:
+    """[nv] bool: the dofs whose motion turns their body (hinge, ball, a free joint's last three); a sliding
+    dof's ``cdof`` has no angular part, so its point velocity is the same everywhere on the body."""
+    jtype, first = model.jnt_type[model.dof_jntid], model.jnt_dofadr[model.dof_jntid]
+    J = mujoco.mjtJoint
+    return (jtype == J.mjJNT_HINGE) | (jtype == J.mjJNT_BALL) | ((jtype == J.mjJNT_FREE) & (np.arange(model.nv) - first >= 3))
 
 
 def _dense_M_index(model: mujoco.MjModel) -> np.ndarray:
@@ -197,15 +233,47 @@ class GraphBuilder:
         self.root = np.asarray(model.body_rootid[nb], dtype=np.int64)
         self.dynamic_nodes = np.flatnonzero(self.static == 0)
         self.nv = int(model.nv)
-        # per node: the dofs that move its body, as contiguous runs (law_solve.contact_jacobians)
-        self.dof_runs = [_runs(np.flatnonzero(_dof_chain(model, int(b)))) for b in nb]
-        self._model = model  # for ``M_index``, built on first use (only the law solve needs it)
+        # per node: the dofs that move its body (law_solve.contact_jacobians), and per dof the root body whose
+        # subtree COM its motion dof ``cdof`` is expressed about (every dof of a chain has its body's root)
+        self.dof_chain = np.stack([_dof_chain(model, int(b)) for b in nb])  # [K, nv] bool
+        self.dof_root = np.asarray(model.body_rootid[model.dof_bodyid], dtype=np.int64)  # [nv]
+        self.dof_rotates = _dof_rotates(model)  # [nv] bool
+        self._model = model  # for ``M_take``, built on first use (only the law solve needs it)
+        self._moving_node = (self.static == 0)[None, :, None]
+        self._set = None  # (key, ContactSet) of the last contact set seen (``contact_set``)
 
     @functools.cached_property
-    def M_index(self) -> np.ndarray:
-        """[nv, nv] index of each dense inertia entry in ``MjData.M`` (``_dense_M_index``; it allocates an
-        ``MjData``, so only builders of a law solve pay for it)."""
-        return _dense_M_index(self._model)
+    def M_take(self) -> tuple[np.ndarray, np.ndarray]:
+        """([nv, nv] index into ``MjData.M``, [nv, nv] bool structurally nonzero): the dense inertia is
+        ``np.where(nonzero, M[..., take], 0)`` (``_dense_M_index``; it allocates an ``MjData``, so only builders of
+        a law solve pay for it)."""
+        index = _dense_M_index(self._model)
+        return np.maximum(index, 0), index >= 0
+
+    def contact_set(self, ncon: np.ndarray, geom: np.ndarray) -> "ContactSet":
+        """The ``ContactSet`` of a batch whose environments have ``ncon`` [B] contacts with geoms ``geom`` [C, 2]
+        (all of them, in order); the last one is kept and reused while the same pairs are in contact."""
+        key = (ncon.tobytes(), geom.tobytes())
+        if self._set is not None and self._set[0] == key:
+            return self._set[1]
+        B, C = len(ncon), int(ncon.sum())
+        geom = geom.astype(np.int64, copy=False)
+        env = np.repeat(np.arange(B, dtype=np.int64), ncon)
+        cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
+        # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
+        owned, _ = match_pair_keys(geom, self.ngeom, self.keys)
+        rows = slice(None) if owned.all() else np.flatnonzero(owned)
+        env, cid, geom = env[rows], cid[rows], geom[rows]
+        b2_is_obj = self.geom_body[geom[:, 1]] == self.object_body
+        g_oth = np.where(b2_is_obj, geom[:, 0], geom[:, 1])
+        local = self.node_of[self.geom_body[g_oth]]
+        counts = np.bincount(env, minlength=B)
+        cs = ContactSet(rows=rows, env=env, cid=cid, sign=np.where(b2_is_obj, 1.0, -1.0),
+                        g_obj=np.where(b2_is_obj, geom[:, 1], geom[:, 0]), g_oth=g_oth, local=local,
+                        node=env * self.K + local, counts=counts, start=np.cumsum(counts) - counts,
+                        oth_static=self.static[local][:, None] > 0)
+        self._set = (key, cs)
+        return cs
 
     @classmethod
     def from_scene(cls, scene, model: mujoco.MjModel | None = None) -> "GraphBuilder":
@@ -217,40 +285,34 @@ class GraphBuilder:
 
         ``views``: the batch's ``DataViews`` (the stepper keeps one per batch), else they are made here.
         Returns:
-          (contacts, bodies, dyn): contacts = (env [C], geom [C, 2], pos [C, 3], frame [C, 9], dist [C]) over
+          (contacts, bodies, dyn): contacts = (ncon [B], geom [C, 2] int32, pos [C, 3], frame [C, 9], dist [C]) over
           *all* contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each
           node's root [B, K, 3], the object's inertia frame ximat [B, 3, 3]); with ``dynamics`` dyn = (cdof
-          [B, nv, 6], the sparse inertia M [B, nM], qvel [B, nv]) for the law solve, else None.
+          [B, nv, 6], the sparse inertia M [B, nM], qvel [B, nv], subtree_com of each dof's root [B, nv, 3]) for
+          the law solve, else None.
         """
         B = len(datas)
         if views is None:
             views = DataViews(datas)
-        ncon = np.fromiter((d.ncon for d in datas), dtype=np.int64, count=B)
-        C = int(ncon.sum())
         # The only per-environment Python: MuJoCo's contact arrays as views (``data.contact`` views hold
         # exactly ``ncon`` rows, so they are made every step), copied once into stacked arrays by numpy.
-        cons = [d.contact for d, n in zip(datas, ncon) if n]
-        if cons:
-            geom = np.concatenate([c.geom for c in cons]).astype(np.int64, copy=False)
-            pos, frame, dist = (np.concatenate([c.pos for c in cons]), np.concatenate([c.frame for c in cons]),
-                                np.concatenate([c.dist for c in cons]))
+        cons = [d.contact for d in datas]
+        dists = [c.dist for c in cons]
+        ncon = np.fromiter(map(len, dists), dtype=np.int64, count=B)
+        if B and ncon.any():
+            geom, pos, frame, dist = (np.concatenate([c.geom for c in cons]), np.concatenate([c.pos for c in cons]),
+                                      np.concatenate([c.frame for c in cons]), np.concatenate(dists))
         else:
-            geom, pos, frame, dist = np.empty((0, 2), dtype=np.int64), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
-        # Whole (small) body tables, from the batch's views: one concatenation each; the node rows are picked
-        # once for all environments below.
+            geom, pos, frame, dist = np.empty((0, 2), dtype=np.int32), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
+        # Whole (small) body tables, from the batch's views: one concatenation each; node rows picked once for all.
         xipos = np.concatenate(views.xipos).reshape(B, self.nbody, 3)
         cvel = np.concatenate(views.cvel).reshape(B, self.nbody, 6)
         scom = np.concatenate(views.subtree_com).reshape(B, self.nbody, 3)
         ximat = np.concatenate(views.ximat).reshape(B, self.nbody, 9)[:, self.object_body]
-        if dynamics:
-            cdof = np.concatenate(views.cdof).reshape(B, self.nv, 6)
-            M = np.concatenate(views.M).reshape(B, -1)
-            qvel = np.concatenate(views.qvel).reshape(B, self.nv)
+        dyn = (np.concatenate(views.cdof).reshape(B, self.nv, 6), np.concatenate(views.M).reshape(B, -1),
+               np.concatenate(views.qvel).reshape(B, self.nv), scom[:, self.dof_root]) if dynamics else None
         xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
-        env = np.repeat(np.arange(B, dtype=np.int64), ncon)
-        cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
-        return (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3)), \
-            ((cdof, M, qvel) if dynamics else None)
+        return (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3)), dyn
 
     def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
               dynamics: bool = False, views: "DataViews | None" = None) -> "ContactBatch":
@@ -260,33 +322,32 @@ class GraphBuilder:
         ``dynamics``: also read what the law solve needs (``ContactBatch.dynamics``).
         ``views``: the batch's ``DataViews`` (made here when not given).
         """
-        (env, cid, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
+        (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
             datas, dynamics=dynamics, views=views)
         B, K = len(datas), self.K
-        # Owned contacts: the unordered geom-pair key must be one of the owned pairs'.
-        owned, _ = match_pair_keys(geom, self.ngeom, self.keys)
-        env, cid, geom, pos, frame, dist = env[owned], cid[owned], geom[owned], pos[owned], frame[owned], dist[owned]
-        b2_is_obj = self.geom_body[geom[:, 1]] == self.object_body
-        sign = np.where(b2_is_obj, 1.0, -1.0)
-        g_obj = np.where(b2_is_obj, geom[:, 1], geom[:, 0])
-        g_oth = np.where(b2_is_obj, geom[:, 0], geom[:, 1])
-        node = self.node_of[self.geom_body[g_oth]]
-        # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
-        # cvel is the spatial velocity about the subtree COM of the body's root.
-        w = cvel[..., :3]
-        v = cvel[..., 3:] + cross(w, xipos - rcom)
-        dyn = (self.static == 0)[None, :, None]
-        v, w = np.where(dyn, v, 0.0), np.where(dyn, w, 0.0)
+        cs = self.contact_set(ncon, geom)
+        env, cid, sign, g_obj, g_oth, node = cs.env, cs.cid, cs.sign, cs.g_obj, cs.g_oth, cs.local
+        if not isinstance(cs.rows, slice):
+            pos, frame, dist = pos[cs.rows], frame[cs.rows], dist[cs.rows]
         r_obj = pos - xipos[env, 0]
-        r_oth = np.where(self.static[node][:, None] > 0, 0.0, pos - xipos[env, node])
+        r_oth = np.where(cs.oth_static, 0.0, pos - xipos[env, node])
         normal = sign[:, None] * frame[:, 0:3]
-        v, w = v.reshape(B * K, 3), w.reshape(B * K, 3)
+
+        @functools.cache
+        def velocities() -> tuple[np.ndarray, np.ndarray]:
+            # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
+            # cvel is the spatial velocity about the subtree COM of the body's root.
+            w = cvel[..., :3]
+            v = cvel[..., 3:] + cross(w, xipos - rcom)
+            dyn = self._moving_node
+            return np.where(dyn, v, 0.0).reshape(B * K, 3), np.where(dyn, w, 0.0).reshape(B * K, 3)
 
         def make_graph() -> ContactGraph:
             npd = np.float32 if dtype == torch.float32 else np.float64
             f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
             inertia_w = np.einsum("bij,j,bkj->bik", ximat, model.body_inertia[self.object_body], ximat)
             E = len(env)
+            v, w = velocities()
             src = torch.from_numpy(env * K + node)
             dst = torch.from_numpy(env * K)
             return ContactGraph(
@@ -306,9 +367,9 @@ class GraphBuilder:
                 body_id=torch.from_numpy(np.tile(self.node_body, B)),
             )
 
-        return ContactBatch(env=env, node=env * K + node, r_obj=r_obj, r_oth=r_oth, normal=normal, dist=dist,
-                            vel=v, omega=w, num_envs=B, K=K, _make_graph=make_graph,
-                            dynamics=None if solve_arrays is None else (pos, rcom.reshape(B * K, 3), *solve_arrays))
+        return ContactBatch(env=env, node=cs.node, r_obj=r_obj, r_oth=r_oth, normal=normal, dist=dist,
+                            num_envs=B, K=K, _make_graph=make_graph, _velocities=velocities, contact_set=cs,
+                            dynamics=None if solve_arrays is None else (pos, *solve_arrays))
 
 
 _EDGE_FIELDS = ("normal", "dist", "r_obj", "r_oth", "tangent", "geom_obj", "geom_oth", "contact_id", "sign")

@@ -47,7 +47,8 @@ def _contact_forces(m, datas, stepper, cb):
             feats = model.features(cb.graph)
     qfrc = None
     if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
-        f, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper._views)
+        f, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper._views,
+                             accelerated=True)
     else:
         with torch.inference_mode():
             f = model(cb.graph) if feats is None else model(cb.graph, features=feats)
@@ -66,10 +67,11 @@ def _bad_force_envs(m, stepper, cb, forces: np.ndarray) -> np.ndarray:
         return bad_env
     g = m.opt.gravity
     limit = stepper.max_force * max(float(m.body_mass[stepper.builder.object_body]) * math.sqrt(float(g @ g)), 1e-12)
-    norm = np.sqrt(np.einsum("ej,ej->e", forces, forces))
-    bad_edge = ~(norm <= limit)  # NaN compares False: caught too
-    if not bad_edge.any():
+    # squared norms against the squared limit: no square root on the usual step; NaN compares False: caught too
+    if (np.einsum("ej,ej->e", forces, forces) <= limit * limit).all():
         return bad_env
+    norm = np.sqrt(np.einsum("ej,ej->e", forces, forces))
+    bad_edge = ~(norm <= limit)
     st, step_no = stepper._stats, stepper._stats["physics_steps"]
     e = int(np.flatnonzero(bad_edge)[0])
     env = int(cb.env[e])
@@ -115,13 +117,9 @@ def node_wrenches(cb, forces: np.ndarray) -> np.ndarray:
     return W.reshape(cb.num_envs, cb.K, 6)
 
 
-def _apply(m, datas, stepper, cb, forces, qfrc, bad_env) -> None:
-    """Add the forces of the environments without a bad force to their ``qfrc_applied``."""
-    if qfrc is not None:  # a law model's J^T F: one write per environment
-        applied = stepper._views.qfrc_applied
-        for i in np.flatnonzero(~bad_env):
-            np.add(applied[i], qfrc[i], out=applied[i])
-        return
+def _apply(m, datas, stepper, cb, forces, bad_env) -> None:
+    """Add a raw-force model's forces of the environments without a bad force to their ``qfrc_applied`` (a law
+    model's generalized forces are added right before each ``mj_step2``, ``physics_step_surrogate``)."""
     W, K = stepper.last_wrench, cb.K
     nb = stepper.builder.node_body
     active = np.zeros((cb.num_envs, K), dtype=bool)
@@ -155,11 +153,15 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     T = stepper._time
     t0 = time.perf_counter()
     views = stepper._views = views_for(stepper._views, datas)  # the batch's array views (made by ``step``)
+    law = stepper.law_model
     for d, applied in zip(datas, views.qfrc_applied):
         # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
         # must not see last step's surrogate forces as external forces.
         applied.fill(0.0)
         mujoco.mj_step1(m, d)
+        if law:  # the smooth acceleration the law's solve needs (law_solve), while this MjData is in the cache
+            mujoco.mj_fwdActuation(m, d)
+            mujoco.mj_fwdAcceleration(m, d)
     t1 = time.perf_counter()
     cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model, views=views)
     E = cb.num_contacts
@@ -170,16 +172,23 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     if stepper.input_range is not None and stepper.check_inputs and E:
         _check_inputs(stepper, cb, feats)
     t4 = time.perf_counter()
-    stepper._set_last(cb, forces * ~bad_env[cb.env][:, None])
-    if E:
-        _apply(m, datas, stepper, cb, forces, qfrc, bad_env)
+    fallback = bool(bad_env.any())
+    stepper._set_last(cb, forces * ~bad_env[cb.env][:, None] if fallback else forces)
+    if E and qfrc is None:
+        _apply(m, datas, stepper, cb, forces, bad_env)
     t5 = time.perf_counter()
-    if bad_env.any():
+    if fallback:
         _fallback(m, datas, stepper, bad_env)
     t6 = time.perf_counter()
-    for i, d in enumerate(datas):
-        if not bad_env[i]:
-            mujoco.mj_step2(m, d)
+    good = np.flatnonzero(~bad_env).tolist() if fallback else range(len(datas))
+    if qfrc is not None:  # a law model's J^T F: one write per environment, right before its mj_step2
+        applied = views.qfrc_applied
+        for i in good:
+            np.add(applied[i], qfrc[i], out=applied[i])
+            mujoco.mj_step2(m, datas[i])
+    else:
+        for i in good:
+            mujoco.mj_step2(m, datas[i])
     t7 = time.perf_counter()
     stepper._stats["contacts"] += E
     for k, dt in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"),

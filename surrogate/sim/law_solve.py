@@ -21,8 +21,10 @@ The same system is solved in joint coordinates (``law.semi_implicit_solve_joint`
 instead of 3 per contact, 12 against 36 for a parallel jaw holding a box at 12 points).
 
 Cost per environment: ``mj_fwdActuation`` + ``mj_fwdAcceleration`` (for ``qacc_smooth``); the contact
-Jacobians (from MuJoCo's motion dofs ``cdof``, as ``mj_jac``), the dense inertia (from ``MjData.M``) and the
-solves are numpy batched over environments (``GraphBuilder.build(..., dynamics=True)`` reads the arrays).
+Jacobians (from MuJoCo's motion dofs ``cdof``, as ``mj_jac``), the contacts' relative velocities (``J qvel``),
+the dense inertia (from ``MjData.M``) and the solves are numpy batched over environments
+(``GraphBuilder.build(..., dynamics=True)`` reads the arrays); what follows from the contact set alone (the
+Jacobians' signs and columns, the layout) is derived once per set (``batch_graph.ContactSet``).
 """
 
 from __future__ import annotations
@@ -37,106 +39,149 @@ from ..model.batch_graph import DataViews
 from ..model.law import cross, semi_implicit_solve_joint
 
 
-def contact_jacobians(builder, cb, rows: np.ndarray | None = None) -> np.ndarray:
-    """[n, 3, nv] the relative-velocity Jacobians (object point minus other body's point) of contacts ``rows``,
-    vectorized over environments from MuJoCo's motion dofs as ``mj_jac`` computes them: for a point p on
-    body b and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``;
-    only the chain's columns are computed (the object's 6, a pad's few). ``rows`` None: every contact.
+def contact_jacobians(builder, cb) -> np.ndarray:
+    """[E, 3, nv] the relative-velocity Jacobians (object point minus other body's point) of every contact,
+    vectorized over environments from MuJoCo's motion dofs as ``mj_jac`` computes them: for a point p on body b
+    and each dof j of b's chain, ``J[:, j] = cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(b)])``, with sign
+    +1 on the object's chain and -1 on the other body's (none for a static one).
+
+    Written as ``J[:, j] = s_j (L_j + cdof_ang[j] x p)`` with ``L_j = cdof_lin[j] - cdof_ang[j] x subtree_com``
+    (each dof's point velocity at the world origin): ``s L`` and ``s cdof_ang`` are made once per environment and
+    node (a few dozen rows), so that per contact only gathers, and a cross product for the dofs that rotate
+    (``GraphBuilder.dof_rotates``: a sliding dof's column is ``s L``, the same for every point), remain. The
+    signs and the columns any contact uses are derived once per contact set (``ContactSet.solve``).
 
     ``cb`` must carry ``dynamics`` (``GraphBuilder.build(..., dynamics=True)``)."""
-    pos, rcom, cdof = cb.dynamics[:3]
-    K = cb.K
-    env, node, p = (cb.env, cb.node, pos) if rows is None else (cb.env[rows], cb.node[rows], pos[rows])
-    local = node - env * K
-    J = np.zeros((len(env), 3, cdof.shape[1]))  # [n, 3, nv], contiguous: the solve reshapes it without a copy
-    Jt = J.transpose(0, 2, 1)  # [n, nv, 3]: the layout of cdof, a view written through
-
-    def add(sel, global_node, k, subtract):
-        off = p[sel] - rcom[global_node]
-        for run in builder.dof_runs[k]:
-            cd = cdof[env[sel], run]  # [s, c, 6]: (angular, linear) per chain dof
-            blk = cd[..., 3:] + cross(cd[..., :3], off[:, None, :])
-            if subtract:
-                Jt[sel, run] -= blk
-            else:
-                Jt[sel, run] += blk
-
-    add(slice(None), env * K, 0, False)
-    for k in builder.dynamic_nodes[1:]:  # the other side's point, when it is a moving body (static: no dofs)
-        sel = np.flatnonzero(local == k)
-        if len(sel):
-            add(sel, node[sel], int(k), True)
+    pos, cdof, _, _, dof_com = cb.dynamics
+    cs, nv, K = cb.contact_set, cdof.shape[1], cb.K
+    tab = cs.solve.get("jacobian")
+    if tab is None:
+        tab = cs.solve["jacobian"] = _jacobian_table(builder, cs, nv)
+    sign_t, sign_rot, cols, rot, rot_cols = tab
+    B = cb.num_envs
+    cd = cdof[:, cols]  # [B, c, 6]: (angular, linear) per dof
+    ang = cd[..., :3]
+    L = cd[..., 3:] - cross(ang, dof_com[:, cols])  # [B, c, 3]
+    # per (env, node): s L in the Jacobian's layout [B * K, 3, c], so that one gather makes J, and s cdof_ang
+    sL = (np.ascontiguousarray(L.transpose(0, 2, 1))[:, None] * sign_t).reshape(B * K, 3, -1)
+    sA = np.take((sign_rot * ang[:, None, rot]).reshape(B * K, len(rot), 3), cs.node, axis=0)  # [E, r, 3]
+    if isinstance(cols, slice):
+        J = np.take(sL, cs.node, axis=0)  # [E, 3, nv], contiguous: the solve reshapes it without a copy
+    else:
+        J = np.zeros((len(cs.env), 3, nv))
+        J[:, :, cols] = np.take(sL, cs.node, axis=0)
+    if sA.size <= 192:  # a batch of one: the fewest numpy calls (one cross product, one scatter)
+        J.transpose(0, 2, 1)[:, rot_cols] += cross(sA, pos[:, None, :])
+    else:  # many contacts: one rotating column at a time, [E, 3] products with long rows
+        for i, j in enumerate(rot_cols):
+            J[:, :, j] += cross(sA[:, i], pos)
     return J
 
 
-def _terms(m: mujoco.MjModel, cb, model, builder, features=None):
+def _jacobian_table(builder, cs, nv: int) -> tuple:
+    """``contact_jacobians``' tables of a contact set: (signs [K, 1, c] of the c used columns per node, signs
+    [K, r, 1] of the r rotating ones, the used columns (a slice when all), the rotating ones: among them, and
+    as columns of J)."""
+    K = len(builder.node_body)
+    chain = builder.dof_chain.astype(np.float64)
+    moving = (builder.static == 0) & (np.arange(K) > 0)  # the other side of a contact, when it moves
+    sign = chain[0][None, :] - chain * moving[:, None]  # [K, nv]: contacts of the object with node k
+    used = np.zeros(K, dtype=bool)
+    used[cs.local] = True
+    cols = np.flatnonzero((sign[used] != 0).any(axis=0))
+    rot = np.flatnonzero(builder.dof_rotates[cols])  # among ``cols``
+    return (np.ascontiguousarray(sign[:, None, cols]), np.ascontiguousarray(sign[:, cols[rot], None]),
+            slice(None) if len(cols) == nv else cols, rot, cols[rot].tolist())
+
+
+def _times_qvel(J: np.ndarray, qvel: np.ndarray, cs) -> np.ndarray:
+    """[E, 3] ``J_e qvel_env(e)``: one [3C, nv] product per environment when every environment has C contacts,
+    else one per contact."""
+    C = int(cs.counts[0]) if len(cs.counts) else 0
+    if C and (cs.counts == C).all():
+        B, nv = qvel.shape
+        return (J.reshape(B, 3 * C, nv) @ qvel[..., None]).reshape(-1, 3)
+    return (J @ qvel[cs.env][..., None])[..., 0]
+
+
+def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None):
     """``(f0, a, b, n, mu, eps)`` of every contact: numpy directly for a constant law (no network), else the model's
     ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them)."""
     if not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms"):
-        K = cb.K
-        o = cb.env * K
-        v = cb.vel[o] + cross(cb.omega[o], cb.r_obj) - cb.vel[cb.node] - cross(cb.omega[cb.node], cb.r_oth)
+        cs = cb.contact_set
+        v = _times_qvel(J, cb.dynamics[3], cs)  # the relative velocity at each contact, J qvel
         n = cb.normal
         vn = np.einsum("ej,ej->e", v, n)
         vt = v - vn[:, None] * n
         speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
-        f0, a, b, mu, eps = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cb.node % K] < 0.5,
+        f0, a, b, mu, eps = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cs.local] < 0.5,
                                                      length=builder.length, mass=float(m.body_mass[builder.object_body]),
                                                      gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)),
                                                      dt=m.opt.timestep)
-        return f0, a, b, n, np.broadcast_to(mu, f0.shape), np.broadcast_to(eps, f0.shape)
+        return f0, a, b, n, mu, eps  # mu [E] (per prior group), eps a scalar
     with torch.inference_mode():
         t = model.law_terms(cb.graph, features=features)
-    return tuple(t[k].numpy() if t[k].ndim else np.full(len(t["f0"]), float(t[k]))
-                 for k in ("f0", "a", "b", "n", "mu", "eps"))
+    return tuple(t[k].numpy() if t[k].ndim else float(t[k]) for k in ("f0", "a", "b", "n", "mu", "eps"))
 
 
-def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None):
+def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None, accelerated: bool = False):
     """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
     ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
-    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``batch_graph.DataViews`` (made here if not given).
+    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``batch_graph.DataViews`` (made here if not given);
+    ``accelerated``: ``mj_fwdActuation`` and ``mj_fwdAcceleration`` already ran on every MjData after ``mj_step1``
+    (the stepper calls them in its ``mj_step1`` loop), else they are called here.
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
     E, nv = cb.num_contacts, m.nv
-    out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     if E == 0:
-        return out, qfrc
-    f0, a, b, n, mu, eps = _terms(m, cb, model, builder, features)
-    active = np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
-    if not active.any():
-        return out, qfrc
-    counts = np.bincount(cb.env, minlength=cb.num_envs)
-    if active.all():  # the usual case: every environment solves, no rows to pick
-        envs, keep, rows = np.arange(cb.num_envs), slice(None), None
+        return np.zeros((0, 3)), np.zeros((cb.num_envs, nv))
+    J = contact_jacobians(builder, cb)
+    f0, a, b, n, mu, eps = _terms(m, cb, model, builder, features, J)
+    cs = cb.contact_set
+    every = cs.solve.get("every_env")  # every environment has a contact
+    if every is None:
+        every = cs.solve["every_env"] = bool(cs.counts.min() > 0)
+    active = None if every and (f0 > 0).all() else np.bincount(cb.env[f0 > 0], minlength=cb.num_envs) > 0
+    if active is None or active.all():  # the usual case: every environment solves, no rows to pick
+        envs, rows, counts, start = slice(None), None, cs.counts, cs.start
+        todo = datas
+    elif not active.any():
+        return np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     else:
+        out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
         envs = np.flatnonzero(active)
-        keep = rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
-        counts = counts[envs]
-    start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``keep``
+        rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
+        counts = cs.counts[envs]
+        start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``rows``
+        todo = [datas[i] for i in envs]
     dt = m.opt.timestep
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
-    _, _, _, Msparse, qvel = cb.dynamics
+    _, _, Msparse, qvel, _ = cb.dynamics
     acc = (views or DataViews(datas)).qacc_smooth
-    for i in envs:
-        d = datas[i]
+    for d in () if accelerated else todo:
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-    qv = qvel[envs] + dt * np.concatenate([acc[i] for i in envs]).reshape(len(envs), nv)
-    J = contact_jacobians(builder, cb, rows)
-    idx = builder.M_index
-    M = np.where(idx >= 0, Msparse[envs][:, np.maximum(idx, 0)], 0.0)  # [B, nv, nv] dense joint-space inertia
+    nB = len(todo)
+    qv = qvel[envs] + dt * np.concatenate(acc if rows is None else [acc[i] for i in envs]).reshape(nB, nv)
+    take, nonzero = builder.M_take
+    M = np.where(nonzero, Msparse[envs][:, take], 0.0)  # [B, nv, nv] dense joint-space inertia
+    if rows is not None:  # only the environments with a force
+        f0, a, b, n, J = f0[rows], a[rows], b[rows], n[rows], J[rows]
+        mu, eps = (x[rows] if np.ndim(x) else x for x in (mu, eps))
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
-    F, _ = semi_implicit_solve_joint(f0[keep], a[keep], b[keep], n[keep], J, start, M, qv, dt, mu=mu[keep],
-                                     eps=eps[keep], iterations=getattr(model, "friction_iterations", 0))
-    out[keep] = F
+    F, _ = semi_implicit_solve_joint(f0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps,
+                                     iterations=getattr(model, "friction_iterations", 0), counts=counts)
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
     if counts.min() == counts.max():  # the same count everywhere: one batched product
         C3 = 3 * int(counts[0])
-        qfrc[envs] = (J.reshape(len(envs), C3, nv).transpose(0, 2, 1) @ F.reshape(len(envs), C3, 1))[..., 0]
+        q = (J.reshape(nB, C3, nv).transpose(0, 2, 1) @ F.reshape(nB, C3, 1))[..., 0]
     else:
-        qfrc[envs] = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
+        q = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
+    if rows is None:
+        return F, q
+    out[rows], qfrc[envs] = F, q
     return out, qfrc

@@ -15,7 +15,9 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
    take this step with MuJoCo's analytic contact (``"fallback"``); inputs outside the
    model's training range are counted; both are reported by ``stats()`` and warned about once;
 5. the forces go into ``qfrc_applied`` (zeroed before step 1): a law model's generalized forces
-   ``J^T F`` (``law_solve``) in one write per environment; for a raw-force model each body's wrench
+   ``J^T F`` (``law_solve``) in one write per environment, right before its ``mj_step2`` (and the
+   ``mj_fwdActuation`` / ``mj_fwdAcceleration`` its solve needs run in the ``mj_step1`` loop: one pass
+   over each ``MjData`` for both, while it is in the cache); for a raw-force model each body's wrench
    (the object gets F at the contact, the other body -F: equal and opposite) with ``mj_applyFT``
    at its COM. A constant law (no network) is stepped from the contact arrays without building
    the torch graph; the per-body wrenches (``last_wrench``, ``pad_wrenches``) are computed when read;
