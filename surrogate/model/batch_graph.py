@@ -97,21 +97,11 @@ class ContactBatch:
             self._graph = self._make_graph()
         return self._graph
 
-    @property
-    def r_obj(self) -> np.ndarray:
-        return self._levers()[0]
-
-    @property
-    def r_oth(self) -> np.ndarray:
-        return self._levers()[1]
-
-    @property
-    def vel(self) -> np.ndarray:
-        return self._velocities()[0]
-
-    @property
-    def omega(self) -> np.ndarray:
-        return self._velocities()[1]
+    # computed on first access (the class docstring): [E, 3] lever arms, [B * K, 3] node velocities
+    r_obj = property(lambda self: self._levers()[0])
+    r_oth = property(lambda self: self._levers()[1])
+    vel = property(lambda self: self._velocities()[0])
+    omega = property(lambda self: self._velocities()[1])
 
     @property
     def num_contacts(self) -> int:
