@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from .data_views import DataViews, views_for  # noqa: F401 (re-exported: the stepper's views)
 from .graph import GEOM_DESC, geom_descriptor
 from .law import cross
 from ..scenes.scene import match_pair_keys, pair_keys
@@ -64,25 +65,27 @@ class ContactBatch:
     Attributes:
       env: [E] environment of each contact.
       node: [E] global node index of the other body (``env * K + k``).
-      r_obj, r_oth: [E, 3] float64 lever arms (m) from the object's / other body's COM.
+      r_obj, r_oth: [E, 3] float64 lever arms (m) from the object's / other body's COM, computed on first access
+        (from this step's positions, copied at build time: valid after the MjData moved on).
       normal: [E, 3] float64 contact normal pointing into the object.  dist: [E] float64 signed distance (m).
       vel, omega: [B * K, 3] float64 node velocities (m/s, rad/s, world axes; zero for static bodies), computed on
         first access (the law solve takes the contacts' velocities from its Jacobians instead).
       num_envs: B.  K: nodes per environment.
       graph: the ``ContactGraph`` (module docstring), built from these arrays on first access: a model
         without a network (a constant law) is stepped from the arrays alone, without any torch tensor.
+      A batch built with ``graph=False`` (``GraphBuilder.build``) has neither ``graph`` nor ``vel`` / ``omega``:
+      reading them raises ``ValueError``.
     """
 
     env: np.ndarray
     node: np.ndarray
-    r_obj: np.ndarray
-    r_oth: np.ndarray
     normal: np.ndarray
     dist: np.ndarray
     num_envs: int
     K: int
     _make_graph: object = None  # () -> ContactGraph
     _velocities: object = None  # () -> (vel, omega), computed once on first use
+    _levers: object = None  # () -> (r_obj, r_oth), computed once on first use
     # (pos [E, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv], subtree COM of each dof's root body [B, nv, 3])
     dynamics: tuple | None = None
     contact_set: "ContactSet | None" = None
@@ -94,13 +97,11 @@ class ContactBatch:
             self._graph = self._make_graph()
         return self._graph
 
-    @property
-    def vel(self) -> np.ndarray:
-        return self._velocities()[0]
-
-    @property
-    def omega(self) -> np.ndarray:
-        return self._velocities()[1]
+    # computed on first access (the class docstring): [E, 3] lever arms, [B * K, 3] node velocities
+    r_obj = property(lambda self: self._levers()[0])
+    r_oth = property(lambda self: self._levers()[1])
+    vel = property(lambda self: self._velocities()[0])
+    omega = property(lambda self: self._velocities()[1])
 
     @property
     def num_contacts(self) -> int:
@@ -163,35 +164,6 @@ def _dense_M_index(model: mujoco.MjModel) -> np.ndarray:
     dense = np.zeros((model.nv, model.nv))
     mujoco.mj_fullM(model, d, dense)
     return dense.astype(np.int64) - 1
-
-
-class DataViews:
-    """Numpy views of the arrays a physics step reads and writes in each ``MjData`` of a batch, made once.
-
-    An ``MjData`` allocates its arrays once, so a view stays valid for its life (``mj_resetData`` and
-    ``mj_copyData`` write into the same memory); MuJoCo's attribute access makes a new view every time
-    (~0.5 us each, a dozen per environment and physics step), so the stepper keeps one ``DataViews`` per batch
-    (``views_for``). Each field is a list of B views: ``xipos, cvel, subtree_com, ximat`` [nbody, ...],
-    ``cdof`` [nv, 6], ``M`` [nM], ``qvel, qacc_smooth, qfrc_applied`` [nv], ``warning_number`` [mjNWARNING]
-    (MuJoCo's warning counters). Holds the ``MjData`` alive.
-    """
-
-    FIELDS = ("xipos", "cvel", "subtree_com", "ximat", "cdof", "M", "qvel", "qacc_smooth", "qfrc_applied")
-
-    def __init__(self, datas: Sequence[mujoco.MjData]):
-        self.datas = tuple(datas)
-        for f in self.FIELDS:
-            setattr(self, f, [getattr(d, f) for d in self.datas])
-        self.warning_number = [d.warning.number for d in self.datas]  # [mjNWARNING] int32 counters
-
-    def matches(self, datas: Sequence[mujoco.MjData]) -> bool:
-        """Whether these are the views of exactly ``datas`` (the same objects, in order)."""
-        return len(datas) == len(self.datas) and all(a is b for a, b in zip(datas, self.datas))
-
-
-def views_for(cached: "DataViews | None", datas: Sequence[mujoco.MjData]) -> DataViews:
-    """``cached`` if it is the batch ``datas``' views, else new ones."""
-    return cached if cached is not None and cached.matches(datas) else DataViews(datas)
 
 
 class GraphBuilder:
@@ -280,10 +252,12 @@ class GraphBuilder:
         m = scene.model if model is None else model
         return cls(m, object_body=scene.object_body_id, length=scene.obj.size, owned_pair_ids=scene.owned_pair_ids)
 
-    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False, views: "DataViews | None" = None):
+    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False, views: "DataViews | None" = None,
+               graph: bool = True):
         """Read what the graph needs from every ``MjData`` (after collision detection).
 
         ``views``: the batch's ``DataViews`` (the stepper keeps one per batch), else they are made here.
+        ``graph``: also read what only the graph and the node velocities need (cvel, ximat; else None).
         Returns:
           (contacts, bodies, dyn): contacts = (ncon [B], geom [C, 2] int32, pos [C, 3], frame [C, 9], dist [C]) over
           *all* contacts of all environments; bodies = (xipos [B, K, 3], cvel [B, K, 6], subtree_com of each
@@ -294,47 +268,55 @@ class GraphBuilder:
         B = len(datas)
         if views is None:
             views = DataViews(datas)
-        # The only per-environment Python: MuJoCo's contact arrays as views (``data.contact`` views hold
-        # exactly ``ncon`` rows, so they are made every step), copied once into stacked arrays by numpy.
-        cons = [d.contact for d in datas]
-        dists = [c.dist for c in cons]
-        ncon = np.fromiter(map(len, dists), dtype=np.int64, count=B)
+        # The only per-environment Python: ``d.ncon``; the contact views are made when an environment's count
+        # changes (``DataViews.contacts``) and copied once into stacked arrays by numpy.
+        ncon, geoms, dpf = views.contacts()
+        ncon = np.array(ncon, dtype=np.int64)
         if B and ncon.any():
-            geom, pos, frame, dist = (np.concatenate([c.geom for c in cons]), np.concatenate([c.pos for c in cons]),
-                                      np.concatenate([c.frame for c in cons]), np.concatenate(dists))
+            geom, dpf = np.concatenate(geoms), np.concatenate(dpf)
+            dist, pos, frame = dpf[:, 0], dpf[:, 1:4], dpf[:, 4:]
         else:
             geom, pos, frame, dist = np.empty((0, 2), dtype=np.int32), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
         # Whole (small) body tables, from the batch's views: one concatenation each; node rows picked once for all.
         xipos = np.concatenate(views.xipos).reshape(B, self.nbody, 3)
-        cvel = np.concatenate(views.cvel).reshape(B, self.nbody, 6)
         scom = np.concatenate(views.subtree_com).reshape(B, self.nbody, 3)
-        ximat = np.concatenate(views.ximat).reshape(B, self.nbody, 9)[:, self.object_body]
+        if graph:
+            cvel = np.concatenate(views.cvel).reshape(B, self.nbody, 6)[:, self.node_body]
+            ximat = np.concatenate(views.ximat).reshape(B, self.nbody, 9)[:, self.object_body].reshape(B, 3, 3)
+        else:
+            cvel = ximat = None
         dyn = (np.concatenate(views.cdof).reshape(B, self.nv, 6), np.concatenate(views.M).reshape(B, -1),
                np.concatenate(views.qvel).reshape(B, self.nv), scom[:, self.dof_root]) if dynamics else None
-        xipos, cvel, rcom = xipos[:, self.node_body], cvel[:, self.node_body], scom[:, self.root]
-        return (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat.reshape(B, 3, 3)), dyn
+        xipos, rcom = xipos[:, self.node_body], scom[:, self.root]
+        return (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), dyn
 
     def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
-              dynamics: bool = False, views: "DataViews | None" = None) -> "ContactBatch":
+              dynamics: bool = False, views: "DataViews | None" = None, graph: bool = True) -> "ContactBatch":
         """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
 
         ``dtype``: of the graph's float fields (float64 for the law models' semi-implicit solve and the twin).
         ``dynamics``: also read what the law solve needs (``ContactBatch.dynamics``).
         ``views``: the batch's ``DataViews`` (made here when not given).
+        ``graph``: False skips the arrays only the graph and the node velocities need (the stepper's constant law
+        reads neither); the batch's ``graph``, ``vel`` and ``omega`` then raise ``ValueError``.
         """
         (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
-            datas, dynamics=dynamics, views=views)
+            datas, dynamics=dynamics, views=views, graph=graph)
         B, K = len(datas), self.K
         cs = self.contact_set(ncon, geom)
         env, cid, sign, g_obj, g_oth, node = cs.env, cs.cid, cs.sign, cs.g_obj, cs.g_oth, cs.local
         if not isinstance(cs.rows, slice):
             pos, frame, dist = pos[cs.rows], frame[cs.rows], dist[cs.rows]
-        r_obj = pos - xipos[env, 0]
-        r_oth = np.where(cs.oth_static, 0.0, pos - xipos[env, node])
         normal = sign[:, None] * frame[:, 0:3]
 
         @functools.cache
+        def levers() -> tuple[np.ndarray, np.ndarray]:
+            return pos - xipos[env, 0], np.where(cs.oth_static, 0.0, pos - xipos[env, node])
+
+        @functools.cache
         def velocities() -> tuple[np.ndarray, np.ndarray]:
+            if not graph:
+                raise ValueError("this ContactBatch was built with graph=False: it has no node velocities or graph")
             # Node velocities at the COM, world axes (what mj_objectVelocity(..., flg_local=0) returns):
             # cvel is the spatial velocity about the subtree COM of the body's root.
             w = cvel[..., :3]
@@ -343,11 +325,12 @@ class GraphBuilder:
             return np.where(dyn, v, 0.0).reshape(B * K, 3), np.where(dyn, w, 0.0).reshape(B * K, 3)
 
         def make_graph() -> ContactGraph:
+            v, w = velocities()  # first: raises for a batch built with graph=False
+            r_obj, r_oth = levers()
             npd = np.float32 if dtype == torch.float32 else np.float64
             f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
             inertia_w = np.einsum("bij,j,bkj->bik", ximat, model.body_inertia[self.object_body], ximat)
             E = len(env)
-            v, w = velocities()
             src = torch.from_numpy(env * K + node)
             dst = torch.from_numpy(env * K)
             return ContactGraph(
@@ -367,8 +350,8 @@ class GraphBuilder:
                 body_id=torch.from_numpy(np.tile(self.node_body, B)),
             )
 
-        return ContactBatch(env=env, node=cs.node, r_obj=r_obj, r_oth=r_oth, normal=normal, dist=dist,
-                            num_envs=B, K=K, _make_graph=make_graph, _velocities=velocities, contact_set=cs,
+        return ContactBatch(env=env, node=cs.node, normal=normal, dist=dist, num_envs=B, K=K, _make_graph=make_graph,
+                            _velocities=velocities, _levers=levers, contact_set=cs,
                             dynamics=None if solve_arrays is None else (pos, *solve_arrays))
 
 

@@ -13,9 +13,8 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, SurrogateError
-from ..model.batch_graph import views_for
 from ..model.law import cross
-from .law_solve import law_forces
+from .law_solve import constant_law, law_forces
 
 
 class SurrogateStepError(SurrogateError, FloatingPointError):
@@ -32,6 +31,14 @@ class SurrogateStepError(SurrogateError, FloatingPointError):
 
 class SurrogateWarning(UserWarning):
     """Something the stepper did that the user should know about (fallbacks, out-of-range inputs)."""
+
+
+def needs_graph(stepper) -> bool:
+    """Whether a surrogate step builds the contact graph: not for a constant law (``law_solve.constant_law``) whose
+    inputs are not checked, which is stepped from the contact arrays alone (its ``ContactBatch`` is built with
+    ``graph=False``: it skips reading the node velocities and the object's frame)."""
+    checked = stepper.input_range is not None and stepper.check_inputs
+    return checked or not (stepper.law_model and constant_law(stepper.contact_model))
 
 
 def _contact_forces(m, datas, stepper, cb):
@@ -152,7 +159,7 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     """One physics step of the batch with the contact model owning its pairs (module docstring, steps 1-6)."""
     T = stepper._time
     t0 = time.perf_counter()
-    views = stepper._views = views_for(stepper._views, datas)  # the batch's array views (made by ``step``)
+    views = stepper._views  # the batch's array views (``views_for``, made by ``step`` for this batch)
     law = stepper.law_model
     for d, applied in zip(datas, views.qfrc_applied):
         # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
@@ -163,7 +170,7 @@ def physics_step_surrogate(m, datas, stepper) -> None:
             mujoco.mj_fwdActuation(m, d)
             mujoco.mj_fwdAcceleration(m, d)
     t1 = time.perf_counter()
-    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model, views=views)
+    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=law, views=views, graph=needs_graph(stepper))
     E = cb.num_contacts
     t2 = time.perf_counter()
     forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
@@ -182,10 +189,15 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     t6 = time.perf_counter()
     good = np.flatnonzero(~bad_env).tolist() if fallback else range(len(datas))
     if qfrc is not None:  # a law model's J^T F: one write per environment, right before its mj_step2
+        # qfrc_applied is zero since the mj_step1 loop (a law model writes nothing else there): a copy, not a sum
         applied = views.qfrc_applied
-        for i in good:
-            np.add(applied[i], qfrc[i], out=applied[i])
-            mujoco.mj_step2(m, datas[i])
+        if fallback:
+            datas_good, applied, qfrc = [datas[i] for i in good], [applied[i] for i in good], qfrc[good]
+        else:
+            datas_good = datas
+        for d, a, q in zip(datas_good, applied, list(qfrc)):
+            a[:] = q
+            mujoco.mj_step2(m, d)
     else:
         for i in good:
             mujoco.mj_step2(m, datas[i])

@@ -104,10 +104,16 @@ def _times_qvel(J: np.ndarray, qvel: np.ndarray, cs) -> np.ndarray:
     return (J @ qvel[cs.env][..., None])[..., 0]
 
 
+def constant_law(model) -> bool:
+    """Whether ``model`` is a law without a network (``ContactLawGNN`` with ``corrections=False``): its terms come
+    from the contact arrays alone (``constant_law_terms``), so its step needs no graph."""
+    return not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms")
+
+
 def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None):
     """``(f0, a, b, n, mu, eps)`` of every contact: numpy directly for a constant law (no network), else the model's
     ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them)."""
-    if not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms"):
+    if constant_law(model):
         cs = cb.contact_set
         v = _times_qvel(J, cb.dynamics[3], cs)  # the relative velocity at each contact, J qvel
         n = cb.normal

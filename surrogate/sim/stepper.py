@@ -199,7 +199,9 @@ class Stepper:
         ood_edges / ood_nodes (inputs outside the training range), ood_env_steps, ood_features
         {feature name: count}, mujoco_resets (env-steps in which MuJoCo reset the MjData itself on a
         NaN, Inf or huge qpos, qvel or qacc: its ``mjWARN_BADQPOS/BADQVEL/BADQACC`` warnings),
-        mujoco_reset_envs {env: count}, time_s {phase: s}.
+        mujoco_reset_envs {env: count}, inputs_checked (whether the inputs are compared with the training range:
+        ``check_inputs``; off by default for a constant law, whose forces read no learned features), time_s
+        {phase: s}.
         """
         from ..model.graph import EDGE_FEATURES, NODE_FEATURES
 
@@ -209,6 +211,7 @@ class Stepper:
         feats = {f"edge:{n}": int(c) for n, c in zip(EDGE_FEATURES, self._ood_edge_features) if c}
         feats.update({f"node:{n}": int(c) for n, c in zip(NODE_FEATURES, self._ood_node_features) if c})
         s["ood_features"] = feats
+        s["inputs_checked"] = self.input_range is not None and self.check_inputs
         s["time_s"] = dict(self._time)
         return s
 

@@ -1,0 +1,78 @@
+"""Numpy views of the ``MjData`` arrays a hybrid physics step reads and writes, made once per batch.
+
+MuJoCo's attribute access builds a new numpy view on every read (~0.5 us each; ``data.contact`` and its four
+fields ~4 us per environment), a dozen reads per environment and physics step. An ``MjData`` allocates its
+arrays once, so a view stays valid for its life (``mj_resetData`` and ``mj_copyData`` write into the same
+memory): ``DataViews`` makes them once per batch and the stepper keeps it (``views_for``) until it steps
+another batch. ``batch_graph.GraphBuilder.gather`` reads the batch through it.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import mujoco
+import numpy as np
+
+
+class DataViews:
+    """The views of a batch of ``MjData``; holds the ``MjData`` alive.
+
+    Each field is a list of B views: ``xipos, cvel, subtree_com, ximat`` [nbody, ...], ``cdof`` [nv, 6], ``M``
+    [nM], ``qvel, qacc_smooth, qfrc_applied`` [nv], ``warning_number`` [mjNWARNING] (MuJoCo's warning counters).
+    The contacts: ``contacts()``.
+    """
+
+    FIELDS = ("xipos", "cvel", "subtree_com", "ximat", "cdof", "M", "qvel", "qacc_smooth", "qfrc_applied")
+
+    def __init__(self, datas: Sequence[mujoco.MjData]):
+        self.datas = tuple(datas)
+        for f in self.FIELDS:
+            setattr(self, f, [getattr(d, f) for d in self.datas])
+        self.warning_number = [d.warning.number for d in self.datas]  # [mjNWARNING] int32 counters
+        B = len(self.datas)
+        self._ncon = [-1] * B  # the contact count each environment's contact views were made for
+        self._contact = ([None] * B, [None] * B)  # geom [ncon, 2], (dist, pos, frame) [ncon, 13]
+
+    def matches(self, datas: Sequence[mujoco.MjData]) -> bool:
+        """Whether these are the views of exactly ``datas`` (the same objects, in order)."""
+        return len(datas) == len(self.datas) and all(a is b for a, b in zip(datas, self.datas))
+
+    def contacts(self) -> tuple[list[int], list, list]:
+        """(ncon per environment, and per environment views of its ``contact.geom`` [ncon, 2] int32 and of its
+        ``contact.dist, pos, frame`` side by side [ncon, 13] float64) of the current contacts.
+
+        A view of ``data.contact`` holds exactly the ``ncon`` rows it was made with, so the views are remade for
+        an environment whose count changed, and reused while it stays (a held object: most steps). Reusing them
+        reads this step's contacts because MuJoCo keeps the contact array at the start of the ``MjData``'s arena,
+        whose address never changes (its collision driver resets the arena to ``ncon * sizeof(mjContact)``
+        bytes past the start, ``resetArena``): contact i is at the same address every step. ``dist``, ``pos``
+        and ``frame`` are the first 13 numbers of MuJoCo's ``mjContact``, so one strided view of each contact's
+        first 13 doubles reads all three (checked against the bindings' own views; three views otherwise).
+        ``tests/test_speed_law_step.py`` checks the reused views against fresh reads while contacts come and go.
+        """
+        ncon = [d.ncon for d in self.datas]
+        if ncon != self._ncon:
+            geom, dpf = self._contact
+            for i, (n, old) in enumerate(zip(ncon, self._ncon)):
+                if n != old:
+                    c = self.datas[i].contact
+                    geom[i], dpf[i] = c.geom, _dist_pos_frame(c)
+            self._ncon = ncon
+        return (ncon, *self._contact)
+
+
+def _dist_pos_frame(c) -> np.ndarray:
+    """[ncon, 13] (dist, pos, frame) of a ``data.contact``: one strided view when they are adjacent in each
+    ``mjContact`` (as MuJoCo declares them), else a copy of the three."""
+    dist, pos, frame = c.dist, c.pos, c.frame
+    base, step = dist.ctypes.data, dist.strides[0] if len(dist) else 0
+    if (len(dist) and pos.ctypes.data == base + 8 and frame.ctypes.data == base + 32 and pos.strides == (step, 8)
+            and frame.strides == (step, 8) and dist.dtype == pos.dtype == frame.dtype == np.float64):
+        return np.lib.stride_tricks.as_strided(dist, shape=(len(dist), 13), strides=(step, 8), writeable=False)
+    return np.concatenate([dist[:, None], pos, frame], axis=1).reshape(len(dist), 13)
+
+
+def views_for(cached: "DataViews | None", datas: Sequence[mujoco.MjData]) -> DataViews:
+    """``cached`` if it is the batch ``datas``' views, else new ones."""
+    return cached if cached is not None and cached.matches(datas) else DataViews(datas)
