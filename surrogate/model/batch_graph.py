@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from .data_views import DataViews, views_for  # noqa: F401 (re-exported: the stepper's views)
+from .data_views import DataViews
 from .graph import GEOM_DESC, geom_descriptor
 from .law import cross
 from ..scenes.scene import match_pair_keys, pair_keys

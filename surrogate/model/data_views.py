@@ -49,7 +49,7 @@ class DataViews:
         bytes past the start, ``resetArena``): contact i is at the same address every step. ``dist``, ``pos``
         and ``frame`` are the first 13 numbers of MuJoCo's ``mjContact``, so one strided view of each contact's
         first 13 doubles reads all three (checked against the bindings' own views; three views otherwise).
-        ``tests/test_speed_law_step.py`` checks the reused views against fresh reads while contacts come and go.
+        ``tests/test_speed_contact_views.py`` checks the reused views against fresh reads while contacts come and go.
         """
         ncon = [d.ncon for d in self.datas]
         if ncon != self._ncon:

@@ -198,12 +198,21 @@ def _joint_solve_once(f0, a, b, n, J, start, counts, M, v_free, dt):
     A = M + dt * (Jt @ (np.repeat(ap, 3, axis=1)[..., None] * Jp) + nJp.transpose(0, 2, 1) @ (bp[..., None] * nJp))
     rhs = (M @ v_free[..., None])[..., 0] + dt * (Jt @ w0.reshape(B, 3 * C, 1))[..., 0]
     v1 = np.linalg.solve(A, rhs[..., None])[..., 0]
-    if env is None:  # J v' at each contact: one [3C, nv] product per environment
-        u = (Jp @ v1[..., None]).reshape(E, 3)
-    else:
-        u = (J @ v1[env][..., None])[..., 0]
+    u = contact_velocities(J, v1, counts, env)  # [E, 3] J v' at each contact
     F = w0c - a[:, None] * u - (b * np.einsum("ei,ei->e", u, n))[:, None] * n  # w0 - K J v'
     return F, v1, u
+
+
+def contact_velocities(J: np.ndarray, v: np.ndarray, counts: np.ndarray, env: np.ndarray | None = None) -> np.ndarray:
+    """[E, 3] ``J_e v_env(e)`` for contacts in consecutive rows per environment (``J`` [E, 3, nv], ``v`` [B, nv],
+    ``counts`` [B]): one [3C, nv] product per environment when every environment has C contacts, else one per
+    contact (``env`` [E], the environment of each row; derived from ``counts`` when not given)."""
+    C = int(counts[0]) if len(counts) else 0
+    if C and (counts == C).all():
+        B, nv = v.shape
+        return (J.reshape(B, 3 * C, nv) @ v[..., None]).reshape(-1, 3)
+    env = np.repeat(np.arange(len(counts)), counts) if env is None else env
+    return (J @ v[env][..., None])[..., 0]
 
 
 # (a outer b) [..., 9] @ _LEVI_CIVITA = a x b

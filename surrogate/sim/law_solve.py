@@ -35,8 +35,8 @@ import mujoco
 import numpy as np
 import torch
 
-from ..model.batch_graph import DataViews
-from ..model.law import cross, semi_implicit_solve_joint
+from ..model.data_views import DataViews
+from ..model.law import contact_velocities, cross, semi_implicit_solve_joint
 
 
 def contact_jacobians(builder, cb) -> np.ndarray:
@@ -94,16 +94,6 @@ def _jacobian_table(builder, cs, nv: int) -> tuple:
             slice(None) if len(cols) == nv else cols, rot, cols[rot].tolist())
 
 
-def _times_qvel(J: np.ndarray, qvel: np.ndarray, cs) -> np.ndarray:
-    """[E, 3] ``J_e qvel_env(e)``: one [3C, nv] product per environment when every environment has C contacts,
-    else one per contact."""
-    C = int(cs.counts[0]) if len(cs.counts) else 0
-    if C and (cs.counts == C).all():
-        B, nv = qvel.shape
-        return (J.reshape(B, 3 * C, nv) @ qvel[..., None]).reshape(-1, 3)
-    return (J @ qvel[cs.env][..., None])[..., 0]
-
-
 def constant_law(model) -> bool:
     """Whether ``model`` is a law without a network (``ContactLawGNN`` with ``corrections=False``): its terms come
     from the contact arrays alone (``constant_law_terms``), so its step needs no graph."""
@@ -115,7 +105,7 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None):
     ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them)."""
     if constant_law(model):
         cs = cb.contact_set
-        v = _times_qvel(J, cb.dynamics[3], cs)  # the relative velocity at each contact, J qvel
+        v = contact_velocities(J, cb.dynamics[3], cs.counts, cs.env)  # the relative velocity at each contact, J qvel
         n = cb.normal
         vn = np.einsum("ej,ej->e", v, n)
         vt = v - vn[:, None] * n
@@ -136,7 +126,7 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
-    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``batch_graph.DataViews`` (made here if not given);
+    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``data_views.DataViews`` (made here if not given);
     ``accelerated``: ``mj_fwdActuation`` and ``mj_fwdAcceleration`` already ran on every MjData after ``mj_step1``
     (the stepper calls them in its ``mj_step1`` loop), else they are called here.
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts

@@ -24,7 +24,7 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
 6. ``mj_step2``.
 
 The numpy views of each ``MjData``'s arrays that these steps read and write are made once per batch
-(``batch_graph.DataViews``, kept until the stepper steps another batch or is closed): MuJoCo's attribute
+(``data_views.DataViews``, kept until the stepper steps another batch or is closed): MuJoCo's attribute
 access builds a new view every time, a dozen per environment and physics step otherwise.
 
 After every physics step (either mode) MuJoCo's bad-state warning counters (``mjWARN_BADQPOS``,
@@ -55,7 +55,8 @@ import torch
 
 from ..errors import ConfigError
 from ..scenes import ROLES, set_contact_mode
-from ..model.batch_graph import GraphBuilder, views_for
+from ..model.batch_graph import GraphBuilder
+from ..model.data_views import views_for
 from .contact import InputRange
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
 
@@ -158,7 +159,7 @@ class Stepper:
         self.law_model = hasattr(contact_model, "law_terms")
         self._body_names = [scene.model.body(int(b)).name for b in self.builder.node_body]
         self._last = None  # (ContactBatch, forces [E, 3]) of the last surrogate step; its wrenches on demand
-        self._views = None  # the last batch's array views (batch_graph.DataViews), made once per batch
+        self._views = None  # the last batch's array views (data_views.DataViews), made once per batch
         self._wrench: np.ndarray | None = None
         self._warned: set[str] = set()
         self.reset_stats()
