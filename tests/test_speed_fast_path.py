@@ -49,16 +49,3 @@ def test_law_step_batched_equals_single_with_one_stepper_switching_batches():
     b = np.array([np.concatenate([d.qpos, d.qvel]) for d in singles])
     assert np.isfinite(a).all() and st.stats()["fallbacks"] == 0
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
-
-
-def test_copies_probe_steps_like_separate_datas():
-    """The option-(a) probe: two copies of the grasp scene in one MjModel step exactly as two MjData (the grasp has
-    no dynamic collisions), and the probe reports positive costs."""
-    from surrogate.bench.speed_copies import copies_model, measure_copies
-
-    scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
-    big = copies_model(scene, 2)
-    assert big.nbody == 2 * (scene.model.nbody - 1) + 1 and big.npair == 2 * scene.model.npair
-    r = measure_copies(scene, grasped_state(scene, seconds=0.9), 2, steps=2, min_seconds=0.0)
-    assert r["max_state_diff"] == 0.0 and r["contacts_per_env"] > 4
-    assert all(r[k] > 0 for k in ("separate_step_us", "copies_step_us", "separate_read_us", "copies_read_us"))

@@ -2,11 +2,14 @@
 
     python -m surrogate.bench.speed [--batches 1 64 256 1024] [--steps 20] [--checkpoint DIR] [--threads 1]
 
-An environment step here is one physics step of one ``MjData`` (the Gymnasium environments take
+An environment step here is one physics step of one environment (the Gymnasium environments take
 ``control_dt / timestep`` of them per action). Every environment starts from the same grasped
 state (a parallel jaw holding a box on the table, reached with analytic contact), so both modes
-see the same contacts (object-table and pad-object). Per-phase times of the hybrid step
-(mj_step1, graph build, network, checks, apply, mj_step2) come from ``Stepper.stats``.
+see the same contacts (object-table and pad-object). Both modes are timed on every path: B separate ``MjData``
+(a Python loop of MuJoCo calls), B copies of the scene in one ``MjData`` (``sim.copies``: one call per physics step),
+and for analytic contact also MuJoCo's own ``rollout``; the ratio is fastest hybrid over fastest analytic.
+Per-phase times of the hybrid step (mj_step1, graph build, network, checks, apply, mj_step2) come from
+``Stepper.stats``.
 """
 
 from __future__ import annotations
@@ -41,25 +44,28 @@ def grasped_state(scene, *, seconds: float = 1.0):
 
 def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand: str = "parallel_jaw",
             family: str = "box", seed: int = 0, min_seconds: float = 0.5, clock: str = "wall") -> list[dict]:
-    """Env steps per second, analytic and hybrid, per batch size.
+    """Env steps per second, analytic and hybrid, per batch size, each on every path a user can take.
 
     Args:
-      contact_model: the surrogate (e.g. a ``ContactGNN``).
-      batches: numbers of ``MjData`` stepped together.
+      contact_model: the surrogate (e.g. a ``ContactLawGNN``).
+      batches: numbers of environments stepped together.
       steps: physics steps per timing (repeated until ``min_seconds`` have passed).
       clock: ``wall`` (``time.perf_counter``) or ``cpu`` (``time.process_time``: this process's CPU time, which
-        other jobs on a shared machine disturb much less; both sides are timed with the same clock).
+        other jobs on a shared machine disturb much less; all paths are timed with the same clock).
     Returns:
-      one dict per batch: batch, analytic_sps (the faster of analytic_loop_sps, a Python loop of ``mj_step``
-      over the MjData as the stepper runs it, and analytic_rollout_sps, MuJoCo's ``rollout`` on one thread),
-      hybrid_sps, ratio (hybrid / the fastest analytic), contacts_per_env, phases_ms (hybrid per physics
-      step, whole batch).
+      one dict per batch: batch; per path the env steps per second: ``analytic_loop_sps`` (``mj_step`` over B
+      ``MjData``, as the stepper's loop runs it), ``analytic_rollout_sps`` (MuJoCo's ``rollout``, C loop, one
+      thread), ``analytic_copies_sps`` (``mj_step`` of B copies in one ``MjData``, ``sim.copies``),
+      ``hybrid_loop_sps`` (B ``MjData``), ``hybrid_copies_sps`` (``Copies``); ``analytic_sps`` / ``hybrid_sps``
+      the fastest of each, ``hybrid_path`` which; ratio (fastest hybrid / fastest analytic); contacts_per_env;
+      phases_ms (the fastest hybrid path's per physics step, whole batch).
     """
     import mujoco
     import numpy as np
 
     from ..objects import make_object
     from ..scenes import build_scene
+    from ..sim.copies import Copies
     from ..sim.stepper import Stepper, step
 
     if clock not in CLOCKS:
@@ -75,37 +81,44 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
             d = mujoco.MjData(m)
             mujoco.mj_copyData(d, m, d0)
             datas.append(d)
+        copies = Copies(scene, B)
         snap = [np.concatenate([d.qpos, d.qvel]) for d in datas]
 
         def restore():
             for d, s in zip(datas, snap):
                 d.qpos[:], d.qvel[:] = s[:m.nq], s[m.nq:]
                 mujoco.mj_forward(m, d)
+            for i in range(B):
+                copies.set_state(i, d0, forward=False)
+            mujoco.mj_forward(copies.model, copies.data)
 
         out = {"batch": B}
         for mode in ("analytic", "hybrid"):
-            st = Stepper(scene, contact_model if mode == "hybrid" else None,
-                         contact="surrogate" if mode == "hybrid" else "analytic", on_bad_force="fallback")
-            restore()
-            with warnings.catch_warnings():
-                # out-of-range inputs are expected with a toss model on pads; speed is all we measure
-                warnings.simplefilter("ignore")
-                step(m, datas, st, nstep=1)  # warm-up (allocations, torch kernels)
-                st.reset_stats()
-                n, t0 = 0, timer()
-                while n == 0 or timer() - t0 < min_seconds:
-                    step(m, datas, st, nstep=steps)
-                    n += steps
-            dt = timer() - t0
-            out[f"{mode}_sps"] = B * n / dt
-            if mode == "hybrid":
-                s = st.stats()
-                out["contacts_per_env"] = s["contacts"] / max(s["env_steps"], 1)
-                out["phases_ms"] = {k: 1e3 * v / n for k, v in s["time_s"].items() if v > 0}
-        # the analytic side on its fastest path: the Python loop above or MuJoCo's own rollout (C loop, one thread)
-        out["analytic_loop_sps"] = out["analytic_sps"]
+            for path, model, batch in (("loop", m, datas), ("copies", copies.model, copies)):
+                st = Stepper(scene, contact_model if mode == "hybrid" else None,
+                             contact="surrogate" if mode == "hybrid" else "analytic", on_bad_force="fallback")
+                restore()
+                with warnings.catch_warnings():
+                    # out-of-range inputs are expected with a toss model on pads; speed is all we measure
+                    warnings.simplefilter("ignore")
+                    step(model, batch, st, nstep=1)  # warm-up (allocations, torch kernels)
+                    st.reset_stats()
+                    n, t0 = 0, timer()
+                    while n == 0 or timer() - t0 < min_seconds:
+                        step(model, batch, st, nstep=steps)
+                        n += steps
+                dt = timer() - t0
+                out[f"{mode}_{path}_sps"] = B * n / dt
+                if mode == "hybrid":
+                    s = st.stats()
+                    out[f"contacts_per_env_{path}"] = s["contacts"] / max(s["env_steps"], 1)
+                    out[f"phases_ms_{path}"] = {k: 1e3 * v / n for k, v in s["time_s"].items() if v > 0}
+        # the analytic side on its fastest path: the loops above or MuJoCo's own rollout (C loop, one thread)
         out["analytic_rollout_sps"] = _rollout_sps(scene, datas, snap, steps=steps, min_seconds=min_seconds, timer=timer)
-        out["analytic_sps"] = max(out["analytic_loop_sps"], out["analytic_rollout_sps"])
+        out["analytic_sps"] = max(out["analytic_loop_sps"], out["analytic_rollout_sps"], out["analytic_copies_sps"])
+        path = "copies" if out["hybrid_copies_sps"] >= out["hybrid_loop_sps"] else "loop"
+        out["hybrid_path"], out["hybrid_sps"] = path, out[f"hybrid_{path}_sps"]
+        out["contacts_per_env"], out["phases_ms"] = out[f"contacts_per_env_{path}"], out[f"phases_ms_{path}"]
         out["ratio"] = out["hybrid_sps"] / out["analytic_sps"]
         rows.append(out)
     return rows
@@ -141,15 +154,18 @@ def _rollout_sps(scene, datas, snap, *, steps: int, min_seconds: float, timer) -
 
 
 def format_table(rows) -> str:
-    lines = ["| batch | analytic steps/s (loop / mujoco.rollout) | hybrid steps/s | hybrid / analytic (fastest) | contacts/env |",
+    lines = ["| batch | analytic steps/s (loop / mujoco.rollout / copies) | hybrid steps/s (loop / copies) | "
+             "hybrid / analytic (fastest of each) | contacts/env |",
              "|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['batch']} | {r['analytic_loop_sps']:,.0f} / {r['analytic_rollout_sps']:,.0f} | "
-                     f"{r['hybrid_sps']:,.0f} | {r['ratio']:.2f} | {r['contacts_per_env']:.1f} |")
+        lines.append(f"| {r['batch']} | {r['analytic_loop_sps']:,.0f} / {r['analytic_rollout_sps']:,.0f} / "
+                     f"{r['analytic_copies_sps']:,.0f} | {r['hybrid_loop_sps']:,.0f} / {r['hybrid_copies_sps']:,.0f} | "
+                     f"{r['ratio']:.2f} | {r['contacts_per_env']:.1f} |")
     lines.append("")
-    lines.append("hybrid phases, ms per physics step of the whole batch:")
+    lines.append("hybrid phases, ms per physics step of the whole batch (loop | copies):")
     for r in rows:
-        lines.append(f"  batch {r['batch']}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["phases_ms"].items()))
+        lines.append(f"  batch {r['batch']}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["phases_ms_loop"].items())
+                     + " | " + ", ".join(f"{k} {v:.2f}" for k, v in r["phases_ms_copies"].items()))
     return "\n".join(lines)
 
 
@@ -166,8 +182,6 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                    help="wall time (default) or this process's CPU time (steadier on a machine other jobs share)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object (for scripts) instead of the table")
-    p.add_argument("--copies", action="store_true",
-                   help="also probe B copies of the scene in one MjModel (MuJoCo's step and table reads, bench/speed_copies.py)")
     return p
 
 
@@ -183,36 +197,17 @@ def run(args) -> list[dict]:
     clock = getattr(args, "clock", "wall")
     rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
                    min_seconds=args.min_seconds, clock=clock)
-    copies = _copies_rows(args, clock) if getattr(args, "copies", False) else None
     if getattr(args, "json", False):
         import json
 
         out = {"checkpoint": str(args.checkpoint), "threads": args.threads, "hand": args.hand, "clock": clock,
                "object": args.family, "rows": rows}
-        if copies is not None:
-            out["copies"] = copies
         print(json.dumps(out))
         return rows
     print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, hand {args.hand}, object {args.family}, "
           f"clock {clock}")
     print(format_table(rows))
-    if copies is not None:
-        from .speed_copies import format_copies
-
-        print(format_copies(copies))
     return rows
-
-
-def _copies_rows(args, clock: str) -> list[dict]:
-    """``speed_copies.measure_copies`` for each batch size above 1, from the benchmark's grasped state."""
-    from ..objects import make_object
-    from ..scenes import build_scene
-    from .speed_copies import measure_copies
-
-    scene = build_scene(make_object(args.family, 0), hand=args.hand, setting="table")
-    d0 = grasped_state(scene)
-    return [measure_copies(scene, d0, B, steps=args.steps, min_seconds=args.min_seconds, timer=CLOCKS[clock])
-            for B in args.batches if B > 1]
 
 
 def main(argv=None) -> int:

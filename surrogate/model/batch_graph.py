@@ -256,7 +256,8 @@ class GraphBuilder:
                graph: bool = True):
         """Read what the graph needs from every ``MjData`` (after collision detection).
 
-        ``views``: the batch's ``DataViews`` (the stepper keeps one per batch), else they are made here.
+        ``views``: the batch's ``DataViews`` (the stepper keeps one per batch), else they are made here; or the
+        ``sim.copies.CopiesViews`` of B copies in one ``MjData`` (then ``datas`` is not read).
         ``graph``: also read what only the graph and the node velocities need (cvel, ximat; else None).
         Returns:
           (contacts, bodies, dyn): contacts = (ncon [B], geom [C, 2] int32, pos [C, 3], frame [C, 9], dist [C]) over
@@ -265,28 +266,23 @@ class GraphBuilder:
           [B, nv, 6], the sparse inertia M [B, nM], qvel [B, nv], subtree_com of each dof's root [B, nv, 3]) for
           the law solve, else None.
         """
-        B = len(datas)
         if views is None:
             views = DataViews(datas)
+        B = views.num_envs
         # The only per-environment Python: ``d.ncon``; the contact views are made when an environment's count
         # changes (``DataViews.contacts``) and copied once into stacked arrays by numpy.
-        ncon, geoms, dpf = views.contacts()
-        ncon = np.array(ncon, dtype=np.int64)
-        if B and ncon.any():
-            geom, dpf = np.concatenate(geoms), np.concatenate(dpf)
-            dist, pos, frame = dpf[:, 0], dpf[:, 1:4], dpf[:, 4:]
-        else:
-            geom, pos, frame, dist = np.empty((0, 2), dtype=np.int32), np.empty((0, 3)), np.empty((0, 9)), np.empty(0)
-        # Whole (small) body tables, from the batch's views: one concatenation each; node rows picked once for all.
-        xipos = np.concatenate(views.xipos).reshape(B, self.nbody, 3)
-        scom = np.concatenate(views.subtree_com).reshape(B, self.nbody, 3)
+        ncon, geom, dpf = views.stacked_contacts()
+        dist, pos, frame = dpf[:, 0], dpf[:, 1:4], dpf[:, 4:]
+        # Whole (small) body tables, from the batch's views: one stacked copy each; node rows picked once for all.
+        xipos = views.stack("xipos").reshape(B, self.nbody, 3)
+        scom = views.stack("subtree_com").reshape(B, self.nbody, 3)
         if graph:
-            cvel = np.concatenate(views.cvel).reshape(B, self.nbody, 6)[:, self.node_body]
-            ximat = np.concatenate(views.ximat).reshape(B, self.nbody, 9)[:, self.object_body].reshape(B, 3, 3)
+            cvel = views.stack("cvel").reshape(B, self.nbody, 6)[:, self.node_body]
+            ximat = views.stack("ximat").reshape(B, self.nbody, 9)[:, self.object_body].reshape(B, 3, 3)
         else:
             cvel = ximat = None
-        dyn = (np.concatenate(views.cdof).reshape(B, self.nv, 6), np.concatenate(views.M).reshape(B, -1),
-               np.concatenate(views.qvel).reshape(B, self.nv), scom[:, self.dof_root]) if dynamics else None
+        dyn = (views.stack("cdof").reshape(B, self.nv, 6), views.stack("M").reshape(B, -1),
+               views.stack("qvel").reshape(B, self.nv), scom[:, self.dof_root]) if dynamics else None
         xipos, rcom = xipos[:, self.node_body], scom[:, self.root]
         return (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), dyn
 
@@ -302,7 +298,7 @@ class GraphBuilder:
         """
         (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
             datas, dynamics=dynamics, views=views, graph=graph)
-        B, K = len(datas), self.K
+        B, K = len(ncon), self.K
         cs = self.contact_set(ncon, geom)
         env, cid, sign, g_obj, g_oth, node = cs.env, cs.cid, cs.sign, cs.g_obj, cs.g_oth, cs.local
         if not isinstance(cs.rows, slice):

@@ -34,6 +34,29 @@ class DataViews:
         self._ncon = [-1] * B  # the contact count each environment's contact views were made for
         self._contact = ([None] * B, [None] * B)  # geom [ncon, 2], (dist, pos, frame) [ncon, 13]
 
+    @property
+    def num_envs(self) -> int:
+        return len(self.datas)
+
+    def stack(self, name: str) -> np.ndarray:
+        """[B, ...] the field ``name`` (one of ``FIELDS``) of every environment, stacked (a copy)."""
+        parts = getattr(self, name)
+        return np.stack(parts) if parts else np.zeros((0,))
+
+    def stacked_contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ncon [B] int64, geom [C, 2], dist/pos/frame [C, 13] float64) of all contacts of all environments, in order
+        (environment 0's first): ``contacts()`` copied once into stacked arrays."""
+        ncon, geoms, dpf = self.contacts()
+        ncon = np.array(ncon, dtype=np.int64)
+        if len(ncon) and ncon.any():
+            return ncon, np.concatenate(geoms), np.concatenate(dpf)
+        return ncon, np.empty((0, 2), dtype=np.int32), np.empty((0, 13))
+
+    def contact_index(self, env: np.ndarray, cid: np.ndarray) -> np.ndarray:
+        """[E] the index in its environment's ``data.contact`` of contact ``cid`` of environment ``env`` (the same:
+        each environment has its own ``MjData``)."""
+        return cid
+
     def matches(self, datas: Sequence[mujoco.MjData]) -> bool:
         """Whether these are the views of exactly ``datas`` (the same objects, in order)."""
         return len(datas) == len(self.datas) and all(a is b for a, b in zip(datas, self.datas))

@@ -144,7 +144,8 @@ class Scene:
         return d
 
 
-def set_contact_mode(model: mujoco.MjModel, scene: Scene, mode: str, *, roles: Sequence[str] | None = None) -> None:
+def set_contact_mode(model: mujoco.MjModel, scene: Scene, mode: str, *, roles: Sequence[str] | None = None,
+                     pair_map: np.ndarray | None = None) -> None:
     """Switch owned pairs between MuJoCo's analytic force and none (external).
 
     Args:
@@ -155,6 +156,8 @@ def set_contact_mode(model: mujoco.MjModel, scene: Scene, mode: str, *, roles: S
         (margin -1e3, gap 1e3 + ``owned_margin``: reported, never in the solver).
       roles: only switch pairs of these roles (default all): e.g. pads external
         and the table analytic.
+      pair_map: [B, npair] for a model of B copies of the scene (``sim.copies_model``): each copy's id of each
+        of the scene's pairs; every row's owned pairs are switched.
     """
     if mode not in MODES:
         raise ConfigError(f"contact mode must be one of {MODES}, got {mode!r}", key="mode")
@@ -166,6 +169,8 @@ def set_contact_mode(model: mujoco.MjModel, scene: Scene, mode: str, *, roles: S
                    dtype=int)
     if ids.size == 0:
         return
+    if pair_map is not None:
+        ids = np.asarray(pair_map)[:, ids].ravel()
     d = scene.owned_margin
     margin, gap = (0.0, d) if mode == "analytic" else (-_FAR, _FAR + d)
     model.pair_margin[ids] = margin

@@ -1,11 +1,13 @@
 """Hybrid stepping: a contact model inside MuJoCo, batched (``stepper``), its graph builder
-(``batch``), contact models and input-range checks (``contact``), the one rollout API with its
+(``batch``), B environments as copies in one ``MjModel`` (``copies.Copies``: the batch fast path), contact
+models and input-range checks (``contact``), the one rollout API with its
 analytic and surrogate backends (``from surrogate.sim.rollout import rollout``; not re-exported here, so
 that ``surrogate.sim.rollout`` stays the module), whole-toss evaluation (``toss_eval``) and the
 differentiable twin (``twin``). The studies that use it (speed, soak) are in ``surrogate.bench``."""
 
 from surrogate.model.batch_graph import ContactBatch, GraphBuilder
 from surrogate.sim.contact import ContactModel, InputRange, MuJoCoContact, ZeroContact
+from surrogate.sim.copies import Copies
 from surrogate.sim.stepper import (
     BAD_FORCE_POLICIES,
     CONTACT_MODES,
@@ -16,6 +18,6 @@ from surrogate.sim.stepper import (
 )
 
 __all__ = [
-    "BAD_FORCE_POLICIES", "CONTACT_MODES", "ContactBatch", "ContactModel", "GraphBuilder", "InputRange",
+    "BAD_FORCE_POLICIES", "CONTACT_MODES", "ContactBatch", "ContactModel", "Copies", "GraphBuilder", "InputRange",
     "MuJoCoContact", "Stepper", "SurrogateStepError", "SurrogateWarning", "ZeroContact", "step",
 ]

@@ -71,6 +71,7 @@ class MuJoCoContact:
         self._m = None
         self._datas: Sequence[mujoco.MjData] = ()
         self._scratch: list[mujoco.MjData] = []
+        self._copies_scratch: mujoco.MjData | None = None
 
     def prepare(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData]) -> None:
         self._m, self._datas = model, datas
@@ -79,6 +80,8 @@ class MuJoCoContact:
         m, ds = self._m, self._datas
         if m is None:
             raise RuntimeError("MuJoCoContact needs prepare(model, datas) before it is called (the stepper does this)")
+        if hasattr(ds, "views"):  # ``sim.copies.Copies``: all copies in one analytic forward
+            return self._copies_forces(ds, graph)
         env = graph.env.numpy()
         cid = graph.contact_id.numpy()
         sign = graph.sign.numpy().astype(np.float64)
@@ -104,6 +107,34 @@ class MuJoCoContact:
                 raise RuntimeError(f"env {env[e]}: contact {c} differs between analytic and external mode")
             mujoco.mj_contactForce(m, s, c, f6)
             # contact frame rows (normal, t1, t2); the force acts on geom2 along +normal.
+            out[e] = sign[e] * (s.contact.frame[c].reshape(3, 3).T @ f6[:3])
+        return torch.from_numpy(out)
+
+    def _copies_forces(self, copies, graph) -> torch.Tensor:
+        """The same for B copies in one ``MjData``: one scratch copy, every copy's owned pairs analytic, one
+        ``mj_forward``; contact ``cid`` of copy ``env`` is at ``copies.views.contact_index(env, cid)``."""
+        m, D = copies.model, copies.data
+        env, cid = graph.env.numpy(), graph.contact_id.numpy()
+        sign = graph.sign.numpy().astype(np.float64)
+        out = np.zeros((len(env), 3))
+        if not len(env):
+            return torch.from_numpy(out)
+        s = self._copies_scratch
+        if s is None or s.qpos.shape != D.qpos.shape:
+            s = self._copies_scratch = mujoco.MjData(m)
+        ids = copies.layout.pair.ravel()
+        saved = m.pair_margin[ids].copy(), m.pair_gap[ids].copy()
+        try:
+            copies.set_mode("analytic")
+            mujoco.mj_copyData(s, m, D)
+            mujoco.mj_forward(m, s)
+        finally:
+            m.pair_margin[ids], m.pair_gap[ids] = saved
+        f6 = np.zeros(6)
+        for e, c in enumerate(copies.views.contact_index(env, cid).tolist()):
+            if c >= s.ncon or not np.array_equal(s.contact.geom[c], D.contact.geom[c]):
+                raise RuntimeError(f"env {env[e]}: contact {c} differs between analytic and external mode")
+            mujoco.mj_contactForce(m, s, c, f6)
             out[e] = sign[e] * (s.contact.frame[c].reshape(3, 3).T @ f6[:3])
         return torch.from_numpy(out)
 

@@ -180,7 +180,7 @@ def physics_step_surrogate(m, datas, stepper) -> None:
         _check_inputs(stepper, cb, feats)
     t4 = time.perf_counter()
     fallback = bool(bad_env.any())
-    stepper._set_last(cb, forces * ~bad_env[cb.env][:, None] if fallback else forces)
+    stepper._set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if fallback else forces)  # NaN-free
     if E and qfrc is None:
         _apply(m, datas, stepper, cb, forces, bad_env)
     t5 = time.perf_counter()

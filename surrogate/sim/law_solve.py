@@ -126,7 +126,9 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
-    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``data_views.DataViews`` (made here if not given);
+    ``cb`` built with ``dynamics=True``; ``views``: the batch's ``data_views.DataViews`` (made here if not given),
+    or a ``sim.copies.CopiesViews`` (B copies in one ``MjData``: then ``m`` is the scene's one-copy model, and
+    ``accelerated`` must be True);
     ``accelerated``: ``mj_fwdActuation`` and ``mj_fwdAcceleration`` already ran on every MjData after ``mj_step1``
     (the stepper calls them in its ``mj_step1`` loop), else they are called here.
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
@@ -153,16 +155,16 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
         rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
         counts = cs.counts[envs]
         start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``rows``
-        todo = [datas[i] for i in envs]
+        todo = () if accelerated else [datas[i] for i in envs]
     dt = m.opt.timestep
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
     _, _, Msparse, qvel, _ = cb.dynamics
-    acc = (views or DataViews(datas)).qacc_smooth
     for d in () if accelerated else todo:
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-    nB = len(todo)
-    qv = qvel[envs] + dt * np.concatenate(acc if rows is None else [acc[i] for i in envs]).reshape(nB, nv)
+    acc = (views or DataViews(datas)).stack("qacc_smooth").reshape(cb.num_envs, nv)
+    qv = qvel[envs] + dt * acc[envs]
+    nB = len(qv)
     take, nonzero = builder.M_take
     M = np.where(nonzero, Msparse[envs][:, take], 0.0)  # [B, nv, nv] dense joint-space inertia
     if rows is not None:  # only the environments with a force

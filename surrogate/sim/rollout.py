@@ -9,8 +9,10 @@ Two backends, the same inputs and outputs:
 * ``contact="analytic"``: MuJoCo's own contact through ``mujoco.rollout`` (C, threaded: the fastest
   path), optionally with one ``MjModel`` per member (``models``: e.g. one per identified parameter set);
 * ``contact=<contact model>`` or a ``Stepper``: the hybrid stepper (``stepper.step``) with that model
-  owning the scene's contact pairs, all B ``MjData`` stepped as one batch (one network call per
-  physics step); ``pad_sites`` also returns the model's force on chosen sensor sites at each frame.
+  owning the scene's contact pairs, all B members stepped as one batch (one network call per
+  physics step): as B copies of the scene in one ``MjData`` (``copies.Copies``: one MuJoCo call per physics
+  step, the same trajectories) when B > 1, else one ``MjData``; ``pad_sites`` also returns the model's force on
+  chosen sensor sites at each frame (then B ``MjData``).
 
 Given MuJoCo's own contact as the surrogate (``contact.MuJoCoContact``) the two agree
 (``tests/test_rollout_parity.py`` states the tolerance on a toss and on a hand replay).
@@ -185,21 +187,56 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
     own = not isinstance(contact, Stepper)
     stepper = Stepper(scene, contact) if own else contact
     m = scene.model
-    datas = [mujoco.MjData(m) for _ in range(len(state0))]
     out = np.zeros((len(state0), F, state0.shape[1]))
     out[:, 0] = state0
     pads = None if pad_sites is None else np.zeros((len(state0), F, len(pad_sites), 3))
+    datas = [mujoco.MjData(m) for _ in range(1 if _use_copies(m, len(state0), pad_sites) else len(state0))]
     for d, s in zip(datas, state0):
         mujoco.mj_setState(m, d, s, STATE_SPEC)
         mujoco.mj_forward(m, d)
     try:
         with torch.no_grad():
-            _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads)
+            if len(datas) < len(state0):
+                _step_frames_copies(scene, stepper, state0, controls, substeps, out)
+            else:
+                _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads)
         stats = stepper.stats()
     finally:
         if own:
             stepper.close()
     return Trajectory(out, m.nq, pads, stats)
+
+
+def _use_copies(m, B: int, pad_sites) -> bool:
+    """Whether the batch is stepped as copies in one ``MjData`` (``copies.Copies``, the same physics, one MuJoCo call
+    per physics step): for more than one member, without pad forces, when the full-physics state is (time, qpos,
+    qvel, act) (no mocap bodies, user data or plugin state)."""
+    plain = mujoco.mj_stateSize(m, STATE_SPEC) == 1 + m.nq + m.nv + m.na
+    return B > 1 and pad_sites is None and plain
+
+
+def _step_frames_copies(scene, stepper, state0, controls, substeps, out) -> None:
+    """``_step_frames`` on B copies of the scene in one ``MjData``."""
+    from .copies import Copies
+    from .stepper import step
+
+    m, B = scene.model, len(state0)
+    batch = Copies(scene, B)
+    d = mujoco.MjData(m)
+    for b, s in enumerate(state0):
+        mujoco.mj_resetData(m, d)
+        mujoco.mj_setState(m, d, s, STATE_SPEC)
+        batch.set_state(b, d, forward=False)
+    mujoco.mj_forward(batch.model, batch.data)
+    nq, nv = m.nq, m.nv
+    for f in range(1, out.shape[1]):
+        block = None if controls is None else controls[:, (f - 1) * substeps:f * substeps]
+        for start, n in ([(0, substeps)] if block is None else _control_runs(block)):
+            if block is not None:
+                batch.ctrl[:] = block[:, start]
+            step(batch.model, batch, stepper, nstep=n)
+        o = out[:, f]
+        o[:, 0], o[:, 1:1 + nq], o[:, 1 + nq:1 + nq + nv], o[:, 1 + nq + nv:] = batch.time, batch.qpos, batch.qvel, batch.act
 
 
 def _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads) -> None:

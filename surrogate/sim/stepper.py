@@ -58,6 +58,8 @@ from ..scenes import ROLES, set_contact_mode
 from ..model.batch_graph import GraphBuilder
 from ..model.data_views import views_for
 from .contact import InputRange
+from .copies import Copies
+from .copies_step import step_copies
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
 
 CONTACT_MODES = ("analytic", "surrogate")
@@ -290,7 +292,8 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
 
     Args:
       m: a compiled model of ``stepper.scene`` (the owned pairs' mode is set here; nothing else changes).
-      data: an ``MjData`` or a sequence of them (all of ``m``).
+      data: an ``MjData`` or a sequence of them (all of ``m``); or a ``copies.Copies`` (B copies of the scene in
+        one ``MjData``, with ``m`` its ``model``: one MuJoCo call per physics step for the whole batch).
       stepper: the ``Stepper``.
       nstep: physics steps (substeps) to take, >= 1.
       contact: override the stepper's ``surrogate`` / ``analytic`` for this call.
@@ -298,13 +301,15 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
       SurrogateStepError: a bad force with ``on_bad_force="raise"``.
       ConfigError: bad options, or a model/data of another scene.
     """
-    datas = _as_datas(data)
     if int(nstep) != nstep or nstep < 1:
         raise ConfigError(f"nstep must be a positive integer, got {nstep!r}", key="nstep")
     contact = stepper.contact if contact is None else contact
     _check_choice("contact", contact, CONTACT_MODES)
     if contact == "surrogate" and stepper.contact_model is None:
         raise ConfigError("this stepper has no contact model: contact must be 'analytic'", key="contact")
+    if isinstance(data, Copies):  # the fast path: B copies in one MjData (sim/copies.py)
+        return step_copies(m, data, stepper, nstep=int(nstep), contact=contact)
+    datas = _as_datas(data)
     _check_model(m, datas, stepper.builder)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic

@@ -1,0 +1,229 @@
+"""B copies of a scene inside one ``MjModel``: one ``mj_step1`` / ``mj_step2`` for a whole batch.
+
+The hybrid stepper's MuJoCo part over B separate ``MjData`` is a Python loop of 2 B calls, each with its own
+per-call overhead (the collision driver's broadphase, the arena, the constraint and island setup); in one model of
+B copies those are paid once. ``copies_model`` builds that model so that every copy steps exactly as the scene's
+own model would:
+
+- copy i hangs from a static body ``c{i}_base`` (welded to the world, at the origin) that carries the scene's
+  world geoms (ground, table), so its bodies, geoms, joints, actuators and sensors are one contiguous block and its
+  contacts come out of MuJoCo's collision driver as one contiguous block (contacts are ordered by body-pair
+  signature; a static base per copy keeps every signature of copy i between its own bodies);
+- copies overlap in space and never touch: every geom gets ``contype = conaffinity = 0``, and each copy's
+  collisions are explicit pairs: the scene's own pairs plus one pair for every geom pair that MuJoCo's dynamic
+  collision would test in the scene (``dynamic_geom_pairs``: bitmask, weld and parent filters, excluded body pairs),
+  with the contact parameters MuJoCo would mix for it (``mixed_pair_params``, as ``mj_contactParam``);
+- the copies' arrays are blocks: ``qpos`` is [B * nq] with copy i at ``[i * nq, (i + 1) * nq)``, and so are
+  ``qvel``, ``ctrl``, ``act``, ``qfrc_applied``, the sparse inertia ``M`` and ``sensordata`` (checked at build time:
+  ``CopiesLayout``).
+
+``tests/test_copies.py`` checks the copies against the scene's model: the same contacts (geoms, distance, point,
+frame) from states with dynamic contacts (the hand on the table), and the same trajectories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from ..errors import ConfigError
+
+_MINVAL = 1e-15
+_SPEC_OPTIONS = ("timestep", "integrator", "cone", "solver", "tolerance", "iterations", "gravity")  # MuJoCo's mjMINVAL (solmix below it counts as zero)
+
+
+def dynamic_geom_pairs(m: mujoco.MjModel) -> list[tuple[int, int]]:
+    """Geom pairs (g1 < g2, g1 on the body of lower id) that MuJoCo's dynamic collision would test in ``m``: the
+    bitmask filter (``contype & conaffinity`` either way), the body filter (not the same weld body; with the parent
+    filter on, not a welded body and its parent's weld body, unless one is the world), excluded body pairs, and
+    pairs that have an explicit ``pair`` (MuJoCo skips those: ``mj_collideGeomPair`` with ``merged``)."""
+    if m.nflex:
+        raise ConfigError("copies_model: scenes with flexes are not supported", key="model")
+    filterparent = not (m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+    excluded = {int(s) for s in m.exclude_signature}
+    explicit = {frozenset((int(a), int(b))) for a, b in zip(m.pair_geom1, m.pair_geom2)}
+    weld = m.body_weldid
+    out = []
+    for g1 in range(m.ngeom):
+        for g2 in range(g1 + 1, m.ngeom):
+            if not ((m.geom_contype[g1] & m.geom_conaffinity[g2]) or (m.geom_contype[g2] & m.geom_conaffinity[g1])):
+                continue
+            b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+            w1, w2 = int(weld[b1]), int(weld[b2])
+            if w1 == w2:
+                continue
+            p1, p2 = int(weld[m.body_parentid[w1]]), int(weld[m.body_parentid[w2]])
+            if filterparent and w1 and w2 and (w1 == p2 or w2 == p1):
+                continue
+            lo, hi = min(b1, b2), max(b1, b2)
+            if (lo << 16) + hi in excluded or frozenset((g1, g2)) in explicit:
+                continue
+            out.append((g1, g2) if b1 <= b2 else (g2, g1))
+    return out
+
+
+def mixed_pair_params(m: mujoco.MjModel, g1: int, g2: int) -> dict:
+    """The contact parameters MuJoCo's dynamic collision gives geoms ``g1``, ``g2`` (``mj_contactParam``: the
+    higher priority's, else condim and friction the larger, solref and solimp mixed by ``solmix``; margin and gap
+    the larger), as ``MjsPair`` fields."""
+    if m.geom_priority[g1] != m.geom_priority[g2]:
+        i = g1 if m.geom_priority[g1] > m.geom_priority[g2] else g2
+        condim, solref, solimp, fri = int(m.geom_condim[i]), m.geom_solref[i].copy(), m.geom_solimp[i].copy(), m.geom_friction[i].copy()
+    else:
+        condim = int(max(m.geom_condim[g1], m.geom_condim[g2]))
+        s1, s2 = float(m.geom_solmix[g1]), float(m.geom_solmix[g2])
+        if s1 >= _MINVAL and s2 >= _MINVAL:
+            mix = s1 / (s1 + s2)
+        elif s1 < _MINVAL and s2 < _MINVAL:
+            mix = 0.5
+        else:
+            mix = 0.0 if s1 < _MINVAL else 1.0
+        r1, r2 = m.geom_solref[g1], m.geom_solref[g2]
+        solref = mix * r1 + (1 - mix) * r2 if (r1[0] > 0 and r2[0] > 0) else np.minimum(r1, r2)
+        solimp = mix * m.geom_solimp[g1] + (1 - mix) * m.geom_solimp[g2]
+        fri = np.maximum(m.geom_friction[g1], m.geom_friction[g2])
+    return {"condim": condim, "solref": np.asarray(solref, dtype=float), "solimp": np.asarray(solimp, dtype=float),
+            "friction": np.array([fri[0], fri[0], fri[1], fri[2], fri[2]]),
+            "margin": float(max(m.geom_margin[g1], m.geom_margin[g2])), "gap": float(max(m.geom_gap[g1], m.geom_gap[g2]))}
+
+
+@dataclass(frozen=True)
+class CopiesLayout:
+    """Where copy i's things are in the copies model (``copies_model``); the scene's model has nq, nv, nu, na,
+    nM, nsensordata per copy. body [B, nbody] / geom [B, ngeom] / pair [B, npair]: the copies model's id of each of
+    the scene's bodies (the scene's world body: the copy's static base), geoms and pairs; ``geom_copy`` [ngeom of the
+    copies model]: the copy of each geom, ``geom_local``: its id in the scene's model."""
+
+    copies: int
+    nq: int
+    nv: int
+    nu: int
+    na: int
+    nM: int
+    nsensordata: int
+    body: np.ndarray
+    geom: np.ndarray
+    pair: np.ndarray
+    geom_copy: np.ndarray
+    geom_local: np.ndarray
+
+
+def _name_everything(spec: mujoco.MjSpec) -> None:
+    """Give unnamed bodies, geoms, joints, actuators and sensors of ``spec`` a name (``_<kind><k>``), so that each
+    copy's can be found by its prefixed name."""
+    for kind, items in (("b", spec.bodies), ("g", spec.geoms), ("j", spec.joints), ("a", spec.actuators),
+                        ("s", spec.sensors), ("p", spec.pairs)):
+        for k, it in enumerate(items):
+            if not it.name:
+                it.name = f"_{kind}{k}"
+
+
+def copies_model(scene, copies: int) -> tuple[mujoco.MjModel, CopiesLayout]:
+    """[copies] copies of ``scene``'s model in one ``MjModel`` (module docstring), and where each copy's parts are.
+
+    The scene's model's options (timestep, integrator, solver, cone, tolerances, flags, gravity) are copied; its
+    owned pairs keep their current margins and gaps in every copy (the stepper switches them per copy:
+    ``copies.Copies.set_mode``). Raises ``ConfigError`` for what the copies cannot reproduce (flexes, mocap bodies,
+    equality constraints or tendons across copies are not an issue: each copy's own are copied with it).
+    """
+    copies = int(copies)
+    if copies < 1:
+        raise ConfigError(f"copies must be >= 1, got {copies}", key="copies")
+    m = scene.model
+    if m.opt.enableflags & mujoco.mjtEnableBit.mjENBL_OVERRIDE:
+        raise ConfigError("copies_model: the contact override (mjENBL_OVERRIDE) is not supported", key="model")
+    if m.nmocap:
+        raise ConfigError("copies_model: scenes with mocap bodies are not supported", key="model")
+    child = scene.spec.copy()
+    _name_everything(child)
+    ref = child.compile()
+    if ref.nbody != m.nbody or ref.ngeom != m.ngeom or ref.nq != m.nq or ref.npair != m.npair:
+        raise ConfigError("copies_model: the scene's spec does not compile to the scene's model", key="scene")
+    names = lambda obj, n: [mujoco.mj_id2name(ref, obj, i) for i in range(n)]  # noqa: E731
+    geom_names = names(mujoco.mjtObj.mjOBJ_GEOM, ref.ngeom)
+    for g1, g2 in dynamic_geom_pairs(m):
+        p = mixed_pair_params(m, g1, g2)
+        pair = child.add_pair(name=f"_dyn{g1}_{g2}", geomname1=geom_names[g1], geomname2=geom_names[g2])
+        pair.condim, pair.solref, pair.solimp, pair.friction = p["condim"], p["solref"], p["solimp"], p["friction"]
+        pair.margin, pair.gap = p["margin"], p["gap"]
+    for g in child.geoms:
+        g.contype, g.conaffinity = 0, 0
+    parent = mujoco.MjSpec()
+    for k in _SPEC_OPTIONS:  # before attaching: a child's options that differ from its parent's are a conflict
+        setattr(parent.option, k, getattr(m.opt, k))
+    for i in range(copies):
+        parent.attach(child.copy(), frame=parent.worldbody.add_frame(), prefix=f"c{i}_")
+    big = parent.compile()
+    for k in ("timestep", "integrator", "cone", "solver", "tolerance", "ls_tolerance", "iterations", "ls_iterations",
+              "noslip_iterations", "noslip_tolerance", "ccd_iterations", "ccd_tolerance", "impratio", "gravity", "wind",
+              "density", "viscosity", "magnetic", "o_margin", "disableflags", "enableflags", "jacobian"):
+        setattr(big.opt, k, getattr(m.opt, k))
+    layout = _layout(m, ref, big, copies)
+    # runtime values of the scene's model (e.g. the owned pairs' mode) over the compiled defaults, per copy
+    for i in range(copies):
+        big.pair_margin[layout.pair[i]], big.pair_gap[layout.pair[i]] = m.pair_margin, m.pair_gap
+    _check_same_physics(m, big, layout)
+    return big, layout
+
+
+def _ids(big, obj, names, prefix):
+    ids = np.array([mujoco.mj_name2id(big, obj, prefix + n) for n in names], dtype=np.int64)
+    if (ids < 0).any():
+        raise RuntimeError(f"copies_model: {prefix}{names[int(np.flatnonzero(ids < 0)[0])]} not found")
+    return ids
+
+
+def _layout(m, ref, big, B) -> CopiesLayout:
+    """The copies' id tables, with the block layout of their arrays checked."""
+    O = mujoco.mjtObj
+    nm = lambda obj, n: [mujoco.mj_id2name(ref, obj, i) for i in range(n)]  # noqa: E731
+    bodies = nm(O.mjOBJ_BODY, ref.nbody)[1:]
+    geoms, pairs = nm(O.mjOBJ_GEOM, ref.ngeom), nm(O.mjOBJ_PAIR, ref.npair)
+    body = np.stack([np.concatenate([[0], _ids(big, O.mjOBJ_BODY, bodies, f"c{i}_")]) for i in range(B)])
+    geom = np.stack([_ids(big, O.mjOBJ_GEOM, geoms, f"c{i}_") for i in range(B)])
+    pair = np.stack([_ids(big, O.mjOBJ_PAIR, pairs, f"c{i}_") for i in range(B)]) if ref.npair else np.zeros((B, 0), int)
+    geom_copy = np.full(big.ngeom, -1, dtype=np.int64)
+    geom_local = np.full(big.ngeom, -1, dtype=np.int64)
+    for i in range(B):
+        geom_copy[geom[i]], geom_local[geom[i]] = i, np.arange(ref.ngeom)
+    lay = CopiesLayout(copies=B, nq=m.nq, nv=m.nv, nu=m.nu, na=m.na, nM=m.nM, nsensordata=m.nsensordata,
+                       body=body, geom=geom, pair=pair, geom_copy=geom_copy, geom_local=geom_local)
+    # block layout: copy i's joints, dofs, actuators, sensors and inertia entries at offset i x the scene's counts
+    checks = {
+        "nq": (big.nq, B * m.nq), "nv": (big.nv, B * m.nv), "nu": (big.nu, B * m.nu), "na": (big.na, B * m.na),
+        "nM": (big.nM, B * m.nM), "nsensordata": (big.nsensordata, B * m.nsensordata), "ncopy geoms": (big.ngeom, B * m.ngeom),
+    }
+    bad = [k for k, (a, b) in checks.items() if a != b]
+    if bad:
+        raise RuntimeError(f"copies_model: sizes {bad} are not B x the scene's")
+    for i in range(B):
+        b = body[i, 1:]
+        ok = (np.array_equal(big.body_dofadr[b] - np.where(ref.body_dofadr[1:] >= 0, i * m.nv, 0), ref.body_dofadr[1:])
+              and np.array_equal(big.jnt_qposadr[big.body_jntadr[b][ref.body_jntnum[1:] > 0]] - i * m.nq,
+                                 ref.jnt_qposadr[ref.body_jntadr[1:][ref.body_jntnum[1:] > 0]])
+              and np.array_equal(big.dof_Madr[i * m.nv:(i + 1) * m.nv] - i * m.nM, ref.dof_Madr))
+        if not ok:
+            raise RuntimeError(f"copies_model: copy {i}'s joints, dofs or inertia entries are not one block")
+    return lay
+
+
+def _check_same_physics(m, big, lay: CopiesLayout) -> None:
+    """Every copy's bodies, geoms, dofs and actuators have the scene model's parameters (a copy compiled from the
+    spec could differ from a model edited after compiling: refuse rather than step something else)."""
+    B = lay.copies
+    tables = {
+        "body_mass": (big.body_mass[lay.body[:, 1:]], m.body_mass[1:]),
+        "body_inertia": (big.body_inertia[lay.body[:, 1:]], m.body_inertia[1:]),
+        "geom_size": (big.geom_size[lay.geom], m.geom_size), "geom_friction": (big.geom_friction[lay.geom], m.geom_friction),
+        "dof_damping": (big.dof_damping.reshape(B, m.nv), m.dof_damping),
+        "dof_armature": (big.dof_armature.reshape(B, m.nv), m.dof_armature),
+        "actuator_gainprm": (big.actuator_gainprm.reshape(B, *m.actuator_gainprm.shape), m.actuator_gainprm),
+        "actuator_biasprm": (big.actuator_biasprm.reshape(B, *m.actuator_biasprm.shape), m.actuator_biasprm),
+        "qpos0": (big.qpos0.reshape(B, m.nq), m.qpos0),
+    }
+    for name, (a, b) in tables.items():
+        if not np.allclose(a, np.broadcast_to(b, a.shape), rtol=1e-12, atol=1e-15):
+            raise ConfigError(f"copies_model: the copies' {name} differs from the scene's model (was the model edited "
+                              f"after it was compiled? edit scene.spec instead)", key="scene")

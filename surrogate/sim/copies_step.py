@@ -1,0 +1,145 @@
+"""The hybrid stepper's physics step on ``Copies`` (B copies of the scene in one ``MjData``): the same steps 1-6
+as for separate ``MjData`` (``stepper`` module docstring), with one MuJoCo call for the batch where the separate
+path loops over the environments, and the same pieces for everything in between (``hybrid_step``): the contact
+model's call, the force guards, the input-range check.
+
+Per physics step with ``contact="surrogate"``: ``qfrc_applied`` zeroed; ``mj_step1`` (and, for a law model,
+``mj_fwdActuation`` + ``mj_fwdAcceleration`` for its solve) once; the batched graph from the copies' contacts
+(``copies.CopiesViews``); one call of the contact model; its generalized forces written into the copies'
+``qfrc_applied`` in one assignment; ``mj_step2`` once. A copy with a bad force (``on_bad_force="fallback"``)
+takes the step with analytic contact: its owned pairs are switched to analytic and ``mj_step1`` runs again for
+the batch (it changed no state, and the other copies' contacts and rows come out the same), so that the solver sees
+that copy's contacts, before the one ``mj_step2``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import mujoco
+import numpy as np
+
+from .hybrid_step import _bad_force_envs, _check_inputs, _contact_forces, needs_graph
+
+
+def physics_step_surrogate_copies(copies, stepper) -> None:
+    """One physics step of all copies with the contact model owning its pairs (module docstring)."""
+    T, m, D = stepper._time, copies.model, copies.data
+    law = stepper.law_model
+    t0 = time.perf_counter()
+    D.qfrc_applied.fill(0.0)  # before the contact model runs: a model reading the data must not see last step's
+    mujoco.mj_step1(m, D)
+    if law:
+        mujoco.mj_fwdActuation(m, D)
+        mujoco.mj_fwdAcceleration(m, D)
+    t1 = time.perf_counter()
+    scene_model = stepper.scene.model  # sizes, masses, options of one copy: the graph and the law use the scene's ids
+    cb = stepper.builder.build(scene_model, None, dtype=stepper.graph_dtype, dynamics=law, views=copies.views,
+                               graph=needs_graph(stepper))
+    E = cb.num_contacts
+    t2 = time.perf_counter()
+    forces, qfrc, feats = _contact_forces(scene_model, copies, stepper, cb) if E else (np.zeros((0, 3)), None, None)
+    t3 = time.perf_counter()
+    bad_env = _bad_force_envs(scene_model, stepper, cb, forces)
+    if stepper.input_range is not None and stepper.check_inputs and E:
+        _check_inputs(stepper, cb, feats)
+    t4 = time.perf_counter()
+    fallback = bool(bad_env.any())
+    stepper._set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if fallback else forces)  # NaN-free
+    if qfrc is not None:
+        copies.qfrc_applied[:] = qfrc
+    elif E:
+        _apply_wrenches(copies, stepper, cb, bad_env)
+    if fallback:
+        copies.qfrc_applied[bad_env] = 0.0
+    t5 = time.perf_counter()
+    if fallback:
+        _fallback(copies, stepper, bad_env)
+    t6 = time.perf_counter()
+    mujoco.mj_step2(m, D)
+    t7 = time.perf_counter()
+    stepper._stats["contacts"] += E
+    for k, dt in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"),
+                     (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6)):
+        T[k] += dt
+
+
+def physics_step_analytic_copies(copies, stepper) -> None:
+    t0 = time.perf_counter()
+    copies.data.qfrc_applied.fill(0.0)
+    mujoco.mj_step(copies.model, copies.data)
+    stepper._time["analytic"] += time.perf_counter() - t0
+    stepper._set_last(None, None)
+
+
+def _apply_wrenches(copies, stepper, cb, bad_env) -> None:
+    """A raw-force model's wrenches at the COM of each node body (``hybrid_step._apply``), into the copies'
+    ``qfrc_applied``, but for the copies with a bad force (``mj_applyFT`` writes every dof of the copies model:
+    a NaN would reach all copies)."""
+    W, K, nb = stepper.last_wrench, cb.K, stepper.builder.node_body
+    active = np.zeros((cb.num_envs, K), dtype=bool)
+    active[cb.env, 0] = True
+    active[cb.env, cb.node % K] = True
+    active[:, np.setdiff1d(np.arange(K), stepper.builder.dynamic_nodes)] = False
+    active &= ~bad_env[:, None]
+    m, D, body = copies.model, copies.data, copies.layout.body
+    for i, k in zip(*np.nonzero(active)):
+        b = int(body[i, nb[k]])
+        w = W[i, k]
+        mujoco.mj_applyFT(m, D, w[:3], w[3:], D.xipos[b], b, D.qfrc_applied)
+
+
+def _fallback(copies, stepper, bad_env) -> None:
+    """The copies with a bad force take this step with analytic contact (module docstring)."""
+    bad = np.flatnonzero(bad_env)
+    try:
+        copies.set_mode_of(bad, "analytic")
+        mujoco.mj_step1(copies.model, copies.data)
+    finally:
+        copies.set_mode_of(bad, "external", roles=stepper.roles)
+    for i in bad:
+        stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
+    stepper._stats["fallbacks"] += len(bad)
+
+
+def reset_bad(copies, stepper, step_no: int, *, inputs: bool) -> None:
+    """Reset the copies with a bad state (``Copies`` docstring: MuJoCo's own reset is off for the copies) and count
+    them as the separate path counts MuJoCo's resets. ``inputs``: before the step, a NaN or Inf in a copy's qpos,
+    qvel, act or ctrl (MuJoCo's solve over all copies would spread a NaN to the others; MuJoCo resets a separate
+    ``MjData`` with a bad qpos or qvel at the start of its step too); after it, a bad qpos, qvel or qacc."""
+    bad = copies.bad_inputs() if inputs else copies.bad_copies()
+    if not bad.any():
+        return
+    envs = np.flatnonzero(bad)
+    copies.reset(envs)
+    if not inputs:
+        mujoco.mj_forward(copies.model, copies.data)
+    stepper._stats["mujoco_resets"] += len(envs)
+    for i in envs:
+        stepper._reset_envs[int(i)] = stepper._reset_envs.get(int(i), 0) + 1
+    stepper._warn_once("mujoco_reset", f"env {int(envs[0])} reached a bad state (NaN, Inf or huge qpos/qvel/qacc) at "
+                                       f"step {step_no}: it went back to the model's initial state; counted in "
+                                       f"stats()['mujoco_resets'] and stats()['mujoco_reset_envs']")
+
+
+def step_copies(m, copies, stepper, *, nstep: int, contact: str) -> None:
+    """``stepper.step`` for ``Copies`` (its arguments checked there)."""
+    from ..errors import ConfigError
+
+    if m is not copies.model:
+        raise ConfigError("step the copies with their own model: step(batch.model, batch, stepper)", key="model")
+    if copies.layout.body.shape[1] != stepper.builder.nbody or copies.layout.geom.shape[1] != stepper.builder.ngeom:
+        raise ConfigError("these copies are of another scene than the stepper's", key="data")
+    copies.set_mode("analytic")
+    if contact == "surrogate":
+        copies.set_mode("external", roles=stepper.roles)
+    one = physics_step_surrogate_copies if contact == "surrogate" else physics_step_analytic_copies
+    stepper._views = copies.views
+    dt = m.opt.timestep
+    for _ in range(int(nstep)):
+        reset_bad(copies, stepper, stepper._stats["physics_steps"], inputs=True)
+        one(copies, stepper)
+        copies.time += dt
+        reset_bad(copies, stepper, stepper._stats["physics_steps"], inputs=False)
+        stepper._stats["physics_steps"] += 1
+        stepper._stats["env_steps"] += copies.copies
