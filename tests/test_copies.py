@@ -91,6 +91,62 @@ def test_copies_have_the_scenes_contacts_and_analytic_trajectories(hand):
         assert np.array_equal(dpf[rows, 4:], d.contact.frame)
 
 
+_MIXING_XML = """
+<mujoco><option timestep="0.002"/>
+<worldbody>
+ <geom name="floor" type="plane" size="2 2 .1" priority="1" friction="0.3 0.01 0.001" solref="0.01 1" condim="4"/>
+ <geom name="wall" type="box" pos="0 0 -0.05" size=".5 .5 .05" contype="2" conaffinity="2" solmix="0" margin="0.01"/>
+ <body name="a" pos="0 0 0.05"><freejoint/>
+   <geom name="ga" type="box" size=".05 .05 .05" solmix="3" solref="-1000 -10" solimp="0.8 0.9 0.01 0.5 2"
+         margin="0.02" gap="0.005" condim="6" contype="3"/>
+   <body name="a2" pos="0 0 0.12"><joint type="hinge" axis="1 0 0"/>
+     <geom name="ga2" type="sphere" size=".05" solmix="0.5" friction="2 0.1 0.1"/>
+   </body>
+ </body>
+ <body name="b" pos="0.09 0 0.05"><freejoint/>
+   <geom name="gb" type="box" size=".05 .05 .05" solmix="0" solref="0.03 0.5" gap="0.01"/>
+   <geom name="gb2" type="sphere" pos="0 0 .08" size=".04" priority="2" solref="-500 -5" condim="1"/>
+ </body>
+ <body name="c" pos="-0.09 0 0.05"><freejoint/>
+   <geom name="gc" type="box" size=".05 .05 .05" solmix="0"/>
+ </body>
+</worldbody>
+<contact><exclude body1="a" body2="c"/><pair geom1="gb" geom2="floor" margin="0.003"/></contact>
+</mujoco>"""
+
+
+def test_copies_give_every_contact_mujocos_own_parameters():
+    """Every mixing case of MuJoCo's dynamic collision (priority, solmix 0 on one or both sides, direct solref,
+    condim, margins and gaps on both geoms, bitmasks, a parent-child weld, an excluded body pair, an explicit pair
+    beside a dynamic one) becomes per-copy pairs whose contacts have exactly the parameters of the model's own."""
+    from types import SimpleNamespace
+
+    spec = mujoco.MjSpec.from_string(_MIXING_XML)
+    m = spec.compile()
+    pairs = {(m.geom(a).name, m.geom(b).name) for a, b in dynamic_geom_pairs(m)}
+    assert ("ga", "ga2") not in pairs and ("ga", "gc") not in pairs  # parent-child weld; excluded body pair
+    assert ("floor", "gb") not in pairs and ("floor", "gb2") in pairs  # explicit pair; its body's other geom
+    big, lay = copies_model(SimpleNamespace(model=m, spec=spec), 2)
+    d, D = mujoco.MjData(m), mujoco.MjData(big)
+    mujoco.mj_forward(m, d)
+    D.qpos[:] = np.tile(d.qpos, 2)
+    mujoco.mj_forward(big, D)
+    assert D.ncon == 2 * d.ncon and d.ncon >= 6
+    fields = ("dist", "pos", "frame", "solref", "solreffriction", "solimp", "friction", "mu", "dim", "includemargin")
+    for copy in range(2):
+        ref = {}  # the model's contacts of each geom pair, in order (a box pair has several)
+        for i in range(d.ncon):
+            ref.setdefault(tuple(sorted(d.contact.geom[i])), []).append(i)
+        for j in np.flatnonzero(lay.geom_copy[D.contact.geom[:, 0]] == copy):
+            i = ref[tuple(sorted(lay.geom_local[D.contact.geom[j]]))].pop(0)
+            for f in fields:
+                np.testing.assert_allclose(getattr(D.contact, f)[j], getattr(d.contact, f)[i], rtol=0, atol=1e-12,
+                                           err_msg=f"{f} of {m.geom(int(d.contact.geom[i, 0])).name}-"
+                                                   f"{m.geom(int(d.contact.geom[i, 1])).name}")
+        assert not any(ref.values())
+    assert {float(x) for x in d.contact.includemargin} > {0.0}  # margins and gaps were in play
+
+
 def test_copies_hybrid_equals_separate_batch():
     """The released law, MuJoCo's own forces and a raw-force GNN step the copies as they step separate MjData."""
     s = _scene()
@@ -210,12 +266,15 @@ def test_copies_state_round_trip_and_errors():
     st = Stepper(s, load_checkpoint(release_checkpoint("rig_default"))[0])
     with pytest.raises(ConfigError, match="own model"):
         step(s.model, cp, st)
-    other = _scene(family="cylinder")
-    if other.model.nbody != s.model.nbody or other.model.ngeom != s.model.ngeom:
-        with pytest.raises(ConfigError, match="another scene"):
-            step(cp.model, cp, Stepper(other, contact="analytic"))
+    other = _scene(family="cylinder")  # the same numbers of bodies and geoms, another object
+    with pytest.raises(ConfigError, match="another scene"):
+        step(cp.model, cp, Stepper(other, contact="analytic"))
+    step(s.model, [s.make_data()], st)  # the stepper that stepped copies steps MjData afterwards
     with pytest.raises(ConfigError, match="copies must be"):
         copies_model(s, 0)
+    s.model.pair_friction[:, 0] *= 0.5  # pair parameters edited in place (as identification does) are copied
+    edited = Copies(s, 2)
+    assert np.array_equal(edited.model.pair_friction[edited.layout.pair], np.stack([s.model.pair_friction] * 2))
     s.model.body_mass[s.object_body_id] *= 2  # edited after compiling: the copies would step something else
     with pytest.raises(ConfigError, match="body_mass"):
         Copies(s, 2)

@@ -98,4 +98,4 @@ def _dist_pos_frame(c) -> np.ndarray:
 
 def views_for(cached: "DataViews | None", datas: Sequence[mujoco.MjData]) -> DataViews:
     """``cached`` if it is the batch ``datas``' views, else new ones."""
-    return cached if cached is not None and cached.matches(datas) else DataViews(datas)
+    return cached if isinstance(cached, DataViews) and cached.matches(datas) else DataViews(datas)

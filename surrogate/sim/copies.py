@@ -15,11 +15,14 @@ one ``mj_step2`` per physics step instead of 2 B calls. What differs from separa
 - MuJoCo's automatic reset on a bad state (NaN, Inf, huge) would reset every copy, so it is off in the copies
   model (``mjDSBL_AUTORESET``), and the stepper resets only the bad copies (``copies_step.reset_bad``, to the
   model's initial state, as ``mj_resetData`` does), counted in ``stats()["mujoco_resets"]`` per environment as
-  for separate ``MjData``: before each physics step a copy with a NaN or Inf in ``qpos``, ``qvel``, ``act`` or
-  ``ctrl`` (a NaN in one copy would spread to all in MuJoCo's constraint solve over the one ``MjData``; a huge
-  finite value does not: each copy is its own island), after it a copy whose ``qpos``, ``qvel`` or ``qacc`` went
-  bad. A NaN that MuJoCo itself produces inside a step from finite inputs (an overflow) can still spread to the
-  other copies in that step; they are then all reset and counted;
+  for separate ``MjData``: before each physics step a copy with a bad ``qpos`` or ``qvel`` (NaN, Inf, beyond 1e10:
+  MuJoCo's own test) or a NaN or Inf in ``act`` or ``ctrl`` (a NaN in one copy would spread to all in MuJoCo's
+  constraint solve over the one ``MjData``; a huge finite value does not while MuJoCo's islands are on: each copy
+  is its own island), which then steps on from the initial state as MuJoCo does with a separate ``MjData``; after
+  the step a copy whose ``qpos``, ``qvel`` or ``qacc`` went bad, which ends the step at the initial state (a
+  separate ``MjData`` reset for a bad ``qacc`` would also integrate one step from it). A NaN that MuJoCo itself
+  produces inside a step from finite inputs (an overflow) can still spread to the other copies in that step; they
+  are then all reset and counted;
 - ``xfrc_applied`` (the viewer's perturbations) is per body of the copies model (``batch.layout.body[i]`` are copy
   i's body ids).
 """
@@ -91,6 +94,7 @@ class Copies:
         self.qpos[envs] = q0[envs]
         for a in (self.qvel, self.act, self.ctrl, self.qfrc_applied, self.qacc_warmstart, self.qacc):
             a[envs] = 0.0
+        self.data.xfrc_applied[self.layout.body[envs, 1:].ravel()] = 0.0
         self.time[envs] = 0.0
 
     def bad_copies(self) -> np.ndarray:
@@ -101,9 +105,12 @@ class Copies:
         return bad
 
     def bad_inputs(self) -> np.ndarray:
-        """[B] bool: copies with a NaN or Inf in qpos, qvel, act or ctrl (checked before each step)."""
+        """[B] bool: copies with a NaN, Inf or entry beyond 1e10 in qpos or qvel (MuJoCo's ``mj_checkPos`` /
+        ``mj_checkVel``), or a NaN or Inf in act or ctrl (checked before each step)."""
         bad = np.zeros(self.copies, dtype=bool)
-        for a in (self.qpos, self.qvel, self.act, self.ctrl):
+        for a in (self.qpos, self.qvel):
+            bad |= ~(np.abs(a) <= _MAXVAL).all(axis=1)
+        for a in (self.act, self.ctrl):
             if a.shape[1]:
                 bad |= ~np.isfinite(a).all(axis=1)
         return bad
@@ -146,8 +153,8 @@ class CopiesViews:
         a = getattr(D, name)
         if name in self._BODY:
             return a[self.copies.layout.body]
-        if name in self._DOF:
-            return a.reshape(B, -1, *a.shape[1:])
+        if name in self._DOF:  # a copy, as DataViews gives: the batch's arrays must not change with the data
+            return a.reshape(B, -1, *a.shape[1:]).copy()
         raise KeyError(f"CopiesViews cannot stack {name!r}")
 
     def stacked_contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

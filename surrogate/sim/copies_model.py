@@ -5,14 +5,16 @@ per-call overhead (the collision driver's broadphase, the arena, the constraint 
 B copies those are paid once. ``copies_model`` builds that model so that every copy steps exactly as the scene's
 own model would:
 
-- copy i hangs from a static body ``c{i}_base`` (welded to the world, at the origin) that carries the scene's
-  world geoms (ground, table), so its bodies, geoms, joints, actuators and sensors are one contiguous block and its
-  contacts come out of MuJoCo's collision driver as one contiguous block (contacts are ordered by body-pair
-  signature; a static base per copy keeps every signature of copy i between its own bodies);
+- copy i is attached to a frame of the world body (prefix ``c{i}_``): its bodies, joints, actuators and sensors
+  are one contiguous block, its world geoms (ground, table) are geoms of the shared world body (a free joint must
+  hang from the world, so a per-copy base body is not possible); MuJoCo orders contacts by body-pair signature, so
+  the copies' world contacts come first and ``copies.CopiesViews`` sorts the contacts by copy;
 - copies overlap in space and never touch: every geom gets ``contype = conaffinity = 0``, and each copy's
   collisions are explicit pairs: the scene's own pairs plus one pair for every geom pair that MuJoCo's dynamic
   collision would test in the scene (``dynamic_geom_pairs``: bitmask, weld and parent filters, excluded body pairs),
-  with the contact parameters MuJoCo would mix for it (``mixed_pair_params``, as ``mj_contactParam``);
+  with the contact parameters MuJoCo would mix for it (``mixed_pair_params``, as ``mj_contactParam``); the scene's
+  own pairs take the scene model's current pair parameters (friction, solref, solimp, condim, margin, gap: a model
+  edited in place, as identification does, is copied as it is at build time);
 - the copies' arrays are blocks: ``qpos`` is [B * nq] with copy i at ``[i * nq, (i + 1) * nq)``, and so are
   ``qvel``, ``ctrl``, ``act``, ``qfrc_applied``, the sparse inertia ``M`` and ``sensordata`` (checked at build time:
   ``CopiesLayout``).
@@ -31,6 +33,7 @@ import numpy as np
 from ..errors import ConfigError
 
 _MINVAL = 1e-15
+_PAIR_FIELDS = ("pair_dim", "pair_friction", "pair_solref", "pair_solreffriction", "pair_solimp", "pair_margin", "pair_gap")
 _SPEC_OPTIONS = ("timestep", "integrator", "cone", "solver", "tolerance", "iterations", "gravity")  # MuJoCo's mjMINVAL (solmix below it counts as zero)
 
 
@@ -66,8 +69,8 @@ def dynamic_geom_pairs(m: mujoco.MjModel) -> list[tuple[int, int]]:
 
 def mixed_pair_params(m: mujoco.MjModel, g1: int, g2: int) -> dict:
     """The contact parameters MuJoCo's dynamic collision gives geoms ``g1``, ``g2`` (``mj_contactParam``: the
-    higher priority's, else condim and friction the larger, solref and solimp mixed by ``solmix``; margin and gap
-    the larger), as ``MjsPair`` fields."""
+    higher priority's, else condim and friction the larger, solref and solimp mixed by ``solmix``, or for a direct
+    solref the smaller; margin and gap the sums), as ``MjsPair`` fields."""
     if m.geom_priority[g1] != m.geom_priority[g2]:
         i = g1 if m.geom_priority[g1] > m.geom_priority[g2] else g2
         condim, solref, solimp, fri = int(m.geom_condim[i]), m.geom_solref[i].copy(), m.geom_solimp[i].copy(), m.geom_friction[i].copy()
@@ -84,9 +87,11 @@ def mixed_pair_params(m: mujoco.MjModel, g1: int, g2: int) -> dict:
         solref = mix * r1 + (1 - mix) * r2 if (r1[0] > 0 and r2[0] > 0) else np.minimum(r1, r2)
         solimp = mix * m.geom_solimp[g1] + (1 - mix) * m.geom_solimp[g2]
         fri = np.maximum(m.geom_friction[g1], m.geom_friction[g2])
+    # margin and gap of a dynamic contact: the two geoms' sum in MuJoCo 4 (``getMargin`` / ``getGap`` of its collision
+    # driver; checked against MuJoCo's own contacts by tests/test_copies.py)
     return {"condim": condim, "solref": np.asarray(solref, dtype=float), "solimp": np.asarray(solimp, dtype=float),
             "friction": np.array([fri[0], fri[0], fri[1], fri[2], fri[2]]),
-            "margin": float(max(m.geom_margin[g1], m.geom_margin[g2])), "gap": float(max(m.geom_gap[g1], m.geom_gap[g2]))}
+            "margin": float(m.geom_margin[g1] + m.geom_margin[g2]), "gap": float(m.geom_gap[g1] + m.geom_gap[g2])}
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,11 @@ def _name_everything(spec: mujoco.MjSpec) -> None:
 def copies_model(scene, copies: int) -> tuple[mujoco.MjModel, CopiesLayout]:
     """[copies] copies of ``scene``'s model in one ``MjModel`` (module docstring), and where each copy's parts are.
 
-    The scene's model's options (timestep, integrator, solver, cone, tolerances, flags, gravity) are copied; its
-    owned pairs keep their current margins and gaps in every copy (the stepper switches them per copy:
-    ``copies.Copies.set_mode``). Raises ``ConfigError`` for what the copies cannot reproduce (flexes, mocap bodies,
+    The scene's model's options (timestep, integrator, solver, cone, tolerances, flags, gravity) and its pairs'
+    current parameters are copied (the owned pairs' mode, margin and gap: the stepper switches them per copy,
+    ``copies.Copies.set_mode``); later edits of the scene's model do not reach the copies. With MuJoCo's islands
+    disabled (``mjDSBL_ISLAND``) one constraint solve spans all copies, so copies then agree with separate ``MjData``
+    to the solver's tolerance, not bit for bit. Raises ``ConfigError`` for what the copies cannot reproduce (flexes, mocap bodies,
     equality constraints or tendons across copies are not an issue: each copy's own are copied with it).
     """
     copies = int(copies)
@@ -161,9 +168,9 @@ def copies_model(scene, copies: int) -> tuple[mujoco.MjModel, CopiesLayout]:
               "density", "viscosity", "magnetic", "o_margin", "disableflags", "enableflags", "jacobian"):
         setattr(big.opt, k, getattr(m.opt, k))
     layout = _layout(m, ref, big, copies)
-    # runtime values of the scene's model (e.g. the owned pairs' mode) over the compiled defaults, per copy
-    for i in range(copies):
-        big.pair_margin[layout.pair[i]], big.pair_gap[layout.pair[i]] = m.pair_margin, m.pair_gap
+    # runtime values of the scene's model (the owned pairs' mode, identified parameters) over the compiled ones
+    for f in _PAIR_FIELDS:
+        getattr(big, f)[layout.pair.ravel()] = np.tile(getattr(m, f), (copies,) + (1,) * (getattr(m, f).ndim - 1))
     _check_same_physics(m, big, layout)
     return big, layout
 

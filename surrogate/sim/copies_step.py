@@ -128,8 +128,9 @@ def step_copies(m, copies, stepper, *, nstep: int, contact: str) -> None:
 
     if m is not copies.model:
         raise ConfigError("step the copies with their own model: step(batch.model, batch, stepper)", key="model")
-    if copies.layout.body.shape[1] != stepper.builder.nbody or copies.layout.geom.shape[1] != stepper.builder.ngeom:
-        raise ConfigError("these copies are of another scene than the stepper's", key="data")
+    if copies.scene is not stepper.scene:  # the same sizes are not enough: the law reads the scene's masses
+        raise ConfigError("these copies are of another scene than the stepper's: build both from the same Scene",
+                          key="data")
     copies.set_mode("analytic")
     if contact == "surrogate":
         copies.set_mode("external", roles=stepper.roles)
