@@ -20,6 +20,8 @@ from surrogate.sim import MuJoCoContact, Stepper, SurrogateWarning, ZeroContact,
 from surrogate.sim.copies import Copies
 from surrogate.sim.copies_model import copies_model, dynamic_geom_pairs
 
+from .test_stepper import _BadModel  # NaN forces for environment 1, MuJoCo's elsewhere
+
 torch.set_num_threads(1)
 
 
@@ -207,25 +209,12 @@ def test_copies_batched_equals_single_and_deterministic():
     np.testing.assert_allclose(batch, singles, rtol=0, atol=1e-12)
 
 
-class _NanOnEnv1:
-    def __init__(self, scene):
-        self.inner = MuJoCoContact(scene)
-
-    def prepare(self, m, datas):
-        self.inner.prepare(m, datas)
-
-    def __call__(self, graph):
-        f = self.inner(graph)
-        f[graph.env == 1] = float("nan")
-        return f
-
-
 def test_copies_fallback_and_reset_one_copy():
     """A bad force in copy 1 makes only copy 1 take analytic contact (as for separate MjData); a bad state in one
     copy resets only that copy (MuJoCo's own reset of the one MjData would reset all) and is counted."""
     s = _scene()
     m = s.model
-    st = Stepper(s, _NanOnEnv1(s), on_bad_force="fallback")
+    st = Stepper(s, _BadModel(s), on_bad_force="fallback")
     cp = Copies(s, 3)
     with pytest.warns(SurrogateWarning, match="falling back"):
         step(cp.model, cp, st, nstep=20)

@@ -19,7 +19,7 @@ import time
 import mujoco
 import numpy as np
 
-from .hybrid_step import _bad_force_envs, _check_inputs, _contact_forces, needs_graph
+from .hybrid_step import contact_stage
 
 
 def physics_step_surrogate_copies(copies, stepper) -> None:
@@ -33,19 +33,10 @@ def physics_step_surrogate_copies(copies, stepper) -> None:
         mujoco.mj_fwdActuation(m, D)
         mujoco.mj_fwdAcceleration(m, D)
     t1 = time.perf_counter()
-    scene_model = stepper.scene.model  # sizes, masses, options of one copy: the graph and the law use the scene's ids
-    cb = stepper.builder.build(scene_model, None, dtype=stepper.graph_dtype, dynamics=law, views=copies.views,
-                               graph=needs_graph(stepper))
+    # sizes, masses and options of one copy: the graph and the law use the scene model's ids
+    cb, forces, qfrc, bad_env, (t2, t3, t4) = contact_stage(stepper.scene.model, copies, stepper, copies.views)
     E = cb.num_contacts
-    t2 = time.perf_counter()
-    forces, qfrc, feats = _contact_forces(scene_model, copies, stepper, cb) if E else (np.zeros((0, 3)), None, None)
-    t3 = time.perf_counter()
-    bad_env = _bad_force_envs(scene_model, stepper, cb, forces)
-    if stepper.input_range is not None and stepper.check_inputs and E:
-        _check_inputs(stepper, cb, feats)
-    t4 = time.perf_counter()
     fallback = bool(bad_env.any())
-    stepper._set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if fallback else forces)  # NaN-free
     if qfrc is not None:
         copies.qfrc_applied[:] = qfrc
     elif E:

@@ -155,6 +155,26 @@ def _fallback(m, datas, stepper, bad_env) -> None:
     stepper._stats["fallbacks"] += int(bad_env.sum())
 
 
+def contact_stage(m, datas, stepper, views):
+    """Steps 2-4 of a surrogate physics step, after ``mj_step1``: the batched contacts (``views``: the batch's
+    ``DataViews``, or a ``copies.CopiesViews`` with ``datas`` the ``Copies`` and ``m`` the scene's model), one call of
+    the contact model, the force guards and the input check; the last step's forces kept (zero, not NaN, for the
+    environments with a bad force). Returns (ContactBatch, forces [E, 3], a law model's generalized forces [B, nv] or
+    None, bad_env [B] bool, the clock after each of the three stages)."""
+    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model, views=views,
+                               graph=needs_graph(stepper))
+    E = cb.num_contacts
+    t_graph = time.perf_counter()
+    forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
+    t_model = time.perf_counter()
+    bad_env = _bad_force_envs(m, stepper, cb, forces)
+    if stepper.input_range is not None and stepper.check_inputs and E:
+        _check_inputs(stepper, cb, feats)
+    t_checks = time.perf_counter()
+    stepper._set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if bad_env.any() else forces)  # NaN-free
+    return cb, forces, qfrc, bad_env, (t_graph, t_model, t_checks)
+
+
 def physics_step_surrogate(m, datas, stepper) -> None:
     """One physics step of the batch with the contact model owning its pairs (module docstring, steps 1-6)."""
     T = stepper._time
@@ -170,17 +190,9 @@ def physics_step_surrogate(m, datas, stepper) -> None:
             mujoco.mj_fwdActuation(m, d)
             mujoco.mj_fwdAcceleration(m, d)
     t1 = time.perf_counter()
-    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=law, views=views, graph=needs_graph(stepper))
+    cb, forces, qfrc, bad_env, (t2, t3, t4) = contact_stage(m, datas, stepper, views)
     E = cb.num_contacts
-    t2 = time.perf_counter()
-    forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
-    t3 = time.perf_counter()
-    bad_env = _bad_force_envs(m, stepper, cb, forces)
-    if stepper.input_range is not None and stepper.check_inputs and E:
-        _check_inputs(stepper, cb, feats)
-    t4 = time.perf_counter()
     fallback = bool(bad_env.any())
-    stepper._set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if fallback else forces)  # NaN-free
     if E and qfrc is None:
         _apply(m, datas, stepper, cb, forces, bad_env)
     t5 = time.perf_counter()
