@@ -95,9 +95,9 @@ def _fallback(copies, stepper, bad_env) -> None:
 
 def reset_bad(copies, stepper, step_no: int, *, inputs: bool) -> None:
     """Reset the copies with a bad state (``Copies`` docstring: MuJoCo's own reset is off for the copies) and count
-    them as the separate path counts MuJoCo's resets. ``inputs``: before the step, a NaN or Inf in a copy's qpos,
-    qvel, act or ctrl (MuJoCo's solve over all copies would spread a NaN to the others; MuJoCo resets a separate
-    ``MjData`` with a bad qpos or qvel at the start of its step too); after it, a bad qpos, qvel or qacc."""
+    them as the separate path counts MuJoCo's resets. ``inputs``: before the step, ``Copies.bad_inputs`` (MuJoCo's
+    solve over all copies would spread a NaN to the others; MuJoCo resets a separate ``MjData`` with a bad qpos or
+    qvel at the start of its step too); after it, ``Copies.bad_copies`` (a bad qpos, qvel or qacc)."""
     bad = copies.bad_inputs() if inputs else copies.bad_copies()
     if not bad.any():
         return

@@ -190,13 +190,14 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
     out = np.zeros((len(state0), F, state0.shape[1]))
     out[:, 0] = state0
     pads = None if pad_sites is None else np.zeros((len(state0), F, len(pad_sites), 3))
-    datas = [mujoco.MjData(m) for _ in range(1 if _use_copies(m, len(state0), pad_sites) else len(state0))]
+    copies = _use_copies(m, len(state0), pad_sites) and stepper.scene is scene
+    datas = [] if copies else [mujoco.MjData(m) for _ in range(len(state0))]
     for d, s in zip(datas, state0):
         mujoco.mj_setState(m, d, s, STATE_SPEC)
         mujoco.mj_forward(m, d)
     try:
         with torch.no_grad():
-            if len(datas) < len(state0):
+            if copies:
                 _step_frames_copies(scene, stepper, state0, controls, substeps, out)
             else:
                 _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads)
@@ -210,7 +211,8 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
 def _use_copies(m, B: int, pad_sites) -> bool:
     """Whether the batch is stepped as copies in one ``MjData`` (``copies.Copies``, the same physics, one MuJoCo call
     per physics step): for more than one member, without pad forces, when the full-physics state is (time, qpos,
-    qvel, act) (no mocap bodies, user data or plugin state)."""
+    qvel, act) (no mocap bodies, user data or plugin state); the caller also needs the stepper to be of this very
+    ``Scene`` (``copies_step.step_copies`` checks it)."""
     plain = mujoco.mj_stateSize(m, STATE_SPEC) == 1 + m.nq + m.nv + m.na
     return B > 1 and pad_sites is None and plain
 
