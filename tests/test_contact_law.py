@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from surrogate.model.contact_law import CONFIG_EDGE_INDEX, ContactLawGNN
-from surrogate.model.law import LawPrior, point_law, solve_free_object
+from surrogate.model.law import LawPrior, friction_coefficient, point_law, solve_free_object
 from surrogate.objects import make_object
 from surrogate.scenes import build_scene
 from surrogate.sim import Stepper, step
@@ -24,6 +24,7 @@ torch.set_num_threads(1)
 CUBE = dict(stiffness=150.0, damping=2.0, friction=0.2, slip_eps=1e-3)
 PAD = dict(stiffness=1e5, damping=5.0, friction=1.0, slip_eps=1e-3, units="si")
 TABLE = dict(stiffness=1e6, damping=5.0, friction=0.8, slip_eps=1e-3, units="si")
+STRIBECK = dict(CUBE, static_friction=1.8, stribeck_speed=0.05)  # a static/kinetic law (static 0.36, kinetic 0.2)
 
 
 def _perturbed(model: ContactLawGNN, scale: float = 3.0, seed: int = 0) -> ContactLawGNN:
@@ -142,6 +143,64 @@ def test_iterated_friction_is_coulomb_at_a_sliding_impact():
     assert v1[0, 0] == pytest.approx(vt_expected, rel=1e-9) and 0 < v1[0, 0] < vt0  # slowed, not reversed
 
 
+def test_static_kinetic_friction_is_passive_and_reduces_to_coulomb():
+    """The static/kinetic coefficient ``mu_k (1 + (r - 1) exp(-s^2 / v_s^2))``: r mu_k at rest, mu_k sliding fast,
+    positive for every slip and ratio, so the linearized friction stays a damping (a >= 0) inside the static cone;
+    with r = 1 it is Coulomb's, bit for bit; numpy and torch agree."""
+    rng = np.random.default_rng(1)
+    n = 2000
+    depth = rng.uniform(-1e-3, 1e-3, n)
+    vn, speed = rng.normal(0, 0.5, n), np.abs(rng.normal(0, 0.5, n))
+    r = rng.uniform(0.2, 3.0, n)
+    mu3 = np.stack([np.full(n, 0.4), r, np.full(n, 0.05)], axis=-1)
+    c = friction_coefficient(mu3, speed * speed)
+    assert (c > 0).all() and (c <= 0.4 * np.maximum(r, 1.0) + 1e-12).all() and (c >= 0.4 * np.minimum(r, 1.0) - 1e-12).all()
+    np.testing.assert_allclose(friction_coefficient(mu3, np.zeros(n)), 0.4 * r, rtol=1e-12)
+    np.testing.assert_allclose(friction_coefficient(mu3, np.full(n, 100.0)), 0.4, rtol=1e-12)  # 10 m/s >> v_s
+    kw = dict(k=1e5, p=1.5, c=5.0, eps=1e-3, dt=1e-3)
+    f0, a, b, fn = point_law(depth, vn, speed, mu=mu3, **kw)
+    assert (a >= 0).all() and (a + b >= -1e-12).all() and (f0[depth <= 0] == 0).all() and (a[depth <= 0] == 0).all()
+    assert (a * speed <= c * fn * (1 + 1e-12)).all()  # inside the cone of the slip's own coefficient
+    coulomb = point_law(depth, vn, speed, mu=0.4, **kw)
+    one = point_law(depth, vn, speed, mu=np.stack([np.full(n, 0.4), np.ones(n), np.full(n, 0.05)], -1), **kw)
+    for x, y in zip(coulomb, one):
+        np.testing.assert_array_equal(x, y)
+    t = point_law(*(torch.tensor(x) for x in (depth, vn, speed)), mu=torch.tensor(mu3), **kw)
+    for x, y in zip((f0, a, b, fn), t):
+        np.testing.assert_allclose(x, y.numpy(), rtol=1e-12, atol=0)
+
+
+def test_iterated_static_kinetic_friction_uses_the_end_of_step_slip():
+    """The sliding impact of ``test_iterated_friction_is_coulomb_at_a_sliding_impact`` with a static/kinetic law
+    (hand-computed): the re-linearized friction takes the coefficient at the *end-of-step* slip of the first
+    solve, in the stepper's joint-space solve and in the twin's object solve alike; the slip is slowed, never
+    reversed."""
+    from surrogate.model.law import semi_implicit_solve_joint
+
+    m, dt, eps, k, p = 0.4, 1e-3, 1e-3, 1e5, 1.5
+    mu3 = np.array([[0.3, 2.5, 0.4]])  # static 0.75, kinetic 0.3, v_s 0.4 m/s (of the order of the slip)
+    depth, vt0, vn0 = 1e-4, 0.5, -1.0
+    n = np.array([[0.0, 0.0, 1.0]])
+    f0, a, b, _ = point_law(np.array([depth]), np.array([vn0]), np.array([vt0]), k=k, p=p, c=2.0, mu=mu3, eps=eps, dt=dt)
+    assert a[0] == pytest.approx(float(friction_coefficient(mu3, np.array([vt0 ** 2]))[0]) * f0[0] * (1 + 2.0) / np.hypot(vt0, eps))
+    J, M = np.eye(3)[None], m * np.eye(3)[None]
+    v_free = np.array([[vt0, 0.0, vn0 - 9.81 * dt]])
+    args = (f0, a, b, n, J, np.array([0]), M, v_free, dt)
+    F0, _ = semi_implicit_solve_joint(*args)
+    F1, v1 = semi_implicit_solve_joint(*args, mu=mu3, eps=np.array([eps]), iterations=1)
+    vt_first = v_free[0, 0] + dt * F0[0, 0] / m
+    mu_first = 0.3 * (1 + 1.5 * np.exp(-(vt_first / 0.4) ** 2))
+    vt_expected = v_free[0, 0] / (1 + dt * mu_first * F0[0, 2] / np.hypot(vt_first, eps) / m)
+    assert v1[0, 0] == pytest.approx(vt_expected, rel=1e-9) and 0 < v1[0, 0] < vt0
+    assert mu_first > 0.3 * 1.2  # the static part matters here: a Coulomb law would not pass the line above
+    # the twin's solve of the same point mass (object at the contact point, no rotation to speak of)
+    T = lambda x: torch.tensor(np.asarray(x, dtype=np.float64))  # noqa: E731
+    _, xi = solve_free_object(T(f0), T(a), T(b), T(n), T(np.zeros((1, 3))), T(np.zeros((1, 3))), torch.zeros(1, dtype=torch.long),
+                              vel=T([[vt0, 0.0, vn0]]), omega=T(np.zeros((1, 3))), mass=T([m]), inertia_w=T(np.eye(3)[None]),
+                              gravity=T([[0, 0, -9.81]]), dt=dt, num_envs=1, mu=T(mu3), eps=T([eps]), iterations=1)
+    assert float(xi[0, 0]) == pytest.approx(v1[0, 0], rel=1e-9)
+
+
 def test_untrained_model_is_the_prior_law_and_corrections_are_bounded():
     scene = _cube_scene()
     st_law = Stepper(scene, ContactLawGNN(prior=CUBE, corrections=False).eval())
@@ -198,12 +257,15 @@ def _energy(scene, d):
     return ke - m.body_mass[b] * (m.opt.gravity @ d.qpos[qa:qa + 3])
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_dropped_object_never_gains_energy(seed):
+@pytest.mark.parametrize("seed, stribeck", [(0, False), (1, False), (0, True)])
+def test_dropped_object_never_gains_energy(seed, stribeck):
     """A spinning cube dropped from 5 cm: kinetic + potential energy never exceeds its start (1e-4 relative:
-    the semi-implicit step's integration error), with saturated random corrections."""
+    the semi-implicit step's integration error), with saturated random corrections; also with a static/kinetic
+    friction law (static coefficient 3x the kinetic one), friction re-linearized at the solved state."""
     scene = _cube_scene()
-    stepper = Stepper(scene, _perturbed(ContactLawGNN(prior=CUBE, corrections=True), seed=seed))
+    model = ContactLawGNN(prior=dict(STRIBECK, static_friction=3.0) if stribeck else CUBE, corrections=True,
+                          stribeck=stribeck, friction_iterations=int(stribeck))
+    stepper = Stepper(scene, _perturbed(model, seed=seed))
     rng = np.random.default_rng(seed)
     q = rng.normal(size=4)
     d = _free_data(scene, [0, 0, 0.0524 * 1.8 + 0.05], q, [0.4, -0.2, 0.0], rng.normal(0, 6, 3))
@@ -265,13 +327,17 @@ def test_held_object_does_not_creep():
 
 
 # -- the twin -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("friction_iterations", [0, 1])
-def test_twin_matches_the_hybrid_stepper(friction_iterations):
+@pytest.mark.parametrize("friction_iterations, stribeck, corrections", [(0, False, True), (1, False, True), (1, True, True),
+                                                                         (1, True, False)])
+def test_twin_matches_the_hybrid_stepper(friction_iterations, stribeck, corrections):
     """Same parameters, same trajectory: a spinning cube tossed onto the ground, impact and slide, 1 s
     (the twin's object-only solve and the stepper's solve with MuJoCo's mobility are the same system),
-    with friction linearized once or re-linearized at the solved state."""
+    with friction linearized once or re-linearized at the solved state, Coulomb or static/kinetic (with
+    corrections, and as a constant law: the stepper's numpy path)."""
     scene = _cube_scene()
-    model = _perturbed(ContactLawGNN(prior=CUBE, corrections=True, friction_iterations=friction_iterations), scale=0.5)
+    model = ContactLawGNN(prior=STRIBECK if stribeck else CUBE, corrections=corrections,
+                          friction_iterations=friction_iterations, stribeck=stribeck)
+    model = _perturbed(model, scale=0.5) if corrections else model.eval()
     states = [([0, 0, 0.12], [0.9, 0.3, 0.2, 0.1], [0.8, 0.1, -0.3], [3.0, -4.0, 1.0]),
               ([0.1, 0, 0.09], [0.5, -0.5, 0.5, 0.5], [-0.5, 0.4, 0.5], [-2.0, 6.0, 0.0])]
     F = 148
@@ -349,6 +415,15 @@ def test_prior_grid_starts_the_fit_from_its_best_training_score(tmp_path):
     cfg["stages"]["grid"] = {"group": "pads", "friction": [0.1]}
     with pytest.raises(ConfigError, match="stages.grid.group"):
         fit_law(cfg, out=tmp_path / "run2")
+    cfg["stages"]["grid"] = {"static_friction": [0.5, 1.0]}  # a Coulomb model has no static/kinetic ratio to scan
+    with pytest.raises(ConfigError, match="model.stribeck"):
+        fit_law(cfg, out=tmp_path / "run3")
+    # with model.stribeck the grid scans the ratio like any other prior parameter
+    cfg["model"] = {**cfg["model"], "stribeck": True, "prior": {**CUBE, "stribeck_speed": 0.2}}
+    res = fit_law(cfg, out=tmp_path / "run4")
+    rows = res["metrics"]["grid"]["rows"]
+    assert [r["static_friction"] for r in rows] == [0.5, 1.0] and rows[0]["score"] != rows[1]["score"]
+    assert res["model"].prior().static_friction == pytest.approx(res["metrics"]["grid"]["best"]["static_friction"], rel=1e-6)
 
 
 def test_law_checkpoint_roundtrip(tmp_path):
@@ -367,6 +442,33 @@ def test_law_checkpoint_roundtrip(tmp_path):
     mujoco.mj_step1(scene.model, d)
     g = Stepper(scene, net).builder.build(scene.model, [d], dtype=torch.float64).graph
     torch.testing.assert_close(back(g), net(g))
+
+
+def test_static_kinetic_law_checkpoint_roundtrip_and_prior_checks(tmp_path):
+    """A static/kinetic law's fitted ratio and Stribeck speed go into the card and come back; they change the
+    forces (a slow-sliding cube brakes harder); a ratio other than 1 without ``stribeck`` is refused."""
+    from surrogate.model.checkpoint import export_checkpoint, load_checkpoint, read_card
+
+    net = ContactLawGNN(prior=STRIBECK, corrections=False, friction_iterations=1, stribeck=True).eval()
+    with torch.no_grad():
+        net.log_static_friction[0] += 0.1
+    assert net.prior().static_friction == pytest.approx(1.8 * np.exp(0.1), rel=1e-6)
+    assert len(net.prior_parameters()) == 5
+    export_checkpoint(net, tmp_path / "ck")
+    card = read_card(tmp_path / "ck")
+    assert card["model"]["hparams"]["stribeck"] is True
+    assert card["model"]["hparams"]["prior"]["static_friction"] == pytest.approx(1.8 * np.exp(0.1), rel=1e-6)
+    back, _ = load_checkpoint(tmp_path / "ck")
+    scene = _cube_scene()
+    d = _free_data(scene, [0, 0, 0.0522], [1, 0, 0, 0], [0.02, 0, 0], [0, 0, 0])  # a face on the ground, sliding slowly
+    mujoco.mj_step1(scene.model, d)
+    g = Stepper(scene, net).builder.build(scene.model, [d], dtype=torch.float64).graph
+    torch.testing.assert_close(back(g), net(g))
+    coulomb = ContactLawGNN(prior=CUBE, corrections=False, friction_iterations=1).eval()
+    with torch.no_grad():
+        assert float(net(g)[:, 0].sum()) < 1.2 * float(coulomb(g)[:, 0].sum()) < 0  # more braking against the slip
+    with pytest.raises(ValueError, match="stribeck"):
+        ContactLawGNN(prior=STRIBECK, corrections=False)
 
 
 # -- the released rig surrogate in closed loop ----------------------------------------------------

@@ -30,7 +30,9 @@ from ..sim.toss_eval import evaluate_tosses
 from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
 from .objective import window_loss
 
-STAGE_DEFAULTS = {"grid": {"group": "surface", "stiffness": [], "damping": [], "friction": []},  # empty lists: off
+# the prior parameters a grid can scan (static_friction, stribeck_speed: models with model.stribeck)
+GRID_KEYS = ("stiffness", "damping", "friction", "static_friction", "stribeck_speed")
+STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}},  # empty lists: off
                   "prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1},
                   "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1},
                   # run after this fit by the training layer (it replays through the benchmarks' replays,
@@ -95,7 +97,9 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
     Returns {"best": {...}, "rows": [every candidate's values and summary]}."""
     if grid["group"] not in GROUPS:
         raise ConfigError(f"stages.grid.group must be one of {list(GROUPS)}, got {grid['group']!r}", key="stages.grid.group")
-    names = [k for k in ("stiffness", "damping", "friction") if grid[k]]
+    names = [k for k in GRID_KEYS if grid[k]]
+    if not getattr(model, "stribeck", False) and {"static_friction", "stribeck_speed"} & set(names):
+        raise ConfigError("stages.grid.static_friction / stribeck_speed need model.stribeck: true", key="stages.grid")
     for k in names:
         if not all(isinstance(v, (int, float)) and v > 0 for v in grid[k]):
             raise ConfigError(f"stages.grid.{k} must be a list of positive numbers, got {grid[k]!r}", key=f"stages.grid.{k}")
@@ -153,7 +157,7 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
         return {"lr": st["lr"], "final_lr_fraction": st["final_lr_fraction"], "total_steps": st["epochs"] * dm.steps_per_epoch()}
 
     m1 = RolloutLightning({**model_cfg, "corrections": False}, stage="prior", loss=loss, data=dm, **sched(stages["prior"]))
-    if any(stages["grid"][k] for k in ("stiffness", "damping", "friction")):
+    if any(stages["grid"][k] for k in GRID_KEYS):
         t = time.time()
         metrics["grid"] = {**grid_prior(m1.model, dm, stages["grid"], rot_w), "wall_s": time.time() - t}
     init_rows = validate(m1.model, dm)

@@ -65,14 +65,17 @@ class ContactLawGNN(nn.Module):
       friction_iterations: re-linearizations of friction at the solved state (0: one linearization at the
         start of the step, as the capture rig; ``law.solve_free_object`` explains why
         more are closer to Coulomb: a landing point keeps mu times its solved normal force). The twin and the
-        hybrid stepper (``law.semi_implicit_solve_joint``) both iterate; the cube release uses 1.
+        hybrid stepper (``law.semi_implicit_solve_joint``) both iterate; the cube release uses 4.
+      stribeck: a static/kinetic friction law (``law.friction_coefficient``): two more global parameters per
+        group, the prior's ``static_friction`` (static / kinetic ratio) and ``stribeck_speed``, fitted with the
+        others in the prior stage (False: Coulomb with one coefficient, the prior's ``static_friction`` must be 1).
     """
 
     graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
 
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
-                 friction_iterations: int = 0):
+                 friction_iterations: int = 0, stribeck: bool = False):
         super().__init__()
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
@@ -80,12 +83,17 @@ class ContactLawGNN(nn.Module):
             raise ValueError("prior and prior_body must share units, exponent and slip_eps")
         self._hparams = dict(corrections=bool(corrections), hidden=int(hidden), steps=int(steps),
                              mlp_layers=int(mlp_layers), bounds=[float(b) for b in bounds], mu_max=float(mu_max),
-                             friction_iterations=int(friction_iterations))
+                             friction_iterations=int(friction_iterations), stribeck=bool(stribeck))
         self.friction_iterations = int(friction_iterations)
         self.exponent, self.slip_eps, self.units, self.mu_max = ps.exponent, ps.slip_eps, ps.units, float(mu_max)
         self.bounds = tuple(float(b) for b in bounds)
         log = lambda name: nn.Parameter(torch.tensor([math.log(getattr(ps, name)), math.log(getattr(pb, name))]))  # noqa: E731
         self.log_stiffness, self.log_damping, self.log_friction = log("stiffness"), log("damping"), log("friction")
+        self.stribeck = bool(stribeck)
+        if self.stribeck:
+            self.log_static_friction, self.log_stribeck_speed = log("static_friction"), log("stribeck_speed")
+        elif ps.static_friction != 1.0 or pb.static_friction != 1.0:
+            raise ValueError("a static_friction other than 1 needs stribeck=True (a static/kinetic friction law)")
         nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
         self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
         self.register_buffer("config_index", torch.tensor(CONFIG_EDGE_INDEX, dtype=torch.long), persistent=False)
@@ -110,12 +118,15 @@ class ContactLawGNN(nn.Module):
         """The current global law of one contact group (fitted values)."""
         i = GROUPS.index(group)
         with torch.no_grad():
+            extra = {"static_friction": float(self.log_static_friction[i].exp()),
+                     "stribeck_speed": float(self.log_stribeck_speed[i].exp())} if self.stribeck else {}
             return LawPrior(stiffness=float(self.log_stiffness[i].exp()), exponent=self.exponent,
                             damping=float(self.log_damping[i].exp()), friction=float(self.log_friction[i].exp()),
-                            slip_eps=self.slip_eps, units=self.units)
+                            slip_eps=self.slip_eps, units=self.units, **extra)
 
     def prior_parameters(self) -> list[nn.Parameter]:
-        return [self.log_stiffness, self.log_damping, self.log_friction]
+        extra = [self.log_static_friction, self.log_stribeck_speed] if self.stribeck else []
+        return [self.log_stiffness, self.log_damping, self.log_friction] + extra
 
     def correction_parameters(self) -> list[nn.Parameter]:
         prior = {id(p) for p in self.prior_parameters()}
@@ -174,14 +185,19 @@ class ContactLawGNN(nn.Module):
         vt = v - vn[:, None] * n
         speed = torch.sqrt((vt * vt).sum(-1) + 1e-30)
         mu, eps = prm[:, 2], self.slip_eps * V
+        if self.stribeck:  # [E, 3] (mu_k, r, v_s): law.friction_coefficient
+            group = (g.static[s] < 0.5).long()
+            mu = torch.stack([mu, self.log_static_friction[group].exp().double(),
+                              self.log_stribeck_speed[group].exp().double() * V], dim=-1)
         f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=mu,
                                 eps=eps, dt=g.dt.double()[eg])
         return {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth, "mu": mu, "eps": eps}
 
     def constant_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float):
-        """``(f0, a, b, mu, eps)`` [E] of the law without corrections, in numpy (float64): what ``law_terms`` gives for a
-        model with ``corrections=False``, without building a graph. The hybrid stepper takes this path for a
-        constant law (no network), where torch's per-call overhead would be most of the step.
+        """``(f0, a, b, mu, eps)`` [E] (``mu`` [E, 3] with ``stribeck``) of the law without corrections, in numpy
+        (float64): what ``law_terms`` gives for a model with ``corrections=False``, without building a graph. The
+        hybrid stepper takes this path for a constant law (no network), where torch's per-call overhead would be
+        most of the step.
 
         Args:
           depth, vn, speed: [E] penetration (m), normal and tangential relative speed (m/s).
@@ -193,17 +209,21 @@ class ContactLawGNN(nn.Module):
 
         if self.corrections:
             raise ValueError("constant_law_terms is the law without corrections; this model has a network")
-        params = (self.log_stiffness, self.log_damping, self.log_friction)
+        params = (self.log_stiffness, self.log_damping, self.log_friction) + \
+            ((self.log_static_friction, self.log_stribeck_speed) if self.stribeck else ())
         # per (surface, body) group, cached until a parameter changes (an optimizer step or an in-place edit
         # bumps the tensor's version counter)
         version = tuple((id(t), t._version) for t in params)
         if getattr(self, "_constant_cache", (None,))[0] != version:
             with torch.no_grad():
                 self._constant_cache = (version, np.exp(np.stack([t.detach().double().numpy() for t in params])))
-        k, c, mu = self._constant_cache[1][:, moving.astype(np.int64)]
+        per = self._constant_cache[1][:, moving.astype(np.int64)]
+        k, c, mu = per[:3]
         p = self.exponent
         L, V, F0 = (1.0, 1.0, 1.0) if self.units == "si" else (length, math.sqrt(max(gravity, 1e-6) * length), mass * max(gravity, 1e-6))
         eps = self.slip_eps * V
+        if self.stribeck:  # [E, 3] (mu_k, r, v_s): law.friction_coefficient
+            mu = np.stack([mu, per[3], per[4] * V], axis=-1)
         f0, a, b, _ = point_law(depth, vn, speed, k=k * F0 / L ** p, p=p, c=c / V, mu=mu, eps=eps, dt=dt)
         return f0, a, b, mu, eps
 
@@ -218,7 +238,8 @@ class ContactLawGNN(nn.Module):
             t = self.law_terms(g, vel, omega)
         else:
             z = vel.new_zeros(0)
-            t = {"f0": z, "a": z, "b": z, "n": vel.new_zeros(0, 3), "u_oth": vel.new_zeros(0, 3), "mu": z, "eps": z}
+            t = {"f0": z, "a": z, "b": z, "n": vel.new_zeros(0, 3), "u_oth": vel.new_zeros(0, 3),
+                 "mu": vel.new_zeros(0, 3) if self.stribeck else z, "eps": z}
         return solve_free_object(t["f0"], t["a"], t["b"], t["n"], g.r_obj.double(), t["u_oth"], eg, vel=vel[obj],
                                  omega=omega[obj], mass=g.mass_ref.double(), inertia_w=g.inertia_w.double(),
                                  gravity=g.gravity.double(), dt=g.dt.double(), num_envs=obj.shape[0], mu=t["mu"],

@@ -45,6 +45,26 @@ def _where(cond, x, y):
     return np.where(cond, x, y)
 
 
+def _exp(x):
+    return torch.exp(x) if isinstance(x, torch.Tensor) else np.exp(x)
+
+
+def friction_coefficient(mu, speed2):
+    """The friction coefficient at squared slip speed ``speed2`` (numpy or torch; shapes broadcast).
+
+    ``mu``: [...] a Coulomb coefficient (returned as is), or [..., 3] ``(mu_k, r, v_s)``, a static/kinetic
+    (Stribeck) law ``mu_k (1 + (r - 1) exp(-|v_t|^2 / v_s^2))``: ``r mu_k`` at rest (the static coefficient,
+    ``r`` = static / kinetic), ``mu_k`` sliding well above ``v_s`` (m/s). Positive for every slip speed, so the
+    friction ``-mu f_n v_t / sqrt(|v_t|^2 + eps^2)`` still opposes the slip: the law stays passive for any
+    ``r > 0``. The one definition of the coefficient for ``point_law`` and the iterated solves
+    (``solve_free_object``, ``semi_implicit_solve_joint``), so the twin and the hybrid stepper share it.
+    """
+    if mu is None or np.ndim(mu) < 2:
+        return mu
+    mk, r, vs = mu[..., 0], mu[..., 1], mu[..., 2]
+    return mk * (1.0 + (r - 1.0) * _exp(-speed2 / (vs * vs)))
+
+
 def point_law(depth, vn, speed, *, k, p, c, mu, eps, dt):
     """The linearized law at contact points (numpy or torch; shapes broadcast).
 
@@ -53,7 +73,7 @@ def point_law(depth, vn, speed, *, k, p, c, mu, eps, dt):
       vn: [n] normal relative velocity (m/s, positive separating).
       speed: [n] tangential slip speed |v_t| (m/s).
       k, p, c, mu: stiffness (N/m^p), exponent, Hunt-Crossley damping (s/m), friction coefficient;
-        per point or scalars.
+        per point or scalars (``mu`` [n, 3]: a static/kinetic law, ``friction_coefficient``).
       eps: slip regularization (m/s).  dt: step (s).
     Returns:
       (f0, a, b, fn) each [n]: elastic normal force, tangential and extra normal damping
@@ -68,7 +88,7 @@ def point_law(depth, vn, speed, *, k, p, c, mu, eps, dt):
     active = fn > 0
     fn = fn * active
     f0 = elastic * active
-    a = mu * fn / (speed * speed + eps * eps) ** 0.5
+    a = friction_coefficient(mu, speed * speed) * fn / (speed * speed + eps * eps) ** 0.5
     b = (c * elastic + dt * p * k * ds ** (p - 1.0)) * active - a
     return f0, a, b, fn
 
@@ -80,10 +100,13 @@ UNITS = ("weight", "si")
 class LawPrior:
     """Global parameters of the law: the constant law a network corrects.
 
-    stiffness: k.  exponent: p.  damping: c.  friction: mu.  slip_eps: eps.
-    units: ``weight``: k in F0 / L^p, c in 1 / V, eps in V (F0 = m |g| the object's weight, L its size,
+    stiffness: k.  exponent: p.  damping: c.  friction: mu (kinetic).  slip_eps: eps.
+    static_friction: r, static / kinetic coefficient; stribeck_speed: v_s, the slip speed over which the
+    coefficient goes from r mu at rest to mu (``friction_coefficient``; used by models built with
+    ``stribeck=True``; r = 1 is Coulomb, r < 1 friction that strengthens with the slip speed).
+    units: ``weight``: k in F0 / L^p, c in 1 / V, eps and v_s in V (F0 = m |g| the object's weight, L its size,
     V = sqrt(|g| L)): the law scales with the object, right for one object on a surface;
-    ``si``: k in N / m^p, c in s / m, eps in m / s: a material's law, the same for every object
+    ``si``: k in N / m^p, c in s / m, eps and v_s in m / s: a material's law, the same for every object
     (fingertip pads squeeze light and heavy objects with the same grip force).
     """
 
@@ -92,6 +115,8 @@ class LawPrior:
     damping: float = 1.0
     friction: float = 0.3
     slip_eps: float = 1e-3
+    static_friction: float = 1.0
+    stribeck_speed: float = 1e-2
     units: str = "weight"
 
     def to_json(self) -> dict:
@@ -112,7 +137,7 @@ class LawPrior:
             out = cls(**{k: float(v) for k, v in d.items() if k != "units"}, units=units)
         except (TypeError, ValueError):
             raise ValueError(f"law prior values must be numbers, got {d!r}") from None
-        for name in ("stiffness", "exponent", "damping", "friction", "slip_eps"):
+        for name in ("stiffness", "exponent", "damping", "friction", "slip_eps", "static_friction", "stribeck_speed"):
             v = getattr(out, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"law prior {name} must be positive and finite, got {v!r}")
@@ -156,7 +181,8 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, 
       dt: step (s).
       mu, eps, iterations: with ``iterations`` > 0, friction re-linearized at the solved state, as
         ``solve_free_object`` does: ``a = mu F_n' / sqrt(|v_t'|^2 + eps^2)`` from the solved normal force and
-        end-of-step slip, the normal damping ``a + b`` kept; ``mu``, ``eps`` [E] (or scalars).
+        end-of-step slip, the normal damping ``a + b`` kept; ``mu``, ``eps`` [E] (or scalars; ``mu`` [E, 3]: a
+        static/kinetic law, ``friction_coefficient``).
       counts: [B] contacts per environment, if the caller has them (else derived from ``start``).
     Returns:
       (F [E, 3] forces at the contacts, v' [B, nv]).
@@ -168,7 +194,8 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, 
         un = np.einsum("ei,ei->e", u, n)  # u: the end-of-step relative velocity at the contacts
         ut = u - un[:, None] * n
         fn = np.maximum(np.einsum("ei,ei->e", F, n), 0.0)
-        a = mu * fn / np.sqrt(np.einsum("ei,ei->e", ut, ut) + eps * eps)
+        s2 = np.einsum("ei,ei->e", ut, ut)
+        a = friction_coefficient(mu, s2) * fn / np.sqrt(s2 + eps * eps)
         F, v1, u = _joint_solve_once(f0, a, beta - a, n, J, start, counts, M, v_free, dt)
     return F, v1
 
@@ -268,7 +295,8 @@ def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
         point velocity (m/s).  env: [E] long, the environment of each contact.
       vel, omega: [B, 3] object COM velocity and angular velocity (world).  mass: [B] kg.
       inertia_w: [B, 3, 3] inertia about the COM in world axes.  gravity: [B, 3].  dt: [B] or float (s).
-      mu, eps: [E] friction coefficient and slip regularization (m/s), for ``iterations``.
+      mu, eps: [E] friction coefficient (or [E, 3], ``friction_coefficient``) and slip regularization (m/s),
+        for ``iterations``.
     Returns:
       (forces [E, 3] on the object, N; xi' [B, 6] the end-of-step twist).
     """
@@ -304,6 +332,7 @@ def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
     for _ in range(int(iterations)):
         fn = (forces * normal).sum(-1).clamp_min(0.0)
         ut = u_new - (u_new * normal).sum(-1, keepdim=True) * normal
-        a = mu * fn / torch.sqrt((ut * ut).sum(-1) + eps * eps)
+        s2 = (ut * ut).sum(-1)
+        a = friction_coefficient(mu, s2) * fn / torch.sqrt(s2 + eps * eps)
         forces, xi, u_new = solve(a)
     return forces, xi
