@@ -154,7 +154,7 @@ def test_object_up_without_contact_earns_nothing():
 def test_scripted_grasp_is_held_and_lifted():
     from surrogate.policies import ScriptedGraspPolicy, rollout
 
-    venv = GraspVectorEnv(2, hand="three_finger", object="cylinder")
+    venv = GraspVectorEnv(2, hand="three_finger", object="cylinder", copies=False)
     res = rollout(venv, ScriptedGraspPolicy(venv.task), seed=0, duration=2.5)
     assert res["lifted"].all() and res["success"].all() and (res["return"] > 0).all()
 
@@ -194,7 +194,7 @@ def test_non_finite_action_raises(bad):
     acts[1, 0] = bad
     with pytest.raises(ValueError, match=r"action of environment 1 is not finite"):
         venv.step(acts)
-    with pytest.raises(ValueError, match=r"expected \[2, 6\]"):
+    with pytest.raises(ValueError, match=r"expected \(2, 6\)"):
         venv.step(np.zeros((2, 5)))
 
 
