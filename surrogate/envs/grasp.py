@@ -238,11 +238,25 @@ class GraspVectorEnv(VectorEnv):
         return t.observe(arrays=A), rew, term, trunc, self._batch_info(info, ~np.isin(np.arange(self.num_envs), reset))
 
     def _batch_info(self, info: dict, stepped: np.ndarray, shown: np.ndarray | None = None) -> dict:
-        """Per-copy infos (``GraspEnv``'s) of the ``shown`` copies (all by default) batched with gymnasium's own
-        ``VectorEnv._add_info``: keys and ``_key`` masks."""
-        out = {}
-        for i in range(self.num_envs) if shown is None else np.flatnonzero(shown):
-            out = self._add_info(out, _env_info(self.task, info, i, i, stepped=bool(stepped[i])), int(i))
+        """Per-copy infos (``GraspEnv``'s) of the ``shown`` copies (all by default) batched as gymnasium's own
+        ``VectorEnv._add_info`` batches them (an [N] array per key, zero where not shown, and a ``_key`` [N] mask),
+        built from ``evaluate``'s arrays at once instead of N dicts."""
+        n = self.num_envs
+        shown = np.ones(n, dtype=bool) if shown is None else np.asarray(shown, dtype=bool)
+        t, out = self.task, {}
+        columns = dict(info)
+        columns["fallbacks"], columns["ood_contacts"] = t.last_fallbacks, t.last_ood  # after a step only
+        for k, v in columns.items():
+            mask = shown & stepped if k in ("fallbacks", "ood_contacts") else shown
+            if not mask.any():
+                continue
+            v = np.asarray(v)
+            if issubclass(v.dtype.type, np.number):
+                out[k] = np.zeros(n, dtype=v.dtype)
+            else:  # _add_info's rule: a numpy bool is no np.number, its array holds objects (None where not shown)
+                out[k] = np.full(n, None, dtype=object)
+            out[k][mask] = v[mask]
+            out["_" + k] = mask.copy()
         return out
 
     def render(self):
