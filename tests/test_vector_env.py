@@ -32,8 +32,8 @@ def released():
 
 def _same_info(got: dict, want: dict, where: str, atol: float) -> None:
     assert set(got) == set(want), f"{where}: keys {sorted(set(got) ^ set(want))}"
-    for k in want:
-        g, w = np.asarray(got[k]), np.asarray(want[k])
+    for k, value in want.items():
+        g, w = np.asarray(got[k]), np.asarray(value)
         assert g.dtype == w.dtype and g.shape == w.shape, f"{where}: {k}"
         if g.dtype.kind != "f":
             np.testing.assert_array_equal(g, w, err_msg=f"{where}: {k}")
@@ -49,8 +49,8 @@ def test_copies_vector_env_equals_mjdata_vector_env_step_for_step(hand, contact,
     of the scene) the copies agree to rounding (5e-17 seen); under analytic contact MuJoCo's solve over the copies'
     one MjData differs from the separate ones by rounding (1e-14), which an object settling on the table (statically
     indeterminate) amplifies to ~1e-5 before it decays (up to 1.4e-5 in the observations measured over 25 steps)."""
-    kw = dict(hand=hand, object="box", contact=contact, max_episode_steps=8,
-              contact_model=released if contact == "surrogate" else None)
+    kw = {"hand": hand, "object": "box", "contact": contact, "max_episode_steps": 8,
+          "contact_model": released if contact == "surrogate" else None}
     ours, ref = GraspVectorEnv(3, copies=True, **kw), GraspVectorEnv(3, copies=False, **kw)
     assert ours.task.physics.copies and not ref.task.physics.copies
     atol = 1e-9 if contact == "surrogate" else 1e-4
@@ -89,6 +89,9 @@ def test_make_vec_gives_copies_and_the_vector_api_contract():
                         max_episode_steps=3)
     env = venv.unwrapped
     assert isinstance(env, GraspVectorEnv) and env.task.physics.copies
+    plain = gym.make_vec(IDS["parallel_jaw"], num_envs=2)  # Gymnasium 1.x's default mode: the vector entry point
+    assert isinstance(plain.unwrapped, GraspVectorEnv) and plain.unwrapped.task.physics.copies
+    plain.close()
     assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
     single = env.single_observation_space.shape
     assert venv.observation_space.shape == (3, *single) and venv.action_space.shape == (3, 13)
@@ -135,7 +138,7 @@ def test_copies_task_refuses_what_it_cannot_do():
     venv = GraspVectorEnv(2, object="box")
     venv.reset(seed=0)
     with pytest.raises(ConfigError, match="copies=False"):
-        venv.task.datas
+        _ = venv.task.datas
     venv.step(np.zeros((2, 6), np.float32))
     with pytest.raises(ConfigError, match="environment 1 can sit out a step only right after its reset"):
         venv.task.simulate([0])
@@ -146,3 +149,19 @@ def test_copies_task_refuses_what_it_cannot_do():
     venv.task.model.pair_friction[:] *= 2  # an edit the copies would not see
     with pytest.raises(ConfigError, match="edited after its copies were built"):
         venv.step(np.zeros((2, 6), np.float32))
+
+
+def test_speed_command_times_the_environments(capsys):
+    """``surrogate speed --env`` prints the single env and the vector env (copies and MjData) under both contacts."""
+    import json
+
+    from surrogate.cli import main
+
+    assert main(["speed", "--env", "--batches", "1", "2", "--min-seconds", "0.01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["env"] and [r["batch"] for r in out["rows"]] == [1, 2]
+    single, vec = out["rows"]
+    assert single["analytic_single_sps"] > 0 and single["surrogate_single_sps"] > 0
+    for key in ("analytic_copies_sps", "analytic_mjdata_sps", "surrogate_copies_sps", "surrogate_mjdata_sps"):
+        assert vec[key] > 0, key
+    assert vec["ratio"] == pytest.approx(vec["surrogate_sps"] / vec["analytic_sps"])

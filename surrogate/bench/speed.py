@@ -181,7 +181,7 @@ def measure_env(contact_model, *, batches=(1, 64), hand: str = "parallel_jaw", f
         for contact in ("analytic", "surrogate"):
             model = contact_model if contact == "surrogate" else None
             for path in paths:
-                kw = dict(hand=hand, object=family, contact=contact, contact_model=model)
+                kw = {"hand": hand, "object": family, "contact": contact, "contact_model": model}
                 env = GraspEnv(**kw) if path == "single" else GraspVectorEnv(B, copies=path == "copies", **kw)
                 out[f"{contact}_{path}_sps"] = _env_sps(env, B, seed=seed, min_seconds=min_seconds, timer=timer)
                 env.close()

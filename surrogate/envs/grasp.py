@@ -91,7 +91,7 @@ def _randomize_option(options, where: str):
 
 
 def _reset(task: GraspTask, envs, rngs, randomize) -> None:
-    """Reset environments ``envs`` of ``task`` with their generators, ``randomize`` (None: the task's) for this reset."""
+    """Reset environments ``envs`` of ``task`` with their generators; ``randomize``: None for the task's own."""
     keep = task.randomize
     if randomize is not None:
         task.randomize = randomize
@@ -294,7 +294,7 @@ def _seed_list(seed, n: int) -> list:
 
 
 def _reset_mask(options, n: int) -> np.ndarray:
-    """[n] bool: the copies a reset resets (``options["reset_mask"]``, as Gymnasium's ``SyncVectorEnv``; default all)."""
+    """[n] bool: the copies a reset resets (``options["reset_mask"]`` as in Gymnasium's ``SyncVectorEnv``; all)."""
     if options is None or "reset_mask" not in options:
         return np.ones(n, dtype=bool)
     mask = options["reset_mask"]

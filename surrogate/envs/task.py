@@ -134,7 +134,8 @@ class GraspTask:
         self.sensor_adr = np.concatenate([np.arange(x.adr[0], x.adr[0] + x.dim[0]) for x in sens])
         self.rest_z = float(s.meta["object_rest_pos"][2])
         self.rest_quat = np.asarray(s.meta["object_rest_quat"], float)
-        self.ids = Ids(qadr=self.qadr, vadr=self.vadr, bodies=np.concatenate([[self.ob, self.base_id], self.pad_bodies]),
+        bodies = np.concatenate([[self.ob, self.base_id], self.pad_bodies])
+        self.ids = Ids(qadr=self.qadr, vadr=self.vadr, bodies=bodies,
                        roots=m.body_rootid[[self.ob, self.base_id]], sites=self.pad_sites, sensor_adr=self.sensor_adr)
         self.physics = CopiesPhysics(s, self.num_envs, h.pad_site_names) if copies else DataPhysics(s, self.num_envs)
         self.obs_dim = 2 * len(jids) + 13 + 6 * len(self.pad_bodies) + 1
@@ -248,8 +249,8 @@ class GraspTask:
         ft = A.sensordata.reshape(len(envs), -1, 6).copy()
         if self.contact == "surrogate":
             ft -= _sensor_frame(A, self._pad_wrench[envs])
-        out = np.concatenate([A.qpos, A.qvel, rel, rq, to_base(v_rel), to_base(vo[:, :3] - wb), ft.reshape(len(envs), -1),
-                              (p_ob[:, 2] - self.rest_z)[:, None]], axis=1)
+        out = np.concatenate([A.qpos, A.qvel, rel, rq, to_base(v_rel), to_base(vo[:, :3] - wb),
+                              ft.reshape(len(envs), -1), (p_ob[:, 2] - self.rest_z)[:, None]], axis=1)
         return out.astype(np.float32)
 
     def evaluate(self, envs: Sequence[int] | None = None, arrays: EnvArrays | None = None):
