@@ -1,11 +1,12 @@
 """Grasp-and-lift environments: a hand, an object of the library (or a mesh) on a table,
 MuJoCo physics with analytic or learned (surrogate) contact.
 
-``GraspTask`` holds the physics of N copies (one ``MjModel``, N ``MjData``, one ``Stepper``:
-one network call per physics step for all copies) and computes observations, rewards and
-terminations for all of them with numpy; ``GraspEnv`` (``gymnasium.Env``, N = 1) and
-``GraspVectorEnv`` (``gymnasium.vector.VectorEnv``) are thin shells around it, so N single
-environments and one vector environment of N copies compute the same thing.
+``GraspTask`` holds the physics of N environments (one ``Stepper``: one network call per physics step for all;
+N ``MjData``, or with ``copies=True`` N copies of the scene in one ``MjModel``: one ``mj_step1`` / ``mj_step2`` for
+all, ``envs.physics``) and computes observations, rewards and terminations for all of them with numpy;
+``GraspEnv`` (``gymnasium.Env``, N = 1, on ``MjData``) and ``GraspVectorEnv`` (``gymnasium.vector.VectorEnv``, on
+copies by default) are thin shells around it, so N single environments and one vector environment of N compute the
+same thing.
 
 Spaces (float32; J = 4 base joints + finger joints, P pads):
 
