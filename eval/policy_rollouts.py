@@ -42,7 +42,7 @@ def evaluate(args) -> list[dict]:
         ood = contacts = fallbacks = 0
         t0 = time.perf_counter()
         for obj in objs:
-            venv = GraspVectorEnv(args.envs, hand=args.hand, object=obj, contact=contact, contact_model=model,
+            venv = GraspVectorEnv(args.envs, copies=False, hand=args.hand, object=obj, contact=contact, contact_model=model,
                                   max_episode_steps=None)
             try:
                 res = rollout(venv, ScriptedGraspPolicy(venv.task, GraspParams()), seed=args.seed, duration=args.duration)
@@ -52,7 +52,7 @@ def evaluate(args) -> list[dict]:
             st = res["stepper"]
             ood, contacts, fallbacks = ood + st["ood_edges"], contacts + st["contacts"], fallbacks + st["fallbacks"]
             if args.cem_iterations:
-                cv = GraspVectorEnv(args.population, hand=args.hand, object=obj, contact=contact, contact_model=model,
+                cv = GraspVectorEnv(args.population, copies=False, hand=args.hand, object=obj, contact=contact, contact_model=model,
                                     max_episode_steps=None)
                 best = cem_grasp(cv, iterations=args.cem_iterations, elites=max(2, args.population // 4),
                                  seed=args.seed, duration=args.duration)["best"]

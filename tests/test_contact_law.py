@@ -302,7 +302,7 @@ def test_held_object_does_not_creep():
     from surrogate.policies import GraspParams, ScriptedGraspPolicy
 
     model = _perturbed(ContactLawGNN(prior=TABLE, prior_body=PAD, corrections=True))
-    venv = GraspVectorEnv(1, hand="parallel_jaw", object="box", contact="surrogate", contact_model=model,
+    venv = GraspVectorEnv(1, copies=False, hand="parallel_jaw", object="box", contact="surrogate", contact_model=model,
                           max_episode_steps=None)
     venv.reset(seed=0)
     task = venv.task

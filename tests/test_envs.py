@@ -154,7 +154,7 @@ def test_object_up_without_contact_earns_nothing():
 def test_scripted_grasp_is_held_and_lifted():
     from surrogate.policies import ScriptedGraspPolicy, rollout
 
-    venv = GraspVectorEnv(2, hand="three_finger", object="cylinder")
+    venv = GraspVectorEnv(2, hand="three_finger", object="cylinder", copies=False)
     res = rollout(venv, ScriptedGraspPolicy(venv.task), seed=0, duration=2.5)
     assert res["lifted"].all() and res["success"].all() and (res["return"] > 0).all()
 
@@ -194,7 +194,7 @@ def test_non_finite_action_raises(bad):
     acts[1, 0] = bad
     with pytest.raises(ValueError, match=r"action of environment 1 is not finite"):
         venv.step(acts)
-    with pytest.raises(ValueError, match=r"expected \[2, 6\]"):
+    with pytest.raises(ValueError, match=r"expected \(2, 6\)"):
         venv.step(np.zeros((2, 5)))
 
 
@@ -228,3 +228,58 @@ def test_per_copy_ood_and_fallback_counts_add_up():
         after = venv.task.stepper.stats()
     assert ood.sum() == after["ood_edges"] - before["ood_edges"] > 0
     assert falls.sum() == after["fallbacks"] - before["fallbacks"]
+
+
+# -- clear errors for what a careless caller passes (#29 H) ------------------------------------
+def test_reset_options_that_are_not_a_dict_or_a_bool_randomize_are_refused():
+    env = GraspEnv(object="box")
+    venv = GraspVectorEnv(2, object="box")
+    for reset, where in ((env.reset, "GraspEnv.reset"), (venv.reset, "GraspVectorEnv.reset")):
+        with pytest.raises(TypeError, match=f"{where}: options must be a dict .* got str 'randomize'"):
+            reset(options="randomize")
+        with pytest.raises(TypeError, match=r"options\['randomize'\] must be True or False, got str 'false'"):
+            reset(options={"randomize": "false"})
+    # a numpy bool is a bool: the nominal pose, whatever the seed
+    a = env.reset(seed=1, options={"randomize": np.bool_(False)})[0]
+    np.testing.assert_array_equal(a, env.reset(seed=2, options={"randomize": False})[0])
+    assert not np.array_equal(a, env.reset(seed=2)[0])
+
+
+def test_vector_reset_takes_a_numpy_integer_seed():
+    venv = GraspVectorEnv(2, object="box")
+    np.testing.assert_array_equal(venv.reset(seed=np.int64(3))[0], venv.reset(seed=3)[0])
+    np.testing.assert_array_equal(GraspEnv(object="box").reset(seed=np.int64(3))[0], venv.reset(seed=3)[0][0])
+    with pytest.raises(TypeError, match="seed must be an integer, a list"):
+        venv.reset(seed=3.5)
+
+
+def test_action_of_the_wrong_shape_is_refused_naming_the_expected_shape():
+    env = GraspEnv(object="box")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"GraspEnv.step: action has shape \(6, 1\); expected \(6,\)"):
+        env.step(np.zeros((6, 1), np.float32))
+    venv = GraspVectorEnv(2, object="box")
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action has shape \(2, 6, 1\); expected \(2, 6\)"):
+        venv.step(np.zeros((2, 6, 1), np.float32))
+    with pytest.raises(ValueError, match=r"action has shape \(12,\); expected \(2, 6\)"):
+        venv.task.apply_action(np.zeros(12))
+
+
+def test_non_finite_action_message_prints_plain_numbers():
+    env = GraspEnv(object="box")
+    env.reset(seed=0)
+    a = np.zeros(6)
+    a[2] = np.nan
+    with pytest.raises(ValueError) as e:
+        env.step(a)
+    assert "(nan at components [2])" in str(e.value) and "np." not in str(e.value)
+
+
+def test_set_state_from_another_hands_mjdata_is_refused():
+    from surrogate.errors import ConfigError
+
+    venv = GraspVectorEnv(2, object="box")  # the jaw's copies
+    other = GraspTask(1, hand="three_finger", obj=venv.task.obj).datas[0]
+    with pytest.raises(ConfigError, match=r"set_state\(copy 1\): the MjData has nq, nv, na, nu = .* another model"):
+        venv.task.physics.batch.set_state(1, other)

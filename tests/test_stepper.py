@@ -284,10 +284,10 @@ def test_scripted_policy_lifts_and_cem_runs():
     from surrogate.envs import GraspVectorEnv
     from surrogate.policies import GraspParams, ScriptedGraspPolicy, cem_grasp, rollout
 
-    venv = GraspVectorEnv(2, hand="parallel_jaw", object="box")
+    venv = GraspVectorEnv(2, hand="parallel_jaw", object="box", copies=False)
     res = rollout(venv, ScriptedGraspPolicy(venv.task, GraspParams()), seed=0, duration=2.0)
     assert res["success"].all() and not res["slipped"].any()
-    out = cem_grasp(GraspVectorEnv(3, object="box"), iterations=1, elites=2, duration=1.0)
+    out = cem_grasp(GraspVectorEnv(3, object="box", copies=False), iterations=1, elites=2, duration=1.0)
     assert np.isfinite(out["best_return"]) and len(out["history"]) == 1
 
 

@@ -67,7 +67,7 @@ def _rollout_task(common: dict, obj) -> dict:
 
     d, ckpt = common["data"], common["checkpoint"]
     model = None if ckpt is None else task_cache(common["token"], ("model", ckpt), lambda: load_checkpoint(ckpt)[0])
-    venv = GraspVectorEnv(int(d["poses"]), hand=d["hand"], object=obj, contact=common["contact"], contact_model=model,
+    venv = GraspVectorEnv(int(d["poses"]), copies=False, hand=d["hand"], object=obj, contact=common["contact"], contact_model=model,
                           max_episode_steps=None)
     if common["params"] is not None:
         apply_params(venv.task.model, venv.task.scene, common["params"])

@@ -52,7 +52,7 @@ def soak(checkpoint, objects, *, steps: int = 1000, hand: str = "parallel_jaw", 
     rows, failures, skipped = [], [], []
     for obj in objects:
         t0 = time.perf_counter()
-        venv = GraspVectorEnv(n_envs, hand=hand, object=obj, contact=contact, contact_model=contact_model,
+        venv = GraspVectorEnv(n_envs, copies=False, hand=hand, object=obj, contact=contact, contact_model=contact_model,
                               control_dt=control_dt, max_episode_steps=None)
         task = venv.task
         venv.reset(seed=seed)

@@ -1,6 +1,7 @@
 """Speed of the hybrid stepper against MuJoCo's analytic contact: environment steps per second.
 
     python -m surrogate.bench.speed [--batches 1 64 256 1024] [--steps 20] [--checkpoint DIR] [--threads 1]
+    python -m surrogate.bench.speed --env [--batches 1 64]      # the Gymnasium environments (``measure_env``)
 
 An environment step here is one physics step of one environment (the Gymnasium environments take
 ``control_dt / timestep`` of them per action). Every environment starts from the same grasped
@@ -153,6 +154,78 @@ def _rollout_sps(scene, datas, snap, *, steps: int, min_seconds: float, timer) -
     return len(snap) * n / (timer() - t0)
 
 
+def measure_env(contact_model, *, batches=(1, 64), hand: str = "parallel_jaw", family: str = "box", seed: int = 0,
+                min_seconds: float = 2.0, clock: str = "wall") -> list[dict]:
+    """Environment steps per second of the Gymnasium environments under uniform random actions, analytic and
+    surrogate contact side by side.
+
+    An environment step here is one ``step`` of one environment (``control_dt`` = 20 ms, 10 physics steps). Batch 1 is
+    the single ``GraspEnv``; a batch B > 1 is ``GraspVectorEnv(B)`` on copies (``copies=True``, what
+    ``gymnasium.make_vec`` gives) and on B ``MjData`` (``copies=False``, the vector env before the copies). Episodes
+    truncate at 150 steps and autoreset as the environments do (the single env is reset by hand on its end).
+
+    Returns:
+      one dict per batch: batch; ``{contact}_{path}_sps`` for contact in analytic / surrogate and path ``single``
+      (batch 1) or ``copies`` / ``mjdata``; ``ratio`` the surrogate's over analytic contact's, each on its fastest
+      path.
+    """
+    from ..envs import GraspEnv, GraspVectorEnv
+
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {tuple(CLOCKS)}, got {clock!r}")
+    timer = CLOCKS[clock]
+    rows = []
+    for B in batches:
+        out = {"batch": int(B)}
+        paths = ("single",) if B == 1 else ("copies", "mjdata")
+        for contact in ("analytic", "surrogate"):
+            model = contact_model if contact == "surrogate" else None
+            for path in paths:
+                kw = {"hand": hand, "object": family, "contact": contact, "contact_model": model}
+                env = GraspEnv(**kw) if path == "single" else GraspVectorEnv(B, copies=path == "copies", **kw)
+                out[f"{contact}_{path}_sps"] = _env_sps(env, B, seed=seed, min_seconds=min_seconds, timer=timer)
+                env.close()
+        for contact in ("analytic", "surrogate"):
+            out[f"{contact}_sps"] = max(out[f"{contact}_{p}_sps"] for p in paths)
+        out["ratio"] = out["surrogate_sps"] / out["analytic_sps"]
+        rows.append(out)
+    return rows
+
+
+def _env_sps(env, B: int, *, seed: int, min_seconds: float, timer) -> float:
+    """Environment steps per second of ``env`` (B environments) under seeded uniform random actions."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    shape = env.action_space.shape
+    single, steps = B == 1 and not hasattr(env, "num_envs"), 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # out-of-range contacts of random actions: speed is all we measure
+        env.step(rng.uniform(-1, 1, size=shape).astype(np.float32))  # warm-up
+        t0 = timer()
+        while steps == 0 or timer() - t0 < min_seconds:
+            for _ in range(10):
+                res = env.step(rng.uniform(-1, 1, size=shape).astype(np.float32))
+                steps += 1
+                if single and (res[2] or res[3] or env.task.steps[0] >= 150):
+                    env.reset()
+        return B * steps / (timer() - t0)
+
+
+def format_env_table(rows) -> str:
+    lines = ["| envs | analytic steps/s | surrogate steps/s | surrogate / analytic (fastest of each) |",
+             "|---:|---:|---:|---:|"]
+    for r in rows:
+        if r["batch"] == 1:
+            a, s = f"{r['analytic_single_sps']:,.0f} (single env)", f"{r['surrogate_single_sps']:,.0f} (single env)"
+        else:
+            a = f"{r['analytic_copies_sps']:,.0f} copies / {r['analytic_mjdata_sps']:,.0f} MjData"
+            s = f"{r['surrogate_copies_sps']:,.0f} copies / {r['surrogate_mjdata_sps']:,.0f} MjData"
+        lines.append(f"| {r['batch']} | {a} | {s} | {r['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
 def format_table(rows) -> str:
     lines = ["| batch | analytic steps/s (loop / mujoco.rollout / copies) | hybrid steps/s (loop / copies) | "
              "hybrid / analytic (fastest of each) | contacts/env |",
@@ -178,10 +251,14 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; MuJoCo runs on one)")
     p.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"], help="hand model (default parallel_jaw)")
     p.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
-    p.add_argument("--min-seconds", type=float, default=0.5, help="time each batch size for at least this long (default 0.5)")
+    p.add_argument("--min-seconds", type=float, default=None,
+                   help="time each batch size for at least this long (default 0.5; 2 with --env)")
     p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                    help="wall time (default) or this process's CPU time (steadier on a machine other jobs share)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object (for scripts) instead of the table")
+    p.add_argument("--env", action="store_true",
+                   help="time the Gymnasium environments instead (random actions; batch 1: the single env, B > 1: "
+                        "the vector env on copies and on B MjData; --min-seconds default 2 there)")
     return p
 
 
@@ -195,18 +272,23 @@ def run(args) -> list[dict]:
         args.checkpoint = str(DEFAULT_CHECKPOINT)
     model = load_checkpoint(args.checkpoint)[0]
     clock = getattr(args, "clock", "wall")
-    rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
-                   min_seconds=args.min_seconds, clock=clock)
+    env = getattr(args, "env", False)
+    if env:
+        rows = measure_env(model, batches=args.batches, hand=args.hand, family=args.family, clock=clock,
+                           min_seconds=args.min_seconds if args.min_seconds is not None else 2.0)
+    else:
+        rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
+                       min_seconds=args.min_seconds if args.min_seconds is not None else 0.5, clock=clock)
     if getattr(args, "json", False):
         import json
 
         out = {"checkpoint": str(args.checkpoint), "threads": args.threads, "hand": args.hand, "clock": clock,
-               "object": args.family, "rows": rows}
+               "object": args.family, "env": env, "rows": rows}
         print(json.dumps(out))
         return rows
     print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, hand {args.hand}, object {args.family}, "
-          f"clock {clock}")
-    print(format_table(rows))
+          f"clock {clock}" + (", Gymnasium environments, uniform random actions" if env else ""))
+    print(format_env_table(rows) if env else format_table(rows))
     return rows
 
 

@@ -218,7 +218,7 @@ def env_clip(env_id: str = "ContactSurrogate/GripperGrasp-v0", *, checkpoint=Non
         model, _ = load_checkpoint(resolve_checkpoint(checkpoint))
     panels, clip_model, adr, size, dt = [], None, 0, 0.05, 0.02
     for contact in contacts:
-        venv = GraspVectorEnv(1, hand=ENV_IDS[bare], object=object, object_seed=int(object_seed), contact=contact,
+        venv = GraspVectorEnv(1, copies=False, hand=ENV_IDS[bare], object=object, object_seed=int(object_seed), contact=contact,
                               contact_model=model if contact == "surrogate" else None, max_episode_steps=None)
         try:
             rec = []

@@ -1,11 +1,12 @@
 """Grasp-and-lift environments: a hand, an object of the library (or a mesh) on a table,
 MuJoCo physics with analytic or learned (surrogate) contact.
 
-``GraspTask`` holds the physics of N copies (one ``MjModel``, N ``MjData``, one ``Stepper``:
-one network call per physics step for all copies) and computes observations, rewards and
-terminations for all of them with numpy; ``GraspEnv`` (``gymnasium.Env``, N = 1) and
-``GraspVectorEnv`` (``gymnasium.vector.VectorEnv``) are thin shells around it, so N single
-environments and one vector environment of N copies compute the same thing.
+``GraspTask`` holds the physics of N environments (one ``Stepper``: one network call per physics step for all;
+N ``MjData``, or with ``copies=True`` N copies of the scene in one ``MjModel``: one ``mj_step1`` / ``mj_step2`` for
+all, ``envs.physics``) and computes observations, rewards and terminations for all of them with numpy;
+``GraspEnv`` (``gymnasium.Env``, N = 1, on ``MjData``) and ``GraspVectorEnv`` (``gymnasium.vector.VectorEnv``, on
+copies by default) are thin shells around it, so N single environments and one vector environment of N compute the
+same thing.
 
 Spaces (float32; J = 4 base joints + finger joints, P pads):
 
@@ -42,6 +43,7 @@ out-of-training-range contacts of the surrogate).
 
 from __future__ import annotations
 
+import numbers
 from typing import Sequence
 
 import gymnasium as gym
@@ -72,6 +74,33 @@ def _env_info(task: GraspTask, info: dict, row: int, i: int, *, stepped: bool) -
 def _entropy_rngs(n: int) -> list:
     """``n`` independent generators seeded from OS entropy (what an unseeded Gymnasium env uses)."""
     return [np.random.default_rng(s) for s in np.random.SeedSequence().spawn(n)]
+
+
+def _randomize_option(options, where: str):
+    """The ``randomize`` of reset ``options`` (None: the task's own), refusing what is not a dict or a bool."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise TypeError(f"{where}: options must be a dict (e.g. {{'randomize': False}}) or None, "
+                        f"got {type(options).__name__} {options!r}")
+    if "randomize" not in options:
+        return None
+    r = options["randomize"]
+    if not isinstance(r, (bool, np.bool_)):
+        raise TypeError(f"{where}: options['randomize'] must be True or False, got {type(r).__name__} {r!r}")
+    return bool(r)
+
+
+def _reset(task: GraspTask, envs, rngs, randomize) -> None:
+    """Reset environments ``envs`` of ``task`` with their generators; ``randomize``: None for the task's own."""
+    keep = task.randomize
+    if randomize is not None:
+        task.randomize = randomize
+    try:
+        for i in envs:
+            task.reset_one(int(i), rngs[i])
+    finally:
+        task.randomize = keep
 
 
 def _make_task(num_envs, kwargs) -> GraspTask:
@@ -107,25 +136,23 @@ class GraspEnv(gym.Env):
         self._renderer = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        randomize = _randomize_option(options, "GraspEnv.reset")
+        super().reset(seed=None if seed is None else _seed_int(seed, "GraspEnv.reset"))
         t = self.task
-        randomize = t.randomize
-        if options and "randomize" in options:
-            t.randomize = bool(options["randomize"])
-        try:
-            t.reset_one(0, self.np_random)
-        finally:
-            t.randomize = randomize
-        _, _, info = t.evaluate()
-        return t.observe()[0], _env_info(t, info, 0, 0, stepped=False)
+        _reset(t, [0], [self.np_random], randomize)
+        A = t.arrays()
+        _, _, info = t.evaluate(arrays=A)
+        return t.observe(arrays=A)[0], _env_info(t, info, 0, 0, stepped=False)
 
     def step(self, action):
         t = self.task
-        t.apply_action(np.asarray(action).reshape(1, -1))
+        a = _action_array(action, self.action_space.shape, "GraspEnv.step")
+        t.apply_action(a[None])
         t.simulate()
         t.steps[0] += 1
-        rew, term, info = t.evaluate()
-        return t.observe()[0], float(rew[0]), bool(term[0]), False, _env_info(t, info, 0, 0, stepped=True)
+        A = t.arrays()
+        rew, term, info = t.evaluate(arrays=A)
+        return t.observe(arrays=A)[0], float(rew[0]), bool(term[0]), False, _env_info(t, info, 0, 0, stepped=True)
 
     def render(self):
         if self.render_mode != "rgb_array":
@@ -141,25 +168,30 @@ class GraspEnv(gym.Env):
 
 
 class GraspVectorEnv(VectorEnv):
-    """N copies of ``GraspEnv`` stepped together: ONE network call per physics step for all of them.
+    """N copies of ``GraspEnv`` stepped together: ONE network call per physics step for all of them, and by default
+    ONE ``mj_step1`` / ``mj_step2`` pair too (``copies=True``: the N environments are copies of the scene in one
+    ``MjModel``, ``envs.physics.CopiesPhysics``; ``copies=False`` steps N ``MjData``, with the same observations,
+    rewards and ``info``: ``tests/test_vector_env.py``).
 
-    Next-step autoreset (``AutoresetMode.NEXT_STEP``): the step after a copy terminated or was
-    truncated resets it and ignores its action. Copy ``i`` is seeded with ``seed + i`` (or
-    ``seed[i]`` for a list); unseeded copies draw from OS entropy, so two unseeded vector envs
-    do not start alike. ``info`` holds what ``SyncVectorEnv`` over N ``GraspEnv`` would return:
-    every key of the single env's info as an [N] array and a ``_key`` [N] bool mask of the copies
-    that returned it (a copy reset on this step returns the reset info, without fallbacks and
-    ood_contacts).
+    Next-step autoreset (``AutoresetMode.NEXT_STEP``, declared in ``metadata``): the step after a copy terminated or
+    was truncated resets it and ignores its action. ``reset(options={"reset_mask": mask})`` resets only the copies of
+    the [N] bool ``mask`` (Gymnasium 1.x's partial reset; the others keep their state, and ``info`` holds the reset
+    ones'). Copy ``i`` is seeded with ``seed + i`` (or ``seed[i]`` for a list); unseeded copies draw from OS entropy,
+    so two unseeded vector envs do not start alike. ``info`` holds what ``SyncVectorEnv`` over N ``GraspEnv`` would
+    return: every key of the single env's info as an [N] array and a ``_key`` [N] bool mask of the copies that
+    returned it (a copy reset on this step returns the reset info, without fallbacks and ood_contacts).
 
     Args:
-      num_envs: N.  max_episode_steps: truncation (None: never).  The rest as ``GraspEnv``.
+      num_envs: N.  max_episode_steps: truncation (None: never).  copies: see above.  The rest as ``GraspEnv``.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 4, *, max_episode_steps: int | None = 150, render_mode: str | None = None,
-                 width: int = 320, height: int = 240, **kwargs):
-        self.task = _make_task(num_envs, dict(kwargs))
+                 width: int = 320, height: int = 240, copies: bool = True, **kwargs):
+        if render_mode not in (None, "rgb_array"):
+            raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}", key="render_mode")
+        self.task = _make_task(num_envs, {**kwargs, "copies": bool(copies)})
         self.num_envs = self.task.num_envs
         self.single_observation_space = self.task.observation_space
         self.single_action_space = self.task.action_space
@@ -174,52 +206,62 @@ class GraspVectorEnv(VectorEnv):
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict | None = None):
+        randomize = _randomize_option(options, "GraspVectorEnv.reset")
+        mask = _reset_mask(options, self.num_envs)
         if seed is not None:
-            seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"reset got {len(seeds)} seeds for {self.num_envs} environments")
-            self._rngs = [_entropy_rngs(1)[0] if s is None else np.random.default_rng(s) for s in seeds]
+            seeds = _seed_list(seed, self.num_envs)
+            for i in np.flatnonzero(mask):
+                self._rngs[i] = _entropy_rngs(1)[0] if seeds[i] is None else np.random.default_rng(seeds[i])
         t = self.task
-        randomize = t.randomize
-        if options and "randomize" in options:
-            t.randomize = bool(options["randomize"])
-        try:
-            for i in range(self.num_envs):
-                t.reset_one(i, self._rngs[i])
-        finally:
-            t.randomize = randomize
-        self._autoreset[:] = False
-        _, _, info = t.evaluate()
-        return t.observe(), self._batch_info(info, np.zeros(self.num_envs, dtype=bool))
+        envs = np.flatnonzero(mask)
+        _reset(t, envs, self._rngs, randomize)
+        self._autoreset[envs] = False
+        A = t.arrays()
+        _, _, info = t.evaluate(arrays=A)
+        return t.observe(arrays=A), self._batch_info(info, np.zeros(self.num_envs, dtype=bool), shown=mask)
 
     def step(self, actions):
         t = self.task
-        actions = np.asarray(actions, dtype=float)
-        if actions.shape != (self.num_envs, len(t.act_ids)):
-            raise ValueError(f"actions have shape {list(actions.shape)}; expected [{self.num_envs}, {len(t.act_ids)}]")
+        actions = _action_array(actions, self.action_space.shape, "GraspVectorEnv.step")
         reset = np.flatnonzero(self._autoreset)
         live = np.flatnonzero(~self._autoreset)
         t.apply_action(actions[live], live)  # checks every live action before anything changes
-        for i in reset:
-            t.reset_one(int(i), self._rngs[i])
-        t.simulate(live)
+        _reset(t, reset, self._rngs, None)
+        t.simulate(live)  # with copies: all step, a copy just reset sits out (put back to its reset state)
         t.steps[live] += 1
-        rew, term, info = t.evaluate()
+        A = t.arrays()
+        rew, term, info = t.evaluate(arrays=A)
         trunc = np.zeros(self.num_envs, dtype=bool)
         if self.max_episode_steps is not None:
             trunc = t.steps >= self.max_episode_steps  # as gymnasium's TimeLimit: may coincide with term
         rew[reset], term[reset], trunc[reset] = 0.0, False, False
         self._autoreset = term | trunc
-        return t.observe(), rew, term, trunc, self._batch_info(info, ~np.isin(np.arange(self.num_envs), reset))
+        return t.observe(arrays=A), rew, term, trunc, self._batch_info(info, ~np.isin(np.arange(self.num_envs), reset))
 
-    def _batch_info(self, info: dict, stepped: np.ndarray) -> dict:
-        """Per-copy infos (``GraspEnv``'s) batched with gymnasium's own ``VectorEnv._add_info``: keys and ``_key`` masks."""
-        out = {}
-        for i in range(self.num_envs):
-            out = self._add_info(out, _env_info(self.task, info, i, i, stepped=bool(stepped[i])), i)
+    def _batch_info(self, info: dict, stepped: np.ndarray, shown: np.ndarray | None = None) -> dict:
+        """Per-copy infos (``GraspEnv``'s) of the ``shown`` copies (all by default) batched as gymnasium's own
+        ``VectorEnv._add_info`` batches them (an [N] array per key, zero where not shown, and a ``_key`` [N] mask),
+        built from ``evaluate``'s arrays at once instead of N dicts."""
+        n = self.num_envs
+        shown = np.ones(n, dtype=bool) if shown is None else np.asarray(shown, dtype=bool)
+        t, out = self.task, {}
+        columns = dict(info)
+        columns["fallbacks"], columns["ood_contacts"] = t.last_fallbacks, t.last_ood  # after a step only
+        for k, v in columns.items():
+            mask = shown & stepped if k in ("fallbacks", "ood_contacts") else shown
+            if not mask.any():
+                continue
+            v = np.asarray(v)
+            if issubclass(v.dtype.type, np.number):
+                out[k] = np.zeros(n, dtype=v.dtype)
+            else:  # _add_info's rule: a numpy bool is no np.number, its array holds objects (None where not shown)
+                out[k] = np.full(n, None, dtype=object)
+            out[k][mask] = v[mask]
+            out["_" + k] = mask.copy()
         return out
 
     def render(self):
+        """[N, H, W, 3] one image per copy (``render_mode="rgb_array"``), None otherwise."""
         if self.render_mode != "rgb_array":
             return None
         if self._renderer is None:
@@ -230,3 +272,46 @@ class GraspVectorEnv(VectorEnv):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+def _seed_int(seed, where: str) -> int:
+    """An integer seed (Python or numpy integer) as ``int``; a clear error otherwise."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{where}: seed must be an integer or None, got {type(seed).__name__} {seed!r}")
+    return int(seed)
+
+
+def _seed_list(seed, n: int) -> list:
+    """Gymnasium's vector seeds: an integer s (Python or numpy) gives s, s + 1, ..., a sequence one per copy."""
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)):
+        return [int(seed) + i for i in range(n)]
+    if isinstance(seed, (str, bytes)) or not hasattr(seed, "__len__"):
+        raise TypeError(f"GraspVectorEnv.reset: seed must be an integer, a list of {n} integers (or None) or None, "
+                        f"got {type(seed).__name__} {seed!r}")
+    seeds = [None if s is None else _seed_int(s, "GraspVectorEnv.reset") for s in seed]
+    if len(seeds) != n:
+        raise ValueError(f"reset got {len(seeds)} seeds for {n} environments")
+    return seeds
+
+
+def _reset_mask(options, n: int) -> np.ndarray:
+    """[n] bool: the copies a reset resets (``options["reset_mask"]`` as in Gymnasium's ``SyncVectorEnv``; all)."""
+    if options is None or "reset_mask" not in options:
+        return np.ones(n, dtype=bool)
+    mask = options["reset_mask"]
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (n,) or not mask.any():
+        raise ValueError(f"GraspVectorEnv.reset: options['reset_mask'] must be a numpy bool array of shape ({n},) with "
+                         f"at least one True, got {mask!r}")
+    return mask
+
+
+def _action_array(action, shape: tuple, where: str) -> np.ndarray:
+    """``action`` as a float array of exactly ``shape`` (the action space's); a clear error otherwise (a (6, 1)
+    action is not a (6,) one: reshaping it would hide a caller's bug)."""
+    try:
+        a = np.asarray(action, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: action must be numbers, got {type(action).__name__} ({e})") from None
+    if a.shape != tuple(shape):
+        raise ValueError(f"{where}: action has shape {tuple(a.shape)}; expected {tuple(shape)} (the action space's)")
+    return a

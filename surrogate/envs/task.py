@@ -1,8 +1,10 @@
-"""The physics of N grasp-and-lift copies (``GraspTask``): one ``MjModel``, N ``MjData``, one ``Stepper``.
+"""The physics of N grasp-and-lift environments (``GraspTask``): one scene, one ``Stepper``, and either N ``MjData``
+or N copies of the scene in one ``MjModel`` (``envs.physics``: ``copies=True``, one MuJoCo call pair per physics
+step for all N).
 
-Observations, rewards, held / lifted / dropped and terminations of all copies are computed with
-numpy; spaces, reward and termination are described in ``surrogate.envs.grasp``, whose Gymnasium
-environments are thin shells around this task.
+Observations, rewards, held / lifted / dropped and terminations of all environments are computed with
+numpy from the same arrays on either backend (``physics.EnvArrays``); spaces, reward and termination are
+described in ``surrogate.envs.grasp``, whose Gymnasium environments are thin shells around this task.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from ..errors import ConfigError
 from ..objects import ObjectAsset, load_mesh_object, load_split, make_object
 from ..scenes import TABLE_HEIGHT, build_scene
 from ..scenes.builder import TABLE_HALF
-from ..sim.stepper import CONTACT_MODES, Stepper, step
+from ..quat import quat_conj, quat_mul
+from ..sim.stepper import CONTACT_MODES, Stepper
+from .physics import CopiesPhysics, DataPhysics, EnvArrays, Ids
 
 
 HANDS = ("parallel_jaw", "three_finger")
@@ -74,6 +78,9 @@ class GraspTask:
       contact_tol: m, largest contact distance that counts as touching for ``held``.
       stepper_options: keyword options of ``Stepper`` (on_bad_force, max_force, ...); default
         ``on_bad_force="fallback"`` so a rollout continues and reports fallbacks in ``stats``.
+      copies: hold the N environments as copies of the scene in one ``MjModel`` (``physics.CopiesPhysics``: no
+        ``datas``, subsets cannot step alone, the scene's model must not be edited afterwards) instead of N
+        ``MjData`` (``datas``).
     """
 
     def __init__(self, num_envs: int = 1, *, hand: str = "parallel_jaw", obj: ObjectAsset | None = None,
@@ -82,7 +89,7 @@ class GraspTask:
                  lift_target: float = 0.05, lift_threshold: float = 0.02, drop_penalty: float = 5.0,
                  randomize: bool = True, xy_noise: float = 0.01, rate_limit: bool = True,
                  max_base_speed: float = 0.5, max_yaw_rate: float = 25.0, finger_travel_time: float = 0.16,
-                 contact_tol: float = 1e-3, stepper_options: dict | None = None):
+                 contact_tol: float = 1e-3, stepper_options: dict | None = None, copies: bool = False):
         if hand not in HANDS:
             raise ConfigError(f"hand must be one of {HANDS}, got {hand!r}", key="hand")
         if contact not in CONTACT_MODES:
@@ -113,8 +120,7 @@ class GraspTask:
         opts = {"on_bad_force": "fallback", **(stepper_options or {})}
         self.stepper = Stepper(self.scene, contact_model, contact=contact, **opts)
         m, s, h = self.model, self.scene, self.hand
-        self.datas = [s.make_data() for _ in range(self.num_envs)]
-        self.act_ids = s.hand_actuator_ids
+        self.act_ids = np.asarray(s.hand_actuator_ids, dtype=np.int64)
         rng_ = m.actuator_ctrlrange[self.act_ids]
         self.ctrl_lo, self.ctrl_hi = rng_[:, 0].copy(), rng_[:, 1].copy()
         jids = [m.joint(n).id for n in h.joint_names]
@@ -128,6 +134,10 @@ class GraspTask:
         self.sensor_adr = np.concatenate([np.arange(x.adr[0], x.adr[0] + x.dim[0]) for x in sens])
         self.rest_z = float(s.meta["object_rest_pos"][2])
         self.rest_quat = np.asarray(s.meta["object_rest_quat"], float)
+        bodies = np.concatenate([[self.ob, self.base_id], self.pad_bodies])
+        self.ids = Ids(qadr=self.qadr, vadr=self.vadr, bodies=bodies,
+                       roots=m.body_rootid[[self.ob, self.base_id]], sites=self.pad_sites, sensor_adr=self.sensor_adr)
+        self.physics = CopiesPhysics(s, self.num_envs, h.pad_site_names) if copies else DataPhysics(s, self.num_envs)
         self.obs_dim = 2 * len(jids) + 13 + 6 * len(self.pad_bodies) + 1
         self.action_space = spaces.Box(-1.0, 1.0, shape=(len(self.act_ids),), dtype=np.float32)
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(self.obs_dim,), dtype=np.float32)
@@ -160,7 +170,7 @@ class GraspTask:
     def reset_one(self, i: int, rng: np.random.Generator) -> None:
         """Fresh state of copy ``i``: object at rest (random yaw and xy offset if ``randomize``), hand open above."""
         s, m = self.scene, self.model
-        d = self.datas[i]
+        d = self.physics.reset_data(i)
         mujoco.mj_resetData(m, d)
         fresh = s.make_data()
         mujoco.mj_copyData(d, m, fresh)
@@ -173,6 +183,7 @@ class GraspTask:
             d.qpos[qa + 3:qa + 7] = q
             d.qpos[qa:qa + 2] += rng.uniform(-self.xy_noise, self.xy_noise, size=2)
         mujoco.mj_forward(m, d)
+        self.physics.loaded(i)
         self.lifted[i] = False
         self.steps[i] = 0
         self._pad_wrench[i] = 0.0
@@ -185,88 +196,81 @@ class GraspTask:
         """
         envs = list(range(self.num_envs)) if envs is None else [int(i) for i in envs]
         acts = _checked_actions(actions, len(envs), len(self.act_ids), envs)
-        for a, i in zip(acts, envs):
-            d = self.datas[i]
-            prev = d.ctrl[self.act_ids]
-            d.ctrl[self.act_ids] = prev + np.clip(self.targets_from_action(a) - prev, -self.max_delta, self.max_delta)
+        if not envs:
+            return
+        prev = self.physics.ctrl(envs)[:, self.act_ids]
+        step = np.clip(self.targets_from_action(acts) - prev, -self.max_delta, self.max_delta)
+        self.physics.set_ctrl(envs, self.act_ids, prev + step)
 
     def simulate(self, envs: Sequence[int] | None = None) -> None:
         """``control_dt`` of physics for the given copies (all by default), one network call per physics step."""
-        envs = np.arange(self.num_envs) if envs is None else np.asarray(envs, dtype=int)
+        envs = np.arange(self.num_envs) if envs is None else np.asarray(envs, dtype=np.int64)
         self.last_fallbacks[:] = 0
         self.last_ood[:] = 0
-        if len(envs):
-            before = self.stepper.stats()["fallback_envs"]
-            self._live = envs
-            step(self.model, [self.datas[i] for i in envs], self.stepper, nstep=self.nsub)
-            for j, c in self.stepper.stats()["fallback_envs"].items():
-                self.last_fallbacks[envs[j]] += c - before.get(j, 0)
-            if self.contact == "surrogate":
-                self._pad_wrench[envs] = self.stepper.pad_wrenches(self.pad_bodies)
+        if not len(envs):
+            return
+        before = self.stepper.stats()["fallback_envs"]
+        # the environment of each row of the stepper's batch (the copies: all, some of them sitting out)
+        self._live = np.arange(self.num_envs) if self.physics.copies else envs
+        rows = self.physics.simulate(envs, self.stepper, self.nsub)
+        for j, c in self.stepper.stats()["fallback_envs"].items():
+            self.last_fallbacks[rows[j]] += c - before.get(j, 0)
+        out = np.ones(self.num_envs, dtype=bool)
+        out[envs] = False  # a copy sitting out a step: its discarded step reports nothing
+        self.last_fallbacks[out], self.last_ood[out] = 0, 0
+        if self.contact == "surrogate":
+            row_of = np.full(self.num_envs, -1, dtype=np.int64)
+            row_of[rows] = np.arange(len(rows))
+            self._pad_wrench[envs] = self.stepper.pad_wrenches(self.pad_bodies)[row_of[envs]]
 
-    def observe(self, envs: Sequence[int] | None = None) -> np.ndarray:
-        """[n, obs_dim] float32 observations."""
-        envs = list(range(self.num_envs)) if envs is None else list(envs)
-        out = np.zeros((len(envs), self.obs_dim), dtype=np.float32)
-        wr = self._pad_wrench if self.contact == "surrogate" else None
-        for r, i in enumerate(envs):
-            d = self.datas[i]
-            R = d.xmat[self.base_id].reshape(3, 3)
-            bp = d.xpos[self.base_id]
-            rel = R.T @ (d.xipos[self.ob] - bp)
-            qb = np.zeros(4)
-            mujoco.mju_negQuat(qb, d.xquat[self.base_id])
-            rq = np.zeros(4)
-            mujoco.mju_mulQuat(rq, qb, d.xquat[self.ob])
-            vo, vb = np.zeros(6), np.zeros(6)
-            mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_BODY, self.ob, vo, 0)
-            mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_BODY, self.base_id, vb, 0)
-            # velocity of the object relative to the base frame (moving with the base)
-            wb = vb[:3]
-            v_rel = vo[3:] - (vb[3:] + np.cross(wb, d.xipos[self.ob] - d.xipos[self.base_id]))
-            ft = d.sensordata[self.sensor_adr].reshape(-1, 6).copy()
-            if wr is not None:
-                ft -= self._sensor_frame(d, wr[i])
-            out[r] = np.concatenate([d.qpos[self.qadr], d.qvel[self.vadr], rel, rq, R.T @ v_rel, R.T @ (vo[:3] - wb),
-                                     ft.ravel(), [d.xipos[self.ob][2] - self.rest_z]])
-        return out
+    @property
+    def datas(self) -> list:
+        """The environments' ``MjData`` (``copies=False``; with copies there are none: ``ConfigError``)."""
+        return self.physics.datas
 
-    def _sensor_frame(self, d, wrench: np.ndarray) -> np.ndarray:
-        """[P, 6] a per-pad wrench (world force, torque about the pad body COM) as an F/T sensor at the pad site reads it.
+    def arrays(self, envs: Sequence[int] | None = None) -> EnvArrays:
+        """What observations and rewards read of environments ``envs`` (all by default), for their current state
+        (pass it to ``evaluate`` and ``observe`` of the same state to read it once)."""
+        envs = list(range(self.num_envs)) if envs is None else [int(i) for i in envs]
+        return self.physics.arrays(envs, self.ids)
 
-        The sensor reads the force of the finger on the pad, in the site frame; a contact wrench on the
-        pad adds its negative (torque taken about the site)."""
-        out = np.zeros((len(self.pad_sites), 6))
-        for p, (b, site) in enumerate(zip(self.pad_bodies, self.pad_sites)):
-            Rs = d.site_xmat[site].reshape(3, 3)
-            f, t = wrench[p, :3], wrench[p, 3:]
-            t_site = t + np.cross(d.xipos[b] - d.site_xpos[site], f)
-            out[p, :3], out[p, 3:] = Rs.T @ f, Rs.T @ t_site
-        return out
+    def observe(self, envs: Sequence[int] | None = None, arrays: EnvArrays | None = None) -> np.ndarray:
+        """[n, obs_dim] float32 observations (``arrays``: ``self.arrays(envs)`` if already read)."""
+        envs = list(range(self.num_envs)) if envs is None else [int(i) for i in envs]
+        A = self.arrays(envs) if arrays is None else arrays
+        R = A.xmat_base  # [n, 3, 3] base frame; R^T v is v in the base frame
+        to_base = lambda v: np.einsum("nji,nj->ni", R, v)  # noqa: E731
+        p_ob, p_base = A.xipos[:, 0], A.xipos[:, 1]
+        rel = to_base(p_ob - A.xpos_base)
+        rq = quat_mul(quat_conj(A.xquat_base), A.xquat_ob)
+        vo, vb = _body_velocity(A, 0), _body_velocity(A, 1)
+        wb = vb[:, :3]
+        v_rel = vo[:, 3:] - (vb[:, 3:] + np.cross(wb, p_ob - p_base))  # relative to the base frame, moving with it
+        ft = A.sensordata.reshape(len(envs), -1, 6).copy()
+        if self.contact == "surrogate":
+            ft -= _sensor_frame(A, self._pad_wrench[envs])
+        out = np.concatenate([A.qpos, A.qvel, rel, rq, to_base(v_rel), to_base(vo[:, :3] - wb),
+                              ft.reshape(len(envs), -1), (p_ob[:, 2] - self.rest_z)[:, None]], axis=1)
+        return out.astype(np.float32)
 
-    def evaluate(self, envs: Sequence[int] | None = None):
+    def evaluate(self, envs: Sequence[int] | None = None, arrays: EnvArrays | None = None):
         """(reward [n], terminated [n] bool, info dict of [n] arrays) after a step; updates ``lifted``."""
-        envs = list(range(self.num_envs)) if envs is None else list(envs)
-        n = len(envs)
-        rew, term = np.zeros(n), np.zeros(n, dtype=bool)
-        rise, dropped, off = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        tips = np.zeros(n, dtype=np.int64)
-        for r, i in enumerate(envs):
-            d = self.datas[i]
-            p = d.xipos[self.ob]
-            finite = bool(np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all())
-            rise[r] = p[2] - self.rest_z if finite else -np.inf
-            tips[r] = self.fingertips_touching(i) if finite else 0
-            held = tips[r] >= MIN_FINGERTIPS
-            if held and rise[r] > self.lift_threshold:
-                self.lifted[i] = True
-            dropped[r] = bool(self.lifted[i] and rise[r] < _DROP_BAND)
-            off[r] = (not finite) or abs(p[0]) > TABLE_HALF[0] or abs(p[1]) > TABLE_HALF[1] or p[2] < TABLE_HEIGHT - 0.05
-            term[r] = dropped[r] or off[r]
-            rew[r] = (min(max(rise[r], 0.0), self.lift_target) / self.lift_target if held else 0.0) \
-                - (self.drop_penalty if term[r] else 0.0)
-        info = {"rise": rise, "held": tips >= MIN_FINGERTIPS, "fingertips": tips, "dropped": dropped, "off_table": off,
-                "lifted": self.lifted[envs].copy()}
+        envs = list(range(self.num_envs)) if envs is None else [int(i) for i in envs]
+        A = self.arrays(envs) if arrays is None else arrays
+        p = A.xipos[:, 0]
+        rise = np.where(A.finite, p[:, 2] - self.rest_z, -np.inf)
+        tips = np.where(A.finite, self._fingertips(A), 0).astype(np.int64)
+        held = tips >= MIN_FINGERTIPS
+        self.lifted[envs] |= held & (rise > self.lift_threshold)
+        lifted = self.lifted[envs].copy()
+        dropped = lifted & (rise < _DROP_BAND)
+        with np.errstate(invalid="ignore"):
+            off = ~A.finite | (np.abs(p[:, 0]) > TABLE_HALF[0]) | (np.abs(p[:, 1]) > TABLE_HALF[1]) \
+                | (p[:, 2] < TABLE_HEIGHT - 0.05)
+        term = dropped | off
+        rew = np.where(held, np.clip(rise, 0.0, self.lift_target) / self.lift_target, 0.0) \
+            - np.where(term, self.drop_penalty, 0.0)
+        info = {"rise": rise, "held": held, "fingertips": tips, "dropped": dropped, "off_table": off, "lifted": lifted}
         return rew, term, info
 
     def fingertips_touching(self, i: int) -> int:
@@ -275,23 +279,46 @@ class GraspTask:
         Uses the contacts MuJoCo detected at the last physics step (owned pairs are detected in
         both contact modes), so it is the same test for analytic and surrogate contact.
         """
-        d = self.datas[i]
-        n = d.ncon
-        if n == 0:
-            return 0
-        g1, g2 = d.contact.geom1[:n], d.contact.geom2[:n]
-        b1, b2 = self.model.geom_bodyid[g1], self.model.geom_bodyid[g2]
-        near = d.contact.dist[:n] <= self.contact_tol
-        other = np.where(b1 == self.ob, g2, np.where(b2 == self.ob, g1, -1))
-        fingers = self.geom_finger[other[(other >= 0) & near]]
-        return int(len(np.unique(fingers[fingers >= 0])))
+        return int(self._fingertips(self.arrays([i]))[0])
+
+    def _fingertips(self, A: EnvArrays) -> np.ndarray:
+        """[n] fingertips touching the object in each row of ``A`` (``fingertips_touching``)."""
+        g = A.con_geom
+        b = self.model.geom_bodyid[g] if len(g) else np.zeros((0, 2), np.int64)
+        other = np.where(b[:, 0] == self.ob, g[:, 1], np.where(b[:, 1] == self.ob, g[:, 0], -1))
+        finger = np.where(other >= 0, self.geom_finger[np.maximum(other, 0)], -1)
+        ok = (A.con_dist <= self.contact_tol) & (finger >= 0)
+        bits = np.zeros(len(A.finite), dtype=np.int64)
+        np.bitwise_or.at(bits, A.con_row[ok], np.left_shift(1, finger[ok]))
+        return sum((bits >> k) & 1 for k in range(len(self.pad_bodies)))
 
     def render(self, renderer: mujoco.Renderer, i: int = 0) -> np.ndarray:
+        """Environment ``i`` as an RGB image (``renderer``: a ``mujoco.Renderer`` of ``self.model``, the scene's)."""
+        _, d = self.physics.render_data(i)
         cam = mujoco.MjvCamera()
-        cam.lookat[:] = self.datas[i].xipos[self.ob]
+        cam.lookat[:] = d.xipos[self.ob]
         cam.distance, cam.azimuth, cam.elevation = 0.5, 135.0, -25.0
-        renderer.update_scene(self.datas[i], camera=cam)
+        renderer.update_scene(d, camera=cam)
         return renderer.render()
+
+
+def _body_velocity(A: EnvArrays, k: int) -> np.ndarray:
+    """[n, 6] (angular, linear) world velocity of body k of ``A`` at its COM: ``mj_objectVelocity(..., flg_local=0)``
+    (``cvel`` is about the root's subtree COM; the linear part moved to ``xipos``)."""
+    c = A.cvel[:, k]
+    return np.concatenate([c[:, :3], c[:, 3:] - np.cross(A.xipos[:, k] - A.com[:, k], c[:, :3])], axis=1)
+
+
+def _sensor_frame(A: EnvArrays, wrench: np.ndarray) -> np.ndarray:
+    """[n, P, 6] per-pad wrenches ([n, P, 6]: world force, torque about the pad body COM) as an F/T sensor at the pad
+    site reads them.
+
+    The sensor reads the force of the finger on the pad, in the site frame; a contact wrench on the
+    pad adds its negative (torque taken about the site)."""
+    f, t = wrench[..., :3], wrench[..., 3:]
+    t_site = t + np.cross(A.xipos[:, 2:] - A.site_xpos, f)
+    Rs = A.site_xmat
+    return np.concatenate([np.einsum("npji,npj->npi", Rs, f), np.einsum("npji,npj->npi", Rs, t_site)], axis=-1)
 
 
 def _max_target_step(lo: np.ndarray, hi: np.ndarray, dt: float, *, rate_limit: bool, base_speed: float,
@@ -326,14 +353,13 @@ def _checked_actions(actions, n: int, nu: int, envs: list) -> np.ndarray:
         a = np.asarray(actions, dtype=float)
     except (TypeError, ValueError) as e:
         raise ValueError(f"action must be numbers, got {type(actions).__name__} ({e})") from None
-    if a.size != n * nu:
-        raise ValueError(f"action has shape {list(a.shape)}; expected {n} x {nu} (environments x actuators)")
-    a = a.reshape(n, nu)
+    if a.shape != (n, nu):
+        raise ValueError(f"action has shape {tuple(a.shape)}; expected {(n, nu)} (environments x actuators)")
     bad = ~np.isfinite(a)
     if bad.any():
         r, c = np.argwhere(bad)[0]
         comps = np.flatnonzero(bad[r]).tolist()
-        raise ValueError(f"action of environment {envs[r]} is not finite ({a[r, c]!r} at components {comps}); "
+        raise ValueError(f"action of environment {envs[r]} is not finite ({float(a[r, c])} at components {comps}); "
                          "actions must be finite numbers in [-1, 1]")
     return a
 

@@ -32,6 +32,9 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+import numbers
+
+from ..errors import ConfigError
 from ..scenes import set_contact_mode
 from .copies_model import copies_model
 
@@ -48,6 +51,8 @@ class Copies:
     """
 
     def __init__(self, scene, copies: int):
+        if isinstance(copies, (bool, np.bool_)) or not isinstance(copies, numbers.Integral) or copies < 1:
+            raise ConfigError(f"Copies: the number of copies must be a positive integer, got {copies!r}", key="copies")
         self.scene = scene
         self.model, self.layout = copies_model(scene, copies)
         self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)  # one bad copy must not reset all
@@ -71,7 +76,14 @@ class Copies:
 
     def set_state(self, i: int, d: mujoco.MjData, *, forward: bool = True) -> None:
         """Copy i takes the state of ``d`` (an ``MjData`` of the scene's model): qpos, qvel, act, ctrl, the solver's
-        warm start and the time; ``forward``: then ``mj_forward`` the copies (derived quantities of copy i)."""
+        warm start and the time; ``forward``: then ``mj_forward`` the copies (derived quantities of copy i).
+        Raises ``ConfigError`` for an ``MjData`` of another model (another hand or object: other sizes)."""
+        lay = self.layout
+        have = (d.qpos.shape[0], d.qvel.shape[0], d.act.shape[0], d.ctrl.shape[0])
+        if have != (lay.nq, lay.nv, lay.na, lay.nu):
+            raise ConfigError(f"Copies.set_state(copy {i}): the MjData has nq, nv, na, nu = {have}, the copies' scene "
+                              f"{(lay.nq, lay.nv, lay.na, lay.nu)}: it is an MjData of another model (another hand "
+                              "or object?); give an MjData of this scene's model", key="data")
         self.qpos[i], self.qvel[i], self.act[i], self.ctrl[i] = d.qpos, d.qvel, d.act, d.ctrl
         self.qacc_warmstart[i], self.time[i] = d.qacc_warmstart, d.time
         if forward:
