@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from ..atomic import current_umask, write_json_atomic
 from ..errors import SurrogateError
-from . import gns
+from . import gns, law_ranges
 from . import graph as G
 from .contact_law import ContactLawGNN, law_cost
 from .gnn import ContactGNN, model_cost
@@ -90,6 +90,8 @@ def feature_card(model) -> dict:
 def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dict | None = None) -> Path:
     """Write ``out_dir/weights.safetensors`` and ``out_dir/card.json``; returns ``out_dir``."""
     out = Path(out_dir)
+    if isinstance(model, ContactLawGNN):  # never export an absurd law (it would be refused when loaded)
+        law_ranges.check_model(model, where=f"{out}: the law to export")
     out.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(out / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
@@ -217,4 +219,20 @@ def load_checkpoint(path):
     if missing or unexpected:
         raise CheckpointError(f"{p / WEIGHTS}: weights do not match the card's model (missing {missing[:4]}, unexpected {unexpected[:4]})")
     model.eval()
+    if isinstance(model, ContactLawGNN):
+        _check_law(model, card["model"]["hparams"], p / CARD)
     return model, card
+
+
+def _check_law(model: ContactLawGNN, hp: dict, card: Path) -> None:
+    """Refuse a law out of its physical ranges (``law_ranges``) or a card whose prior disagrees with the weights."""
+    try:
+        law_ranges.check_model(model, where=f"{card}: model.hparams (as the weights hold them)")
+    except law_ranges.LawRangeError as e:
+        raise CheckpointError(str(e)) from None
+    for group, key in (("surface", "prior"), ("body", "prior_body")):
+        if isinstance(hp.get(key), dict):
+            diff = law_ranges.mismatch(hp[key], model.prior(group).to_json())
+            if diff:
+                raise CheckpointError(f"{card}: model.hparams.{key} disagrees with the weights ({'; '.join(diff)}); "
+                                      f"the card does not describe this law")

@@ -28,6 +28,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .config import kind_of, resolved_config
 from .dataset import require_dataset
+from .setup import check_split
 
 RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
 RESUME_SECTIONS = ("data", "split", "model", "loss", "optim")  # a resume must not change these
@@ -110,6 +111,7 @@ def fit(cfg: dict) -> dict:
     """Train under the loaded config ``cfg`` (``load_config``); returns the run's summary."""
     kind = kind_of(cfg)
     require_dataset(cfg)
+    check_split(cfg, kind)  # before any work: a split without validation (or training) episodes
     try:
         if kind == "gns":  # the end-to-end peer (no MuJoCo): surrogate.training.gns
             from .gns import fit_gns
@@ -179,6 +181,7 @@ def fit_law(cfg: dict) -> dict:
     from ..atomic import write_json_atomic
     from ..capture import dataset_hash
     from ..learn.fit import fit_law as run
+    from ..model import law_ranges
     from ..model.checkpoint import export_checkpoint
 
     torch.set_num_threads(int(cfg.get("threads", 1)))
@@ -201,6 +204,9 @@ def fit_law(cfg: dict) -> dict:
             "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
             "initial_state": "frame 0: ballistic / constant-rate fit over the first frames (as the benchmarks); "
                              "later windows: Savitzky-Golay smoothed pose"}
+    for m in {id(res["model"]): res["model"], id(res["prior_model"]): res["prior_model"]}.values():
+        if law_ranges.clamp_friction(m):  # the constant law obeys mu_max, as the network's corrections do
+            metrics["release"]["friction_clamped_at_mu_max"] = m.mu_max
     if cfg["export"].get("dir"):
         export_checkpoint(res["model"], cfg["export"]["dir"], data=data,
                           training={"config": cfg, "metrics": metrics, "val_per_episode": res["val_rows"]})
