@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -93,8 +94,21 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def strict_json(obj):
+    """``obj`` with every non-finite float (NaN, inf) replaced by ``None``: JSON has no NaN, and a file holding the
+    bare ``NaN`` that Python's ``json`` writes by default is refused by strict parsers (JavaScript, jq, Rust)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
 def write_json_atomic(path: str | Path, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    """Write ``obj`` as strict JSON (non-finite numbers as ``null``: ``strict_json``), atomically."""
+    write_text_atomic(path, json.dumps(strict_json(obj), indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
 def _read_pid(path: Path) -> int | None:
