@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -64,8 +65,10 @@ def check_output_dir(path, *, key: str, file=None) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise ConfigError(f"{p} cannot be made: {probe} is a file", file=file, key=key)
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{p} cannot be written: no write permission on {probe}", file=file, key=key)
+    try:  # a real probe, not os.access: root passes every permission check but not a read-only filesystem
+        os.rmdir(tempfile.mkdtemp(prefix=".surrogate-write-probe.", dir=probe))
+    except OSError as e:
+        raise ConfigError(f"{p} cannot be written: {probe}: {e.strerror or e}", file=file, key=key) from None
 
 
 def episode_count(root) -> int | None:
