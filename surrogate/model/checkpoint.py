@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..atomic import current_umask, write_json_atomic
-from ..errors import SurrogateError
+from ..atomic import atomic_directory, current_umask, pid_lock, write_json_atomic
+from ..errors import ForeignOutputError, SurrogateError
 from . import gns, law_ranges
 from . import graph as G
 from .contact_law import ContactLawGNN, law_cost
@@ -88,24 +88,40 @@ def feature_card(model) -> dict:
 
 
 def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dict | None = None) -> Path:
-    """Write ``out_dir/weights.safetensors`` and ``out_dir/card.json``; returns ``out_dir``."""
+    """Write ``out_dir/weights.safetensors`` and ``out_dir/card.json``; returns ``out_dir``.
+
+    Atomic and locked: built in a temporary folder beside ``out_dir`` and swapped into place
+    (``atomic.atomic_directory``), under ``<out_dir>.lock`` (``atomic.pid_lock``), so that a kill at any point
+    leaves the old export or the new one, and a second writer is refused. An existing ``out_dir`` is replaced
+    only if it holds nothing but a checkpoint (or nothing). A law outside its physical ranges is refused."""
     out = Path(out_dir)
     if isinstance(model, ContactLawGNN):  # never export an absurd law (it would be refused when loaded)
         law_ranges.check_model(model, where=f"{out}: the law to export")
-    out.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(out / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
-    os.chmod(out / WEIGHTS, 0o666 & ~current_umask())  # safetensors writes 0600; releases get the user's umask
-    card = {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-        "weights_sha256": _sha256(out / WEIGHTS),
-        "features": feature_card(model),
-        "model": {"class": _class_name(model), "hparams": dict(model.hparams), **MODEL_CLASSES[_class_name(model)][1](model),
-                  **({"description": model.DESCRIPTION} if hasattr(model, "DESCRIPTION") else {})},
-        "data": data or {}, "training": training or {}, "versions": _versions(),
-    }
-    write_json_atomic(out / CARD, card)
+    with pid_lock(out), atomic_directory(out, overwrite=True, replaceable=_replaceable) as tmp:
+        save_file(state, str(tmp / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
+        os.chmod(tmp / WEIGHTS, 0o666 & ~current_umask())  # safetensors writes 0600; releases get the user's umask
+        card = {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+            "weights_sha256": _sha256(tmp / WEIGHTS),
+            "features": feature_card(model),
+            "model": {"class": _class_name(model), "hparams": dict(model.hparams),
+                      **MODEL_CLASSES[_class_name(model)][1](model),
+                      **({"description": model.DESCRIPTION} if hasattr(model, "DESCRIPTION") else {})},
+            "data": data or {}, "training": training or {}, "versions": _versions(),
+        }
+        write_json_atomic(tmp / CARD, card)
     return out
+
+
+def _replaceable(path: Path) -> None:
+    """An export replaces a folder holding a checkpoint (or nothing), never other files."""
+    if not path.is_dir() or path.is_symlink():
+        raise ForeignOutputError("not a folder: cannot export a checkpoint there", file=path)
+    other = sorted(p.name for p in path.iterdir() if p.name not in (WEIGHTS, CARD))
+    if other:
+        raise ForeignOutputError(f"holds other files than a checkpoint ({other[:4]}); exporting would replace "
+                                 f"them: export to another folder, or move them away", file=path)
 
 
 def read_card(path) -> dict:

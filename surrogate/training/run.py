@@ -20,6 +20,7 @@ over an existing one without ``--overwrite``. TensorBoard and CSV logs go under 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .config import kind_of, resolved_config
 from .dataset import require_dataset
-from .setup import check_split
+from .setup import check_output_dir, check_split
 
 RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
 RESUME_SECTIONS = ("data", "split", "model", "loss", "optim")  # a resume must not change these
@@ -46,6 +47,8 @@ def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, che
         raise ConfigError("--release needs export.release_dir in the config", key="export.release_dir")
     if check and (Path(target) / "card.json").exists() and not overwrite:
         raise ConfigError(f"{target} holds a released checkpoint; pass --overwrite to replace it", key="export.release_dir")
+    if check:
+        check_output_dir(target, key="export.release_dir")
     return str(target)
 
 
@@ -109,16 +112,20 @@ def _lightning_config_errors():
 
 def fit(cfg: dict) -> dict:
     """Train under the loaded config ``cfg`` (``load_config``); returns the run's summary."""
+    from ..atomic import pid_lock
+
     kind = kind_of(cfg)
     require_dataset(cfg)
     check_split(cfg, kind)  # before any work: a split without validation (or training) episodes
-    try:
-        if kind == "gns":  # the end-to-end peer (no MuJoCo): surrogate.training.gns
-            from .gns import fit_gns
-            return fit_gns(cfg)
-        return fit_law(cfg) if kind == "law" else fit_gnn(cfg)
-    except _lightning_config_errors() as e:  # e.g. accelerator gpu on a machine without one
-        raise ConfigError(f"Lightning refused the trainer settings: {e}", key="trainer") from None
+    # one run per out_dir (its logs, run config and export): a second is refused, not silently lost
+    with pid_lock(cfg["out_dir"]) if _rank_zero() else contextlib.nullcontext():
+        try:
+            if kind == "gns":  # the end-to-end peer (no MuJoCo): surrogate.training.gns
+                from .gns import fit_gns
+                return fit_gns(cfg)
+            return fit_law(cfg) if kind == "law" else fit_gnn(cfg)
+        except _lightning_config_errors() as e:  # e.g. accelerator gpu on a machine without one
+            raise ConfigError(f"Lightning refused the trainer settings: {e}", key="trainer") from None
 
 
 def fit_gnn(cfg: dict) -> dict:
