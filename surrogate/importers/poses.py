@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
+import itertools
 import math
 import re
 from pathlib import Path
@@ -125,42 +125,90 @@ def load_config(path=None, overrides=()) -> dict:
 
 # -- reading one file into named columns ------------------------------------------
 
-def _csv_text(path: Path) -> str:
-    """The file as text: UTF-8, with or without a byte-order mark; CaptureError otherwise."""
+MAX_LINE = 1 << 20  # characters: a row of numbers is never this long; a longer "row" (a huge field, a sparse
+                   # file of NUL bytes) is refused after reading this much, so memory stays bounded
+
+
+def _lines(f, path: Path):
+    """The file's lines, each read with at most ``MAX_LINE`` characters (never a whole huge line in memory)."""
+    n = 0
+    while True:
+        line = f.readline(MAX_LINE)
+        if not line:
+            return
+        n += 1
+        if len(line) >= MAX_LINE and not line.endswith("\n"):
+            raise CaptureError(f"line {n} is longer than {MAX_LINE} characters: not a table of numbers "
+                               f"(a huge field, or a binary or sparse file)", file=path, field="rows")
+        yield line
+
+
+def _first_bad_byte(path: Path) -> tuple[int, int]:
+    """(offset, value) of the first byte that is not UTF-8, decoding in chunks (bounded memory)."""
+    import codecs
+
+    dec, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 16):
+            held = dec.getstate()[0]  # the bytes of a character split over the last chunk's end
+            try:
+                dec.decode(chunk)
+            except UnicodeDecodeError as e:
+                return offset - len(held) + e.start, (held + chunk)[e.start]
+            offset += len(chunk)
+    return offset, 0
+
+
+def _csv_rows(path: Path):
+    """The CSV's rows (lists of strings), streamed: UTF-8 with or without a byte-order mark, comment rows
+    (``#``) and empty rows left out; CaptureError naming the file, row and reason for what cannot be read."""
     try:
-        raw = path.read_bytes()
+        f = open(path, encoding="utf-8-sig", newline="")
     except OSError as e:
         raise CaptureError(f"unreadable ({e.strerror or type(e).__name__})", file=path, field="file") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise CaptureError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); save it as UTF-8",
-                           file=path, field="encoding") from None
+    with f:
+        reader = csv.reader(_lines(f, path))
+        try:
+            for r in reader:
+                if r and not r[0].lstrip().startswith("#"):
+                    yield r
+        except UnicodeDecodeError:
+            at, byte = _first_bad_byte(path)
+            raise CaptureError(f"not UTF-8 text (byte 0x{byte:02x} at offset {at}); save it as UTF-8",
+                               file=path, field="encoding") from None
+        except csv.Error as e:  # e.g. a field over csv's size limit
+            raise CaptureError(f"row {reader.line_num}: not a CSV row of numbers ({e})", file=path,
+                               field="rows") from None
+        except OSError as e:
+            raise CaptureError(f"unreadable ({e.strerror or type(e).__name__})", file=path, field="file") from None
 
 
 def _read_csv(path: Path) -> tuple[list[str] | None, np.ndarray]:
-    text = _csv_text(path)
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].lstrip().startswith("#")]
-    if not rows:
+    rows = _csv_rows(path)
+    first = next(rows, None)
+    if first is None:
         raise CaptureError("empty file", file=path)
     header = None
     try:
-        [float(x) for x in rows[0]]
+        [float(x) for x in first]
     except ValueError:
-        header, rows = [h.strip() for h in rows[0]], rows[1:]
-    if not rows:
-        raise CaptureError("has a header but no data rows", file=path, field="rows")
-    width = len(header) if header else len(rows[0])
-    data = np.full((len(rows), width), np.nan)
-    for i, r in enumerate(rows):
+        header, first = [h.strip() for h in first], None
+    width = len(header) if header else len(first)
+    data = []  # one float row each: memory is the numbers', not the text's
+    for i, r in enumerate(rows if first is None else itertools.chain([first], rows)):
         if len(r) != width:
             raise CaptureError(f"row {i + 1} has {len(r)} values, expected {width} (truncated file?)", file=path, field="rows")
+        row = np.empty(width)
         for j, x in enumerate(r):
             try:
-                data[i, j] = float(x)
+                row[j] = float(x)
             except ValueError:
-                raise CaptureError(f"row {i + 1}: {x!r} is not a number", file=path, field=header[j] if header else f"column {j}") from None
-    return header, data
+                raise CaptureError(f"row {i + 1}: {x[:40]!r} is not a number", file=path,
+                                   field=header[j] if header else f"column {j}") from None
+        data.append(row)
+    if not data:
+        raise CaptureError("has a header but no data rows", file=path, field="rows")
+    return header, np.stack(data)
 
 
 def _read_arrays(path: Path, fmt: str, array_name) -> tuple[dict, np.ndarray | None]:
@@ -294,16 +342,37 @@ def mesh_frame_to_com(pose: np.ndarray, com_in_mesh: np.ndarray) -> np.ndarray:
     return out
 
 
+def _broken_link(path: Path) -> str:
+    """Why a symbolic link cannot be read: it loops, or it leads nowhere."""
+    import errno
+    import os
+
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop (the link leads back to itself)"
+        return f"a dangling symbolic link (to {os.readlink(path)!r}, which does not exist)"
+    return "unreadable symbolic link"
+
+
 def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progress=True) -> ImportReport:
     """Import every matching file under ``src`` as one episode each (sorted by name)."""
     cfg = load_config(config, overrides)
     report = ImportReport(out=Path(out))
     report.check_output(overwrite=overwrite)
     src = Path(src)
-    files = [src] if src.is_file() else sorted(p for p in src.glob(cfg["pattern"]) if p.is_file())
+    matches = [src] if src.is_file() else sorted(src.glob(cfg["pattern"]))
+    files = [p for p in matches if p.is_file()]
+    for p in matches:  # a match that is no file because its link leads nowhere: named, not silently ignored
+        if p.is_symlink() and not p.exists():
+            report.skip(CaptureError(_broken_link(p), file=p, field="file"), file=p, episode=p.stem)
     if cfg["format"] == "auto":
         files = [p for p in files if p.suffix.lower() in FORMATS]
     if not files:
+        if report.skipped:
+            raise CaptureError(f"no readable trajectory files matching {cfg['pattern']!r}; skipped: "
+                               + "; ".join(f"{s.get('file')}: {s.get('reason')}" for s in report.skipped), file=src)
         raise CaptureError(f"no trajectory files matching {cfg['pattern']!r}", file=src)
     _, obj = object_from_config(cfg["object"], file=config)
     com = np.asarray(obj.geometry["com_in_mesh_frame"]) if cfg["tracked_frame"] == "mesh" else np.zeros(3)
