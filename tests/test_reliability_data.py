@@ -106,3 +106,101 @@ def _poses(tmp_path):
     t, pos, rot = _trajectory()
     _write_csv(src / "good.csv", t, pos, rot)
     return src, _config(tmp_path, mesh)
+
+
+# ----------------------------------------------------------------------------- E, F: LeRobot files and metadata
+
+
+def _foreign_two_files(root):
+    """A foreign LeRobot dataset (``test_lerobot_map.write_foreign``) of 3 episodes, episode 2 alone in a second data
+    file, with LeRobot's episode index (meta/episodes) saying which file holds each episode."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .test_lerobot_map import true_episode, write_foreign
+
+    write_foreign(root, [true_episode(T, seed) for seed, T in enumerate((20, 31, 17))])
+    t = pq.read_table(root / "data/chunk-000/file-000.parquet")
+    pq.write_table(t.slice(0, 51), root / "data/chunk-000/file-000.parquet")
+    pq.write_table(t.slice(51), root / "data/chunk-000/file-001.parquet")
+    (root / "meta/episodes/chunk-000").mkdir(parents=True)
+    pq.write_table(pa.table({"episode_index": [0, 1, 2], "length": [20, 31, 17], "data/chunk_index": [0, 0, 0],
+                             "data/file_index": [0, 0, 1]}), root / "meta/episodes/chunk-000/file-000.parquet")
+    return root
+
+
+def test_lerobot_import_skips_the_episodes_of_a_truncated_data_file_and_keeps_the_rest(tmp_path):
+    """Defect E: with one of two data files truncated, ``surrogate import lerobot`` aborted the whole import."""
+    from surrogate.capture.lerobot_map import read_lerobot
+
+    from .test_lerobot_map import mapping
+
+    root = _foreign_two_files(tmp_path / "f")
+    assert [e.num_frames for e in read_lerobot(root, mapping())[0]] == [20, 31, 17]
+    bad = root / "data/chunk-000/file-001.parquet"
+    bad.write_bytes(bad.read_bytes()[: bad.stat().st_size // 2])
+    eps, _, skipped = read_lerobot(root, mapping())
+    assert [e.num_frames for e in eps] == [20, 31]
+    assert [(s["file"], s["episode"], s["field"]) for s in skipped] == [(str(bad), "episode_000002", "file")], skipped
+    assert "unreadable parquet" in skipped[0]["reason"]
+    with pytest.raises(Exception, match="unreadable parquet"):
+        read_lerobot(root, mapping(), on_error="raise")
+
+
+def test_lerobot_reader_checks_total_frames_and_episode_lengths_against_the_data(tmp_path):
+    """Defect F: an info.json ``total_frames`` of 5 against 68, or an index ``length`` that disagrees, was accepted."""
+    from surrogate.capture.lerobot_map import read_lerobot
+    from surrogate.errors import CaptureError
+
+    from .test_lerobot_map import mapping
+    from .test_reliability import _edit_json
+
+    root = _foreign_two_files(tmp_path / "f")
+    _edit_json(root / "meta/info.json", lambda d: d.update(total_frames=5))
+    eps, _, skipped = read_lerobot(root, mapping())
+    assert len(eps) == 3 and [(s["field"], s["reason"]) for s in skipped] == [
+        ("total_frames", "info.json says 5 frames, the data files hold 68")], skipped
+    with pytest.raises(CaptureError, match="info.json says 5 frames") as e:
+        read_lerobot(root, mapping(), on_error="raise")
+    assert e.value.field == "total_frames"
+    _edit_json(root / "meta/info.json", lambda d: d.update(total_frames=68))
+    _index_lengths(root, [20, 30, 17])
+    eps, _, skipped = read_lerobot(root, mapping())
+    assert [e.num_frames for e in eps] == [20, 17] and skipped[0]["episode"] == "episode_000001"
+    assert skipped[0]["field"] == "length" and "meta/episodes says 30 frames, the data files hold 31" in skipped[0]["reason"]
+
+
+def _index_lengths(root, lengths):
+    import pyarrow.parquet as pq
+
+    path = next((root / "meta/episodes").glob("chunk-*/file-*.parquet"))
+    t = pq.read_table(path)
+    pq.write_table(t.set_column(t.column_names.index("length"), "length", [lengths]), path)
+
+
+def test_capture_reader_and_inspect_check_total_frames_and_episode_lengths(tmp_path):
+    """Defect F: ``read_dataset`` and ``surrogate inspect`` accepted a wrong ``total_frames`` and wrong lengths."""
+    from surrogate.capture import read_dataset
+    from surrogate.errors import CaptureError
+    from surrogate.inspect import summarize
+
+    from .test_reliability import _edit_json
+
+    ds = _cube_dataset(tmp_path)
+    frames = summarize(ds)["frames"]
+    _edit_json(ds / "meta/info.json", lambda d: d.update(total_frames=5))
+    with pytest.raises(CaptureError, match=f"info.json says 5 frames, the data files hold {frames}") as e:
+        read_dataset(ds)
+    assert e.value.field == "total_frames" and str(e.value.file).endswith("meta/info.json")
+    assert [s["field"] for s in summarize(ds)["skipped"]] == ["total_frames"]
+    _edit_json(ds / "meta/info.json", lambda d: d.update(total_frames=frames))
+    import pyarrow.parquet as pq
+
+    path = next((ds / "meta/episodes").glob("chunk-*/file-*.parquet"))
+    lengths = pq.read_table(path)["length"].to_pylist()
+    _index_lengths(ds, [lengths[0] + 1, *lengths[1:]])
+    with pytest.raises(CaptureError, match=f"meta/episodes says {lengths[0] + 1} frames") as e:
+        read_dataset(ds)
+    assert e.value.field == "length" and e.value.episode == 0
+    s = summarize(ds)
+    assert s["episodes"] == len(lengths) - 1 and s["skipped"][0]["field"] == "length"
