@@ -259,7 +259,7 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
             if em is None:
                 raise CaptureError(f"episode_index {e} has no entry in {CONTACT_META}", file=root / CONTACT_META, episode=e, field="episodes")
             ep = _episode_from_columns(cols, em, objects, contact.get("features", {}), root)
-            validate_episode(ep, meta, file=sources[e])
+            _validate(ep, meta, data_file=sources[e], contact_file=root / CONTACT_META)
         except CaptureError as err:
             if on_error == "raise":
                 raise
@@ -267,6 +267,20 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
             continue
         dataset.episodes.append(ep)
     return dataset
+
+
+SCENE_FIELDS = ("object.", "environment.", "provenance.")  # an episode's scene: described in meta/contact.json
+
+
+def _validate(ep, meta, *, data_file: Path, contact_file: Path) -> None:
+    """``validate_episode``, its errors naming the file to fix: the data parquet for the recorded arrays,
+    ``meta/contact.json`` for the scene (object mass, inertia, environment, provenance)."""
+    try:
+        validate_episode(ep, meta, file=data_file)
+    except CaptureError as err:
+        if str(err.field or "").startswith(SCENE_FIELDS):
+            raise CaptureError(err.reason, file=contact_file, episode=err.episode, field=err.field) from None
+        raise
 
 
 def _episode_from_columns(cols, em, objects, contact_features, root) -> Episode:

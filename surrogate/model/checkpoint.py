@@ -146,9 +146,30 @@ def read_card(path) -> dict:
             raise CheckpointError(f"{p}: the card's feature definitions differ from this package's end-to-end peer "
                                   f"({why}); the weights would be fed the wrong inputs")
     elif f.get("version") != G.FEATURE_VERSION or f.get("edge") != list(G.EDGE_FEATURES) or f.get("node") != list(G.NODE_FEATURES):
-        raise CheckpointError(f"{p}: the card's feature definitions (version {f.get('version')!r}) differ from this "
-                              f"package's (version {G.FEATURE_VERSION}); the weights would be fed the wrong inputs")
+        raise CheckpointError(f"{p}: the card's feature definitions differ from this package's ({feature_diff(f)}); "
+                              f"the weights would be fed the wrong inputs")
     return card
+
+
+def feature_diff(f: dict) -> str:
+    """What a card's contact features (``features``) differ in from this package's: the version, and per list
+    (edge, node) the names only one side has, or the order."""
+    out = []
+    if f.get("version") != G.FEATURE_VERSION:
+        out.append(f"version {f.get('version')!r} against {G.FEATURE_VERSION!r}")
+    for key, ours in (("edge", list(G.EDGE_FEATURES)), ("node", list(G.NODE_FEATURES))):
+        theirs = f.get(key)
+        if theirs == ours:
+            continue
+        if not isinstance(theirs, list):
+            out.append(f"{key} features {theirs!r}, not a list of names")
+            continue
+        only_card = [n for n in theirs if n not in ours]
+        only_here = [n for n in ours if n not in theirs]
+        parts = ([f"only in the card {only_card}"] if only_card else []) + \
+                ([f"only in this package {only_here}"] if only_here else [])
+        out.append(f"{key} features: " + ("; ".join(parts) if parts else "the same names in another order"))
+    return "; ".join(out)
 
 
 def _sha256(path: Path) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from ..errors import ConfigError
 from ..scenes import set_contact_mode
 from .copies_model import copies_model
 
@@ -48,6 +49,9 @@ class Copies:
     """
 
     def __init__(self, scene, copies: int):
+        number = isinstance(copies, (int, float, np.integer, np.floating)) and not isinstance(copies, bool)
+        if not (number and float(copies).is_integer() and copies >= 1):  # 1.7 made one copy silently
+            raise ConfigError(f"copies must be a positive whole number, got {copies!r}", key="copies")
         self.scene = scene
         self.model, self.layout = copies_model(scene, copies)
         self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)  # one bad copy must not reset all
