@@ -351,10 +351,10 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
 
     counts = {e: sum(len(a["timestamps"]) for a in p) for e, p in parts.items()}
     whole, bad_length = metadata_problems(info, counts, index)
-    for field, msg in [] if unread else whole:  # an unread file explains the totals: its episodes are named
+    for key, msg in [] if unread else whole:  # an unread file explains the totals: its episodes are named
         if on_error == "raise":
-            raise CaptureError(msg, file=info_path, field=field)
-        skipped.append({"file": str(info_path), "episode": None, "field": field, "reason": msg})
+            raise CaptureError(msg, file=info_path, field=key)
+        skipped.append({"file": str(info_path), "episode": None, "field": key, "reason": msg})
     episodes = []
     for ep_index in sorted(parts):
         path = sources[ep_index]

@@ -246,10 +246,10 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
         dataset.skipped.append({"file": str(root / "meta/info.json"), "episode": None, "field": "total_episodes", "reason": msg})
     counts = {e: sum(len(v) for v in frames[e]["episode_index"]) for e in frames}
     whole, bad_length = metadata_problems(info, counts, episode_index(root))
-    for field, msg in whole:
+    for key, msg in whole:
         if on_error == "raise":
-            raise CaptureError(msg, file=root / "meta/info.json", field=field)
-        dataset.skipped.append({"file": str(root / "meta/info.json"), "episode": None, "field": field, "reason": msg})
+            raise CaptureError(msg, file=root / "meta/info.json", field=key)
+        dataset.skipped.append({"file": str(root / "meta/info.json"), "episode": None, "field": key, "reason": msg})
     for e in sorted(frames):
         cols = {k: np.concatenate(v) for k, v in frames[e].items()}
         em = ep_meta.get(e)

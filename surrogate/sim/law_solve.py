@@ -197,10 +197,10 @@ def _solve_each(f0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations) -
         if c == 0:
             continue
         r = slice(s, s + c)
-        pick = (lambda x: x[r] if np.ndim(x) else x)  # noqa: E731
+        mu_r, eps_r = (x[r] if np.ndim(x) else x for x in (mu, eps))
         try:
             F[r], _ = semi_implicit_solve_joint(f0[r], a[r], b[r], n[r], J[r], np.zeros(1, dtype=np.int64), M[i:i + 1],
-                                                qv[i:i + 1], dt, mu=pick(mu), eps=pick(eps), iterations=iterations,
+                                                qv[i:i + 1], dt, mu=mu_r, eps=eps_r, iterations=iterations,
                                                 counts=np.asarray(counts[i:i + 1]))
         except np.linalg.LinAlgError:
             pass
