@@ -328,27 +328,9 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
     tasks = _tasks(root)
     wanted = sorted({c.key for c in cols.values()} | {time_key} | {k for k in INDEX_COLUMNS if k in info["features"]})
 
-    parts: dict[int, list[dict]] = {}
-    sources: dict[int, Path] = {}  # episode -> (first) data file, named in errors
     index = episode_index(root)
-    skipped, unread = [], False
-    for path in _data_files(root, info):
-        try:
-            table = _read_table(path, wanted)
-        except CaptureError as e:  # a truncated or corrupt data file: its episodes are skipped, the rest kept
-            if on_error == "raise":
-                raise
-            unread = True
-            skipped += _unreadable_file(e, path, root, info, index, mapping)
-            continue
-        try:
-            per_episode = _episode_arrays(table, cols, time_key, time_scale)
-        except ValueError as e:
-            raise CaptureError(str(e), file=path) from None
-        for ep_index, arrays in per_episode.items():
-            parts.setdefault(ep_index, []).append(arrays)
-            sources.setdefault(ep_index, path)
-
+    parts, sources, skipped = _read_data(root, info, index, mapping, wanted, cols, time_key, time_scale, on_error)
+    unread = bool(skipped)
     counts = {e: sum(len(a["timestamps"]) for a in p) for e, p in parts.items()}
     whole, bad_length = metadata_problems(info, counts, index)
     for key, msg in [] if unread else whole:  # an unread file explains the totals: its episodes are named
@@ -371,6 +353,30 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
         episodes.append(ep)
     meta.skipped = list(skipped)
     return episodes, meta, skipped
+
+
+def _read_data(root, info, index, mapping, wanted, cols, time_key, time_scale, on_error):
+    """({episode: [its arrays per data file]}, {episode: its first data file}, [skip records]) of every data file;
+    an unreadable (truncated, corrupt) file's episodes are skipped (``on_error="skip"``), the rest kept."""
+    parts: dict[int, list[dict]] = {}
+    sources: dict[int, Path] = {}  # episode -> (first) data file, named in errors
+    skipped = []
+    for path in _data_files(root, info):
+        try:
+            table = _read_table(path, wanted)
+        except CaptureError as e:
+            if on_error == "raise":
+                raise
+            skipped += _unreadable_file(e, path, root, info, index, mapping)
+            continue
+        try:
+            per_episode = _episode_arrays(table, cols, time_key, time_scale)
+        except ValueError as e:
+            raise CaptureError(str(e), file=path) from None
+        for ep_index, arrays in per_episode.items():
+            parts.setdefault(ep_index, []).append(arrays)
+            sources.setdefault(ep_index, path)
+    return parts, sources, skipped
 
 
 def _unreadable_file(err: CaptureError, path: Path, root: Path, info: dict, index: dict, mapping: dict) -> list[dict]:
