@@ -14,7 +14,10 @@ left alone). ``pid_lock`` keeps a second concurrent writer away from an output.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -93,8 +96,21 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def strict_json(obj):
+    """``obj`` with every non-finite float (NaN, inf) replaced by ``None``: JSON has no NaN, and a file holding the
+    bare ``NaN`` that Python's ``json`` writes by default is refused by strict parsers (JavaScript, jq, Rust)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
 def write_json_atomic(path: str | Path, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    """Write ``obj`` as strict JSON (non-finite numbers as ``null``: ``strict_json``), atomically."""
+    write_text_atomic(path, json.dumps(strict_json(obj), indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
 def _read_pid(path: Path) -> int | None:
@@ -156,6 +172,22 @@ def pid_lock(target: str | Path):
                 lock.unlink()
 
 
+def exchange(a: str | Path, b: str | Path) -> bool:
+    """Swap the paths ``a`` and ``b`` in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system or the filesystem cannot (the caller then renames twice), an OSError on any other failure."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(str(a)), at_fdcwd, os.fsencode(str(b)), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str | Path, *, overwrite: bool = False, replaceable=None):
     """Build a directory under a temporary name; move it to ``path`` only on success.
@@ -184,6 +216,13 @@ def atomic_directory(path: str | Path, *, overwrite: bool = False, replaceable=N
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if path.is_dir() and not path.is_symlink() and exchange(tmp, path):
+        # one atomic step: readers (and a kill -9) see the old tree or the new one, never neither; the old
+        # tree, now under the temporary name, gets the marker so that a crash before its removal is cleaned up
+        with contextlib.suppress(OSError):
+            (tmp / PARTIAL_MARKER).write_text(f"{os.getpid()}\n")
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     old = None
     if path.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))

@@ -173,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     p = argparse.ArgumentParser(prog="surrogate", description="Learned contact for MuJoCo: captures, surrogates, hybrid stepping, benchmarks.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version and exit")
+    p.add_argument("--debug", action="store_true", help="on an error, show the traceback (default: one line)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     imp = sub.add_parser("import", help="convert recordings into the capture format").add_subparsers(dest="source", required=True)
@@ -350,12 +351,23 @@ def main(argv=None) -> int:
     _show_logs(bool(getattr(args, "quiet", False)))
     try:
         args.func(args)
-    except (SurrogateError, FileExistsError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # e.g. `surrogate inspect X | head`
         sys.stderr.close()
+    except (SurrogateError, OSError) as e:  # bad input, or a file system refusing (full, read-only, permissions)
+        if args.debug:
+            raise
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        return 2
     return 0
+
+
+def one_line(e: BaseException) -> str:
+    """An error as the one line a user reads (an OSError with its file: ``<file>: <reason>``); ``--debug`` shows
+    the traceback instead."""
+    if isinstance(e, OSError) and not isinstance(e, SurrogateError) and e.strerror:
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{e.strerror}"
+    return str(e)
 
 
 if __name__ == "__main__":

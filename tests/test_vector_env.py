@@ -143,7 +143,7 @@ def test_copies_task_refuses_what_it_cannot_do():
     venv.step(np.zeros((2, 6), np.float32))
     with pytest.raises(ConfigError, match="environment 1 can sit out a step only right after its reset"):
         venv.task.simulate([0])
-    with pytest.raises(ConfigError, match="positive integer, got 1.7"):
+    with pytest.raises(ConfigError, match="positive whole number, got 1.7"):
         from surrogate.sim.copies import Copies
 
         Copies(venv.task.scene, 1.7)

@@ -32,7 +32,7 @@ from .identify import identify
 from .metrics import box_penetration
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
-from .testsets import as_paths, describe, keyed, set_names
+from .testsets import as_paths, describe, keyed, require_kind, set_names
 
 logger = logging.getLogger(__name__)
 
@@ -228,6 +228,7 @@ def _test_episodes(cfg, sp, by_id, test_data):
     test, info, set_of = [], {}, {}
     for name, path in zip(set_names(paths), paths):
         tds = read_dataset(path)
+        require_kind(tds, "tosses", suite=cfg.get("suite", "cube-real"))  # before any baseline runs
         kept = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
         if not kept:
             raise ConfigError(f"no episode of at least data.min_frames={cfg['data'].get('min_frames', 2)} frames",

@@ -15,7 +15,7 @@ from ..capture import read_dataset
 from ..config import expand_env
 from ..errors import ConfigError
 from ..paths import project_root
-from .testsets import as_paths, set_names
+from .testsets import as_paths, require_kind, set_names
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,10 @@ def load_sets(cfg, *, test_data, rig, cache_dir, workers, progress) -> tuple[dic
     else the suite's ``data.test_sets``, generated once into ``cache_dir``."""
     paths = as_paths(test_data)
     if paths:
-        return {name: read_dataset(p) for name, p in zip(set_names(paths), paths)}, {}
+        sets = {name: read_dataset(p) for name, p in zip(set_names(paths), paths)}
+        for ds in sets.values():  # before any baseline runs
+            require_kind(ds, "grasps", suite=cfg.get("suite", "rig-grasp"))
+        return sets, {}
     sets, skipped = {}, {}
     for name, spec in cfg["data"]["test_sets"].items():
         path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label=name)

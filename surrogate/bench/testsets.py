@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from ..capture import dataset_hash
+from ..errors import ConfigError
 
 SINGLE = "test_data"
 
@@ -45,3 +46,27 @@ def describe(ds, episodes) -> dict:
     """The ledger's entry for one test dataset: where it is, its hash, how many episodes it gave."""
     return {"name": ds.meta.name, "path": str(ds.root), "episodes": len(episodes), "hash": dataset_hash(ds.root),
             "objects": sorted({e.object.name for e in episodes})}
+
+
+KINDS = {  # what a suite scores: its test data must be of that kind
+    "tosses": "free tosses of an object (no hand: the cube-real suites)",
+    "grasps": "grasps of an object by a hand (joint positions every frame: the rig-grasp suites)",
+}
+
+
+def require_kind(ds, kind: str, *, suite: str) -> None:
+    """Refuse, before any baseline runs, a ``--test-data`` dataset ``ds`` (a ``CaptureDataset``) of the wrong kind
+    for the suite: grasps (a hand) given to a toss suite, tosses (no hand) given to a grasp suite. Scored anyway
+    they gave verdicts on errors of 100 % and 268 %. Names the dataset, what it holds and what it lacks."""
+    eps = ds.episodes
+    with_hand = [e for e in eps if e.joint_pos is not None]
+    hand = (ds.meta.hand or {}).get("name") if isinstance(ds.meta.hand, dict) else None
+    if kind == "tosses" and (with_hand or hand):
+        raise ConfigError(f"holds grasps, not tosses (hand {hand!r}; joint positions in {len(with_hand)} of "
+                          f"{len(eps)} episodes): suite {suite} scores {KINDS['tosses']}; give it a toss dataset",
+                          file=ds.root, key="test_data")
+    if kind == "grasps" and (len(with_hand) < len(eps) or not eps):
+        raise ConfigError(f"holds no grasps: {len(eps) - len(with_hand)} of {len(eps)} episodes have no hand joint "
+                          f"positions (observation.joint_pos){'' if hand else ' and the dataset names no hand'}: "
+                          f"suite {suite} scores {KINDS['grasps']}; give it grasp captures (surrogate rig generate)",
+                          file=ds.root, key="test_data")

@@ -25,9 +25,14 @@ def load_ledger(path) -> tuple[dict, Path]:
     if not p.is_file():
         raise ConfigError("no ledger here (give a ledger.json or the --out folder of `surrogate bench`)", file=p)
     try:
-        return json.loads(p.read_text()), p
+        ledger = json.loads(p.read_text())
     except (OSError, ValueError) as e:
         raise ConfigError(f"not a readable ledger ({e})", file=p) from None
+    if not isinstance(ledger, dict) or not isinstance(ledger.get("models"), dict):
+        what = f"a JSON {type(ledger).__name__}" if not isinstance(ledger, dict) else "an object without 'models'"
+        raise ConfigError(f"not a ledger: {what}, expected the object `surrogate bench` writes (suite, models, ...)",
+                          file=p)
+    return ledger, p
 
 
 def ranking_model(ledger: dict) -> str | None:

@@ -44,7 +44,7 @@ from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, Provenance, hold_last_valid
 from .lerobot_mapping import UNIT_OPTIONS, check_mapping, object_spec
 from .lerobot_mapping import box_inertia, load_mapping  # noqa: F401  (re-exported: the mapping's public API)
-from .reader import _read_table
+from .reader import _read_table, episode_index, metadata_problems
 from .schema import POSE_NAMES, UNIT_TO_SI
 from .validate import validate_episode, validate_meta
 
@@ -328,22 +328,21 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
     tasks = _tasks(root)
     wanted = sorted({c.key for c in cols.values()} | {time_key} | {k for k in INDEX_COLUMNS if k in info["features"]})
 
-    parts: dict[int, list[dict]] = {}
-    sources: dict[int, Path] = {}  # episode -> (first) data file, named in errors
-    for path in _data_files(root, info):
-        table = _read_table(path, wanted)
-        try:
-            per_episode = _episode_arrays(table, cols, time_key, time_scale)
-        except ValueError as e:
-            raise CaptureError(str(e), file=path) from None
-        for ep_index, arrays in per_episode.items():
-            parts.setdefault(ep_index, []).append(arrays)
-            sources.setdefault(ep_index, path)
-
-    episodes, skipped = [], []
+    index = episode_index(root)
+    parts, sources, skipped = _read_data(root, info, index, mapping, wanted, cols, time_key, time_scale, on_error)
+    unread = bool(skipped)
+    counts = {e: sum(len(a["timestamps"]) for a in p) for e, p in parts.items()}
+    whole, bad_length = metadata_problems(info, counts, index)
+    for key, msg in [] if unread else whole:  # an unread file explains the totals: its episodes are named
+        if on_error == "raise":
+            raise CaptureError(msg, file=info_path, field=key)
+        skipped.append({"file": str(info_path), "episode": None, "field": key, "reason": msg})
+    episodes = []
     for ep_index in sorted(parts):
         path = sources[ep_index]
         try:
+            if ep_index in bad_length:
+                raise CaptureError(bad_length[ep_index], file=root / "meta/episodes", field="length")
             ep = _build_episode(ep_index, _merge(parts[ep_index]), mapping, scene, tasks)
             validate_episode(ep, meta, file=path)
         except CaptureError as e:
@@ -354,6 +353,41 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
         episodes.append(ep)
     meta.skipped = list(skipped)
     return episodes, meta, skipped
+
+
+def _read_data(root, info, index, mapping, wanted, cols, time_key, time_scale, on_error):
+    """({episode: [its arrays per data file]}, {episode: its first data file}, [skip records]) of every data file;
+    an unreadable (truncated, corrupt) file's episodes are skipped (``on_error="skip"``), the rest kept."""
+    parts: dict[int, list[dict]] = {}
+    sources: dict[int, Path] = {}  # episode -> (first) data file, named in errors
+    skipped = []
+    for path in _data_files(root, info):
+        try:
+            table = _read_table(path, wanted)
+        except CaptureError as e:
+            if on_error == "raise":
+                raise
+            skipped += _unreadable_file(e, path, root, info, index, mapping)
+            continue
+        try:
+            per_episode = _episode_arrays(table, cols, time_key, time_scale)
+        except ValueError as e:
+            raise CaptureError(str(e), file=path) from None
+        for ep_index, arrays in per_episode.items():
+            parts.setdefault(ep_index, []).append(arrays)
+            sources.setdefault(ep_index, path)
+    return parts, sources, skipped
+
+
+def _unreadable_file(err: CaptureError, path: Path, root: Path, info: dict, index: dict, mapping: dict) -> list[dict]:
+    """The skip records of an unreadable data file: one per episode LeRobot's index places in it (or one for the
+    file, when the index does not say)."""
+    template = info.get("data_path")
+    eps = [e for e, v in sorted(index.items()) if template and v["data_file"] is not None
+           and root / template.format(chunk_index=v["data_file"][0], file_index=v["data_file"][1]) == path]
+    if not eps:
+        return [{"file": str(path), "episode": None, "field": "file", "reason": err.reason}]
+    return [_skip_record(CaptureError(err.reason, file=path, field="file"), path, e, mapping) for e in eps]
 
 
 def _skip_record(err: CaptureError, path: Path, ep_index: int, mapping: dict) -> dict:

@@ -156,6 +156,40 @@ def _read_table(path: Path, columns) -> pa.Table:
         raise CaptureError(f"unreadable parquet ({type(e).__name__}: {e})", file=path) from None
 
 
+def episode_index(root: Path) -> dict[int, dict]:
+    """LeRobot's episode index (``meta/episodes/chunk-*/file-*.parquet``): episode_index -> {"length": frames or
+    None, "data_file": (chunk, file) or None}; {} when there is none. An unreadable index file: CaptureError."""
+    out = {}
+    for path in sorted((root / "meta/episodes").glob("chunk-*/file-*.parquet")):
+        try:
+            names = pq.read_schema(path).names
+        except (OSError, pa.ArrowException) as e:
+            raise CaptureError(f"unreadable parquet ({type(e).__name__}: {e})", file=path) from None
+        cols = [c for c in ("episode_index", "length", "data/chunk_index", "data/file_index") if c in names]
+        if "episode_index" not in cols:
+            continue
+        t = _read_table(path, cols).to_pydict()
+        for i, e in enumerate(t["episode_index"]):
+            out[int(e)] = {"length": t["length"][i] if "length" in t else None,
+                           "data_file": (t["data/chunk_index"][i], t["data/file_index"][i])
+                           if "data/chunk_index" in t and "data/file_index" in t else None}
+    return out
+
+
+def metadata_problems(info: dict, counts: dict[int, int], index: dict[int, dict]
+                      ) -> tuple[list[tuple[str, str]], dict[int, str]]:
+    """What ``meta/info.json`` and the episode index say that the data contradicts: ([(field, why)] of the
+    dataset (``total_frames``), {episode: why} of episodes whose index ``length`` differs from their frames).
+    ``counts``: the frames each episode has in the data files."""
+    whole = []
+    total = info.get("total_frames")
+    if isinstance(total, int) and total != sum(counts.values()):
+        whole.append(("total_frames", f"info.json says {total} frames, the data files hold {sum(counts.values())}"))
+    per = {e: f"meta/episodes says {index[e]['length']} frames, the data files hold {n}"
+           for e, n in counts.items() if e in index and index[e]["length"] is not None and index[e]["length"] != n}
+    return whole, per
+
+
 def _to_numpy(col: pa.ChunkedArray) -> np.ndarray:
     col = col.combine_chunks()
     if pa.types.is_fixed_size_list(col.type):
@@ -210,14 +244,22 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
         if on_error == "raise":
             raise CaptureError(msg, file=root / "meta/info.json", field="total_episodes")
         dataset.skipped.append({"file": str(root / "meta/info.json"), "episode": None, "field": "total_episodes", "reason": msg})
+    counts = {e: sum(len(v) for v in frames[e]["episode_index"]) for e in frames}
+    whole, bad_length = metadata_problems(info, counts, episode_index(root))
+    for key, msg in whole:
+        if on_error == "raise":
+            raise CaptureError(msg, file=root / "meta/info.json", field=key)
+        dataset.skipped.append({"file": str(root / "meta/info.json"), "episode": None, "field": key, "reason": msg})
     for e in sorted(frames):
         cols = {k: np.concatenate(v) for k, v in frames[e].items()}
         em = ep_meta.get(e)
         try:
+            if e in bad_length:
+                raise CaptureError(bad_length[e], file=root / "meta/episodes", episode=e, field="length")
             if em is None:
                 raise CaptureError(f"episode_index {e} has no entry in {CONTACT_META}", file=root / CONTACT_META, episode=e, field="episodes")
             ep = _episode_from_columns(cols, em, objects, contact.get("features", {}), root)
-            validate_episode(ep, meta, file=sources[e])
+            _validate(ep, meta, data_file=sources[e], contact_file=root / CONTACT_META)
         except CaptureError as err:
             if on_error == "raise":
                 raise
@@ -225,6 +267,20 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
             continue
         dataset.episodes.append(ep)
     return dataset
+
+
+SCENE_FIELDS = ("object.", "environment.", "provenance.")  # an episode's scene: described in meta/contact.json
+
+
+def _validate(ep, meta, *, data_file: Path, contact_file: Path) -> None:
+    """``validate_episode``, its errors naming the file to fix: the data parquet for the recorded arrays,
+    ``meta/contact.json`` for the scene (object mass, inertia, environment, provenance)."""
+    try:
+        validate_episode(ep, meta, file=data_file)
+    except CaptureError as err:
+        if str(err.field or "").startswith(SCENE_FIELDS):
+            raise CaptureError(err.reason, file=contact_file, episode=err.episode, field=err.field) from None
+        raise
 
 
 def _episode_from_columns(cols, em, objects, contact_features, root) -> Episode:

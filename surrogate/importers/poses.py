@@ -12,9 +12,7 @@ shifted by the rotated centre-of-mass offset computed from the mesh.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import math
 import re
 from pathlib import Path
@@ -29,6 +27,7 @@ from ..capture.schema import ENVIRONMENT_KINDS, UNIT_TO_SI
 from ..config import apply_overrides, check_keys, get_dotted, load_yaml, merge, set_dotted
 from ..errors import AssetError, CaptureError, ConfigError
 from ..paths import CONFIG_DIR
+from .csv_table import read_csv
 from .report import ImportReport
 
 DEFAULT_CONFIG = CONFIG_DIR / "import" / "poses.yaml"
@@ -125,44 +124,6 @@ def load_config(path=None, overrides=()) -> dict:
 
 # -- reading one file into named columns ------------------------------------------
 
-def _csv_text(path: Path) -> str:
-    """The file as text: UTF-8, with or without a byte-order mark; CaptureError otherwise."""
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise CaptureError(f"unreadable ({e.strerror or type(e).__name__})", file=path, field="file") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise CaptureError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); save it as UTF-8",
-                           file=path, field="encoding") from None
-
-
-def _read_csv(path: Path) -> tuple[list[str] | None, np.ndarray]:
-    text = _csv_text(path)
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].lstrip().startswith("#")]
-    if not rows:
-        raise CaptureError("empty file", file=path)
-    header = None
-    try:
-        [float(x) for x in rows[0]]
-    except ValueError:
-        header, rows = [h.strip() for h in rows[0]], rows[1:]
-    if not rows:
-        raise CaptureError("has a header but no data rows", file=path, field="rows")
-    width = len(header) if header else len(rows[0])
-    data = np.full((len(rows), width), np.nan)
-    for i, r in enumerate(rows):
-        if len(r) != width:
-            raise CaptureError(f"row {i + 1} has {len(r)} values, expected {width} (truncated file?)", file=path, field="rows")
-        for j, x in enumerate(r):
-            try:
-                data[i, j] = float(x)
-            except ValueError:
-                raise CaptureError(f"row {i + 1}: {x!r} is not a number", file=path, field=header[j] if header else f"column {j}") from None
-    return header, data
-
-
 def _read_arrays(path: Path, fmt: str, array_name) -> tuple[dict, np.ndarray | None]:
     """(named arrays, main 2-D array or None) from NPZ or torch files."""
     try:
@@ -231,7 +192,7 @@ def read_track(path: Path, cfg: dict) -> tuple[np.ndarray, np.ndarray]:
     if fmt is None:
         raise CaptureError(f"unknown file type {path.suffix!r}; set format: csv | npz | pt", file=path, field="format")
     if fmt == "csv":
-        header, data = _read_csv(path)
+        header, data = read_csv(path)
         named = {}
     else:
         named, data = _read_arrays(path, fmt, cfg.get("array"))
@@ -294,16 +255,37 @@ def mesh_frame_to_com(pose: np.ndarray, com_in_mesh: np.ndarray) -> np.ndarray:
     return out
 
 
+def _broken_link(path: Path) -> str:
+    """Why a symbolic link cannot be read: it loops, or it leads nowhere."""
+    import errno
+    import os
+
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop (the link leads back to itself)"
+        return f"a dangling symbolic link (to {os.readlink(path)!r}, which does not exist)"
+    return "unreadable symbolic link"
+
+
 def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progress=True) -> ImportReport:
     """Import every matching file under ``src`` as one episode each (sorted by name)."""
     cfg = load_config(config, overrides)
     report = ImportReport(out=Path(out))
     report.check_output(overwrite=overwrite)
     src = Path(src)
-    files = [src] if src.is_file() else sorted(p for p in src.glob(cfg["pattern"]) if p.is_file())
+    matches = [src] if src.is_file() else sorted(src.glob(cfg["pattern"]))
+    files = [p for p in matches if p.is_file()]
+    for p in matches:  # a match that is no file because its link leads nowhere: named, not silently ignored
+        if p.is_symlink() and not p.exists():
+            report.skip(CaptureError(_broken_link(p), file=p, field="file"), file=p, episode=p.stem)
     if cfg["format"] == "auto":
         files = [p for p in files if p.suffix.lower() in FORMATS]
     if not files:
+        if report.skipped:
+            raise CaptureError(f"no readable trajectory files matching {cfg['pattern']!r}; skipped: "
+                               + "; ".join(f"{s.get('file')}: {s.get('reason')}" for s in report.skipped), file=src)
         raise CaptureError(f"no trajectory files matching {cfg['pattern']!r}", file=src)
     _, obj = object_from_config(cfg["object"], file=config)
     com = np.asarray(obj.geometry["com_in_mesh_frame"]) if cfg["tracked_frame"] == "mesh" else np.zeros(3)

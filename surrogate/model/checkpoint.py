@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..atomic import current_umask, write_json_atomic
-from ..errors import SurrogateError
-from . import gns
+from ..atomic import atomic_directory, current_umask, pid_lock, write_json_atomic
+from ..errors import ForeignOutputError, SurrogateError
+from . import gns, law_ranges
 from . import graph as G
 from .contact_law import ContactLawGNN, law_cost
 from .gnn import ContactGNN, model_cost
@@ -88,22 +88,40 @@ def feature_card(model) -> dict:
 
 
 def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dict | None = None) -> Path:
-    """Write ``out_dir/weights.safetensors`` and ``out_dir/card.json``; returns ``out_dir``."""
+    """Write ``out_dir/weights.safetensors`` and ``out_dir/card.json``; returns ``out_dir``.
+
+    Atomic and locked: built in a temporary folder beside ``out_dir`` and swapped into place
+    (``atomic.atomic_directory``), under ``<out_dir>.lock`` (``atomic.pid_lock``), so that a kill at any point
+    leaves the old export or the new one, and a second writer is refused. An existing ``out_dir`` is replaced
+    only if it holds nothing but a checkpoint (or nothing). A law outside its physical ranges is refused."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if isinstance(model, ContactLawGNN):  # never export an absurd law (it would be refused when loaded)
+        law_ranges.check_model(model, where=f"{out}: the law to export")
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(out / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
-    os.chmod(out / WEIGHTS, 0o666 & ~current_umask())  # safetensors writes 0600; releases get the user's umask
-    card = {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-        "weights_sha256": _sha256(out / WEIGHTS),
-        "features": feature_card(model),
-        "model": {"class": _class_name(model), "hparams": dict(model.hparams), **MODEL_CLASSES[_class_name(model)][1](model),
-                  **({"description": model.DESCRIPTION} if hasattr(model, "DESCRIPTION") else {})},
-        "data": data or {}, "training": training or {}, "versions": _versions(),
-    }
-    write_json_atomic(out / CARD, card)
+    with pid_lock(out), atomic_directory(out, overwrite=True, replaceable=_replaceable) as tmp:
+        save_file(state, str(tmp / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
+        os.chmod(tmp / WEIGHTS, 0o666 & ~current_umask())  # safetensors writes 0600; releases get the user's umask
+        card = {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+            "weights_sha256": _sha256(tmp / WEIGHTS),
+            "features": feature_card(model),
+            "model": {"class": _class_name(model), "hparams": dict(model.hparams),
+                      **MODEL_CLASSES[_class_name(model)][1](model),
+                      **({"description": model.DESCRIPTION} if hasattr(model, "DESCRIPTION") else {})},
+            "data": data or {}, "training": training or {}, "versions": _versions(),
+        }
+        write_json_atomic(tmp / CARD, card)
     return out
+
+
+def _replaceable(path: Path) -> None:
+    """An export replaces a folder holding a checkpoint (or nothing), never other files."""
+    if not path.is_dir() or path.is_symlink():
+        raise ForeignOutputError("not a folder: cannot export a checkpoint there", file=path)
+    other = sorted(p.name for p in path.iterdir() if p.name not in (WEIGHTS, CARD))
+    if other:
+        raise ForeignOutputError(f"holds other files than a checkpoint ({other[:4]}); exporting would replace "
+                                 f"them: export to another folder, or move them away", file=path)
 
 
 def read_card(path) -> dict:
@@ -128,9 +146,30 @@ def read_card(path) -> dict:
             raise CheckpointError(f"{p}: the card's feature definitions differ from this package's end-to-end peer "
                                   f"({why}); the weights would be fed the wrong inputs")
     elif f.get("version") != G.FEATURE_VERSION or f.get("edge") != list(G.EDGE_FEATURES) or f.get("node") != list(G.NODE_FEATURES):
-        raise CheckpointError(f"{p}: the card's feature definitions (version {f.get('version')!r}) differ from this "
-                              f"package's (version {G.FEATURE_VERSION}); the weights would be fed the wrong inputs")
+        raise CheckpointError(f"{p}: the card's feature definitions differ from this package's ({feature_diff(f)}); "
+                              f"the weights would be fed the wrong inputs")
     return card
+
+
+def feature_diff(f: dict) -> str:
+    """What a card's contact features (``features``) differ in from this package's: the version, and per list
+    (edge, node) the names only one side has, or the order."""
+    out = []
+    if f.get("version") != G.FEATURE_VERSION:
+        out.append(f"version {f.get('version')!r} against {G.FEATURE_VERSION!r}")
+    for key, ours in (("edge", list(G.EDGE_FEATURES)), ("node", list(G.NODE_FEATURES))):
+        theirs = f.get(key)
+        if theirs == ours:
+            continue
+        if not isinstance(theirs, list):
+            out.append(f"{key} features {theirs!r}, not a list of names")
+            continue
+        only_card = [n for n in theirs if n not in ours]
+        only_here = [n for n in ours if n not in theirs]
+        parts = ([f"only in the card {only_card}"] if only_card else []) + \
+                ([f"only in this package {only_here}"] if only_here else [])
+        out.append(f"{key} features: " + ("; ".join(parts) if parts else "the same names in another order"))
+    return "; ".join(out)
 
 
 def _sha256(path: Path) -> str:
@@ -217,4 +256,20 @@ def load_checkpoint(path):
     if missing or unexpected:
         raise CheckpointError(f"{p / WEIGHTS}: weights do not match the card's model (missing {missing[:4]}, unexpected {unexpected[:4]})")
     model.eval()
+    if isinstance(model, ContactLawGNN):
+        _check_law(model, card["model"]["hparams"], p / CARD)
     return model, card
+
+
+def _check_law(model: ContactLawGNN, hp: dict, card: Path) -> None:
+    """Refuse a law out of its physical ranges (``law_ranges``) or a card whose prior disagrees with the weights."""
+    try:
+        law_ranges.check_model(model, where=f"{card}: model.hparams (as the weights hold them)")
+    except law_ranges.LawRangeError as e:
+        raise CheckpointError(str(e)) from None
+    for group, key in (("surface", "prior"), ("body", "prior_body")):
+        if isinstance(hp.get(key), dict):
+            diff = law_ranges.mismatch(hp[key], model.prior(group).to_json())
+            if diff:
+                raise CheckpointError(f"{card}: model.hparams.{key} disagrees with the weights ({'; '.join(diff)}); "
+                                      f"the card does not describe this law")

@@ -32,8 +32,6 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-import numbers
-
 from ..errors import ConfigError
 from ..scenes import set_contact_mode
 from .copies_model import copies_model
@@ -51,8 +49,10 @@ class Copies:
     """
 
     def __init__(self, scene, copies: int):
-        if isinstance(copies, (bool, np.bool_)) or not isinstance(copies, numbers.Integral) or copies < 1:
-            raise ConfigError(f"Copies: the number of copies must be a positive integer, got {copies!r}", key="copies")
+        number = isinstance(copies, (int, float, np.integer, np.floating)) and not isinstance(copies, bool)
+        if not (number and float(copies).is_integer() and copies >= 1):  # 1.7 made one copy silently
+            raise ConfigError(f"copies must be a positive whole number, got {copies!r}", key="copies")
+        copies = int(copies)
         self.scene = scene
         self.model, self.layout = copies_model(scene, copies)
         self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)  # one bad copy must not reset all

@@ -171,8 +171,11 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
         f0, a, b, n, J = f0[rows], a[rows], b[rows], n[rows], J[rows]
         mu, eps = (x[rows] if np.ndim(x) else x for x in (mu, eps))
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
-    F, _ = semi_implicit_solve_joint(f0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps,
-                                     iterations=getattr(model, "friction_iterations", 0), counts=counts)
+    its = getattr(model, "friction_iterations", 0)
+    try:
+        F, _ = semi_implicit_solve_joint(f0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps, iterations=its, counts=counts)
+    except np.linalg.LinAlgError:  # one singular system stops numpy's batched solve: each env alone, NaN where
+        F = _solve_each(f0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its)  # singular (the guard's fallback)
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
     if counts.min() == counts.max():  # the same count everywhere: one batched product
         C3 = 3 * int(counts[0])
@@ -183,3 +186,22 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
         return F, q
     out[rows], qfrc[envs] = F, q
     return out, qfrc
+
+
+def _solve_each(f0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations) -> np.ndarray:
+    """[E, 3] ``semi_implicit_solve_joint`` one environment at a time (after a batched solve met a singular
+    system): an environment whose own system is singular gets NaN forces, which the stepper's force guard turns
+    into an analytic fallback for that environment alone (``hybrid_step._bad_force_envs``)."""
+    F = np.full((len(f0), 3), np.nan)
+    for i, (s, c) in enumerate(zip(start.tolist(), counts.tolist())):
+        if c == 0:
+            continue
+        r = slice(s, s + c)
+        mu_r, eps_r = (x[r] if np.ndim(x) else x for x in (mu, eps))
+        try:
+            F[r], _ = semi_implicit_solve_joint(f0[r], a[r], b[r], n[r], J[r], np.zeros(1, dtype=np.int64), M[i:i + 1],
+                                                qv[i:i + 1], dt, mu=mu_r, eps=eps_r, iterations=iterations,
+                                                counts=np.asarray(counts[i:i + 1]))
+        except np.linalg.LinAlgError:
+            pass
+    return F

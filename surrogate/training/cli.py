@@ -103,7 +103,9 @@ def script_main(argv=None) -> int:
 
     try:
         main(argv)
-    except (SurrogateError, FileExistsError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (SurrogateError, OSError) as e:  # bad input, or a file system refusing (full, read-only, permissions)
+        os_error = isinstance(e, OSError) and not isinstance(e, SurrogateError) and e.strerror
+        print(f"error: {f'{e.filename}: ' if os_error and e.filename else ''}{e.strerror if os_error else e}",
+              file=sys.stderr)
         return 2
     return 0

@@ -155,9 +155,30 @@ def check_kind(kind, *, file=None) -> str:
 
 
 def check_values(cfg: dict, kind: str, *, file=None) -> None:
-    """Values the key check cannot see: the law fit runs on the CPU only."""
+    """Values the key check cannot see: the law fit runs on the CPU only; a law prior inside its physical ranges
+    (``model.law_ranges``); a validation split that can validate; output folders that can be written."""
     acc = cfg.get("trainer", {}).get("accelerator", "cpu")
     if kind == "law" and acc != "cpu":
         raise ConfigError(f"accelerator {acc!r}: model.kind: law trains on the CPU (the differentiable twin and its "
                           "rollout windows live there); use accelerator cpu, or the gnn path for GPUs",
                           file=file, key="trainer.accelerator")
+    if kind == "law":
+        check_prior_values(cfg.get("model") or {}, file=file)
+    from .setup import check_setup
+
+    check_setup(cfg, file=file)
+
+
+def check_prior_values(model: dict, *, file=None) -> None:
+    """Refuse a configured ``model.prior`` / ``model.prior_body`` outside the law's physical ranges, naming the key."""
+    from ..model.law_ranges import check_prior
+
+    mu_max = model.get("mu_max", 2.0)
+    mu_max = float(mu_max) if isinstance(mu_max, (int, float)) and not isinstance(mu_max, bool) else None
+    for key in ("prior", "prior_body"):
+        prior = model.get(key)
+        if isinstance(prior, dict):
+            try:
+                check_prior(prior, mu_max=mu_max, prefix=f"model.{key}")
+            except ValueError as e:
+                raise ConfigError(str(e), file=file, key=getattr(e, "key", f"model.{key}")) from None

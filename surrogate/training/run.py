@@ -20,6 +20,7 @@ over an existing one without ``--overwrite``. TensorBoard and CSV logs go under 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -28,6 +29,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .config import kind_of, resolved_config
 from .dataset import require_dataset
+from .setup import check_output_dir, check_split
 
 RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
 RESUME_SECTIONS = ("data", "split", "model", "loss", "optim")  # a resume must not change these
@@ -45,6 +47,8 @@ def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, che
         raise ConfigError("--release needs export.release_dir in the config", key="export.release_dir")
     if check and (Path(target) / "card.json").exists() and not overwrite:
         raise ConfigError(f"{target} holds a released checkpoint; pass --overwrite to replace it", key="export.release_dir")
+    if check:
+        check_output_dir(target, key="export.release_dir")
     return str(target)
 
 
@@ -108,15 +112,20 @@ def _lightning_config_errors():
 
 def fit(cfg: dict) -> dict:
     """Train under the loaded config ``cfg`` (``load_config``); returns the run's summary."""
+    from ..atomic import pid_lock
+
     kind = kind_of(cfg)
     require_dataset(cfg)
-    try:
-        if kind == "gns":  # the end-to-end peer (no MuJoCo): surrogate.training.gns
-            from .gns import fit_gns
-            return fit_gns(cfg)
-        return fit_law(cfg) if kind == "law" else fit_gnn(cfg)
-    except _lightning_config_errors() as e:  # e.g. accelerator gpu on a machine without one
-        raise ConfigError(f"Lightning refused the trainer settings: {e}", key="trainer") from None
+    check_split(cfg, kind)  # before any work: a split without validation (or training) episodes
+    # one run per out_dir (its logs, run config and export): a second is refused, not silently lost
+    with pid_lock(cfg["out_dir"]) if _rank_zero() else contextlib.nullcontext():
+        try:
+            if kind == "gns":  # the end-to-end peer (no MuJoCo): surrogate.training.gns
+                from .gns import fit_gns
+                return fit_gns(cfg)
+            return fit_law(cfg) if kind == "law" else fit_gnn(cfg)
+        except _lightning_config_errors() as e:  # e.g. accelerator gpu on a machine without one
+            raise ConfigError(f"Lightning refused the trainer settings: {e}", key="trainer") from None
 
 
 def fit_gnn(cfg: dict) -> dict:
@@ -179,6 +188,7 @@ def fit_law(cfg: dict) -> dict:
     from ..atomic import write_json_atomic
     from ..capture import dataset_hash
     from ..learn.fit import fit_law as run
+    from ..model import law_ranges
     from ..model.checkpoint import export_checkpoint
 
     torch.set_num_threads(int(cfg.get("threads", 1)))
@@ -201,6 +211,9 @@ def fit_law(cfg: dict) -> dict:
             "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
             "initial_state": "frame 0: ballistic / constant-rate fit over the first frames (as the benchmarks); "
                              "later windows: Savitzky-Golay smoothed pose"}
+    for m in {id(res["model"]): res["model"], id(res["prior_model"]): res["prior_model"]}.values():
+        if law_ranges.clamp_friction(m):  # the constant law obeys mu_max, as the network's corrections do
+            metrics["release"]["friction_clamped_at_mu_max"] = m.mu_max
     if cfg["export"].get("dir"):
         export_checkpoint(res["model"], cfg["export"]["dir"], data=data,
                           training={"config": cfg, "metrics": metrics, "val_per_episode": res["val_rows"]})

@@ -1,0 +1,102 @@
+"""Before any work: a training set-up that cannot validate, or cannot write its results, is refused naming the key.
+
+``check_setup`` (at config time, from ``keys.check_values``): ``data.val_fraction`` in (0, 1), the episode caps
+positive integers, and ``out_dir`` / ``export.*`` folders that are folders (not files) and writable (the
+nearest existing parent, for one to be made). ``check_split`` (at fit time, once the dataset is there): the
+split of the dataset's episode count leaves at least one training and one validation episode. Without them a
+run exported the untrained prior with exit 0 ("no training batches"), or a card of all-NaN metrics, or failed
+with a traceback only after training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import ConfigError
+
+OUTPUT_KEYS = ("out_dir", "export.dir", "export.prior_dir")  # export.release_dir: with --release (run.export_dir)
+
+
+def _get(cfg: dict, dotted: str):
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_setup(cfg: dict, *, file=None) -> None:
+    """Refuse, naming the key, a validation fraction outside (0, 1), a non-positive episode cap, an output path
+    that is a file or cannot be written."""
+    data = cfg.get("data") or {}
+    vf = data.get("val_fraction")
+    if vf is not None and not (_number(vf) and 0 < vf < 1):
+        raise ConfigError(f"data.val_fraction must be a number in (0, 1) (the share of episodes held out for "
+                          f"validation: 0 validates on nothing, 1 trains on nothing), got {vf!r}",
+                          file=file, key="data.val_fraction")
+    for key in ("max_val_episodes", "max_train_episodes", "max_episodes"):
+        v = data.get(key)
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+            raise ConfigError(f"data.{key} must be a positive integer or null, got {v!r}", file=file,
+                              key=f"data.{key}")
+    for key in OUTPUT_KEYS:
+        check_output_dir(_get(cfg, key), key=key, file=file)
+
+
+def check_output_dir(path, *, key: str, file=None) -> None:
+    """``path`` (a folder to write, maybe not there yet) is not a file and can be written: refused naming ``key``."""
+    if not path:
+        return
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{p} is a file, not a folder: choose another {key}", file=file, key=key)
+    probe = p
+    while not probe.exists():  # the nearest existing parent is where the folder would be made
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{p} cannot be made: {probe} is a file", file=file, key=key)
+    try:  # a real probe, not os.access: root passes every permission check but not a read-only filesystem
+        os.rmdir(tempfile.mkdtemp(prefix=".surrogate-write-probe.", dir=probe))
+    except OSError as e:
+        raise ConfigError(f"{p} cannot be written: {probe}: {e.strerror or e}", file=file, key=key) from None
+
+
+def episode_count(root) -> int | None:
+    """The dataset's episode count from ``meta/info.json`` (``total_episodes``), or None if it does not say."""
+    try:
+        n = json.loads((Path(root) / "meta" / "info.json").read_text()).get("total_episodes")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def check_split(cfg: dict, kind: str) -> None:
+    """The whole-episode validation of the law fit and the end-to-end peer needs at least one validation and one
+    training episode: refuse, naming ``data.val_fraction``, a split of the dataset's episodes that leaves none
+    (the split is ``model.data.split_episodes``': round(val_fraction x N) held out, none of a single episode)."""
+    data = cfg.get("data") or {}
+    if kind not in ("law", "gns") or data.get("bench_split"):
+        return  # a suite's split: its pool sizes are checked by the suite's split itself
+    n = episode_count(data.get("root"))
+    if n is None:
+        return
+    if data.get("max_episodes"):
+        n = min(n, int(data["max_episodes"]))
+    vf = float(data.get("val_fraction", 0.2))
+    n_val = int(round(vf * n)) if n > 1 else 0
+    where = f"data.val_fraction={vf:g} of the {n} episode(s) of {data.get('root')}"
+    if n_val == 0:
+        raise ConfigError(f"{where} holds out no validation episode; training validates on whole held-out "
+                          f"episodes: raise data.val_fraction or use a dataset of more episodes", key="data.val_fraction")
+    if n_val >= n:
+        raise ConfigError(f"{where} leaves no training episode: lower data.val_fraction", key="data.val_fraction")
