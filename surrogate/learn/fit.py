@@ -26,9 +26,8 @@ from tqdm.auto import tqdm
 from ..errors import ConfigError
 from ..metrics import paired_difference
 from ..model.contact_law import GROUPS, ContactLawGNN
-from ..sim.toss_eval import evaluate_tosses
 from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
-from .objective import window_loss
+from .objective import stepper_scores, window_loss
 
 # the prior parameters a grid can scan (static_friction, stribeck_speed: models with model.stribeck)
 GRID_KEYS = ("stiffness", "damping", "friction", "static_friction", "stribeck_speed")
@@ -92,8 +91,8 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
     """Score every combination of ``grid``'s values of one prior group (``grid["group"]``: surface or body;
     ``stiffness``, ``damping``, ``friction``: lists, in the prior's units; an empty list keeps the current
     value) by whole-episode rollouts of the training episodes, and set the best in ``model``. The rollouts are
-    the hybrid stepper's (the benchmarks' own, ``sim.toss_eval``; the twin gives the same trajectories,
-    ``tests/test_contact_law.py``, at about 3x the cost without gradients).
+    the hybrid stepper's (``objective.stepper_scores``, scored as validation and the benchmarks score; the twin
+    gives the same trajectories, ``tests/test_contact_law.py``, at about 3x the cost without gradients).
     Returns {"best": {...}, "rows": [every candidate's values and summary]}."""
     if grid["group"] not in GROUPS:
         raise ConfigError(f"stages.grid.group must be one of {list(GROUPS)}, got {grid['group']!r}", key="stages.grid.group")
@@ -115,9 +114,9 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
         with torch.no_grad():
             for k, v in zip(names, combo):
                 getattr(model, f"log_{k}")[gi] = math.log(float(v))
-        res = evaluate_tosses(model.eval(), episodes, dm.capture.meta, margin=dm.cfg["margin"], substeps=dm.cfg["substeps"],
-                              min_frames=1, init_frames=dm.cfg["init_frames"])
-        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **_summary(res["per_toss"], rot_w)})
+        scores = stepper_scores(model.eval(), episodes, dm.capture.meta, margin=dm.cfg["margin"],
+                                substeps=dm.cfg["substeps"], init_frames=dm.cfg["init_frames"])
+        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **_summary(scores, rot_w)})
     best = min(rows, key=lambda r: r["score"])
     with torch.no_grad():
         for k in names:

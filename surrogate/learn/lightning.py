@@ -24,8 +24,8 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from ..model.contact_law import ContactLawGNN
-from ..model.lightning import checked_data_config, load_split
 from ..sim.twin import Twin
+from .episodes import checked_data_config, load_split
 from .objective import episode_scores, rollout_episodes, window_loss
 from .windows import batches, episode_windows, group_episodes
 

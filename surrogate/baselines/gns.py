@@ -7,7 +7,7 @@ MuJoCo (Sanchez-Gonzalez et al. 2020; Allen et al., CoRL 2022, on these cube tos
     edges: every ordered pair of nodes (the object is one small rigid body)
     input: the last H + 1 positions of every node -> H finite-difference velocities
     node feats [N, 4H + 7] --norm--> MLP --> h      edge feats [E, 4] --norm--> MLP --> e
-    M x InteractionLayer (surrogate.model.gnn: e <- e + MLP([e, h_src, h_dst]), h <- h + MLP([h, sum e]))
+    M x InteractionLayer (surrogate.model.layers: e <- e + MLP([e, h_src, h_dst]), h <- h + MLP([h, sum e]))
     decoder MLP(h) -> normalized per-node acceleration (3) -> a = R (o std + mean)  [L / frame^2]
     step: x' = x + (x - x_prev) + a, then shape matching (Kabsch) of x' onto the body points
           gives the rigid pose; the nodes are put back on it, so the object stays rigid.
@@ -28,7 +28,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .gnn import InteractionLayer, Normalizer, count_parameters, mlp
+from ..model.checkpoint import register_peer
+from ..model.layers import InteractionLayer, Normalizer, count_parameters, mlp
 from .gns_geometry import rigid_points, shape_match
 
 FEATURE_VERSION = "gns-1"
@@ -177,3 +178,6 @@ def feature_mismatch(features: dict, hparams: dict) -> str | None:
     if features.get("version") != FEATURE_VERSION or features.get("node") != want or features.get("edge") != list(EDGE_FEATURES):
         return f"version {features.get('version')!r} against this package's {FEATURE_VERSION!r}"
     return None
+
+
+register_peer(GNSNet, gns_cost, feature_card, feature_mismatch)  # its checkpoints export and load
