@@ -25,7 +25,6 @@ from surrogate.errors import ConfigError, ForeignOutputError, LockedError
 from surrogate.rig.generate import generate, shard_path
 
 from .conftest import SHARED, needs_shared
-from .test_model import _cfg, tiny_capture  # noqa: F401  (train.py's tiny capture fixture and config)
 from .test_rig_generate import REPO, analytic_simulate, assert_same_dataset, fake, gen
 
 
@@ -588,46 +587,6 @@ def test_case12_a_huge_finite_force_reset_is_counted_for_that_env_only():
     stats = st.stats()
     assert stats["mujoco_resets"] == 4 and stats["mujoco_reset_envs"] == {1: 4} and stats["fallbacks"] == 0
     assert len(msgs) == 1 and "env 1" in msgs[0] and "qacc" in msgs[0]
-
-
-# ----------------------------------------------------------------------------- case 5: a resume under a changed config
-
-
-def test_case5_resume_under_a_changed_config_is_refused(tiny_capture, tmp_path):  # noqa: F811
-    run = tmp_path / "run"
-    train, cfg = _cfg(tiny_capture, run, **{"data.split_seed": 0})
-    res = train.fit(cfg)
-    rc = json.loads((run / "run_config.json").read_text())
-    assert rc["data"]["split_seed"] == 0 and rc["data"]["root"] == str(tiny_capture) and rc["optim"]["lr"] == 1e-3
-    last = run / "checkpoints" / "last.ckpt"
-    stamp = last.stat().st_mtime_ns
-    # another split seed, learning rate and noise: refused before any work, every differing key named
-    _, changed = _cfg(tiny_capture, run, **{"ckpt_path": "last", "trainer.max_epochs": 2, "data.split_seed": 1,
-                                            "optim.lr": 0.01, "loss.noise_vel": 0.02})
-    with pytest.raises(ConfigError) as e:
-        train.fit(changed)
-    msg = str(e.value)
-    assert "run_config.json" in msg and e.value.location.field == "data.split_seed"
-    assert "data.split_seed: 0 -> 1" in msg and "optim.lr: 0.001 -> 0.01" in msg and "loss.noise_vel: 0.0 -> 0.02" in msg, msg
-    assert "resume_changed=true" in msg and last.stat().st_mtime_ns == stamp
-    # the same config (more epochs: the trainer section may change) resumes
-    _, same = _cfg(tiny_capture, run, **{"ckpt_path": "last", "trainer.max_epochs": 2, "data.split_seed": 0})
-    assert train.fit(same)["steps"] == 2 * res["steps"]
-    # --set resume_changed=true resumes anyway, and the run's config records the new split seed
-    sets = [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.batch_size=16", "data.margin=0.01", "model.hidden=16",
-            "model.steps=2", f"out_dir={run}", "trainer.enable_progress_bar=false", "trainer.max_epochs=3", "ckpt_path=last",
-            "data.split_seed=1", "resume_changed=true"]
-    argv = ["fit", *[a for x in sets for a in ("--set", x)]]
-    assert train.main(argv)["steps"] == 3 * res["steps"]
-    assert json.loads((run / "run_config.json").read_text())["data"]["split_seed"] == 1
-
-
-def test_case5_runs_without_ckpt_path_are_unchanged(tiny_capture, tmp_path):  # noqa: F811
-    train, cfg = _cfg(tiny_capture, tmp_path / "run", **{"data.split_seed": 0})
-    train.fit(cfg)
-    _, other = _cfg(tiny_capture, tmp_path / "run", **{"data.split_seed": 1})  # a new run in the same folder: no check
-    train.fit(other)
-    assert json.loads((tmp_path / "run" / "run_config.json").read_text())["data"]["split_seed"] == 1
 
 
 @needs_shared("contactnets_cube")
