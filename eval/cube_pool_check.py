@@ -44,8 +44,8 @@ def main(argv=None):
     for ck in a.checkpoints:
         model, card = load_checkpoint(ck)
         d = card.get("data", {})
-        r = stepper_scores(model, eps, cap.meta, margin=float(d.get("margin_m", 0.02)), substeps=int(d.get("substeps", 4)),
-                           init_frames=5)
+        r = stepper_scores(model, eps, cap.meta, margin=float(d.get("margin_m", 0.02)),
+                           substeps=int(d.get("substeps", 4)), init_frames=5)
         for x in r:
             x["score"] = x["pos_pct"] + a.rot_weight * x["rot_deg"]
         rows[ck] = r

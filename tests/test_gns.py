@@ -150,7 +150,8 @@ def test_tiny_training_lowers_the_validation_rollout_error_and_exports_the_best_
             ["training"]["metrics"]["validation"]]
     assert len(vals) == 4 and min(vals[1:]) < vals[0]  # training lowered the whole-toss validation error
     model, card = load_checkpoint(tmp_path / "run" / "export")
-    assert card["model"]["class"] == "surrogate.baselines.gns.GNSNet" and card["features"]["normalization"]["samples"] > 0
+    assert card["model"]["class"] == "surrogate.baselines.gns.GNSNet"
+    assert card["features"]["normalization"]["samples"] > 0
     assert not set(card["data"]["train_episodes"]) & set(card["data"]["val_episodes"])
     # the exported weights are the best validation epoch's: re-scoring them gives its figure
     by_id = {e.episode_id: e for e in read_dataset(few_tosses).episodes}
@@ -192,7 +193,8 @@ def test_training_is_deterministic_per_seed_and_the_checkpoint_refuses_corrupt_w
     old["model"]["class"] = "surrogate.model.gns.GNSNet"
     card.write_text(json.dumps(old))
     model, _ = load_checkpoint(tmp_path / "b" / "export")
-    assert type(model).__module__ == "surrogate.baselines.gns" and torch.equal(model.state_dict()[next(iter(b))], b[next(iter(b))])
+    first = next(iter(b))
+    assert type(model).__module__ == "surrogate.baselines.gns" and torch.equal(model.state_dict()[first], b[first])
     for change, match in ((lambda c: c["features"]["node"].pop(), "feature definitions"),
                           (lambda c: c["model"]["hparams"].update(grid=50), r"model.hparams.grid must be an integer in \[2, 8\]"),
                           (lambda c: c["model"]["hparams"].update(history=0), "history")):

@@ -39,7 +39,7 @@ def _printed(capsys, *argv) -> dict:
     ("cube_tosses", ["stages.prio.epochs=1"], "stages.prio", "did you mean 'stages.prior'"),
     ("cube_tosses", ["model.kind=lwa"], "model.kind", "did you mean 'law'"),
     ("cube_tosses", ["out_dri=x"], "out_dri", "did you mean 'out_dir'"),
-    ("plain_file", ["model.kind=gnn"], "model.kind", "the v1 raw-force network\\) is no longer supported.*model.kind: law"),
+    ("plain_file", ["model.kind=gnn"], "model.kind", r"the v1 raw-force network\) is no longer supported.*kind: law"),
     ("plain_file", ["trainer.logger=false"], "trainer.logger", "set by the training entry point"),
 ])
 def test_misspelt_and_misplaced_keys_are_refused_naming_key_file_and_matches(tmp_path, config, sets, key, match):
@@ -123,7 +123,8 @@ def _scalar_tags(folder: Path) -> set:
     return tags
 
 
-def test_law_run_from_another_folder_logs_the_learning_rate_and_leaves_releases(tiny_capture, tmp_path, monkeypatch):  # noqa: F811
+def test_law_run_from_another_folder_logs_the_learning_rate_and_leaves_releases(tiny_capture, tmp_path,  # noqa: F811
+                                                                                monkeypatch):
     before = _snapshot(RELEASES)
     monkeypatch.chdir(tmp_path)
     sets = [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.margin=0.01", "data.window_frames=16",

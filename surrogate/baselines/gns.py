@@ -17,7 +17,7 @@ largest bounding-box side) and times in frame periods (velocities in L / frame, 
 L / frame^2). Invariance: every vector is expressed in the body frame of the current (shape-
 matched) pose, and the floor enters as each node's height above it, so the features, hence the
 predicted motion, do not depend on horizontal position or yaw (nor on any rotation about gravity).
-The input, edge and target normalizers are running mean/std buffers (``gnn.Normalizer``), part of
+The input, edge and target normalizers are running mean/std buffers (``model.layers.Normalizer``), part of
 the state dict, so of the checkpoint.
 
 Shapes: B = bodies, V = nodes per body, H = history (velocities), N = B V nodes, E = B V (V - 1) edges.

@@ -75,7 +75,8 @@ def load_split(c: dict) -> tuple:
         frac = max(c["val_fraction"], c["val_min"] / max(n, 1))
         train, val = bench_split_ids(episodes, c["bench_split"], val_fraction=frac)
     else:
-        train, val = split_episodes([e.episode_id for e in episodes], val_fraction=c["val_fraction"], seed=c["split_seed"])
+        ids = [e.episode_id for e in episodes]
+        train, val = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"])
     if c["max_train_episodes"]:
         train = train[: int(c["max_train_episodes"])]
     if c["max_val_episodes"]:

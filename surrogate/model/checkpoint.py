@@ -132,9 +132,11 @@ def read_card(path) -> dict:
     model = card.get("model") if isinstance(card.get("model"), dict) else {}
     if model.get("class") in END_TO_END:
         if model["class"] not in PEER_FEATURES:
-            raise CheckpointError(f"{p}: the end-to-end peer (a baseline, no contact model): import surrogate.baselines.gns "
-                                  f"first (it registers its checkpoints), or score it with surrogate bench cube-real")
-        why = PEER_FEATURES[model["class"]][1](f, model.get("hparams") if isinstance(model.get("hparams"), dict) else {})
+            raise CheckpointError(f"{p}: the end-to-end peer (a baseline, no contact model): import "
+                                  f"surrogate.baselines.gns first (it registers its checkpoints), or score it with "
+                                  f"surrogate bench cube-real")
+        hp = model.get("hparams") if isinstance(model.get("hparams"), dict) else {}
+        why = PEER_FEATURES[model["class"]][1](f, hp)
         if why:
             raise CheckpointError(f"{p}: the card's feature definitions differ from this package's end-to-end peer "
                                   f"({why}); the weights would be fed the wrong inputs")
@@ -192,7 +194,8 @@ def _check_hparams(hp: dict, *, law: bool, card: Path, peer: bool = False) -> No
 
 def load_checkpoint(path):
     """(model in eval mode, card) from a checkpoint folder: a ``ContactLawGNN`` or the end-to-end peer
-    (``END_TO_END``, registered by ``surrogate.baselines.gns``; ``is_end_to_end(card)`` tells them apart). A v1 card (``V1_CLASS``) is refused.
+    (``END_TO_END``, registered by ``surrogate.baselines.gns``; ``is_end_to_end(card)`` tells them apart). A v1
+    card (``V1_CLASS``) is refused.
 
     The weights must match the card's content hash (``weights_sha256``; cards written before it was
     recorded load without the check) and be finite: a flipped byte or a NaN is refused, naming the file.

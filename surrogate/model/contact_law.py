@@ -252,6 +252,7 @@ def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:
         return {"parameters": count_parameters(model), "flops_per_contact": 1000, "edge_flops": 1000, "node_flops": 0}
     edge = mlp_flops(model.stiffness_mlp) + mlp_flops(model.edge_enc) + mlp_flops(model.decoder) + \
         sum(mlp_flops(layer.edge_mlp) for layer in model.layers) + 1000
-    node = mlp_flops(model.node_enc) + sum(mlp_flops(layer.node_mlp) for layer in model.layers if layer.node_mlp is not None)
+    node = mlp_flops(model.node_enc) + sum(mlp_flops(layer.node_mlp) for layer in model.layers
+                                           if layer.node_mlp is not None)
     return {"parameters": count_parameters(model), "flops_per_contact": int(edge + nodes_per_contact * node),
             "edge_flops": int(edge), "node_flops": int(node)}

@@ -136,7 +136,8 @@ class Stepper:
 
             contact_model = load_checkpoint(contact_model)[0]
         if contact == "surrogate" and contact_model is None:
-            raise ConfigError("contact='surrogate' needs a contact_model (a ContactLawGNN, a ContactModel or a checkpoint)",
+            raise ConfigError("contact='surrogate' needs a contact_model (a ContactLawGNN, a ContactModel or a "
+                              "checkpoint)",
                               key="contact_model")
         if contact_model is not None and not callable(contact_model):
             raise ConfigError("contact_model must be callable: graph -> [E, 3] forces", key="contact_model")

@@ -130,7 +130,8 @@ def check_kind(kind, *, file=None) -> str:
     """``model.kind`` must be one of ``KINDS``."""
     if kind == "gnn":
         raise ConfigError("model.kind: gnn (the v1 raw-force network) is no longer supported; train contact model v2 "
-                          "with model.kind: law (configs/train/cube_tosses.yaml, rig_default.yaml)", file=file, key="model.kind")
+                          "with model.kind: law (configs/train/cube_tosses.yaml, rig_default.yaml)",
+                          file=file, key="model.kind")
     if kind not in KINDS:
         close = difflib.get_close_matches(str(kind), KINDS, n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else ""
