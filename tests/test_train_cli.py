@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from surrogate.cli import main as cli
@@ -176,3 +178,57 @@ def test_train_py_is_a_thin_wrapper_runnable_from_any_folder(tmp_path, capsys, m
     assert script_main([*base, "--set", "trainer.max_epoch=1"]) == 2
     assert "field 'trainer.max_epoch'" in capsys.readouterr().err
     assert len((REPO_ROOT / "train.py").read_text().splitlines()) < 30  # only wiring: the logic is in surrogate.training
+
+
+def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_capture, tmp_path,  # noqa: F811
+                                                                         monkeypatch):
+    """A law run killed (SIGKILL) after its first epoch and resumed with ``ckpt_path=last`` continues each stage from
+    its own last.ckpt and exports what the same run uninterrupted exports (to rounding: the normalizers' float64
+    sums may be reduced in another order in another process, and the fit follows them)."""
+    import os
+    import signal
+    import time
+
+    import lightning as L
+    from safetensors.torch import load_file
+
+    def args(out):
+        sets = [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.margin=0.01", "data.window_frames=16",
+                "model.hidden=8", "model.steps=1", "stages.prior.epochs=3", "stages.corrections.epochs=2",
+                "trainer.enable_progress_bar=false", f"out_dir={out}"]
+        return ["train", *[a for s in sets for a in ("--set", s)]]
+
+    assert cli(args(tmp_path / "whole")) == 0
+    proc = subprocess.Popen([sys.executable, "-m", "surrogate.cli", *args(tmp_path / "cut")], cwd=REPO_ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    last = tmp_path / "cut" / "checkpoints" / "prior" / "last.ckpt"
+    deadline = time.time() + 600
+    while not last.is_file():  # Lightning writes it atomically at the end of the first validated epoch
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        assert time.time() < deadline, "no checkpoint after 600 s"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL and not (tmp_path / "cut" / "export" / "card.json").exists()
+    fits, fit = [], L.Trainer.fit
+
+    def spy(self, *a, **kw):
+        fits.append(kw.get("ckpt_path"))
+        return fit(self, *a, **kw)
+
+    monkeypatch.setattr(L.Trainer, "fit", spy)
+    assert cli([*args(tmp_path / "cut"), "--set", "ckpt_path=last"]) == 0
+    assert fits[0] == str(last), fits  # the prior stage resumed from its checkpoint, not from the start
+    a, b = (load_file(str(tmp_path / k / "export" / "weights.safetensors")) for k in ("whole", "cut"))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=1e-6, atol=1e-9) for k in a)
+    cards = [json.loads((tmp_path / k / "export" / "card.json").read_text())["training"]["metrics"]
+             for k in ("whole", "cut")]
+    for stage in ("prior", "corrections"):
+        h0, h1 = (c[stage]["history"] for c in cards)
+        assert [h["epoch"] for h in h0] == [h["epoch"] for h in h1] == list(range(3 if stage == "prior" else 2))
+        for x, y in zip(h0, h1):
+            assert (y["pos_pct"], y["rot_deg"]) == pytest.approx((x["pos_pct"], x["rot_deg"]), rel=1e-6)
+    assert cards[1]["release"]["pos_pct_mean"] == pytest.approx(cards[0]["release"]["pos_pct_mean"], rel=1e-6)
+    with pytest.raises(ConfigError, match="ckpt_path: last"):  # a path names no stage: refused
+        load_config(None, ["ckpt_path=some/file.ckpt"])

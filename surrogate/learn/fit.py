@@ -55,6 +55,14 @@ def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):
     return trainer, ckpt
 
 
+def _fit(trainer, module, dm, ckpt, resume: bool) -> None:
+    """``trainer.fit``, from the stage's ``last.ckpt`` when resuming and it is there (Lightning writes it atomically
+    at the end of every validated epoch: weights, optimizer, schedule, the module's validation history and the data
+    module's epoch counter, so a resumed stage continues as an uninterrupted one would)."""
+    last = Path(ckpt.dirpath) / "last.ckpt"
+    trainer.fit(module, datamodule=dm, ckpt_path=str(last) if resume and last.is_file() else None)
+
+
 def _load_best(module: RolloutLightning, ckpt, fallback_rows: list[dict]) -> list[dict]:
     """Load the best epoch's weights; returns that epoch's per-episode validation scores (recorded when it
     was validated, so the validation episodes are not rolled out again)."""
@@ -133,7 +141,9 @@ def _summary(rows: list[dict], rot_w: float) -> dict:
 
 
 def fit_law(cfg: dict, *, out: Path) -> dict:
-    """Run both stages; returns {model (the release), data module, metrics for the card}."""
+    """Run both stages; returns {model (the release), data module, metrics for the card}. With ``cfg["ckpt_path"]``
+    ``last`` each stage resumes from its own ``<out>/checkpoints/<stage>/last.ckpt`` where there is one (the grid and
+    the initial validation, deterministic, are computed again)."""
     model_cfg = {k: v for k, v in cfg["model"].items() if k != "kind"}
     bad = sorted(set(cfg.get("loss", {})) - set(LOSS_DEFAULTS))
     if bad:
@@ -143,6 +153,7 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     unknown = sorted(set(cfg.get("stages", {})) - set(STAGE_DEFAULTS))
     if unknown:
         raise ConfigError(f"unknown stages {unknown}; known: {sorted(STAGE_DEFAULTS)}", key=f"stages.{unknown[0]}")
+    resume = cfg.get("ckpt_path") == "last"
     dm = RolloutData(**cfg["data"])
     t0 = time.time()
     dm.setup()
@@ -164,7 +175,7 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     prior_rows = init_rows
     if stages["prior"]["epochs"] > 0:
         init_state = {k: v.clone() for k, v in m1.model.state_dict().items()}
-        tr.fit(m1, datamodule=dm)
+        _fit(tr, m1, dm, ck, resume)
         prior_rows = _load_best(m1, ck, init_rows)
         if _summary(prior_rows, rot_w)["score"] > _summary(init_rows, rot_w)["score"]:
             # no epoch beat the initial law on whole validation episodes: keep it (normalizer statistics
@@ -178,11 +189,14 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     # -- stage 2: the network's corrections ----------------------------------------------------
     if model_cfg.get("corrections", True) and stages["corrections"]["epochs"] > 0:
         t2 = time.time()
+        # the network's initial weights from the run's seed alone, not from what the prior stage drew (a resumed
+        # prior stage draws differently, and a resumed corrections stage must be the stage an uninterrupted run had)
+        torch.manual_seed(int(cfg.get("seed", 0)))
         m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections", loss=loss, data=dm,
                               **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers
         tr2, ck2 = _trainer(out, "corrections", stages["corrections"]["epochs"], cfg.get("trainer", {}))
-        tr2.fit(m2, datamodule=dm)
+        _fit(tr2, m2, dm, ck2, resume)
         corr_rows = _load_best(m2, ck2, prior_rows)
         for r in corr_rows + prior_rows:
             r["score"] = r["pos_pct"] + rot_w * r["rot_deg"]

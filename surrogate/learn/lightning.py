@@ -91,6 +91,13 @@ class RolloutData(L.LightningDataModule):
         self.train_episode_items = [train_eps[k:k + 16] for k in range(0, len(train_eps), 16)]  # whole episodes
         self.n_windows = len(self.windows)
 
+    def state_dict(self) -> dict:
+        """What a resumed fit needs (Lightning keeps it in the checkpoint): the epoch counter that seeds the shuffle."""
+        return {"epoch": int(self.epoch)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch = int(state["epoch"])
+
     def train_items(self, epoch: int) -> list:
         rng = np.random.default_rng((int(self.cfg["split_seed"]), epoch))
         return batches(self.windows, int(self.cfg["batch_size"]), rng=rng)
@@ -172,6 +179,14 @@ class RolloutLightning(L.LightningModule):
         self.val_history.append({"epoch": int(self.current_epoch), "pos_pct": pos, "rot_deg": rot, "score": score,
                                  "prior": {grp: self.model.prior(grp).to_json() for grp in ("surface", "body")}})
         self.val_rows[int(self.current_epoch)] = rows
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # the best epoch is chosen from these after the fit (``fit._load_best``): a resumed stage needs them too
+        checkpoint["val_history"], checkpoint["val_rows"] = self.val_history, self.val_rows
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.val_history = list(checkpoint.get("val_history", []))
+        self.val_rows = {int(k): v for k, v in checkpoint.get("val_rows", {}).items()}
 
     def configure_optimizers(self):
         self._set_trainable()

@@ -87,8 +87,8 @@ def spec_for(kind: str) -> dict:
                 "export": {"dir": None, "release_dir": None, "prior_dir": None,
                            "eval_rollouts": "the law fit scores whole validation episodes every epoch"},
                 "optim": "with model.kind: law the learning rates are stages.prior.lr and stages.corrections.lr",
-                "ckpt_path": "the law fit does not resume from a Lightning checkpoint (model.kind: law)",
-                "resume_changed": "the law fit does not resume (model.kind: law)"}
+                "ckpt_path": None,
+                "resume_changed": "the law fit resumes (ckpt_path: last) under the run's config only"}
     return gns_spec()
 
 
@@ -140,7 +140,10 @@ def check_kind(kind, *, file=None) -> str:
 
 
 def check_values(cfg: dict, kind: str, *, file=None) -> None:
-    """Values the key check cannot see: the law fit runs on the CPU only."""
+    """Values the key check cannot see: the law fit runs on the CPU only and resumes from its stages' last epoch."""
+    if kind == "law" and cfg.get("ckpt_path") not in (None, "last"):
+        raise ConfigError(f"ckpt_path {cfg['ckpt_path']!r}: model.kind: law resumes with ckpt_path: last (each stage "
+                          "from its own out_dir/checkpoints/<stage>/last.ckpt)", file=file, key="ckpt_path")
     acc = cfg.get("trainer", {}).get("accelerator", "cpu")
     if kind == "law" and acc != "cpu":
         raise ConfigError(f"accelerator {acc!r}: model.kind: law trains on the CPU (the differentiable twin and its "
