@@ -189,9 +189,6 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     # -- stage 2: the network's corrections ----------------------------------------------------
     if model_cfg.get("corrections", True) and stages["corrections"]["epochs"] > 0:
         t2 = time.time()
-        # the network's initial weights from the run's seed alone, not from what the prior stage drew (a resumed
-        # prior stage draws differently, and a resumed corrections stage must be the stage an uninterrupted run had)
-        torch.manual_seed(int(cfg.get("seed", 0)))
         m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections", loss=loss, data=dm,
                               **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers

@@ -181,12 +181,16 @@ class RolloutLightning(L.LightningModule):
         self.val_rows[int(self.current_epoch)] = rows
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        # the best epoch is chosen from these after the fit (``fit._load_best``): a resumed stage needs them too
+        # the best epoch is chosen from these after the fit (``fit._load_best``): a resumed stage needs them too;
+        # and torch's generator (each data loader draws from it; the corrections' initial weights come after)
         checkpoint["val_history"], checkpoint["val_rows"] = self.val_history, self.val_rows
+        checkpoint["torch_rng_state"] = torch.get_rng_state()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.val_history = list(checkpoint.get("val_history", []))
         self.val_rows = {int(k): v for k, v in checkpoint.get("val_rows", {}).items()}
+        if "torch_rng_state" in checkpoint:
+            torch.set_rng_state(checkpoint["torch_rng_state"])
 
     def configure_optimizers(self):
         self._set_trainable()
