@@ -142,7 +142,7 @@ def _train(root, out, *, epochs: int, seed: int = 0):
 def test_tiny_training_lowers_the_validation_rollout_error_and_exports_the_best_epoch(few_tosses, tmp_path):
     from surrogate.capture import read_dataset
     from surrogate.model.checkpoint import load_checkpoint
-    from surrogate.baselines.gns_lightning import episode_scores
+    from surrogate.learn.objective import episode_scores
     from surrogate.baselines.gns_rollout import predict_episodes
 
     res, cfg = _train(few_tosses, tmp_path / "run", epochs=4)

@@ -56,7 +56,7 @@ def export_gns(cfg: dict, dm, module, ckpt, result: dict) -> str:
 
     from ..capture import dataset_hash
     from ..model.checkpoint import export_checkpoint
-    from .gns_lightning import episode_scores
+    from ..learn.objective import episode_scores
     from .gns_rollout import predict_episodes
 
     model = module.model

@@ -16,24 +16,13 @@ import lightning as L
 import numpy as np
 import torch
 
-from ..metrics import pose_errors
+from ..learn.objective import episode_scores  # the law's validation scores, as the benchmarks score (masks, bounds)
 from .gns import GNSNet, features
 from .gns_data import noisy_window
 from .gns_rollout import predict_episodes
 
 LOSS_DEFAULTS = dict(noise_std=3e-4, symmetry_augment=True, rot_weight_val=0.0)
 OPTIM_DEFAULTS = dict(lr=1e-3, weight_decay=0.0, final_lr_fraction=0.05)
-
-
-def episode_scores(preds: dict, episodes) -> list[dict]:
-    """[{id, pos_pct, rot_deg}] per episode: mean errors over its valid frames (``surrogate.metrics.pose_errors``)."""
-    rows = []
-    for e in episodes:
-        err = pose_errors(preds[e.episode_id], e.object_pose, e.object_pose_valid)
-        v = err["valid"]
-        rows.append({"id": str(e.episode_id), "pos_pct": float(err["pos_m"][v].mean() / e.object.size * 100.0),
-                     "rot_deg": float(err["rot_deg"][v].mean())})
-    return rows
 
 
 class GNSLightning(L.LightningModule):
