@@ -184,7 +184,8 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
                                                                          monkeypatch):
     """A law run killed (SIGKILL) after its first epoch and resumed with ``ckpt_path=last`` continues each stage from
     its own last.ckpt and exports what the same run uninterrupted exports (to rounding: the normalizers' float64
-    sums may be reduced in another order in another process, and the fit follows them)."""
+    sums may be reduced in another order in another process, and the fit follows them); a resume under another
+    split is refused before any work."""
     import os
     import signal
     import time
@@ -192,11 +193,13 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
     import lightning as L
     from safetensors.torch import load_file
 
-    def args(out):
-        sets = [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.margin=0.01", "data.window_frames=16",
+    def sets(out):
+        return [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.margin=0.01", "data.window_frames=16",
                 "model.hidden=8", "model.steps=1", "stages.prior.epochs=3", "stages.corrections.epochs=2",
                 "trainer.enable_progress_bar=false", f"out_dir={out}"]
-        return ["train", *[a for s in sets for a in ("--set", s)]]
+
+    def args(out):
+        return ["train", *[a for s in sets(out) for a in ("--set", s)]]
 
     assert cli(args(tmp_path / "whole")) == 0
     proc = subprocess.Popen([sys.executable, "-m", "surrogate.cli", *args(tmp_path / "cut")], cwd=REPO_ROOT,
@@ -211,6 +214,13 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
     proc.wait(timeout=60)
     proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL and not (tmp_path / "cut" / "export" / "card.json").exists()
+    # a resume under another split is refused before any work, naming the key; the checkpoint is untouched
+    stamp = last.stat().st_mtime_ns
+    from surrogate import training
+
+    with pytest.raises(ConfigError, match=r"data\.split_seed: 0 -> 1") as e:
+        training.fit(load_config(None, [*sets(tmp_path / "cut"), "ckpt_path=last", "data.split_seed=1"]))
+    assert e.value.location.field == "data.split_seed" and last.stat().st_mtime_ns == stamp
     fits, fit = [], L.Trainer.fit
 
     def spy(self, *a, **kw):

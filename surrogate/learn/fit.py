@@ -140,10 +140,11 @@ def _summary(rows: list[dict], rot_w: float) -> dict:
             "score": float(pos.mean() + rot_w * rot.mean())}
 
 
-def fit_law(cfg: dict, *, out: Path) -> dict:
+def fit_law(cfg: dict, *, out: Path, ready=None) -> dict:
     """Run both stages; returns {model (the release), data module, metrics for the card}. With ``cfg["ckpt_path"]``
     ``last`` each stage resumes from its own ``<out>/checkpoints/<stage>/last.ckpt`` where there is one (the grid and
-    the initial validation, deterministic, are computed again)."""
+    the initial validation, deterministic, are computed again). ``ready()`` is called once the captures are read and
+    validated, before any training."""
     model_cfg = {k: v for k, v in cfg["model"].items() if k != "kind"}
     bad = sorted(set(cfg.get("loss", {})) - set(LOSS_DEFAULTS))
     if bad:
@@ -157,6 +158,8 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     dm = RolloutData(**cfg["data"])
     t0 = time.time()
     dm.setup()
+    if ready is not None:
+        ready()
     metrics = {"setup_s": time.time() - t0, "train_episodes": len(dm.train_ids), "val_episodes": len(dm.val_ids),
                "train_windows": dm.n_windows, "window_frames": dm.cfg["window_frames"]}
     rot_w = float(loss["rot_weight_val"])

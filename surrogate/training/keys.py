@@ -88,7 +88,7 @@ def spec_for(kind: str) -> dict:
                            "eval_rollouts": "the law fit scores whole validation episodes every epoch"},
                 "optim": "with model.kind: law the learning rates are stages.prior.lr and stages.corrections.lr",
                 "ckpt_path": None,
-                "resume_changed": "the law fit resumes (ckpt_path: last) under the run's config only"}
+                "resume_changed": None}
     return gns_spec()
 
 

@@ -1,7 +1,12 @@
 """One training run: the law path (contact model v2, ``model.kind: law``, the default: ``surrogate.learn``) or
 the end-to-end peer (``model.kind: gns``, a baseline: ``surrogate.baselines.gns_fit``).
 
-Every run writes its resolved config (defaults filled in) to ``<out_dir>/run_config.json`` when it ends.
+Every run writes its resolved config (defaults filled in) to ``<out_dir>/run_config.json`` (the law path once its
+captures are read and validated, and again when it ends). A law run resumed with ``ckpt_path: last`` whose ``data``,
+``model``, ``loss`` or ``stages`` section differs from that file is refused before any work, with a ConfigError
+naming every differing key (``data.split_seed: 0 -> 1``): the resumed weights were trained on the old split and
+settings, and the card would name validation episodes that were trained on. ``resume_changed: true`` resumes anyway
+(the file then records the new config); the ``trainer``, ``export`` and other sections may change freely.
 
 The trained model is exported as safetensors + JSON card to ``export.dir`` (the CLI sets it: default
 ``<out_dir>/export``); with ``--release`` to ``export.release_dir`` (a release under ``checkpoints/``), never
@@ -11,6 +16,7 @@ over an existing one without ``--overwrite``. TensorBoard and CSV logs go under 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -18,7 +24,8 @@ from ..errors import ConfigError
 from .config import kind_of, resolved_config
 from .dataset import require_dataset
 
-RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run
+RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
+RESUME_SECTIONS = ("data", "model", "loss", "stages")  # a resume (ckpt_path: last) must not change these
 
 
 def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, check: bool = True) -> str:
@@ -34,6 +41,53 @@ def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, che
     if check and (Path(target) / "card.json").exists() and not overwrite:
         raise ConfigError(f"{target} holds a released checkpoint; pass --overwrite to replace it", key="export.release_dir")
     return str(target)
+
+
+def _leaves(value, prefix: str) -> dict:
+    """{dotted key: value} of the leaves of nested mappings (lists are leaves)."""
+    if isinstance(value, dict) and value:
+        out = {}
+        for k, v in value.items():
+            out.update(_leaves(v, f"{prefix}.{k}"))
+        return out
+    return {prefix: value}
+
+
+_UNSET = object()
+
+
+def _show(value) -> str:
+    return "(unset)" if value is _UNSET else value if isinstance(value, str) else json.dumps(value)
+
+
+def check_resume(cfg: dict, resolved: dict) -> None:
+    """With ``ckpt_path`` set and ``<out_dir>/run_config.json`` present: refuse a resume whose data, model, loss
+    or stages section differs from the run's, naming every differing key, unless ``resume_changed`` is true. The
+    run's file is resolved the same way first (a file written before a default was recorded compares equal)."""
+    path = Path(cfg["out_dir"]) / RUN_CONFIG
+    if not cfg.get("ckpt_path") or cfg.get("resume_changed") or not path.is_file():
+        return
+    try:
+        old = json.loads(path.read_text())
+        if not isinstance(old, dict):
+            raise ValueError("not a JSON object")
+        old = resolved_config(old)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"unreadable run config ({e}); cannot check that the resume keeps the run's config: "
+                          f"pass --set resume_changed=true to resume anyway", file=path) from None
+    diffs = []
+    for sec in RESUME_SECTIONS:
+        was, now = _leaves(old.get(sec, {}), sec), _leaves(resolved.get(sec, {}), sec)
+        for k in sorted(set(was) | set(now)):
+            a, b = was.get(k, _UNSET), now.get(k, _UNSET)
+            if a != b:
+                diffs.append((k, f"{k}: {_show(a)} -> {_show(b)}"))
+    if diffs:
+        raise ConfigError(f"resuming (ckpt_path={cfg['ckpt_path']}) under another config than the run's: "
+                          f"{'; '.join(d for _, d in diffs)}. The resumed weights were trained under the run's "
+                          f"config (its split: the card would name validation episodes that were trained on); "
+                          f"use another out_dir for a new run, or pass --set resume_changed=true to resume anyway",
+                          file=path, key=diffs[0][0])
 
 
 def _lightning_config_errors():
@@ -69,10 +123,14 @@ def fit_law(cfg: dict) -> dict:
     from ..learn.fit import fit_law as run
     from ..model.checkpoint import export_checkpoint
 
+    resolved = resolved_config(cfg)
+    check_resume(cfg, resolved)  # before any work: a resume under a changed config is refused
     torch.set_num_threads(int(cfg.get("threads", 1)))
     L.seed_everything(int(cfg["seed"]), workers=True)
     t0 = time.time()
-    res = run(cfg, out=Path(cfg["out_dir"]))
+    # the captures are valid: this is a run; its config is recorded for the check of a resume
+    out_dir = Path(cfg["out_dir"])
+    res = run(cfg, out=out_dir, ready=lambda: write_json_atomic(out_dir / RUN_CONFIG, resolved))
     dm, metrics = res["data"], res["metrics"]
     closed_loop_stage(cfg, res)
     metrics["train_wall_s"] = time.time() - t0
