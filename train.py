@@ -11,10 +11,10 @@ import sys
 
 from surrogate.training.cli import main, script_main  # main: the in-process entry point, returns the run's summary
 from surrogate.training.config import DEFAULTS, LAW_DEFAULTS, load_config, resolved_config
-from surrogate.training.run import RUN_CONFIG, check_resume, export_dir, fit, fit_gnn, fit_law
+from surrogate.training.run import RUN_CONFIG, export_dir, fit, fit_law
 
-__all__ = ["main", "script_main", "DEFAULTS", "LAW_DEFAULTS", "load_config", "resolved_config", "RUN_CONFIG", "check_resume",
-           "export_dir", "fit", "fit_gnn", "fit_law"]
+__all__ = ["main", "script_main", "DEFAULTS", "LAW_DEFAULTS", "load_config", "resolved_config", "RUN_CONFIG",
+           "export_dir", "fit", "fit_law"]
 
 if __name__ == "__main__":
     sys.exit(script_main())

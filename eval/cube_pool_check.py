@@ -17,11 +17,11 @@ import json
 import numpy as np
 import torch
 
+from surrogate.learn.episodes import load_split
 from surrogate.learn.lightning import DATA_DEFAULTS
+from surrogate.learn.objective import stepper_scores
 from surrogate.metrics import paired_difference
 from surrogate.model.checkpoint import load_checkpoint
-from surrogate.model.lightning import load_split
-from surrogate.sim.toss_eval import evaluate_tosses
 
 
 def main(argv=None):
@@ -44,10 +44,10 @@ def main(argv=None):
     for ck in a.checkpoints:
         model, card = load_checkpoint(ck)
         d = card.get("data", {})
-        r = evaluate_tosses(model, eps, cap.meta, margin=float(d.get("margin_m", 0.02)), substeps=int(d.get("substeps", 4)),
-                            min_frames=1, init_frames=5)["per_toss"]
+        r = stepper_scores(model, eps, cap.meta, margin=float(d.get("margin_m", 0.02)),
+                           substeps=int(d.get("substeps", 4)), init_frames=5)
         for x in r:
-            x["id"], x["score"] = x["episode"], x["pos_pct"] + a.rot_weight * x["rot_deg"]
+            x["score"] = x["pos_pct"] + a.rot_weight * x["rot_deg"]
         rows[ck] = r
     ref = a.checkpoints[0]
     out = {"tosses": len(eps), "left_out": f"training and validation tosses of size {a.size}", "models": {}}

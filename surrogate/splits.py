@@ -2,7 +2,7 @@
 
 ``split`` holds out ``n_test`` ids and takes nested training sets from the shuffled rest;
 ``suite_split`` applies it to the episodes a suite scores, as ``bench.cube_real`` does and as
-training with ``data.bench_split`` does (``model.lightning.bench_split_ids``), so that both
+training with ``data.bench_split`` does (``learn.episodes.bench_split_ids``), so that both
 see the same ids for the same suite config. Object splits (train/held-out objects) are
 ``objects.splits``.
 """

@@ -11,7 +11,7 @@ from scipy.spatial.transform import Rotation
 
 from surrogate.bench.analytic import AnalyticParams, initial_free_state
 from surrogate.bench.ledger import validate_ledger
-from surrogate.bench.metrics import (
+from surrogate.metrics import (
     bootstrap_ci, box_penetration, first_divergence, geodesic_deg, horizon_errors, pose_errors, summarize,
 )
 from surrogate.bench.run import run_suite

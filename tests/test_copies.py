@@ -12,7 +12,7 @@ import torch
 
 from surrogate.errors import ConfigError
 from surrogate.model.checkpoint import load_checkpoint
-from surrogate.model.gnn import ContactGNN
+from surrogate.model.contact_law import ContactLawGNN
 from surrogate.objects import make_object
 from surrogate.paths import release_checkpoint
 from surrogate.scenes import build_scene, hand_ctrl, set_contact_mode
@@ -150,10 +150,17 @@ def test_copies_give_every_contact_mujocos_own_parameters():
 
 
 def test_copies_hybrid_equals_separate_batch():
-    """The released law, MuJoCo's own forces and a raw-force GNN step the copies as they step separate MjData."""
+    """The released law, MuJoCo's own forces and a law with random corrections step the copies as they step separate
+    MjData."""
     s = _scene()
     torch.manual_seed(0)
-    net = ContactGNN(hidden=16, steps=2, mlp_layers=2).eval()
+    si = dict(damping=5.0, slip_eps=1e-3, units="si")
+    net = ContactLawGNN(prior=dict(si, stiffness=1e6, friction=0.8), prior_body=dict(si, stiffness=1e5, friction=1.0),
+                        hidden=16, steps=2, mlp_layers=2)
+    with torch.no_grad():
+        for p in net.correction_parameters():
+            p.copy_(0.3 * torch.randn(p.shape))
+    net.eval()
     law = load_checkpoint(release_checkpoint("rig_default"))[0]
     for model, atol in ((law, 0.0), (MuJoCoContact(s), 0.0), (net, 1e-12)):
         other = MuJoCoContact(s) if isinstance(model, MuJoCoContact) else model

@@ -31,6 +31,9 @@ def test_pyproject_lists_every_subpackage_and_maps_the_data_folders():
                if p.is_dir() and p.name != "__pycache__" and any(p.glob("*.py"))} | {"surrogate"}
     listed = set(tool["packages"])
     assert on_disk <= listed, f"add {sorted(on_disk - listed)} to [tool.setuptools] packages in pyproject.toml"
+    # a regular package each (a namespace package imports from the checkout but can be left out of a build)
+    no_init = sorted(p for p in on_disk if not (REPO_ROOT.joinpath(*p.split(".")) / "__init__.py").is_file())
+    assert not no_init, f"add an __init__.py to {no_init}"
     assert tool["package-dir"] == {"surrogate.configs": "configs", "surrogate.checkpoints": "checkpoints"}
 
 

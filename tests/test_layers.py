@@ -30,7 +30,7 @@ LAYERS = [
     {"envs"},
     {"rig"},
     {"policies"},
-    {"bench"},
+    {"baselines", "bench"},  # the end-to-end peer beside the benchmarks that score it (bench imports it, not back)
     {"training", "quickstart", "inspect", "cli"},
 ]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from surrogate.cli import main as cli
@@ -31,7 +33,7 @@ def _printed(capsys, *argv) -> dict:
 
 
 @pytest.mark.parametrize("config, sets, key, match", [
-    ("gnn_file", [], "data.val_fractoin", "did you mean 'data.val_fraction'"),
+    ("plain_file", [], "data.val_fractoin", "did you mean 'data.val_fraction'"),
     ("cube_tosses", ["trainer.max_epoch=1"], "trainer.max_epoch", "lightning.Trainer.*did you mean 'trainer.max_epochs'"),
     ("cube_tosses", ["trainer.max_epochs=1"], "trainer.max_epochs", "stages.prior.epochs"),
     ("cube_tosses", ["model.prior.stifness=3"], "model.prior.stifness", "did you mean 'model.prior.stiffness'"),
@@ -39,18 +41,18 @@ def _printed(capsys, *argv) -> dict:
     ("cube_tosses", ["stages.prio.epochs=1"], "stages.prio", "did you mean 'stages.prior'"),
     ("cube_tosses", ["model.kind=lwa"], "model.kind", "did you mean 'law'"),
     ("cube_tosses", ["out_dri=x"], "out_dri", "did you mean 'out_dir'"),
-    ("gnn_file", ["stages.prior.epochs=1"], "stages", "model.kind: law"),
-    ("gnn_file", ["trainer.logger=false"], "trainer.logger", "set by the training entry point"),
+    ("plain_file", ["model.kind=gnn"], "model.kind", r"the v1 raw-force network\) is no longer supported.*kind: law"),
+    ("plain_file", ["trainer.logger=false"], "trainer.logger", "set by the training entry point"),
 ])
 def test_misspelt_and_misplaced_keys_are_refused_naming_key_file_and_matches(tmp_path, config, sets, key, match):
-    if config == "gnn_file":
-        config = tmp_path / "gnn.yaml"
+    if config == "plain_file":  # no model.kind: the law's keys
+        config = tmp_path / "plain.yaml"
         config.write_text("data:\n  root: caps\n  val_fraction: 0.2\n" + ("  val_fractoin: 0.3\n" if key == "data.val_fractoin" else ""))
     with pytest.raises(ConfigError, match=match) as e:
         load_config(config, sets)
     assert e.value.location.field == key
     where = str(e.value.location.file)
-    assert (where == "command line (--set)") if sets else where.endswith("gnn.yaml"), where
+    assert (where == "command line (--set)") if sets else where.endswith("plain.yaml"), where
 
 
 def test_the_cli_prints_the_error_and_exits_2_before_any_work(tmp_path, capsys, monkeypatch):
@@ -72,13 +74,17 @@ def test_print_config_resolves_defaults_options_and_the_path_rule(tmp_path, caps
         assert cfg["export"]["dir"] == str(tmp_path / "rel/run/export")
         assert cfg["export"]["release_dir"] == str(REPO_ROOT / "checkpoints/cube_tosses")
         assert cfg["stages"]["prior"]["epochs"] == 8 and cfg["data"]["max_val_episodes"] is None  # defaults filled in
-    # a config outside any project: relative to the current folder; gnn defaults, --device and --devices
+    # a config outside any project: relative to the current folder; the law by default
     (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "my.yaml").write_text("data: {root: caps}\ntrainer: {max_epochs: 2}\n")
-    cfg = _printed(capsys, "-c", "mine/my.yaml", "--device", "auto", "--devices", "2")
+    (tmp_path / "mine" / "law.yaml").write_text("data: {root: caps}\n")
+    cfg = _printed(capsys, "-c", "mine/law.yaml")
     assert cfg["data"]["root"] == str(tmp_path / "caps") and cfg["out_dir"] == str(tmp_path / "runs/train")
+    assert cfg["model"]["kind"] == "law" and cfg["stages"]["prior"]["epochs"] == 8
+    # the end-to-end peer's defaults, --device and --devices
+    (tmp_path / "mine" / "my.yaml").write_text("model: {kind: gns}\ndata: {root: caps}\ntrainer: {max_epochs: 2}\n")
+    cfg = _printed(capsys, "-c", "mine/my.yaml", "--device", "auto", "--devices", "2")
     assert cfg["trainer"] == {**cfg["trainer"], "accelerator": "auto", "devices": 2, "max_epochs": 2}
-    assert cfg["optim"]["lr"] == 1e-3 and cfg["model"]["hidden"] == 64 and cfg["model"]["kind"] == "gnn"
+    assert cfg["optim"]["lr"] == 1e-3 and cfg["model"]["kind"] == "gns"
     # a config under <project>/configs/ next to pyproject.toml: relative to <project>, from any folder
     proj = tmp_path / "proj"
     (proj / "configs" / "train").mkdir(parents=True)
@@ -119,16 +125,18 @@ def _scalar_tags(folder: Path) -> set:
     return tags
 
 
-def test_gnn_run_from_another_folder_logs_the_learning_rate_and_leaves_releases(tiny_capture, tmp_path, monkeypatch):  # noqa: F811
+def test_law_run_from_another_folder_logs_the_learning_rate_and_leaves_releases(tiny_capture, tmp_path,  # noqa: F811
+                                                                                monkeypatch):
     before = _snapshot(RELEASES)
     monkeypatch.chdir(tmp_path)
-    sets = [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.batch_size=16", "data.margin=0.01", "model.hidden=8",
-            "model.steps=1", "trainer.max_epochs=1", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "out_dir=run"]
-    assert cli(["train", "--seed", "3", *[a for s in sets for a in ("--set", s)]]) == 0
+    sets = [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.margin=0.01", "data.window_frames=16",
+            "model.hidden=8", "model.steps=1", "stages.prior.epochs=1", "stages.corrections.epochs=1",
+            "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "out_dir=run"]
+    assert cli(["train", "--seed", "3", *[a for s in sets for a in ("--set", s)]]) == 0  # no model.kind: the law
     assert (tmp_path / "run" / "export" / "card.json").is_file() and (tmp_path / "run" / "run_config.json").is_file()
-    tags = _scalar_tags(tmp_path / "run" / "tb")
+    tags = _scalar_tags(tmp_path / "run" / "tb_prior")
     assert any(t.startswith("lr-") for t in tags), tags
-    assert "hp_metric" not in tags and "val_loss" in tags and "val/loss" not in tags, tags
+    assert "hp_metric" not in tags and "val_score" in tags, tags
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # nothing else written here (no checkpoints/)
     assert _snapshot(RELEASES) == before
 
@@ -170,3 +178,67 @@ def test_train_py_is_a_thin_wrapper_runnable_from_any_folder(tmp_path, capsys, m
     assert script_main([*base, "--set", "trainer.max_epoch=1"]) == 2
     assert "field 'trainer.max_epoch'" in capsys.readouterr().err
     assert len((REPO_ROOT / "train.py").read_text().splitlines()) < 30  # only wiring: the logic is in surrogate.training
+
+
+def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_capture, tmp_path,  # noqa: F811
+                                                                         monkeypatch):
+    """A law run killed (SIGKILL) after its first epoch and resumed with ``ckpt_path=last`` continues each stage from
+    its own last.ckpt and exports what the same run uninterrupted exports (to rounding: the normalizers' float64
+    sums may be reduced in another order in another process, and the fit follows them); a resume under another
+    split is refused before any work."""
+    import os
+    import signal
+    import time
+
+    import lightning as L
+    from safetensors.torch import load_file
+
+    def sets(out):
+        return [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.margin=0.01", "data.window_frames=16",
+                "model.hidden=8", "model.steps=1", "stages.prior.epochs=3", "stages.corrections.epochs=2",
+                "trainer.enable_progress_bar=false", f"out_dir={out}"]
+
+    def args(out):
+        return ["train", *[a for s in sets(out) for a in ("--set", s)]]
+
+    assert cli(args(tmp_path / "whole")) == 0
+    proc = subprocess.Popen([sys.executable, "-m", "surrogate.cli", *args(tmp_path / "cut")], cwd=REPO_ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    last = tmp_path / "cut" / "checkpoints" / "prior" / "last.ckpt"
+    deadline = time.time() + 600
+    while not last.is_file():  # Lightning writes it atomically at the end of the first validated epoch
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        assert time.time() < deadline, "no checkpoint after 600 s"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL and not (tmp_path / "cut" / "export" / "card.json").exists()
+    # a resume under another split is refused before any work, naming the key; the checkpoint is untouched
+    stamp = last.stat().st_mtime_ns
+    from surrogate import training
+
+    with pytest.raises(ConfigError, match=r"data\.split_seed: 0 -> 1") as e:
+        training.fit(load_config(None, [*sets(tmp_path / "cut"), "ckpt_path=last", "data.split_seed=1"]))
+    assert e.value.location.field == "data.split_seed" and last.stat().st_mtime_ns == stamp
+    fits, fit = [], L.Trainer.fit
+
+    def spy(self, *a, **kw):
+        fits.append(kw.get("ckpt_path"))
+        return fit(self, *a, **kw)
+
+    monkeypatch.setattr(L.Trainer, "fit", spy)
+    assert cli([*args(tmp_path / "cut"), "--set", "ckpt_path=last"]) == 0
+    assert fits[0] == str(last), fits  # the prior stage resumed from its checkpoint, not from the start
+    a, b = (load_file(str(tmp_path / k / "export" / "weights.safetensors")) for k in ("whole", "cut"))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=1e-6, atol=1e-9) for k in a)
+    cards = [json.loads((tmp_path / k / "export" / "card.json").read_text())["training"]["metrics"]
+             for k in ("whole", "cut")]
+    for stage in ("prior", "corrections"):
+        h0, h1 = (c[stage]["history"] for c in cards)
+        assert [h["epoch"] for h in h0] == [h["epoch"] for h in h1] == list(range(3 if stage == "prior" else 2))
+        for x, y in zip(h0, h1):
+            assert (y["pos_pct"], y["rot_deg"]) == pytest.approx((x["pos_pct"], x["rot_deg"]), rel=1e-6)
+    assert cards[1]["release"]["pos_pct_mean"] == pytest.approx(cards[0]["release"]["pos_pct_mean"], rel=1e-6)
+    with pytest.raises(ConfigError, match="ckpt_path: last"):  # a path names no stage: refused
+        load_config(None, ["ckpt_path=some/file.ckpt"])

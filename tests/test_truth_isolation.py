@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 import surrogate.capture.reader as reader
-from surrogate.model.lightning import CaptureDataModule
 from surrogate.paths import REPO_ROOT
 from surrogate.rig.generate import generate
 
@@ -40,22 +39,16 @@ def test_training_windows_from_a_rig_capture_hold_no_truth(tmp_path, monkeypatch
         calls.append(kw.get("include_truth", False))
         return real(root, **kw)
 
-    monkeypatch.setattr("surrogate.model.data.read_dataset", spy)
-    dm = CaptureDataModule(root=str(out), val_fraction=0.5, margin=0.005)
-    dm.setup()
+    monkeypatch.setattr("surrogate.learn.episodes.read_dataset", spy)
+    from surrogate.learn.lightning import RolloutData
+
+    rd = RolloutData(root=str(out), val_fraction=0.5, val_min=0, margin=0.005, window_frames=16, window_stride=16)
+    rd.setup()
     assert calls and not any(calls)  # the dataset was read, never with the truth
-    assert all(ep.truth == {} for ep in dm.capture.episodes)
+    assert all(ep.truth == {} for ep in rd.capture.episodes)
     # and the measured poses it trains on are not the exact ones (the recorder's noise is there)
     with_truth = real(out, include_truth=True)
     e0 = with_truth.episodes[0]
-    assert not np.allclose(dm.capture.episodes[0].object_pose, e0.truth["object_pose"], atol=1e-5)
-    assert len(dm.train_set) + len(dm.val_set) > 0
+    assert not np.allclose(rd.capture.episodes[0].object_pose, e0.truth["object_pose"], atol=1e-5)
     assert Path(out, "meta", "contact.json").exists()
-    # the rollout-training data module (contact model v2) reads it the same way
-    from surrogate.learn.lightning import RolloutData
-
-    calls.clear()
-    rd = RolloutData(root=str(out), val_fraction=0.5, val_min=0, margin=0.005, window_frames=16, window_stride=16)
-    rd.setup()
-    assert calls and not any(calls) and all(ep.truth == {} for ep in rd.capture.episodes)
     assert rd.n_windows > 0 and all(w.qpos is not None for w in rd.windows)  # the recorded hand joints drive the twin

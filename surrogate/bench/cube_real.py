@@ -29,7 +29,7 @@ from ..splits import suite_split
 from .analytic import TossSet
 from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
 from .identify import identify
-from .metrics import box_penetration
+from ..metrics import box_penetration
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
 from .testsets import as_paths, describe, keyed, require_kind, set_names

@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-from .metrics import first_divergence, horizon_errors, pose_errors, summarize
+from ..metrics import first_divergence, horizon_errors, pose_errors, summarize
 
 
 def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: dict, penetration=None,

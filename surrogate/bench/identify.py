@@ -20,7 +20,7 @@ from scipy.optimize import differential_evolution
 from tqdm import tqdm
 
 from .analytic import AnalyticParams, TossSet, simulate_tosses
-from .metrics import geodesic_deg
+from ..metrics import geodesic_deg
 
 # Search space: (name, low, high, log-scale)
 BOUNDS = [

@@ -23,7 +23,7 @@ from ..config import expand_env
 from ..errors import ConfigError
 from ..parallel import Executor
 from .analytic import AnalyticParams, apply_params
-from .metrics import summarize
+from ..metrics import summarize
 from .rows import NOT_GIVEN
 
 

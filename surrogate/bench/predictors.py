@@ -93,9 +93,9 @@ def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int, 
 
 def peer_predict(checkpoint, episodes, *, substeps: int, init_frames: int, progress: bool = True):
     """Roll out ``episodes`` with the end-to-end peer alone (it learns the whole step: no MuJoCo scene;
-    ``model.gns_rollout``); ``substeps`` is unused. Returns ({episode_id: [T, 7] poses}, card)."""
+    ``baselines.gns_rollout``); ``substeps`` is unused. Returns ({episode_id: [T, 7] poses}, card)."""
+    from ..baselines.gns_rollout import predict_episodes
     from ..model.checkpoint import load_checkpoint
-    from ..model.gns_rollout import predict_episodes
 
     model, card = load_checkpoint(checkpoint)
     return predict_episodes(model, episodes, init_frames=init_frames, gravity_nd=card["data"].get("gravity_nd"),
@@ -105,15 +105,17 @@ def peer_predict(checkpoint, episodes, *, substeps: int, init_frames: int, progr
 def check_contact_model(checkpoint) -> None:
     """Load a contact model's checkpoint (``model.checkpoint.load_checkpoint``): raises what is wrong with it,
     and a ConfigError for the end-to-end peer, which has no contact model to put inside MuJoCo."""
-    from ..model.checkpoint import is_end_to_end, load_checkpoint
+    from ..model.checkpoint import END_TO_END, load_checkpoint
 
-    if is_end_to_end(load_checkpoint(checkpoint)[1]):
+    if card_class(checkpoint) in END_TO_END:
         raise ConfigError(f"{checkpoint} is the end-to-end peer (GNS, no MuJoCo): it predicts a free object, not the "
                           "hand-object coupling of the grasp suites; score it with cube-real", key="--checkpoint")
+    load_checkpoint(checkpoint)
 
 
 def check_peer(checkpoint) -> None:
     """Load the end-to-end peer's checkpoint: raises what is wrong with it."""
+    from ..baselines import gns  # noqa: F401  (registers the peer's checkpoints)
     from ..model.checkpoint import load_checkpoint
 
     load_checkpoint(checkpoint)
@@ -137,11 +139,13 @@ class Learned:
 HYBRID = Learned(surrogate_predict, "learned contact inside MuJoCo (hybrid stepper): {structure}")
 PEER = Learned(peer_predict, "end-to-end learned step (GNS, no MuJoCo)", check_peer)
 LEARNED = {
-    "surrogate.model.gnn.ContactGNN": HYBRID,
     "surrogate.model.contact_law.ContactLawGNN": HYBRID,
-    "surrogate.model.gns.GNSNet": PEER,
+    "surrogate.baselines.gns.GNSNet": PEER,
+    "surrogate.model.gns.GNSNet": PEER,  # its cards before it moved to surrogate.baselines
+    # v1 (raw forces, removed): its check (``load_checkpoint``) refuses it with the one message that says what to do
+    "surrogate.model.gnn.ContactGNN": HYBRID,
 }
-DEFAULT_CLASS = "surrogate.model.gnn.ContactGNN"  # a card that names no class (as ``load_checkpoint`` reads it)
+DEFAULT_CLASS = "surrogate.model.gnn.ContactGNN"  # a card that names no class: v1 (as ``load_checkpoint`` reads it)
 
 
 def card_class(checkpoint) -> str:

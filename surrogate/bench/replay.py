@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from ..model.data import sensor_pads
 from ..scenes import set_grip_force
-from ..scenes.from_capture import recorded_joint_columns, scene_for_episode
+from ..scenes.from_capture import recorded_joint_columns, scene_for_episode, sensor_pads
 from ..sim.rollout import STATE_SPEC, rollout
 from .analytic import AnalyticParams, models_for
 
@@ -34,7 +33,7 @@ class Replay:
       grip_force: N or None, the fingertip force bound the episode was recorded with.
       joint_names: the dataset's hand joint names (columns of the recorded joint arrays).
       sensors: the episode's fingertip force/torque sensors matched to the scene's pads
-        (``model.data.sensor_pads``); empty without recorded wrenches.
+        (``scenes.from_capture.sensor_pads``); empty without recorded wrenches.
     """
 
     episode: object
@@ -211,7 +210,7 @@ def replay_errors(pred: np.ndarray, ep) -> tuple[np.ndarray, np.ndarray]:
     Returns:
       ([P], [P]) over the episode's tracked frames.
     """
-    from .metrics import geodesic_deg
+    from ..metrics import geodesic_deg
 
     n = min(pred.shape[1], ep.num_frames)
     v = np.ones(n, bool) if ep.object_pose_valid is None else ep.object_pose_valid[:n].astype(bool)

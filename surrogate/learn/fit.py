@@ -26,9 +26,8 @@ from tqdm.auto import tqdm
 from ..errors import ConfigError
 from ..metrics import paired_difference
 from ..model.contact_law import GROUPS, ContactLawGNN
-from ..sim.toss_eval import evaluate_tosses
 from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
-from .objective import window_loss
+from .objective import stepper_scores, window_loss
 
 # the prior parameters a grid can scan (static_friction, stribeck_speed: models with model.stribeck)
 GRID_KEYS = ("stiffness", "damping", "friction", "static_friction", "stribeck_speed")
@@ -54,6 +53,14 @@ def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):
     trainer = L.Trainer(default_root_dir=str(out), max_epochs=int(epochs), callbacks=[ckpt, lr_monitor()], num_sanity_val_steps=0,
                         reload_dataloaders_every_n_epochs=1, logger=run_loggers(out, f"_{name}"), **kw)
     return trainer, ckpt
+
+
+def _fit(trainer, module, dm, ckpt, resume: bool) -> None:
+    """``trainer.fit``, from the stage's ``last.ckpt`` when resuming and it is there (Lightning writes it atomically
+    at the end of every validated epoch: weights, optimizer, schedule, the module's validation history and the data
+    module's epoch counter, so a resumed stage continues as an uninterrupted one would)."""
+    last = Path(ckpt.dirpath) / "last.ckpt"
+    trainer.fit(module, datamodule=dm, ckpt_path=str(last) if resume and last.is_file() else None)
 
 
 def _load_best(module: RolloutLightning, ckpt, fallback_rows: list[dict]) -> list[dict]:
@@ -92,8 +99,8 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
     """Score every combination of ``grid``'s values of one prior group (``grid["group"]``: surface or body;
     ``stiffness``, ``damping``, ``friction``: lists, in the prior's units; an empty list keeps the current
     value) by whole-episode rollouts of the training episodes, and set the best in ``model``. The rollouts are
-    the hybrid stepper's (the benchmarks' own, ``sim.toss_eval``; the twin gives the same trajectories,
-    ``tests/test_contact_law.py``, at about 3x the cost without gradients).
+    the hybrid stepper's (``objective.stepper_scores``, scored as validation and the benchmarks score; the twin
+    gives the same trajectories, ``tests/test_contact_law.py``, at about 3x the cost without gradients).
     Returns {"best": {...}, "rows": [every candidate's values and summary]}."""
     if grid["group"] not in GROUPS:
         raise ConfigError(f"stages.grid.group must be one of {list(GROUPS)}, got {grid['group']!r}", key="stages.grid.group")
@@ -115,9 +122,9 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
         with torch.no_grad():
             for k, v in zip(names, combo):
                 getattr(model, f"log_{k}")[gi] = math.log(float(v))
-        res = evaluate_tosses(model.eval(), episodes, dm.capture.meta, margin=dm.cfg["margin"], substeps=dm.cfg["substeps"],
-                              min_frames=1, init_frames=dm.cfg["init_frames"])
-        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **_summary(res["per_toss"], rot_w)})
+        scores = stepper_scores(model.eval(), episodes, dm.capture.meta, margin=dm.cfg["margin"],
+                                substeps=dm.cfg["substeps"], init_frames=dm.cfg["init_frames"])
+        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **_summary(scores, rot_w)})
     best = min(rows, key=lambda r: r["score"])
     with torch.no_grad():
         for k in names:
@@ -133,8 +140,11 @@ def _summary(rows: list[dict], rot_w: float) -> dict:
             "score": float(pos.mean() + rot_w * rot.mean())}
 
 
-def fit_law(cfg: dict, *, out: Path) -> dict:
-    """Run both stages; returns {model (the release), data module, metrics for the card}."""
+def fit_law(cfg: dict, *, out: Path, ready=None) -> dict:
+    """Run both stages; returns {model (the release), data module, metrics for the card}. With ``cfg["ckpt_path"]``
+    ``last`` each stage resumes from its own ``<out>/checkpoints/<stage>/last.ckpt`` where there is one (the grid and
+    the initial validation, deterministic, are computed again). ``ready()`` is called once the captures are read and
+    validated, before any training."""
     model_cfg = {k: v for k, v in cfg["model"].items() if k != "kind"}
     bad = sorted(set(cfg.get("loss", {})) - set(LOSS_DEFAULTS))
     if bad:
@@ -144,9 +154,12 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     unknown = sorted(set(cfg.get("stages", {})) - set(STAGE_DEFAULTS))
     if unknown:
         raise ConfigError(f"unknown stages {unknown}; known: {sorted(STAGE_DEFAULTS)}", key=f"stages.{unknown[0]}")
+    resume = cfg.get("ckpt_path") == "last"
     dm = RolloutData(**cfg["data"])
     t0 = time.time()
     dm.setup()
+    if ready is not None:
+        ready()
     metrics = {"setup_s": time.time() - t0, "train_episodes": len(dm.train_ids), "val_episodes": len(dm.val_ids),
                "train_windows": dm.n_windows, "window_frames": dm.cfg["window_frames"]}
     rot_w = float(loss["rot_weight_val"])
@@ -165,7 +178,7 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
     prior_rows = init_rows
     if stages["prior"]["epochs"] > 0:
         init_state = {k: v.clone() for k, v in m1.model.state_dict().items()}
-        tr.fit(m1, datamodule=dm)
+        _fit(tr, m1, dm, ck, resume)
         prior_rows = _load_best(m1, ck, init_rows)
         if _summary(prior_rows, rot_w)["score"] > _summary(init_rows, rot_w)["score"]:
             # no epoch beat the initial law on whole validation episodes: keep it (normalizer statistics
@@ -183,7 +196,7 @@ def fit_law(cfg: dict, *, out: Path) -> dict:
                               **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers
         tr2, ck2 = _trainer(out, "corrections", stages["corrections"]["epochs"], cfg.get("trainer", {}))
-        tr2.fit(m2, datamodule=dm)
+        _fit(tr2, m2, dm, ck2, resume)
         corr_rows = _load_best(m2, ck2, prior_rows)
         for r in corr_rows + prior_rows:
             r["score"] = r["pos_pct"] + rot_w * r["rot_deg"]

@@ -24,8 +24,8 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from ..model.contact_law import ContactLawGNN
-from ..model.lightning import checked_data_config, load_split
 from ..sim.twin import Twin
+from .episodes import checked_data_config, load_split
 from .objective import episode_scores, rollout_episodes, window_loss
 from .windows import batches, episode_windows, group_episodes
 
@@ -90,6 +90,13 @@ class RolloutData(L.LightningDataModule):
                            key=lambda x: x[1].num_frames)
         self.train_episode_items = [train_eps[k:k + 16] for k in range(0, len(train_eps), 16)]  # whole episodes
         self.n_windows = len(self.windows)
+
+    def state_dict(self) -> dict:
+        """What a resumed fit needs (Lightning keeps it in the checkpoint): the epoch counter that seeds the shuffle."""
+        return {"epoch": int(self.epoch)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch = int(state["epoch"])
 
     def train_items(self, epoch: int) -> list:
         rng = np.random.default_rng((int(self.cfg["split_seed"]), epoch))
@@ -172,6 +179,18 @@ class RolloutLightning(L.LightningModule):
         self.val_history.append({"epoch": int(self.current_epoch), "pos_pct": pos, "rot_deg": rot, "score": score,
                                  "prior": {grp: self.model.prior(grp).to_json() for grp in ("surface", "body")}})
         self.val_rows[int(self.current_epoch)] = rows
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # the best epoch is chosen from these after the fit (``fit._load_best``): a resumed stage needs them too;
+        # and torch's generator (each data loader draws from it; the corrections' initial weights come after)
+        checkpoint["val_history"], checkpoint["val_rows"] = self.val_history, self.val_rows
+        checkpoint["torch_rng_state"] = torch.get_rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.val_history = list(checkpoint.get("val_history", []))
+        self.val_rows = {int(k): v for k, v in checkpoint.get("val_rows", {}).items()}
+        if "torch_rng_state" in checkpoint:
+            torch.set_rng_state(checkpoint["torch_rng_state"])
 
     def configure_optimizers(self):
         self._set_trainable()

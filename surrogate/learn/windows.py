@@ -10,7 +10,7 @@ trained on: poses alone identify only ``mu x f_n`` of a held object, not the gri
 Initial states are never the recorded velocities (backward differences of noisy tracked
 poses): a window starting at frame 0 uses the benchmarks' first-state estimate
 (``surrogate.estimate.initial_free_state``), later windows the Savitzky-Golay smoothed state
-(``surrogate.model.targets.smooth_pose``).
+(``surrogate.estimate.smooth_pose``).
 
 Windows of episodes that share a scene (object, hand, rate, gravity) are batched together:
 the twin steps one scene for many windows at once.
@@ -23,10 +23,8 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from ..estimate import initial_free_state
-from ..model import targets as T
-from ..model.data import sensor_pads
-from ..scenes.from_capture import recorded_joint_columns, scene_for_episode
+from ..estimate import DEFAULT_ORDER, DEFAULT_WINDOW, initial_free_state, smooth_pose
+from ..scenes.from_capture import recorded_joint_columns, scene_for_episode, sensor_pads
 
 
 @dataclass
@@ -134,7 +132,7 @@ def state_at(ep, frame: int, *, init_frames: int, smooth: dict | None) -> np.nda
 
 
 def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int, init_frames: int = 5,
-                    window: int = T.DEFAULT_WINDOW, order: int = T.DEFAULT_ORDER, group: int = 0,
+                    window: int = DEFAULT_WINDOW, order: int = DEFAULT_ORDER, group: int = 0,
                     with_force: bool = False) -> list[Window]:
     """The windows of one episode: starts every ``stride`` frames, ``frames`` frames long (an episode
     shorter than that gives one window of its whole length). ``frames <= 0``: the whole episode;
@@ -145,7 +143,7 @@ def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int,
     W = n - 1 if frames <= 0 else min(int(frames), n - 1)
     starts = list(range(0, n - W, int(stride))) if stride > 0 else []
     starts = starts or [0]
-    sm = T.smooth_pose(ep.timestamps, ep.object_pose, ep.object_pose_valid, window=window, order=order)
+    sm = smooth_pose(ep.timestamps, ep.object_pose, ep.object_pose_valid, window=window, order=order)
     valid = np.asarray(ep.object_pose_valid, bool) if ep.object_pose_valid is not None else np.ones(n, bool)
     out = []
     for s in starts:

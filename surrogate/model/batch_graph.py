@@ -1,17 +1,13 @@
 """Batched contact graphs straight from many ``MjData`` (one PyG ``Data`` for all environments).
 
-The one contact-graph builder: the hybrid stepper (``surrogate.sim``), the differentiable twin and
-the v1 one-step training data (``graph.graph_from_mjdata``, one ``MjData`` at a time) all build their
-graphs here. The Python loop is reduced to reading a few arrays per ``MjData``; everything per
+The one contact-graph builder: the hybrid stepper (``surrogate.sim``) and the differentiable twin
+build their graphs here. The Python loop is reduced to reading a few arrays per ``MjData``; everything per
 contact is vectorized numpy.
 
-The graph is a ``ContactGraph`` (plain attributes; ``to_pyg()`` makes a PyG ``Data``). One
-difference in layout, none in the forces: every environment gets the same fixed node
-set, ``K = 1 + len(others)`` nodes (node 0 the object, then every body that appears in an
-owned pair, sorted by body id), so node ``k`` of environment ``i`` is node ``i * K + k``.
-``graph_from_mjdata`` keeps only the bodies in contact at that step. A node without edges
-sends and receives no messages, so the per-contact outputs of the GNN are identical
-(``tests/test_stepper.py`` checks this against ``graph_from_mjdata``).
+The graph is a ``ContactGraph`` (plain attributes; ``to_pyg()`` makes a PyG ``Data``). Every
+environment gets the same fixed node set, ``K = 1 + len(others)`` nodes (node 0 the object, then
+every body that appears in an owned pair, sorted by body id), so node ``k`` of environment ``i`` is
+node ``i * K + k``; a node without edges sends and receives no messages.
 
 Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as in
 ``surrogate.model.graph``::
@@ -49,7 +45,7 @@ from ..scenes.scene import match_pair_keys, pair_keys
 class ContactGraph(SimpleNamespace):
     """The batched graph as plain attributes (the fields of the module docstring).
 
-    Everything ``ContactGNN`` reads is an attribute, as on a PyG ``Data``; building a ``Data``
+    Everything ``ContactLawGNN`` reads is an attribute, as on a PyG ``Data``; building a ``Data``
     costs ~0.5 ms per call in PyG's attribute storage, so the stepper does not. ``to_pyg()``
     gives a real ``Data`` for PyG tools.
     """
@@ -175,7 +171,7 @@ class GraphBuilder:
       object_body: body id of the object.
       length: m, object size L.
       owned_pair_ids: [P] model pair ids owned by the contact model; or ``owned_pair_keys``: their sorted
-        geom-pair keys (``scenes.scene.pair_keys``), as a ``graph.SceneInfo`` holds them.
+        geom-pair keys (``scenes.scene.pair_keys``), as ``Scene._keys`` holds them.
     """
 
     def __init__(self, model: mujoco.MjModel, *, object_body: int, length: float, owned_pair_ids: Sequence[int] | None = None,

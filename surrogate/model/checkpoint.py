@@ -7,9 +7,11 @@ parameter count, FLOPs per contact); ``data`` (dataset name, root, sha256 prefix
 validation episode ids, margin, substeps, smoothing window); ``training`` (config,
 wall time, metrics); ``versions`` (package versions). Loading a card of another schema
 version, or with other feature definitions, fails with a message that says what differs.
-The end-to-end peer (``gns.GNSNet``, ``GNS_CLASS``) has its own ``features`` section
-(``gns.feature_card``: node and edge features, units L and frame period, input and target
-normalizers) and a ``model.description``; its ``data`` adds the gravity it learned in L / frame^2.
+The end-to-end peer (``surrogate.baselines.gns.GNSNet``, ``GNS_CLASS``; a baseline outside this package, which
+registers its class here when imported: ``register_peer``) has its own ``features`` section (node and edge
+features, units L and frame period, input and target normalizers) and a ``model.description``; its ``data`` adds
+the gravity it learned in L / frame^2. Cards written before it moved name ``surrogate.model.gns.GNSNet``: an
+alias of the same class (``END_TO_END``).
 """
 
 from __future__ import annotations
@@ -24,20 +26,27 @@ from safetensors.torch import load_file, save_file
 
 from ..atomic import atomic_directory, current_umask, pid_lock, write_json_atomic
 from ..errors import ForeignOutputError, SurrogateError
-from . import gns, law_ranges
+from . import law_ranges
 from . import graph as G
 from .contact_law import ContactLawGNN, law_cost
-from .gnn import ContactGNN, model_cost
 
-GNS_CLASS = "surrogate.model.gns.GNSNet"  # the end-to-end peer: its own features (no contact graph)
+GNS_CLASS = "surrogate.baselines.gns.GNSNet"  # the end-to-end peer: its own features (no contact graph)
+END_TO_END = (GNS_CLASS, "surrogate.model.gns.GNSNet")  # its class, and the name its cards had before it moved
+V1_CLASS = "surrogate.model.gnn.ContactGNN"  # contact model v1 (raw forces), removed: its cards are refused
 # The model classes a card may name (the card's ``model.class``), with their cost function.
 MODEL_CLASSES = {
-    "surrogate.model.gnn.ContactGNN": (ContactGNN, model_cost),
     "surrogate.model.contact_law.ContactLawGNN": (ContactLawGNN, law_cost),
-    GNS_CLASS: (gns.GNSNet, gns.gns_cost),
 }
+PEER_FEATURES: dict = {}  # END_TO_END class name -> (feature_card(model), feature_mismatch(features, hparams))
+
+
+def register_peer(cls, cost, feature_card, feature_mismatch) -> None:
+    """Make the end-to-end peer's checkpoints (``END_TO_END``, both names) export and load; called by
+    ``surrogate.baselines.gns`` when it is imported."""
+    for name in END_TO_END:
+        MODEL_CLASSES[name] = (cls, cost)
+        PEER_FEATURES[name] = (feature_card, feature_mismatch)
 OUTPUTS = {
-    ContactGNN: "per contact: F = f_n n + F_t (world), f_n = F0 softplus(o0), |F_t| < mu f_n, mu = mu_max sigmoid(o5)",
     ContactLawGNN: ("per contact: the passive law (surrogate.model.law) with k = k* F0/L^p exp(s_k tanh o_k), "
                     "c = c*/V exp(s_c tanh o_c), mu = mu* exp(s_mu tanh o_mu); forces solved semi-implicitly"),
 }
@@ -48,7 +57,7 @@ def _class_name(model) -> str:
 
 def is_end_to_end(card: dict) -> bool:
     """True for a card of the end-to-end peer (it predicts whole steps, no MuJoCo), false for a contact model."""
-    return (card.get("model") or {}).get("class") == GNS_CLASS
+    return (card.get("model") or {}).get("class") in END_TO_END
 
 
 SCHEMA = "contact-surrogate-checkpoint"
@@ -73,8 +82,8 @@ def _versions() -> dict:
 
 
 def feature_card(model) -> dict:
-    if isinstance(model, gns.GNSNet):
-        return gns.feature_card(model)
+    if _class_name(model) in PEER_FEATURES:
+        return PEER_FEATURES[_class_name(model)][0](model)
     em, es = model.edge_norm.stats()
     nm, ns = model.node_norm.stats()
     return {
@@ -140,8 +149,13 @@ def read_card(path) -> dict:
                               f"reads {SCHEMA_VERSION!r}. Re-export the checkpoint or install the matching package version.")
     f = card.get("features", {})
     model = card.get("model") if isinstance(card.get("model"), dict) else {}
-    if model.get("class") == GNS_CLASS:
-        why = gns.feature_mismatch(f, model.get("hparams") if isinstance(model.get("hparams"), dict) else {})
+    if model.get("class") in END_TO_END:
+        if model["class"] not in PEER_FEATURES:
+            raise CheckpointError(f"{p}: the end-to-end peer (a baseline, no contact model): import "
+                                  f"surrogate.baselines.gns first (it registers its checkpoints), or score it with "
+                                  f"surrogate bench cube-real")
+        hp = model.get("hparams") if isinstance(model.get("hparams"), dict) else {}
+        why = PEER_FEATURES[model["class"]][1](f, hp)
         if why:
             raise CheckpointError(f"{p}: the card's feature definitions differ from this package's end-to-end peer "
                                   f"({why}); the weights would be fed the wrong inputs")
@@ -219,8 +233,9 @@ def _check_hparams(hp: dict, *, law: bool, card: Path, peer: bool = False) -> No
 
 
 def load_checkpoint(path):
-    """(model in eval mode, card) from a checkpoint folder: a ``ContactGNN``, a ``ContactLawGNN`` or the
-    end-to-end peer ``gns.GNSNet`` (``GNS_CLASS``; ``is_end_to_end(card)`` tells them apart).
+    """(model in eval mode, card) from a checkpoint folder: a ``ContactLawGNN`` or the end-to-end peer
+    (``END_TO_END``, registered by ``surrogate.baselines.gns``; ``is_end_to_end(card)`` tells them apart). A v1
+    card (``V1_CLASS``) is refused.
 
     The weights must match the card's content hash (``weights_sha256``; cards written before it was
     recorded load without the check) and be finite: a flipped byte or a NaN is refused, naming the file.
@@ -229,13 +244,16 @@ def load_checkpoint(path):
     """
     p = Path(path)
     card = read_card(p)
-    name = card.get("model", {}).get("class", "surrogate.model.gnn.ContactGNN")
+    name = card.get("model", {}).get("class", V1_CLASS)  # v1 cards were written before the class was recorded
+    if name == V1_CLASS:
+        raise CheckpointError(f"{p / CARD}: a v1 raw-force checkpoint (ContactGNN), no longer supported; retrain it as "
+                              f"contact model v2 (surrogate train with model.kind: law, e.g. --config cube_tosses)")
     if name not in MODEL_CLASSES:
         raise CheckpointError(f"{p / CARD}: unknown model class {name!r}; this package knows {sorted(MODEL_CLASSES)}")
     if not isinstance(card.get("model", {}).get("hparams"), dict):
         raise CheckpointError(f"{p / CARD}: model.hparams must be a mapping of the model's arguments")
     _check_hparams(card["model"]["hparams"], law=MODEL_CLASSES[name][0] is ContactLawGNN, card=p / CARD,
-                   peer=name == GNS_CLASS)
+                   peer=name in END_TO_END)
     try:
         model = MODEL_CLASSES[name][0](**card["model"]["hparams"])
     except (TypeError, ValueError) as e:

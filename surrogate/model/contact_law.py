@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from . import graph as G
-from .gnn import InteractionLayer, Normalizer, mlp
+from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .law import LawPrior, point_law, solve_free_object
 
 # Features that do not depend on any velocity: the stiffness head only sees these, so the
@@ -248,12 +248,11 @@ class ContactLawGNN(nn.Module):
 
 def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:
     """Parameter count and multiply-add FLOPs per contact of the networks (the law's solve is ~1k FLOPs on top)."""
-    from .gnn import _mlp_flops, count_parameters
-
     if not model.corrections:
         return {"parameters": count_parameters(model), "flops_per_contact": 1000, "edge_flops": 1000, "node_flops": 0}
-    edge = _mlp_flops(model.stiffness_mlp) + _mlp_flops(model.edge_enc) + _mlp_flops(model.decoder) + \
-        sum(_mlp_flops(layer.edge_mlp) for layer in model.layers) + 1000
-    node = _mlp_flops(model.node_enc) + sum(_mlp_flops(layer.node_mlp) for layer in model.layers if layer.node_mlp is not None)
+    edge = mlp_flops(model.stiffness_mlp) + mlp_flops(model.edge_enc) + mlp_flops(model.decoder) + \
+        sum(mlp_flops(layer.edge_mlp) for layer in model.layers) + 1000
+    node = mlp_flops(model.node_enc) + sum(mlp_flops(layer.node_mlp) for layer in model.layers
+                                           if layer.node_mlp is not None)
     return {"parameters": count_parameters(model), "flops_per_contact": int(edge + nodes_per_contact * node),
             "edge_flops": int(edge), "node_flops": int(node)}

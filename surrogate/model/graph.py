@@ -1,10 +1,10 @@
-"""Contact graphs from MuJoCo's collision detection, for live ``MjData`` and for captures alike.
+"""The contact graph's fields and the network's features of them (the graph itself: ``batch_graph.GraphBuilder``).
 
 One graph per (environment, time step). Nodes are the bodies that take part in owned
 contacts (node 0 of every graph is the object); every contact candidate MuJoCo reports
 on an owned pair within the detection distance is one directed edge ``other -> object``
 (several parallel edges between the same two bodies are normal: a box on the ground has
-up to 4). Many graphs form one ``torch_geometric.data.Batch``.
+up to 4). The graphs of many environments form one batched graph.
 
 Graphs carry *raw geometry* only, as vectors relative to the bodies (nothing that
 depends on where the scene is in the world), in SI units::
@@ -23,9 +23,9 @@ depends on where the scene is in the world), in SI units::
     gravity    [G, 3]  m/s^2;  length [G] object size L (m);  mass_ref [G] object mass (kg)
     object_index [G]   node index of each graph's object (incremented by PyG when batching)
 
-The model (``surrogate.model.gnn``) turns these into nondimensional features with
-``edge_features`` / ``node_features`` (differentiable torch, so an unrolled integrator can
-move the contacts), using L, V = sqrt(|g| L) and F0 = m |g| as units:
+The network (``surrogate.model.contact_law``) turns these into nondimensional features with
+``edge_features`` / ``node_features`` (differentiable torch, so the twin's rollouts can move
+the contacts), using L, V = sqrt(|g| L) and F0 = m |g| as units:
 
 Edge features (``EDGE_FEATURES``, 41): with n the normal, v = relative velocity of the
 object's material point over the other body's at the contact, w = relative angular
@@ -39,18 +39,13 @@ Node features (``NODE_FEATURES``, 9): static, is_object, log(m / m_ref) (0 if st
 
 Every feature is a rotation invariant (dot products, norms, and triple products with the
 normal), so translating or rotating the whole scene with gravity leaves them unchanged.
-The reported contact frame (``contact_frames``) is (n, e1, e2) with e1 the tangential
-direction of r_obj (MuJoCo's tangent only breaks the tie when |r_obj_t| < 1e-6 L).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mujoco
 import numpy as np
 import torch
-from torch_geometric.data import Batch, Data
 
 GEOM_TYPES = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "other")
 _MJ_TYPE = {
@@ -78,77 +73,6 @@ def geom_descriptor(model: mujoco.MjModel, geom_id: int) -> np.ndarray:
         out[8] = model.geom_rbound[geom_id]
         out[9:12] = np.sort(model.geom_aabb[geom_id, 3:6])
     return out
-
-
-@dataclass
-class SceneInfo:
-    """What the builder needs to know about a scene beyond the MjModel.
-
-    Attributes:
-      object_body: body id of the object (node 0).
-      length: m, object size L (largest bounding-box side).
-      owned_pair_keys: sorted ``min(g1,g2) * ngeom + max(g1,g2)`` keys of the owned pairs
-        (as ``Scene._keys``); contacts of other pairs are ignored.
-    """
-
-    object_body: int
-    length: float
-    owned_pair_keys: np.ndarray
-
-    @classmethod
-    def from_scene(cls, scene) -> "SceneInfo":
-        return cls(object_body=int(scene.object_body_id), length=float(scene.obj.size), owned_pair_keys=np.asarray(scene._keys))
-
-
-def graph_from_mjdata(model: mujoco.MjModel, data: mujoco.MjData, info: SceneInfo, *, body_vel=None, builder=None) -> Data:
-    """One contact graph from ``data`` after collision detection (``mj_step1``/``mj_forward``), as a PyG ``Data``
-    whose nodes are the object and the bodies in contact (the v1 training layout).
-
-    Built by the one graph builder (``batch_graph.GraphBuilder``, as the stepper's and the twin's graphs), then
-    pruned to the nodes with contacts.
-
-    Args:
-      model, data: the scene in ``external`` mode (MuJoCo detects owned contacts, applies no force).
-      info: ``SceneInfo.from_scene(scene)``.
-      body_vel: optional {body id: (v [3], w [3])} COM velocities (world) overriding the
-        ones ``data`` holds (captures pass smoothed velocities here).
-      builder: a ``GraphBuilder`` of this model and ``info`` (built here when not given; pass one to reuse it
-        over many frames).
-    Returns:
-      ``Data`` with the fields of the module docstring (float32), plus ``contact_id`` [E]
-      (index into ``data.contact``) and ``body_id`` [N] (MuJoCo body ids, for applying wrenches).
-    """
-    from .batch_graph import GraphBuilder
-
-    if builder is None:
-        builder = GraphBuilder(model, object_body=info.object_body, length=info.length,
-                               owned_pair_keys=info.owned_pair_keys)
-    g = builder.build(model, [data]).graph
-    src = g.edge_index[0]
-    nodes = torch.unique(torch.cat([torch.zeros(1, dtype=torch.long), src]))  # sorted: the object first
-    remap = torch.full((builder.K,), -1, dtype=torch.long)
-    remap[nodes] = torch.arange(len(nodes))
-    vel, omega = g.vel[nodes].clone(), g.omega[nodes].clone()
-    body_id = g.body_id[nodes]
-    for k, b in enumerate(body_id.tolist()):
-        if body_vel is not None and b in body_vel:
-            v, w = body_vel[b]
-            vel[k], omega[k] = torch.as_tensor(np.asarray(v), dtype=torch.float32), torch.as_tensor(np.asarray(w), dtype=torch.float32)
-    E = src.shape[0]
-    return Data(
-        num_nodes=len(nodes),
-        edge_index=torch.stack([remap[src], torch.zeros(E, dtype=torch.long)]),
-        normal=g.normal, dist=g.dist, r_obj=g.r_obj, r_oth=g.r_oth, tangent=g.tangent,
-        geom_obj=g.geom_obj, geom_oth=g.geom_oth,
-        vel=vel, omega=omega, mass=g.mass[nodes], inertia=g.inertia[nodes], static=g.static[nodes],
-        is_object=g.is_object[nodes], gravity=g.gravity, length=g.length, mass_ref=g.mass_ref,
-        object_index=torch.zeros(1, dtype=torch.long), contact_id=g.contact_id, body_id=body_id,
-    )
-
-
-def batch_graphs(graphs) -> Batch:
-    """Many graphs (environments x time steps) as one PyG ``Batch``; ``batch`` maps nodes to graphs."""
-    return Batch.from_data_list(list(graphs))
 
 
 def _edge_graph(g):
@@ -221,14 +145,3 @@ def node_features(g, vel=None, omega=None) -> torch.Tensor:
     speed = torch.sqrt((vel * vel).sum(-1, keepdim=True) + 1e-12) / V
     spin = torch.sqrt((omega * omega).sum(-1, keepdim=True) + 1e-12) * L / V
     return torch.cat([st, g.is_object[:, None], logm, inert, speed, (vel * gh).sum(-1, keepdim=True) / V, spin], dim=-1)
-
-
-def contact_frames(g) -> torch.Tensor:
-    """[E, 3, 3] reported contact frames, rows (n, e1, e2) in world axes: e1 along r_obj's tangential part."""
-    n = g.normal
-    L = g.length[_edge_graph(g), None]
-    rt = _tan(g.r_obj, n)
-    e1 = rt + 1e-6 * L * _tan(g.tangent, n)
-    e1 = e1 / e1.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    e2 = torch.cross(n, e1, dim=-1)
-    return torch.stack([n, e1, e2], dim=1)

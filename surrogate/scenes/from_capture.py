@@ -108,3 +108,24 @@ def recorded_joint_columns(model, joint_names) -> list[tuple[int, int, int]]:
             continue
         out.append((c, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
     return out
+
+
+def sensor_pads(scene, meta) -> list[tuple[int, int, int]]:
+    """[(sensor column, pad site id, pad body id)] for the dataset's force/torque sensors.
+
+    Sensor names follow the scenes: ``ft_<pad>`` (e.g. ``ft_left`` on ``pad_left``) or the
+    MuJoCo sensor names ``ft_<pad>_force``; a name that matches no pad is ignored.
+    """
+    m = scene.model
+    out = []
+    for s, name in enumerate(meta.wrench_sensors or []):
+        core = name[3:] if name.startswith("ft_") else name
+        core = core[:-6] if core.endswith("_force") else core
+        for site_name in (f"pad_{core}_site", f"{core}_site", core):
+            try:
+                site = m.site(site_name).id
+            except KeyError:
+                continue
+            out.append((s, site, int(m.site_bodyid[site])))
+            break
+    return out

@@ -1,6 +1,6 @@
 """Contact models the hybrid stepper can call, and the input-range check of learned ones.
 
-The interface is the one ``ContactGNN`` already has::
+The interface (``ContactLawGNN`` has it too, and is solved semi-implicitly: ``law_solve``)::
 
     forces = contact_model(graph)      # graph: batched contact graph (``surrogate.model.batch_graph``)
                                        # forces: [E, 3] N, world axes, on the object at each contact
@@ -9,7 +9,7 @@ The interface is the one ``ContactGNN`` already has::
 plus an optional ``prepare(model, datas)`` that the stepper calls first with the ``MjModel``
 and the ``MjData`` list the graph was built from (for models that read MuJoCo's state).
 
-Besides the GNN, two real contact models live here; the stepper's oracle tests use them:
+Besides the law, two real contact models live here; the stepper's oracle tests use them:
 
 * ``ZeroContact``: no force at all (the owned pairs are detected and ignored).
 * ``MuJoCoContact``: MuJoCo's own analytic contact force of every owned contact, solved on a
@@ -162,7 +162,7 @@ class InputRange:
 
     @classmethod
     def from_model(cls, model, *, k: float = 6.0) -> "InputRange | None":
-        """From a ``ContactGNN``'s normalizers (raw statistics); None if it has none or they are empty."""
+        """From a model's normalizers (``layers.Normalizer``, raw statistics); None if it has none or they are empty."""
         en, nn_ = getattr(model, "edge_norm", None), getattr(model, "node_norm", None)
         if en is None or nn_ is None or float(en.count) == 0 or float(nn_.count) == 0:
             return None

@@ -5,7 +5,7 @@ model's call, the force guards, the input-range check.
 
 Per physics step with ``contact="surrogate"``: ``qfrc_applied`` zeroed; ``mj_step1`` (and, for a law model,
 ``mj_fwdActuation`` + ``mj_fwdAcceleration`` for its solve) once; the batched graph from the copies' contacts
-(``copies.CopiesViews``); one call of the contact model; its generalized forces written into the copies'
+(``copies.CopiesViews``); one call of the contact model; its generalized forces ``J^T F`` written into the copies'
 ``qfrc_applied`` in one assignment; ``mj_step2`` once. A copy with a bad force (``on_bad_force="fallback"``)
 takes the step with analytic contact: its owned pairs are switched to analytic and ``mj_step1`` runs again for
 the batch (it changed no state, and the other copies' contacts and rows come out the same), so that the solver sees
@@ -39,8 +39,6 @@ def physics_step_surrogate_copies(copies, stepper) -> None:
     fallback = bool(bad_env.any())
     if qfrc is not None:
         copies.qfrc_applied[:] = qfrc
-    elif E:
-        _apply_wrenches(copies, stepper, cb, bad_env)
     if fallback:
         copies.qfrc_applied[bad_env] = 0.0
     t5 = time.perf_counter()
@@ -61,23 +59,6 @@ def physics_step_analytic_copies(copies, stepper) -> None:
     mujoco.mj_step(copies.model, copies.data)
     stepper._time["analytic"] += time.perf_counter() - t0
     stepper._set_last(None, None)
-
-
-def _apply_wrenches(copies, stepper, cb, bad_env) -> None:
-    """A raw-force model's wrenches at the COM of each node body (``hybrid_step._apply``), into the copies'
-    ``qfrc_applied``, but for the copies with a bad force (``mj_applyFT`` writes every dof of the copies model:
-    a NaN would reach all copies)."""
-    W, K, nb = stepper.last_wrench, cb.K, stepper.builder.node_body
-    active = np.zeros((cb.num_envs, K), dtype=bool)
-    active[cb.env, 0] = True
-    active[cb.env, cb.node % K] = True
-    active[:, np.setdiff1d(np.arange(K), stepper.builder.dynamic_nodes)] = False
-    active &= ~bad_env[:, None]
-    m, D, body = copies.model, copies.data, copies.layout.body
-    for i, k in zip(*np.nonzero(active)):
-        b = int(body[i, nb[k]])
-        w = W[i, k]
-        mujoco.mj_applyFT(m, D, w[:3], w[3:], D.xipos[b], b, D.qfrc_applied)
 
 
 def _fallback(copies, stepper, bad_env) -> None:

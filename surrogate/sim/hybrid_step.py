@@ -14,7 +14,7 @@ import torch
 
 from ..errors import ConfigError, SurrogateError
 from ..model.law import cross
-from .law_solve import constant_law, law_forces
+from .law_solve import constant_law, contact_jacobians, law_forces
 
 
 class SurrogateStepError(SurrogateError, FloatingPointError):
@@ -42,8 +42,8 @@ def needs_graph(stepper) -> bool:
 
 
 def _contact_forces(m, datas, stepper, cb):
-    """(forces [E, 3] float64 on the object, generalized forces [B, nv] of a law model or None, the network's
-    input features if the inputs are checked, else None): one call of the contact model for the batch."""
+    """(forces [E, 3] float64 on the object, their generalized forces [B, nv], the network's input features if the
+    inputs are checked, else None): one call of the contact model for the batch."""
     model = stepper.contact_model
     prepare = getattr(model, "prepare", None)
     if prepare is not None:
@@ -52,18 +52,27 @@ def _contact_forces(m, datas, stepper, cb):
     if stepper.input_range is not None and stepper.check_inputs and hasattr(model, "features"):
         with torch.inference_mode():  # computed once: the network's input and the range check's
             feats = model.features(cb.graph)
-    qfrc = None
+    stepper._stats["network_calls"] += 1
     if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
-        f, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper._views,
-                             accelerated=True)
-    else:
-        with torch.inference_mode():
-            f = model(cb.graph) if feats is None else model(cb.graph, features=feats)
+        forces, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper._views,
+                                  accelerated=True)
+        return forces, qfrc, feats
+    # any other contact model (the oracles ``contact.MuJoCoContact``, ``ZeroContact``) returns forces
+    with torch.inference_mode():
+        f = model(cb.graph)
     forces = f.detach().double().numpy() if isinstance(f, torch.Tensor) else np.asarray(f, dtype=np.float64)
     if forces.shape != (cb.num_contacts, 3):
         raise ConfigError(f"contact model returned shape {forces.shape}, expected ({cb.num_contacts}, 3)", key="contact_model")
-    stepper._stats["network_calls"] += 1
-    return forces, qfrc, feats
+    return forces, generalized_forces(stepper.builder, cb, forces), feats
+
+
+def generalized_forces(builder, cb, forces: np.ndarray) -> np.ndarray:
+    """[B, nv] ``J^T F`` of per-contact forces [E, 3] (on the object, world axes; the other body gets -F at the same
+    point), as the law's solve returns them: every contact model's forces reach MuJoCo the same way."""
+    J = contact_jacobians(builder, cb)  # [E, 3, nv]
+    q = np.zeros((cb.num_envs, J.shape[2]))
+    np.add.at(q, cb.env, np.einsum("eiv,ei->ev", J, np.nan_to_num(forces)))  # a bad env's NaN: not applied anyway
+    return q
 
 
 def _bad_force_envs(m, stepper, cb, forces: np.ndarray) -> np.ndarray:
@@ -124,22 +133,6 @@ def node_wrenches(cb, forces: np.ndarray) -> np.ndarray:
     return W.reshape(cb.num_envs, cb.K, 6)
 
 
-def _apply(m, datas, stepper, cb, forces, bad_env) -> None:
-    """Add a raw-force model's forces of the environments without a bad force to their ``qfrc_applied`` (a law
-    model's generalized forces are added right before each ``mj_step2``, ``physics_step_surrogate``)."""
-    W, K = stepper.last_wrench, cb.K
-    nb = stepper.builder.node_body
-    active = np.zeros((cb.num_envs, K), dtype=bool)
-    active[cb.env, 0] = True
-    active[cb.env, cb.node % K] = True
-    active[:, np.setdiff1d(np.arange(K), stepper.builder.dynamic_nodes)] = False
-    active &= ~bad_env[:, None]
-    for i, k in zip(*np.nonzero(active)):
-        d = datas[i]
-        w = W[i, k]
-        mujoco.mj_applyFT(m, d, w[:3], w[3:], d.xipos[nb[k]], int(nb[k]), d.qfrc_applied)
-
-
 def _fallback(m, datas, stepper, bad_env) -> None:
     """The environments with a bad force take this step with analytic contact."""
     # mj_step1 changed no state (qpos, qvel, act, time), so the analytic step can start over.
@@ -159,9 +152,9 @@ def contact_stage(m, datas, stepper, views):
     """Steps 2-4 of a surrogate physics step, after ``mj_step1``: the batched contacts (``views``: the batch's
     ``DataViews``, or a ``copies.CopiesViews`` with ``datas`` the ``Copies`` and ``m`` the scene's model), one call of
     the contact model, the force guards and the input check; the last step's forces kept (zero, not NaN, for the
-    environments with a bad force). Returns (ContactBatch, forces [E, 3], a law model's generalized forces [B, nv] or
-    None, bad_env [B] bool, the clock after each of the three stages)."""
-    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=stepper.law_model, views=views,
+    environments with a bad force). Returns (ContactBatch, forces [E, 3], their generalized forces [B, nv] (None
+    without contacts), bad_env [B] bool, the clock after each of the three stages)."""
+    cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=True, views=views,
                                graph=needs_graph(stepper))
     E = cb.num_contacts
     t_graph = time.perf_counter()
@@ -193,15 +186,13 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     cb, forces, qfrc, bad_env, (t2, t3, t4) = contact_stage(m, datas, stepper, views)
     E = cb.num_contacts
     fallback = bool(bad_env.any())
-    if E and qfrc is None:
-        _apply(m, datas, stepper, cb, forces, bad_env)
     t5 = time.perf_counter()
     if fallback:
         _fallback(m, datas, stepper, bad_env)
     t6 = time.perf_counter()
     good = np.flatnonzero(~bad_env).tolist() if fallback else range(len(datas))
-    if qfrc is not None:  # a law model's J^T F: one write per environment, right before its mj_step2
-        # qfrc_applied is zero since the mj_step1 loop (a law model writes nothing else there): a copy, not a sum
+    if qfrc is not None:  # J^T F: one write per environment, right before its mj_step2
+        # qfrc_applied is zero since the mj_step1 loop (nothing else writes there): a copy, not a sum
         applied = views.qfrc_applied
         if fallback:
             datas_good, applied, qfrc = [datas[i] for i in good], [applied[i] for i in good], qfrc[good]

@@ -123,7 +123,7 @@ def rollout(scene, state0, controls=None, *, contact="analytic", substeps: int =
       state0: [B, nstate] ``STATE_SPEC`` states (``object_states`` / ``states_from_qpos`` make them).
       controls: [B or 1, >= S, nu] actuator commands per physics step, or None (zero ``ctrl``).
       contact: ``"analytic"`` (MuJoCo's contact, ``mujoco.rollout``), a contact model (a
-        ``ContactGNN``, ``MuJoCoContact``, ...: a ``Stepper`` is built on ``scene`` and closed after),
+        ``ContactLawGNN``, ``MuJoCoContact``, ...: a ``Stepper`` is built on ``scene`` and closed after),
         or a ``Stepper`` of ``scene`` (its options and statistics stay the caller's).
       substeps: physics steps per frame.
       frames: F frames to return, frame 0 the initial state; default: what ``controls`` cover.
@@ -267,7 +267,7 @@ def _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads) ->
 def rollout_mujoco(model, scene, states, n_frames: int, *, substeps: int, models=None) -> np.ndarray:
     """[B, n_frames, 7] object poses of free objects from B (pos, quat, vel world, omega body) states.
 
-    A thin caller of ``rollout``: ``model`` a ``ContactGNN`` (surrogate contact, through the
+    A thin caller of ``rollout``: ``model`` a ``ContactLawGNN`` (surrogate contact, through the
     stepper) or None (MuJoCo's analytic contact); ``models`` as in ``rollout`` (analytic only).
     """
     qpos = np.array([np.concatenate([p, q]) for p, q, _, _ in states])

@@ -14,13 +14,13 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
    an error naming env, step and body (``on_bad_force="raise"``) or makes that environment
    take this step with MuJoCo's analytic contact (``"fallback"``); inputs outside the
    model's training range are counted; both are reported by ``stats()`` and warned about once;
-5. the forces go into ``qfrc_applied`` (zeroed before step 1): a law model's generalized forces
-   ``J^T F`` (``law_solve``) in one write per environment, right before its ``mj_step2`` (and the
-   ``mj_fwdActuation`` / ``mj_fwdAcceleration`` its solve needs run in the ``mj_step1`` loop: one pass
-   over each ``MjData`` for both, while it is in the cache); for a raw-force model each body's wrench
-   (the object gets F at the contact, the other body -F: equal and opposite) with ``mj_applyFT``
-   at its COM. A constant law (no network) is stepped from the contact arrays without building
-   the torch graph; the per-body wrenches (``last_wrench``, ``pad_wrenches``) are computed when read;
+5. the forces go into ``qfrc_applied`` (zeroed before step 1) as generalized forces ``J^T F`` (the object
+   gets F at the contact, the other body -F: equal and opposite) in one write per environment, right before
+   its ``mj_step2``: a law model's from its solve (``law_solve``; the ``mj_fwdActuation`` /
+   ``mj_fwdAcceleration`` it needs run in the ``mj_step1`` loop: one pass over each ``MjData`` for both, while
+   it is in the cache), any other model's (the oracles of ``contact``) from its forces
+   (``hybrid_step.generalized_forces``). A constant law (no network) is stepped from the contact arrays without
+   building the torch graph; the per-body wrenches (``last_wrench``, ``pad_wrenches``) are computed when read;
 6. ``mj_step2``.
 
 The numpy views of each ``MjData``'s arrays that these steps read and write are made once per batch
@@ -102,7 +102,8 @@ class Stepper:
 
     Args:
       scene: the ``Scene`` (its owned pairs and object).
-      contact_model: a ``ContactModel`` (a ``ContactGNN`` is one), or a checkpoint folder; needed
+      contact_model: a ``ContactLawGNN``, another ``ContactModel`` (``contact.MuJoCoContact``, ...), or a
+        checkpoint folder; needed
         for ``contact="surrogate"``.
       contact: ``surrogate`` or ``analytic``.
       roles: owned-pair roles the contact model takes over (default all: pads, table, ground);
@@ -135,7 +136,8 @@ class Stepper:
 
             contact_model = load_checkpoint(contact_model)[0]
         if contact == "surrogate" and contact_model is None:
-            raise ConfigError("contact='surrogate' needs a contact_model (a ContactGNN, a ContactModel or a checkpoint)",
+            raise ConfigError("contact='surrogate' needs a contact_model (a ContactLawGNN, a ContactModel or a "
+                              "checkpoint)",
                               key="contact_model")
         if contact_model is not None and not callable(contact_model):
             raise ConfigError("contact_model must be callable: graph -> [E, 3] forces", key="contact_model")

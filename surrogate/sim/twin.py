@@ -11,7 +11,7 @@ For B episodes (windows) at once, every physics step:
    value, ``d = d0 + n . (dx_point)``: equal to MuJoCo's in value, differentiable in the pose;
 4. the contact model gives forces (``ContactLawGNN.solve``: the semi-implicit law), and the object
    takes the same semi-implicit Euler step MuJoCo takes for a free body
-   (``surrogate.model.dynamics.rigid_step``).
+   (``surrogate.sim.rigid_body.rigid_step``).
 
 Other bodies (a hand) are kinematic: their joint positions and velocities are given per step
 (recorded joint positions for grasps), so gradients flow through the object only. With the
@@ -29,7 +29,7 @@ import mujoco
 import numpy as np
 import torch
 
-from ..model.dynamics import rigid_step
+from .rigid_body import rigid_step
 from ..quat import quat_to_mat
 from ..scenes import set_contact_mode
 from ..model.batch_graph import GraphBuilder, concat_graphs

@@ -3,7 +3,8 @@
 - ``config``: finding a config (path or packaged name), defaults, the path rule, the resolved config;
 - ``keys``: the keys every section may hold, checked against the code that reads them;
 - ``dataset``: a missing capture dataset names the command that creates it;
-- ``run``: the two training paths (``model.kind: gnn`` v1, ``law`` contact model v2), export, resume checks;
+- ``run``: the training paths (``model.kind: law``, contact model v2, the default; ``gns``, the end-to-end peer)
+  and export;
 - ``cli``: the arguments shared by ``surrogate train`` and ``train.py``; ``main(argv)`` runs them in-process.
 
 In Python::
@@ -23,7 +24,7 @@ def __getattr__(name):  # lazy: ``from surrogate.training import fit`` imports t
     if name in ("load_config", "resolved_config", "find_config", "to_yaml", "DEFAULTS", "LAW_DEFAULTS"):
         from . import config
         return getattr(config, name)
-    if name in ("fit", "fit_gnn", "fit_law", "export_dir", "check_resume", "RUN_CONFIG"):
+    if name in ("fit", "fit_law", "export_dir", "RUN_CONFIG"):
         from . import run
         return getattr(run, name)
     if name == "main":
@@ -32,5 +33,5 @@ def __getattr__(name):  # lazy: ``from surrogate.training import fit`` imports t
     raise AttributeError(f"module 'surrogate.training' has no attribute {name!r}")
 
 
-__all__ = ["load_config", "resolved_config", "find_config", "to_yaml", "DEFAULTS", "LAW_DEFAULTS", "fit", "fit_gnn",
-           "fit_law", "export_dir", "check_resume", "RUN_CONFIG", "main"]
+__all__ = ["load_config", "resolved_config", "find_config", "to_yaml", "DEFAULTS", "LAW_DEFAULTS", "fit", "fit_law",
+           "export_dir", "RUN_CONFIG", "main"]

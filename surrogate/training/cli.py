@@ -3,7 +3,7 @@
     surrogate train --config cube_tosses                      # a packaged config, by name
     surrogate train -c configs/train/rig_default.yaml --set stages.prior.epochs=2 --seed 1
     surrogate train -c cube_tosses --print-config             # the resolved config as YAML; nothing runs
-    surrogate train -c my.yaml --accelerator gpu --devices 1  # gnn path only (the law path trains on the CPU)
+    surrogate train -c gns_cube --accelerator gpu --devices 1  # the end-to-end peer (the law trains on the CPU)
 """
 
 from __future__ import annotations

@@ -30,13 +30,7 @@ from . import keys
 
 _TRAINER = {"accelerator": "cpu", "devices": 1, "strategy": "auto", "deterministic": True, "log_every_n_steps": 20,
             "enable_progress_bar": True}
-DEFAULTS = {  # model.kind: gnn (the v1 network; the default kind)
-    "seed": 0, "out_dir": "runs/train", "ckpt_path": None, "threads": 1, "resume_changed": False,
-    "data": {}, "model": {}, "loss": {}, "optim": {},
-    "trainer": {"max_epochs": 10, **_TRAINER},
-    "export": {"dir": None, "release_dir": None, "eval_rollouts": 0},
-}
-LAW_DEFAULTS = {  # model.kind: law (contact model v2): epochs and learning rates per stage
+LAW_DEFAULTS = {  # model.kind: law (contact model v2; the default kind): epochs and learning rates per stage
     "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "stages": {},
     "trainer": dict(_TRAINER), "export": {"dir": None, "release_dir": None, "prior_dir": None},
 }
@@ -44,6 +38,7 @@ GNS_DEFAULTS = {  # model.kind: gns (the end-to-end peer, no MuJoCo)
     "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "optim": {},
     "trainer": {"max_epochs": 30, **_TRAINER}, "export": {"dir": None, "release_dir": None},
 }
+DEFAULTS = LAW_DEFAULTS  # the default kind's
 PATH_KEYS = ("out_dir", "ckpt_path", "data.root", "export.dir", "export.release_dir", "export.prior_dir")
 CKPT_KEYWORDS = ("last", "best", "hpc", "registry")  # Lightning's ckpt_path keywords
 TRAIN_CONFIGS = "train"  # packaged training configs: config_dir() / train / <name>.yaml
@@ -100,9 +95,9 @@ def resolve_paths(cfg: dict, base: Path, *, file=None) -> dict:
 
 
 def kind_of(cfg: dict, *, file=None) -> str:
-    """``model.kind`` of a (merged) config: ``gnn`` (default), ``law`` or ``gns``."""
+    """``model.kind`` of a (merged) config: ``law`` (default) or ``gns``."""
     model = cfg.get("model") or {}
-    return keys.check_kind(model.get("kind", "gnn") if isinstance(model, dict) else "gnn", file=file)
+    return keys.check_kind(model.get("kind", "law") if isinstance(model, dict) else "law", file=file)
 
 
 def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict:
@@ -119,7 +114,7 @@ def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict
     spec = keys.spec_for(kind)
     keys.check_section(data, spec, file=file)
     keys.check_section(over, spec, file=keys.SET_SOURCE)
-    defaults = {"law": LAW_DEFAULTS, "gns": GNS_DEFAULTS}.get(kind, DEFAULTS)
+    defaults = {"law": LAW_DEFAULTS, "gns": GNS_DEFAULTS}[kind]
     cfg = resolve_paths(merge(defaults, data), config_base(file), file=file)  # the file's paths: its project
     cfg = resolve_paths(merge(cfg, over), Path.cwd(), file=keys.SET_SOURCE)    # the command line's: here
     keys.check_values(cfg, kind, file=file)
@@ -136,10 +131,8 @@ def _model_defaults(kind: str) -> dict:
 
     if kind == "law":
         from ..model.contact_law import ContactLawGNN as cls
-    elif kind == "gns":
-        from ..model.gns import GNSNet as cls
     else:
-        from ..model.gnn import ContactGNN as cls
+        from ..baselines.gns import GNSNet as cls
     return {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
             if n != "self" and p.default is not inspect.Parameter.empty}
 
@@ -161,20 +154,11 @@ def resolved_config(cfg: dict) -> dict:
         stages = cfg.get("stages") or {}
         out["stages"] = {k: {**v, **(stages.get(k) or {})} for k, v in STAGE_DEFAULTS.items()}
         return _plain(out)
-    if kind == "gns":
-        from ..model.gns_data import DATA_DEFAULTS as GNS_DATA
-        from ..model.gns_lightning import LOSS_DEFAULTS as GNS_LOSS, OPTIM_DEFAULTS as GNS_OPTIM
+    from ..baselines.gns_data import DATA_DEFAULTS as GNS_DATA
+    from ..baselines.gns_lightning import LOSS_DEFAULTS as GNS_LOSS, OPTIM_DEFAULTS as GNS_OPTIM
 
-        for sec, d in (("data", GNS_DATA), ("loss", GNS_LOSS), ("optim", GNS_OPTIM)):
-            out[sec] = {**d, **(cfg.get(sec) or {})}
-        return _plain(out)
-    from ..model.data import DATA_DEFAULTS
-    from ..model.lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
-
-    loss = {**LOSS_DEFAULTS, **(cfg.get("loss") or {})}
-    out["data"] = {**DATA_DEFAULTS, **(cfg.get("data") or {}), "unroll_frames": int(loss.get("unroll_frames", 0))}
-    out["loss"] = loss
-    out["optim"] = {**OPTIM_DEFAULTS, **(cfg.get("optim") or {})}
+    for sec, d in (("data", GNS_DATA), ("loss", GNS_LOSS), ("optim", GNS_OPTIM)):
+        out[sec] = {**d, **(cfg.get(sec) or {})}
     return _plain(out)
 
 

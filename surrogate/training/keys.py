@@ -17,15 +17,13 @@ import inspect
 
 from ..errors import ConfigError
 
-KINDS = ("gnn", "law", "gns")  # model.kind: the v1 raw-force network (surrogate.model), contact model v2
-                               # (surrogate.learn), or the end-to-end peer (surrogate.model.gns, no MuJoCo)
+KINDS = ("law", "gns")  # model.kind: contact model v2 (surrogate.learn), or the end-to-end peer (surrogate.baselines)
 SET_SOURCE = "command line (--set)"
 
 _BY_TRAINING = "set by the training entry point (logs and checkpoints go under out_dir)"
 _LAW_EPOCHS = "with model.kind: law the epochs are stages.prior.epochs and stages.corrections.epochs"
 _LAW_FIT = "set by the law fit (surrogate.learn.fit)"
 TRAINER_RESERVED = {
-    "gnn": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING},
     "gns": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING,
             "num_sanity_val_steps": "the end-to-end peer's validation rolls whole episodes out; it runs after training epochs only",
             "max_steps": "the end-to-end peer trains trainer.max_epochs epochs (its learning-rate schedule spans them)"},
@@ -46,22 +44,19 @@ def _init_args(cls) -> list[str]:
 
 
 def trainer_spec(kind: str) -> dict:
-    """``trainer`` keys: lightning.Trainer's arguments (less those the training code sets itself), plus
-    ``early_stopping_patience`` on the gnn path."""
+    """``trainer`` keys: lightning.Trainer's arguments (less those the training code sets itself)."""
     import lightning as L
 
     spec = _leaves(_init_args(L.Trainer))
-    if kind == "gnn":
-        spec["early_stopping_patience"] = None
     spec.update(TRAINER_RESERVED[kind])
     return spec
 
 
 def gns_spec() -> dict:
     """The key spec of ``model.kind: gns`` (the end-to-end peer)."""
-    from ..model.gns import GNSNet
-    from ..model.gns_data import DATA_DEFAULTS
-    from ..model.gns_lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
+    from ..baselines.gns import GNSNet
+    from ..baselines.gns_data import DATA_DEFAULTS
+    from ..baselines.gns_lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
 
     return {"seed": None, "out_dir": None, "threads": None,
             "data": {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None}},
@@ -77,8 +72,6 @@ def gns_spec() -> dict:
 
 def spec_for(kind: str) -> dict:
     """The full key spec of a config whose ``model.kind`` is ``kind``."""
-    if kind == "gns":
-        return gns_spec()
     if kind == "law":
         from ..learn.fit import STAGE_DEFAULTS
         from ..learn.lightning import DATA_DEFAULTS, LOSS_DEFAULTS
@@ -92,23 +85,11 @@ def spec_for(kind: str) -> dict:
                 "loss": _leaves(LOSS_DEFAULTS), "stages": {k: _leaves(v) for k, v in STAGE_DEFAULTS.items()},
                 "trainer": trainer_spec(kind),
                 "export": {"dir": None, "release_dir": None, "prior_dir": None,
-                           "eval_rollouts": "only the gnn path rolls validation episodes out at export; the law fit "
-                                            "scores whole validation episodes every epoch"},
+                           "eval_rollouts": "the law fit scores whole validation episodes every epoch"},
                 "optim": "with model.kind: law the learning rates are stages.prior.lr and stages.corrections.lr",
-                "ckpt_path": "the law fit does not resume from a Lightning checkpoint (model.kind: law)",
-                "resume_changed": "the law fit does not resume (model.kind: law)"}
-    from ..model.data import DATA_DEFAULTS
-    from ..model.gnn import ContactGNN
-    from ..model.lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
-
-    data = {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None},
-            "unroll_frames": "set loss.unroll_frames (the data windows follow the loss)"}
-    return {"seed": None, "out_dir": None, "threads": None, "ckpt_path": None, "resume_changed": None, "data": data,
-            "model": {**_leaves(_init_args(ContactGNN)), "kind": None}, "loss": _leaves(LOSS_DEFAULTS),
-            "optim": _leaves(OPTIM_DEFAULTS), "trainer": trainer_spec(kind),
-            "export": {"dir": None, "release_dir": None, "eval_rollouts": None,
-                       "prior_dir": "only the law fit (model.kind: law) has a prior law to export"},
-            "stages": "training stages belong to model.kind: law; the gnn path trains one stage (optim, trainer)"}
+                "ckpt_path": None,
+                "resume_changed": None}
+    return gns_spec()
 
 
 def _unknown(key: str, dotted: str, spec: dict, *, file, where: str) -> ConfigError:
@@ -147,6 +128,10 @@ def check_section(cfg, spec: dict, *, file=None, where: str = "") -> None:
 
 def check_kind(kind, *, file=None) -> str:
     """``model.kind`` must be one of ``KINDS``."""
+    if kind == "gnn":
+        raise ConfigError("model.kind: gnn (the v1 raw-force network) is no longer supported; train contact model v2 "
+                          "with model.kind: law (configs/train/cube_tosses.yaml, rig_default.yaml)",
+                          file=file, key="model.kind")
     if kind not in KINDS:
         close = difflib.get_close_matches(str(kind), KINDS, n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -155,12 +140,16 @@ def check_kind(kind, *, file=None) -> str:
 
 
 def check_values(cfg: dict, kind: str, *, file=None) -> None:
-    """Values the key check cannot see: the law fit runs on the CPU only; a law prior inside its physical ranges
-    (``model.law_ranges``); a validation split that can validate; output folders that can be written."""
+    """Values the key check cannot see: the law fit runs on the CPU only and resumes from its stages' last epoch;
+    a law prior inside its physical ranges (``model.law_ranges``); a validation split that can validate; output
+    folders that can be written."""
+    if kind == "law" and cfg.get("ckpt_path") not in (None, "last"):
+        raise ConfigError(f"ckpt_path {cfg['ckpt_path']!r}: model.kind: law resumes with ckpt_path: last (each stage "
+                          "from its own out_dir/checkpoints/<stage>/last.ckpt)", file=file, key="ckpt_path")
     acc = cfg.get("trainer", {}).get("accelerator", "cpu")
     if kind == "law" and acc != "cpu":
         raise ConfigError(f"accelerator {acc!r}: model.kind: law trains on the CPU (the differentiable twin and its "
-                          "rollout windows live there); use accelerator cpu, or the gnn path for GPUs",
+                          "rollout windows live there); use accelerator cpu",
                           file=file, key="trainer.accelerator")
     if kind == "law":
         check_prior_values(cfg.get("model") or {}, file=file)

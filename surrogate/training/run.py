@@ -1,16 +1,12 @@
-"""One training run: the gnn path (v1, ``surrogate.model``), the law path (contact model v2, ``surrogate.learn``)
-or the end-to-end peer (``model.kind: gns``, ``surrogate.training.gns``).
+"""One training run: the law path (contact model v2, ``model.kind: law``, the default: ``surrogate.learn``) or
+the end-to-end peer (``model.kind: gns``, a baseline: ``surrogate.baselines.gns_fit``).
 
-CPU by default; DDP by config on the gnn path (``trainer.strategy: ddp``, ``trainer.devices: 2``, gloo on
-CPU). ``ckpt_path: last`` resumes a gnn run after an interruption.
-
-Every run writes its resolved config (defaults filled in) to ``<out_dir>/run_config.json`` (the gnn path
-after its captures are read and validated, the law path when it ends). A gnn resume (``ckpt_path`` set)
-whose ``data``, ``split``, ``model``, ``loss`` or ``optim`` section differs from that file is refused before
-any work, with a ConfigError naming every differing key (``data.split_seed: 0 -> 1``): the resumed weights
-were trained on the old split and settings, and the exported card would name validation episodes that were
-trained on. ``resume_changed: true`` resumes anyway (the file then records the new config); the ``trainer``,
-``export`` and other sections (e.g. more ``trainer.max_epochs``) may change freely.
+Every run writes its resolved config (defaults filled in) to ``<out_dir>/run_config.json`` (the law path once its
+captures are read and validated, and again when it ends). A law run resumed with ``ckpt_path: last`` whose ``data``,
+``model``, ``loss`` or ``stages`` section differs from that file is refused before any work, with a ConfigError
+naming every differing key (``data.split_seed: 0 -> 1``): the resumed weights were trained on the old split and
+settings, and the card would name validation episodes that were trained on. ``resume_changed: true`` resumes anyway
+(the file then records the new config); the ``trainer``, ``export`` and other sections may change freely.
 
 The trained model is exported as safetensors + JSON card to ``export.dir`` (the CLI sets it: default
 ``<out_dir>/export``); with ``--release`` to ``export.release_dir`` (a release under ``checkpoints/``), never
@@ -22,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -32,7 +27,7 @@ from .dataset import require_dataset
 from .setup import check_output_dir, check_split
 
 RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
-RESUME_SECTIONS = ("data", "split", "model", "loss", "optim")  # a resume must not change these
+RESUME_SECTIONS = ("data", "model", "loss", "stages")  # a resume (ckpt_path: last) must not change these
 
 
 def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, check: bool = True) -> str:
@@ -70,10 +65,9 @@ def _show(value) -> str:
 
 
 def check_resume(cfg: dict, resolved: dict) -> None:
-    """With ``ckpt_path`` set and ``<out_dir>/run_config.json`` present: refuse a resume whose data, split,
-    model, loss or optim section differs from the run's, naming every differing key, unless
-    ``resume_changed`` is true. The run's file is resolved the same way first (a file written before a
-    default was recorded compares equal)."""
+    """With ``ckpt_path`` set and ``<out_dir>/run_config.json`` present: refuse a resume whose data, model, loss
+    or stages section differs from the run's, naming every differing key, unless ``resume_changed`` is true. The
+    run's file is resolved the same way first (a file written before a default was recorded compares equal)."""
     path = Path(cfg["out_dir"]) / RUN_CONFIG
     if not cfg.get("ckpt_path") or cfg.get("resume_changed") or not path.is_file():
         return
@@ -100,10 +94,6 @@ def check_resume(cfg: dict, resolved: dict) -> None:
                           file=path, key=diffs[0][0])
 
 
-def _rank_zero() -> bool:
-    return os.environ.get("LOCAL_RANK", "0") == "0" and os.environ.get("NODE_RANK", "0") == "0"
-
-
 def _lightning_config_errors():
     from lightning.fabric.utilities.exceptions import MisconfigurationException
 
@@ -120,64 +110,16 @@ def fit(cfg: dict) -> dict:
     # one run per out_dir (its logs, run config and export): a second is refused, not silently lost
     with pid_lock(cfg["out_dir"]) if _rank_zero() else contextlib.nullcontext():
         try:
-            if kind == "gns":  # the end-to-end peer (no MuJoCo): surrogate.training.gns
-                from .gns import fit_gns
-                return fit_gns(cfg)
-            return fit_law(cfg) if kind == "law" else fit_gnn(cfg)
+            if kind == "gns":  # the end-to-end peer (a baseline, no MuJoCo): surrogate.baselines.gns_fit
+                from ..atomic import write_json_atomic
+                from ..baselines.gns_fit import fit_gns
+
+                out = fit_gns(cfg)
+                write_json_atomic(Path(cfg["out_dir"]) / RUN_CONFIG, resolved_config(cfg))
+                return out
+            return fit_law(cfg)
         except _lightning_config_errors() as e:  # e.g. accelerator gpu on a machine without one
             raise ConfigError(f"Lightning refused the trainer settings: {e}", key="trainer") from None
-
-
-def fit_gnn(cfg: dict) -> dict:
-    """The v1 raw-force graph network (``surrogate.model.lightning``)."""
-    import lightning as L
-    import torch
-    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
-
-    from ..learn.loggers import lr_monitor, run_loggers
-    from ..model.lightning import CaptureDataModule, ContactLightning
-
-    resolved = resolved_config(cfg)
-    check_resume(cfg, resolved)  # before any work: a resume under a changed config is refused
-    torch.set_num_threads(int(cfg.get("threads", 1)))
-    L.seed_everything(int(cfg["seed"]), workers=True)
-    out = Path(cfg["out_dir"])
-    data_cfg = dict(cfg["data"])
-    data_cfg["unroll_frames"] = int(cfg["loss"].get("unroll_frames", 0))
-    dm = CaptureDataModule(**data_cfg)
-    t0 = time.time()
-    dm.setup("fit")  # reads + validates every episode: bad captures stop here, before training
-    feat_s = time.time() - t0
-    if _rank_zero():  # the captures are valid: this is a run; record its config for the checks of a resume
-        from ..atomic import write_json_atomic
-
-        write_json_atomic(out / RUN_CONFIG, resolved)
-    tcfg = dict(cfg["trainer"])
-    if "ddp" in str(tcfg.get("strategy")) and tcfg.get("accelerator", "cpu") == "cpu" and int(tcfg.get("num_nodes", 1)) == 1:
-        # single-machine CPU DDP (gloo): rendezvous on the loopback interface
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    es_patience = tcfg.pop("early_stopping_patience", None)
-    devices = tcfg.get("devices", 1)
-    ranks = max(1, int(devices)) if tcfg.get("strategy", "auto") != "auto" and str(devices).isdigit() else 1
-    steps_per_epoch = max(1, -(-len(dm.train_set) // (dm.cfg["batch_size"] * ranks)))
-    max_steps = steps_per_epoch * int(tcfg.get("max_epochs") or 1)
-    model_cfg = {k: v for k, v in cfg["model"].items() if k != "kind"}
-    module = ContactLightning(model=model_cfg, loss=cfg["loss"], optim=cfg["optim"], substeps=dm.cfg["substeps"], max_steps=max_steps)
-    ckpt = ModelCheckpoint(dirpath=out / "checkpoints", save_last=True, monitor="val_loss", save_top_k=1, filename="best")
-    callbacks = [ckpt, lr_monitor()]
-    if es_patience:
-        callbacks.append(EarlyStopping(monitor="val_loss", patience=int(es_patience)))
-    trainer = L.Trainer(default_root_dir=str(out), logger=run_loggers(out), callbacks=callbacks, **tcfg)
-    t1 = time.time()
-    trainer.fit(module, datamodule=dm, ckpt_path=cfg.get("ckpt_path"))
-    wall = time.time() - t1
-    result = {"train_wall_s": wall, "feature_s": feat_s, "val_loss": float(trainer.callback_metrics.get("val_loss", float("nan"))),
-              "epochs": trainer.current_epoch, "steps": trainer.global_step,
-              "train_graphs": len(dm.train_set), "val_graphs": len(dm.val_set)}
-    if trainer.is_global_zero and cfg["export"].get("dir"):
-        result.update(export_gnn(cfg, dm, module, ckpt, result))
-    return result
 
 
 def fit_law(cfg: dict) -> dict:
@@ -191,10 +133,14 @@ def fit_law(cfg: dict) -> dict:
     from ..model import law_ranges
     from ..model.checkpoint import export_checkpoint
 
+    resolved = resolved_config(cfg)
+    check_resume(cfg, resolved)  # before any work: a resume under a changed config is refused
     torch.set_num_threads(int(cfg.get("threads", 1)))
     L.seed_everything(int(cfg["seed"]), workers=True)
     t0 = time.time()
-    res = run(cfg, out=Path(cfg["out_dir"]))
+    # the captures are valid: this is a run; its config is recorded for the check of a resume
+    out_dir = Path(cfg["out_dir"])
+    res = run(cfg, out=out_dir, ready=lambda: write_json_atomic(out_dir / RUN_CONFIG, resolved))
     dm, metrics = res["data"], res["metrics"]
     closed_loop_stage(cfg, res)
     metrics["train_wall_s"] = time.time() - t0
@@ -257,34 +203,3 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     res["metrics"]["closed_loop"].update(episodes=[str(e.episode_id) for e in eps], wall_s=time.time() - t0,
                                          per_episode=sel["per_episode"])
     res["metrics"]["release"]["pad_friction"] = sel["friction"]
-
-
-def export_gnn(cfg, dm, module, ckpt, result) -> dict:
-    """Export the gnn path's best weights (read back from Lightning's checkpoint) with their card."""
-    import torch
-
-    from ..capture import dataset_hash
-    from ..model.checkpoint import export_checkpoint
-
-    model = module.model
-    if ckpt.best_model_path:  # Lightning's .ckpt is only for resume; read the best weights back from it
-        state = torch.load(ckpt.best_model_path, map_location="cpu", weights_only=True)["state_dict"]
-        model.load_state_dict({k[len("model."):]: v for k, v in state.items() if k.startswith("model.")})
-    model.eval()
-    metrics = dict(result)
-    metrics["best_val_loss"] = float(ckpt.best_model_score) if ckpt.best_model_score is not None else None
-    n_eval = int(cfg["export"].get("eval_rollouts") or 0)
-    if n_eval:
-        from ..sim.toss_eval import evaluate_tosses
-        by_id = {e.episode_id: e for e in dm.capture.episodes}
-        eps = [by_id[i] for i in dm.val_ids]
-        eps = eps[:n_eval] if n_eval > 0 else eps
-        for name, n_min in (("heldout_rollouts_all", 2), ("heldout_rollouts_1s", 149)):
-            ev = evaluate_tosses(model, eps, dm.capture.meta, margin=dm.cfg["margin"], substeps=dm.cfg["substeps"], min_frames=n_min)
-            metrics[name] = {k: v for k, v in ev.items() if k != "per_toss"}
-    data = {"name": dm.capture.meta.name, "root": str(dm.cfg["root"]), "sha256": dataset_hash(dm.cfg["root"]),
-            "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": dm.cfg["split_seed"],
-            "margin_m": dm.cfg["margin"], "substeps": dm.cfg["substeps"], "smoothing": {"method": "savitzky-golay local LS",
-            "window": dm.cfg["window"], "order": dm.cfg["order"]}}
-    export_checkpoint(model, cfg["export"]["dir"], data=data, training={"config": cfg, "metrics": metrics})
-    return {"exported": str(cfg["export"]["dir"]), **{k: v for k, v in metrics.items() if k.startswith("heldout")}}

@@ -83,7 +83,7 @@ def episode_count(root) -> int | None:
 def check_split(cfg: dict, kind: str) -> None:
     """The whole-episode validation of the law fit and the end-to-end peer needs at least one validation and one
     training episode: refuse, naming ``data.val_fraction``, a split of the dataset's episodes that leaves none
-    (the split is ``model.data.split_episodes``': round(val_fraction x N) held out, none of a single episode)."""
+    (the split is ``learn.episodes.split_episodes``: round(val_fraction x N) held out, none of a single episode)."""
     data = cfg.get("data") or {}
     if kind not in ("law", "gns") or data.get("bench_split"):
         return  # a suite's split: its pool sizes are checked by the suite's split itself

@@ -1,4 +1,4 @@
-"""Lightning training of the end-to-end peer (``surrogate.model.gns``): the GNS recipe.
+"""Lightning training of the end-to-end peer (``surrogate.baselines.gns``): the GNS recipe.
 
 Training steps: one-step loss, the mean squared error of the normalized per-node acceleration
 (body frame) on windows with random-walk input noise (``gns_data.noisy_window``). Validation:
@@ -16,25 +16,13 @@ import lightning as L
 import numpy as np
 import torch
 
-from ..metrics import pose_errors
+from ..learn.objective import episode_scores  # the law's validation scores, as the benchmarks score (masks, bounds)
 from .gns import GNSNet, features
 from .gns_data import noisy_window
 from .gns_rollout import predict_episodes
-from .lightning import adam_decaying
 
 LOSS_DEFAULTS = dict(noise_std=3e-4, symmetry_augment=True, rot_weight_val=0.0)
 OPTIM_DEFAULTS = dict(lr=1e-3, weight_decay=0.0, final_lr_fraction=0.05)
-
-
-def episode_scores(preds: dict, episodes) -> list[dict]:
-    """[{id, pos_pct, rot_deg}] per episode: mean errors over its valid frames (``surrogate.metrics.pose_errors``)."""
-    rows = []
-    for e in episodes:
-        err = pose_errors(preds[e.episode_id], e.object_pose, e.object_pose_valid)
-        v = err["valid"]
-        rows.append({"id": str(e.episode_id), "pos_pct": float(err["pos_m"][v].mean() / e.object.size * 100.0),
-                     "rot_deg": float(err["rot_deg"][v].mean())})
-    return rows
 
 
 class GNSLightning(L.LightningModule):
@@ -91,3 +79,12 @@ class GNSLightning(L.LightningModule):
 
     def configure_optimizers(self):
         return adam_decaying(self.parameters(), self.optim_cfg, self.max_steps)
+
+
+def adam_decaying(params, o: dict, max_steps: int) -> dict:
+    """Lightning's optimizer config: Adam (``lr``, ``weight_decay``) with the learning rate decayed
+    exponentially, every step, to ``final_lr_fraction`` of itself after ``max_steps``."""
+    opt = torch.optim.Adam(params, lr=o["lr"], weight_decay=o["weight_decay"])
+    gamma = math.exp(math.log(o["final_lr_fraction"]) / max(1, max_steps))
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=gamma)
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}

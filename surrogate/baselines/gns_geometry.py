@@ -1,4 +1,4 @@
-"""Rigid-body geometry of the end-to-end peer (``surrogate.model.gns``): body points, shape matching,
+"""Rigid-body geometry of the end-to-end peer (``surrogate.baselines.gns``): body points, shape matching,
 the vertex history implied by a first-state estimate.
 
 Shapes: B = bodies (batch), V = points per body, T = frames. Rotations are world-from-body

@@ -4,7 +4,7 @@ A window is H + 2 consecutive frames of an episode's points (from the recorded p
 frames of input history and the next frame, whose acceleration is the target. Windows that touch
 a tracking dropout (``object_pose_valid`` false) are skipped. The split follows the hybrid
 surrogate's: ``data.bench_split: {suite, size}`` trains on exactly a suite's training set and
-validates on the next pool episodes (``model.lightning.bench_split_ids``), so that no test
+validates on the next pool episodes (``learn.episodes.bench_split_ids``), so that no test
 episode of the suite is ever trained or validated on.
 
 Shapes: N = windows, H = history, V = points per body.
@@ -21,9 +21,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from tqdm import tqdm
 
 from ..errors import ConfigError
+from ..learn.episodes import checked_data_config, load_split
 from .gns_geometry import box_symmetries, episode_body_points, pose_points, rigid_points, shape_match
 from .gns_rollout import scene_units
-from .lightning import checked_data_config, load_split
 
 DATA_DEFAULTS = dict(root=None, bench_split=None, val_fraction=0.2, val_min=50, split_seed=0, init_frames=5,
                      batch_size=64, max_episodes=None, max_train_episodes=None, max_val_episodes=None)

@@ -1,7 +1,7 @@
 """The training path of the end-to-end peer (``model.kind: gns``): Lightning fit, checkpoint by validation rollouts, export.
 
-The peer learns the whole rigid-body step with no MuJoCo (``surrogate.model.gns``). One stage:
-``trainer.max_epochs`` epochs of the one-step noisy loss (``model.gns_lightning``); every validation
+The peer learns the whole rigid-body step with no MuJoCo (``baselines.gns``). One stage:
+``trainer.max_epochs`` epochs of the one-step noisy loss (``baselines.gns_lightning``); every validation
 epoch (``trainer.check_val_every_n_epoch``) rolls the whole validation episodes out, and the epoch
 with the lowest ``val_score`` is the one exported, as safetensors + JSON card
 (``model.checkpoint.export_checkpoint``), to ``export.dir`` (or ``export.release_dir`` with ``--release``).
@@ -12,8 +12,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .config import resolved_config
-
 
 def fit_gns(cfg: dict) -> dict:
     """Train the end-to-end peer under the loaded config ``cfg``; returns the run's summary."""
@@ -21,11 +19,9 @@ def fit_gns(cfg: dict) -> dict:
     import torch
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from ..atomic import write_json_atomic
     from ..learn.loggers import lr_monitor, run_loggers
-    from ..model.gns_data import GNSData
-    from ..model.gns_lightning import GNSLightning
-    from .run import RUN_CONFIG
+    from .gns_data import GNSData
+    from .gns_lightning import GNSLightning
 
     torch.set_num_threads(int(cfg.get("threads", 1)))
     L.seed_everything(int(cfg["seed"]), workers=True)
@@ -35,7 +31,6 @@ def fit_gns(cfg: dict) -> dict:
                           init_frames=int(cfg["data"].get("init_frames", 5)))
     dm = GNSData(history=module.model.history, grid=module.model.grid, seed=int(cfg["seed"]), **cfg["data"])
     dm.setup("fit")  # reads and validates every episode: bad captures stop here, before training
-    write_json_atomic(out / RUN_CONFIG, resolved_config(cfg))
     module.val_episodes, module.gravity_nd, module.symmetries = dm.val_episodes, dm.gravity_nd, dm.symmetries
     tcfg = dict(cfg["trainer"])
     epochs = int(tcfg.get("max_epochs") or 1)
@@ -61,8 +56,8 @@ def export_gns(cfg: dict, dm, module, ckpt, result: dict) -> str:
 
     from ..capture import dataset_hash
     from ..model.checkpoint import export_checkpoint
-    from ..model.gns_lightning import episode_scores
-    from ..model.gns_rollout import predict_episodes
+    from ..learn.objective import episode_scores
+    from .gns_rollout import predict_episodes
 
     model = module.model
     if ckpt.best_model_path:  # Lightning's .ckpt is only for its own bookkeeping; the release is safetensors

@@ -7,7 +7,7 @@ MuJoCo (Sanchez-Gonzalez et al. 2020; Allen et al., CoRL 2022, on these cube tos
     edges: every ordered pair of nodes (the object is one small rigid body)
     input: the last H + 1 positions of every node -> H finite-difference velocities
     node feats [N, 4H + 7] --norm--> MLP --> h      edge feats [E, 4] --norm--> MLP --> e
-    M x InteractionLayer (surrogate.model.gnn: e <- e + MLP([e, h_src, h_dst]), h <- h + MLP([h, sum e]))
+    M x InteractionLayer (surrogate.model.layers: e <- e + MLP([e, h_src, h_dst]), h <- h + MLP([h, sum e]))
     decoder MLP(h) -> normalized per-node acceleration (3) -> a = R (o std + mean)  [L / frame^2]
     step: x' = x + (x - x_prev) + a, then shape matching (Kabsch) of x' onto the body points
           gives the rigid pose; the nodes are put back on it, so the object stays rigid.
@@ -17,7 +17,7 @@ largest bounding-box side) and times in frame periods (velocities in L / frame, 
 L / frame^2). Invariance: every vector is expressed in the body frame of the current (shape-
 matched) pose, and the floor enters as each node's height above it, so the features, hence the
 predicted motion, do not depend on horizontal position or yaw (nor on any rotation about gravity).
-The input, edge and target normalizers are running mean/std buffers (``gnn.Normalizer``), part of
+The input, edge and target normalizers are running mean/std buffers (``model.layers.Normalizer``), part of
 the state dict, so of the checkpoint.
 
 Shapes: B = bodies, V = nodes per body, H = history (velocities), N = B V nodes, E = B V (V - 1) edges.
@@ -28,7 +28,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .gnn import InteractionLayer, Normalizer, count_parameters, mlp
+from ..model.checkpoint import register_peer
+from ..model.layers import InteractionLayer, Normalizer, count_parameters, mlp
 from .gns_geometry import rigid_points, shape_match
 
 FEATURE_VERSION = "gns-1"
@@ -177,3 +178,6 @@ def feature_mismatch(features: dict, hparams: dict) -> str | None:
     if features.get("version") != FEATURE_VERSION or features.get("node") != want or features.get("edge") != list(EDGE_FEATURES):
         return f"version {features.get('version')!r} against this package's {FEATURE_VERSION!r}"
     return None
+
+
+register_peer(GNSNet, gns_cost, feature_card, feature_mismatch)  # its checkpoints export and load

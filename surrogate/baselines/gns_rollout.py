@@ -1,4 +1,4 @@
-"""Whole-episode rollouts of the end-to-end peer (``surrogate.model.gns``), no MuJoCo.
+"""Whole-episode rollouts of the end-to-end peer (``surrogate.baselines.gns``), no MuJoCo.
 
 ``predict_episodes`` is the peer's one rollout API: the validation rollouts of its training and
 the ``cube-real`` row both call it. Every episode starts from the benchmarks' first-state estimate

@@ -1,0 +1,84 @@
+"""Which episodes a training reads: the capture dataset, and its split into training and validation episodes.
+
+Used by the law fit (``learn.lightning.RolloutData``) and the end-to-end peer (``baselines.gns``): both
+validate on whole episodes, both follow a benchmark suite's split with ``data.bench_split`` (so that no test
+episode of the suite is ever trained or validated on).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..capture import read_dataset
+from ..errors import ConfigError
+from ..splits import suite_split
+from ..suites import load_suite
+
+
+def load_capture(root, *, max_episodes=None):
+    """Read and validate a capture dataset (raises CaptureError naming the episode on bad data)."""
+    ds = read_dataset(root, on_error="raise")
+    if max_episodes:
+        ds.episodes = ds.episodes[: int(max_episodes)]
+    return ds
+
+
+def split_episodes(ids, *, val_fraction: float, seed: int) -> tuple[list, list]:
+    """Fixed seeded split of episode ids: (train ids, val ids), each in the given order; ``val_fraction`` of
+    them are drawn for validation with ``numpy.random.default_rng(seed)``."""
+    ids = list(ids)
+    perm = np.random.default_rng(seed).permutation(len(ids))
+    n_val = int(round(val_fraction * len(ids))) if len(ids) > 1 else 0
+    val = set(perm[:n_val].tolist())
+    return [i for k, i in enumerate(ids) if k not in val], [i for k, i in enumerate(ids) if k in val]
+
+
+def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list, list]:
+    """Training and validation ids that follow a benchmark suite's split (``cube-real``).
+
+    ``spec`` = {"suite": name, "size": N}: training is the suite's training set of size N (the
+    first N of its shuffled pool), validation the next ``val_fraction`` x N pool episodes, so
+    that no test episode of the suite is ever trained or validated on and the checkpoint
+    scores cleanly in ``surrogate bench`` at that size.
+    """
+    if not isinstance(spec, dict) or "suite" not in spec or "size" not in spec:
+        raise ConfigError("bench_split must be {suite: NAME, size: N}", key="data.bench_split")
+    n = int(spec["size"])
+    _, sp = suite_split(episodes, load_suite(spec["suite"])["data"], [n])
+    if n not in sp["train"]:
+        raise ConfigError(f"bench_split size {n} exceeds the {len(sp['pool'])} episodes of the suite's training pool",
+                          key="data.bench_split.size")
+    n_val = max(1, int(round(val_fraction * n)))
+    return list(sp["train"][n]), list(sp["pool"][n:n + n_val])
+
+
+def checked_data_config(cfg: dict, defaults: dict) -> dict:
+    """``defaults`` updated with ``cfg``; a key ``defaults`` lacks is refused, naming it (``data.<key>``)."""
+    unknown = sorted(set(cfg) - set(defaults))
+    if unknown:
+        raise ConfigError(f"unknown data keys {unknown}; known: {sorted(defaults)}", key=f"data.{unknown[0]}")
+    return {**defaults, **cfg}
+
+
+def load_split(c: dict) -> tuple:
+    """(capture dataset, training ids, validation ids) of the trainings validated on whole episodes (the
+    law fit, the end-to-end peer).
+
+    ``c`` is a data config: ``root`` (at most ``max_episodes`` read); with ``bench_split`` the suite's
+    training set and at least ``val_min`` validation episodes of its pool (``bench_split_ids``), else a
+    seeded ``val_fraction`` split; then at most ``max_train_episodes`` / ``max_val_episodes`` of each.
+    """
+    capture = load_capture(c["root"], max_episodes=c["max_episodes"])
+    episodes = capture.episodes
+    if c["bench_split"]:
+        n = int(c["bench_split"]["size"])
+        frac = max(c["val_fraction"], c["val_min"] / max(n, 1))
+        train, val = bench_split_ids(episodes, c["bench_split"], val_fraction=frac)
+    else:
+        ids = [e.episode_id for e in episodes]
+        train, val = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"])
+    if c["max_train_episodes"]:
+        train = train[: int(c["max_train_episodes"])]
+    if c["max_val_episodes"]:
+        val = val[: int(c["max_val_episodes"])]
+    return capture, train, val
