@@ -16,7 +16,6 @@ over an existing one without ``--overwrite``. TensorBoard and CSV logs go under 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from pathlib import Path
@@ -108,7 +107,7 @@ def fit(cfg: dict) -> dict:
     require_dataset(cfg)
     check_split(cfg, kind)  # before any work: a split without validation (or training) episodes
     # one run per out_dir (its logs, run config and export): a second is refused, not silently lost
-    with pid_lock(cfg["out_dir"]) if _rank_zero() else contextlib.nullcontext():
+    with pid_lock(cfg["out_dir"]):
         try:
             if kind == "gns":  # the end-to-end peer (a baseline, no MuJoCo): surrogate.baselines.gns_fit
                 from ..atomic import write_json_atomic
