@@ -23,14 +23,16 @@ Geometry (our own, MuJoCo's detected contacts are not used)
 
 Forces (per point, then summed into one wrench per contact patch)
 -----------------------------------------------------------------
-Normal: Hunt-Crossley ``f = k delta^p (1 + c d(delta)/dt) >= 0`` (pads: the
-compliant lattice or one stiff point, see ``effects.compliant_pads``; table:
-``physics.support_*``). Tangential: regularized Coulomb with the local
-coefficient (``effects.friction_map``) shaped by ``effects.stribeck_friction``.
-Rig v2's fingertip effects (``rig.fingertips``, off in ``configs/rig/default.yaml``)
-act on the pads: a spring factor (relaxation), a friction factor (load), and a
-patch law for the tangential force and torsion (LuGre bristle, soft-finger limit
-surface); the linearization of all of it is ``rig.contact_law``.
+The rig's own laws (``rig.contact_law``; nothing from ``surrogate.model``). Normal, pads (the
+compliant lattice or one stiff point, ``effects.compliant_pads``): the exponential pulp law with a
+Kelvin-Voigt dashpot (``effects.pulp_stiffening``, rig v3), or Hunt-Crossley
+``f = k delta^p (1 + c d(delta)/dt) >= 0`` (v1, v2). Normal, table (``physics.support_*``): the
+Hertzian spring with Lankarani-Nikravesh damping from each sample point's remembered impact speed
+(``effects.impact_damping``, v3; ``_impact_law``), or a constant Hunt-Crossley ``c``. Tangential:
+regularized Coulomb with the local coefficient (``effects.friction_map``) shaped by
+``effects.stribeck_friction``. The fingertip effects (``rig.fingertips``, on from rig v2) act on the
+pads: a spring factor (relaxation), a friction factor (load), and a patch law for the tangential
+force and torsion (LuGre bristle, soft-finger limit surface).
 
 Time integration (why it is stable at a 1 ms step)
 --------------------------------------------------
@@ -56,7 +58,7 @@ term adds a numerical damping ``dt k'`` (for the rigid point pad, 50 N s/m at
 MuJoCo's ``implicitfast`` actuator damping is not in ``M`` here, so ``W``
 overestimates the pads' mobility (more damping, never less).
 
-Measured (MuJoCo 4.0.1, 2.5 s approach-close-lift, seed 0, 4 N / 2 N grip): the
+Measured (rig v1, MuJoCo 4.0.1, 2.5 s approach-close-lift, seed 0, 4 N / 2 N grip): the
 default step (120 Hz frames / 9 = 0.926 ms) against 0.245 ms differs by at most
 0.40 mm in object position (parallel jaw, box) and 0.22 mm (three fingers,
 cylinder), the held pad forces by < 1 mN, and all labels agree; 0.49 ms differs
