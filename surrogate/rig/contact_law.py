@@ -63,6 +63,17 @@ def normal_law(depth, vn, law, dt: float):
     return elastic * active, bn * active, fn * active
 
 
+def elastic_law(depth, law):
+    """[N] N: the normal laws' elastic part alone (``f0`` of ``normal_law`` at rest), for ``pad_relaxation``."""
+    on = depth > 0
+    kind, k, p = law[:, 0], law[:, 1], law[:, 2]
+    elastic = k * np.where(on, depth, 1.0) ** p * on
+    ex = np.flatnonzero(kind == EXPONENTIAL)
+    if ex.size:
+        elastic[ex] = k[ex] / p[ex] * np.expm1(p[ex] * np.maximum(depth[ex], 0.0))
+    return elastic
+
+
 def friction_damping(mu, fn, speed, eps: float):
     """[N] N s/m: regularized Coulomb as a tangential damping, ``mu f_n / sqrt(|v_t|^2 + eps^2)``."""
     return mu * fn / (speed * speed + eps * eps) ** 0.5
@@ -134,7 +145,7 @@ def _fingertip_points(bt, tips, vn, speed, mu, law, eps, dt):
     pads = pad[patches]
     elastic_pad = np.zeros(len(tips.q))
     if tips.on["pad_relaxation"]:
-        elastic_pad[pads] = np.add.reduceat(normal_law(bt["depth"], np.zeros_like(vn), law, dt)[0], starts)[patches]
+        elastic_pad[pads] = np.add.reduceat(elastic_law(bt["depth"], law), starts)[patches]
         scale = np.ones(len(counts))
         scale[patches] = tips.stiffness_scale(elastic_pad)[pads]
         law = law.copy()
