@@ -76,12 +76,18 @@ import numpy as np
 
 from surrogate.objects.asset import ObjectAsset
 from surrogate.rig.contact_law import EXPONENTIAL, POWER, linearized_law
-from surrogate.rig.fingertips import FingertipLaw
-from surrogate.rig.geometry import Patch, cross3, hull_planes, penetration_batch, support_points
-from surrogate.rig.geometry import penetration_along  # noqa: F401  (re-exported: tests and effects use it)
 from surrogate.rig.effects import compliant_pads, impact_damping, mass_mismatch
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
 from surrogate.rig.effects.friction_map import FrictionField
+from surrogate.rig.fingertips import FingertipLaw
+from surrogate.rig.geometry import (
+    Patch,
+    cross3,
+    hull_planes,
+    penetration_along,  # noqa: F401  (re-exported: tests and effects use it)
+    penetration_batch,
+    support_points,
+)
 from surrogate.scenes import TABLE_HEIGHT, build_scene, set_contact_mode
 from surrogate.scenes.builder import TABLE_HALF, Scene
 from surrogate.scenes.hands import PAD_HALF
@@ -390,8 +396,8 @@ class RigPhysics:
 
 def _point_batch(cands) -> dict:
     """All candidate patches' points in one batch: counts [P], g [N] (patch of each point), pts, surf [N, 3],
-    depth [N], normals [P, 3], law [N, 4] (kind, p1, p2, p3: ``rig.contact_law``), G [P, N] (patch membership), centres [P, 3],
-    pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
+    depth [N], normals [P, 3], law [N, 4] (kind, p1, p2, p3: ``rig.contact_law``), G [P, N] (patch membership),
+    centres [P, 3], pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
     P = len(cands)
     counts = [len(c[5]) for c in cands]
     N = sum(counts)

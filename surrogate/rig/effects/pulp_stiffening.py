@@ -46,7 +46,7 @@ DOC = ("pads: exponential pulp law f = (b/m)(exp(m delta) - 1) with a Kelvin-Voi
        "off: Hunt-Crossley pads")
 PARAMS = {
     "stiffness": {"kind": "float", "default": 2000.0, "range": (100.0, 1.0e5), "unit": "N/m",
-                  "doc": "initial stiffness b of the whole face (pulp fits: a few hundred N/m; elastomer pads: stiffer)"},
+                  "doc": "initial stiffness b of the whole face (pulp fits: a few hundred N/m; elastomer: stiffer)"},
     "stiffening": {"kind": "float", "default": 2000.0, "range": (200.0, 1.0e4), "unit": "1/m",
                    "doc": "exponential stiffening rate m: the tangent stiffness grows by e every 1/m of compression"},
     "damping_time": {"kind": "float", "default": 0.005, "range": (0.0, 0.05), "unit": "s",
