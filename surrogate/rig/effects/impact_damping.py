@@ -38,8 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 NAME = "impact_damping"
-DOC = ("table: Lankarani-Nikravesh damping 3(1-e^2)/(4 v0) from the approach speed v0 remembered at first touch; "
-       "off: constant Hunt-Crossley damping")
+DOC = ("table: damping 3(1-e^2)/(4 v0) from the approach speed v0 remembered at first touch (Lankarani and "
+       "Nikravesh 1990); off: constant Hunt-Crossley damping")
 PARAMS = {
     "restitution": {"kind": "float", "default": 0.5, "range": (0.05, 0.99), "unit": "1",
                     "doc": "coefficient of restitution e of object-table impacts"},
