@@ -111,6 +111,7 @@ def rig_captures(out: Path, episodes: int, workers: int) -> dict:
     from .inspect import summarize
     from .rig.generate import generate
 
+    # None: the default rig, configs/rig/default.yaml (rig v3: its own pad and table laws, the fingertip effects)
     report = generate(None, objects="train", episodes=episodes, out=out / "rig_captures", workers=workers, seed=0,
                       overwrite=True)
     print(report.summary())  # with the rate line (generate only logs it)

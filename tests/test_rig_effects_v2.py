@@ -24,7 +24,7 @@ from surrogate.rig.effects import soft_finger_torsion as sft
 from surrogate.rig.recorder import record, recorder_rng
 from surrogate.rig.simulate import simulate_episode
 
-FINGERTIPS = CONFIG_DIR / "rig" / "fingertips.yaml"
+FINGERTIPS = CONFIG_DIR / "rig" / "v2.yaml"  # v1 plus the fingertip effects (the former fingertips.yaml)
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +100,20 @@ def test_presliding_displacement_under_a_sub_breakaway_load():
 # ----------------------------------------------------------------------------- config
 
 
-def test_default_is_the_v1_rig_and_fingertips_turns_everything_on(tips):
-    cfg = load_rig_config()
+def test_v1_has_no_fingertip_effects_v2_and_the_default_have_them_all(tips):
+    v1 = load_rig_config(CONFIG_DIR / "rig" / "v1.yaml")
+    cfg = load_rig_config()  # the default, rig v3
     assert set(FINGERTIP_EFFECTS) <= set(EFFECTS)
     for name in FINGERTIP_EFFECTS:
-        assert cfg["effects"][name]["enabled"] is False and tips["effects"][name]["enabled"] is True
-        assert EFFECTS[name].defaults()["enabled"] is False
-    assert cfg["script"]["swing_probability"] == cfg["script"]["lever_probability"] == 0.0
-    assert all(e["enabled"] for e in tips["effects"].values())
-    assert tips["script"]["swing_probability"] + tips["script"]["lever_probability"] == pytest.approx(0.5)
+        assert v1["effects"][name]["enabled"] is False and tips["effects"][name]["enabled"] is True
+        assert EFFECTS[name].defaults()["enabled"] is True and cfg["effects"][name]["enabled"] is True
+    assert v1["script"]["swing_probability"] == v1["script"]["lever_probability"] == 0.0
+    assert all(e["enabled"] for e in cfg["effects"].values())
+    # v2 keeps the v1 pad and table laws (the v3 laws are its only effects off)
+    assert [n for n, e in tips["effects"].items() if not e["enabled"]] == ["pulp_stiffening", "impact_damping"]
+    for c in (tips, cfg):
+        assert c["script"]["swing_probability"] + c["script"]["lever_probability"] == pytest.approx(0.5)
+    assert load_rig_config(None) == validate_rig_config({"recorder": {"rate_hz": 120}})  # default.yaml: the built-ins
 
 
 @pytest.mark.parametrize("key, value, named, match", [
@@ -122,7 +127,7 @@ def test_default_is_the_v1_rig_and_fingertips_turns_everything_on(tips):
 def test_config_range_errors_name_the_key(key, value, named, match):
     with pytest.raises(ConfigError, match=match) as err:
         load_rig_config(FINGERTIPS, [f"{key}={value}"])
-    assert (named or key) in str(err.value) and "fingertips.yaml" in str(err.value)
+    assert (named or key) in str(err.value) and "v2.yaml" in str(err.value)
 
 
 # ----------------------------------------------------------------------------- episodes

@@ -53,13 +53,15 @@ def test_unstable_episodes_are_counted_not_averaged_or_paired():
 
 
 def test_variants_switch_off_each_enabled_effect():
-    v = variants(load_rig_config(CONFIG_DIR / "rig" / "fingertips.yaml"))
+    v = variants(load_rig_config(CONFIG_DIR / "rig" / "v2.yaml"))
     assert list(v)[0] == "all_on" and len(v) == 10 and v["without_presliding_friction"] == "presliding_friction"
-    assert "without_pad_relaxation" not in variants(load_rig_config())  # off in default.yaml: nothing to switch
+    assert "without_pulp_stiffening" not in v  # off in v2: nothing to switch
+    assert len(variants(load_rig_config())) == 12  # the default (v3): all 11 effects on
+    assert "without_pad_relaxation" not in variants(load_rig_config(CONFIG_DIR / "rig" / "v1.yaml"))
 
 
 def test_tiny_gap_study_end_to_end(tmp_path):
-    cfg = CONFIG_DIR / "rig" / "fingertips.yaml"
+    cfg = CONFIG_DIR / "rig" / "default.yaml"
     result = study(cfg, episodes=1, train_episodes=1, duration=1.2, maxiter=1, popsize=2, workers=0,
                    only=["all_on", "without_soft_finger_torsion"], work_dir=tmp_path / "work", progress=False)
     sm = result["summary"]

@@ -279,9 +279,10 @@ def test_attribution_switches_off_only_the_effects_the_rig_has_on():
     from surrogate.bench.rig_grasp import attribution_effects
     from surrogate.paths import config_dir
 
-    rig = {"config": None, "overrides": []}
+    rig = {"config": str(config_dir() / "rig" / "v1.yaml"), "overrides": []}
     on = attribution_effects("all", rig)
-    assert "friction_map" in on and "presliding_friction" not in on  # rig v2's effects are off in default.yaml
-    v2 = attribution_effects("all", {"config": str(config_dir() / "rig" / "fingertips.yaml"), "overrides": []})
-    assert {"presliding_friction", "soft_finger_torsion", "pad_relaxation", "load_dependent_friction"} <= set(v2)
+    assert "friction_map" in on and "presliding_friction" not in on  # rig v2's effects are off in v1.yaml
+    v3 = attribution_effects("all", {"config": None, "overrides": []})  # the default
+    assert {"presliding_friction", "soft_finger_torsion", "pad_relaxation", "load_dependent_friction",
+            "pulp_stiffening", "impact_damping"} <= set(v3)
     assert attribution_effects(["friction_map"], rig) == ["friction_map"]

@@ -12,6 +12,7 @@ import pytest
 
 from surrogate.errors import ConfigError
 from surrogate.objects.families import make_object
+from surrogate.paths import CONFIG_DIR
 from surrogate.rig.config import (
     effect_names,
     load_rig_config,
@@ -55,9 +56,12 @@ def test_default_config_is_complete_and_names_every_effect(cfg):
     assert set(cfg) == {"physics", "effects", "script", "recorder"}
     assert tuple(cfg["effects"]) == effect_names() == tuple(EFFECTS)
     v1 = {"compliant_pads", "stribeck_friction", "friction_map", "actuator_delay_backlash", "mass_mismatch"}
-    assert set(effect_names()) == v1 | set(FINGERTIP_EFFECTS)
+    v3 = {"pulp_stiffening", "impact_damping"}
+    assert set(effect_names()) == v1 | set(FINGERTIP_EFFECTS) | v3
+    old = load_rig_config(CONFIG_DIR / "rig" / "v1.yaml")
     for name, e in EFFECTS.items():
-        assert cfg["effects"][name]["enabled"] is (name in v1)  # rig v2's fingertip effects: fingertips.yaml
+        assert cfg["effects"][name]["enabled"] is True  # the default is rig v3: every effect on
+        assert old["effects"][name]["enabled"] is (name in v1)  # v1.yaml: the released checkpoint's rig
         assert e.doc and e.module.__doc__ and "Physical basis" in e.module.__doc__
         for k, p in e.params.items():
             lo, hi = p["range"]

@@ -1,9 +1,9 @@
 """The passive contact law: Hunt-Crossley normal force and regularized Coulomb friction,
 solved semi-implicitly so that it is stable and dissipative at the simulator's timestep.
 
-One implementation, used by the capture rig's reference physics (numpy, ``surrogate.rig.physics``),
-by the learned contact model (torch, ``surrogate.model.contact_law``) inside the hybrid stepper,
-and by the differentiable twin the model is trained through (``surrogate.sim.twin``).
+One implementation, used by the learned contact model (torch, ``surrogate.model.contact_law``) inside the
+hybrid stepper and by the differentiable twin the model is trained through (``surrogate.sim.twin``); the
+capture rig has laws of its own (``surrogate/rig/``) and shares only the solver (``surrogate.semi_implicit``).
 
 Per contact point, with penetration ``delta >= 0``, the relative velocity ``v`` of the object's
 material point over the other body's (``v_n = v . n`` > 0 separating, ``v_t`` its tangential part)::
@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
+
+from surrogate.semi_implicit import semi_implicit_solve  # noqa: F401  (moved to core; re-exported)
 
 
 def _where(cond, x, y):
@@ -142,23 +144,6 @@ class LawPrior:
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"law prior {name} must be positive and finite, got {v!r}")
         return out
-
-
-def semi_implicit_solve(K, W, w0, xi_free, dt):
-    """Contact forces at the end-of-step velocity (numpy; [..., n] / [..., n, n], batched over leading axes):
-    ``F`` solving
-    ``(I + dt K W) F = w0 - K xi_free``.
-
-    ``K`` [n, n]: block-diagonal damping of the linearized law (per point ``a I + b n n^T``, or a
-    patch's 6x6 sum); ``W`` [n, n]: the contacts' mobility ``J M^-1 J^T``; ``w0`` [n]: the elastic
-    forces ``f0 n``; ``xi_free`` [n]: the contact velocities at the end of the step without contact
-    forces. Used by the capture rig (patch wrenches) and by the hybrid stepper (point forces).
-    """
-    A = dt * K @ W
-    n = A.shape[-1]
-    A.reshape(*A.shape[:-2], n * n)[..., :: n + 1] += 1.0
-    rhs = w0 - (K @ xi_free[..., None])[..., 0]
-    return np.linalg.solve(A, rhs[..., None])[..., 0]
 
 
 def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0,

@@ -91,12 +91,12 @@ SCRIPT_PARAMS = {
     # horizontally across the grasp axis (the object's inertia twists it about the axis between the
     # pads); ``lever`` grasps off the COM across that axis and bounces vertically (gravity and the
     # bounce twist it by m (g + a) e). The hand has no wrist, so a tilt of the hand is this load.
-    "swing_probability": _p("float", 0.0, 0.0, 1.0, "1", "probability of a swing across the grasp axis"),
+    "swing_probability": _p("float", 0.25, 0.0, 1.0, "1", "probability of a swing across the grasp axis"),
     "swing_amplitude_min": _p("float", 0.005, 0.0, 0.1, "m", "swing amplitude, low"),
     "swing_amplitude_max": _p("float", 0.02, 0.0, 0.1, "m", "swing amplitude, high"),
     "swing_frequency_min": _p("float", 1.5, 0.1, 10.0, "Hz", "swing frequency, low"),
     "swing_frequency_max": _p("float", 4.0, 0.1, 10.0, "Hz", "swing frequency, high"),
-    "lever_probability": _p("float", 0.0, 0.0, 1.0, "1",
+    "lever_probability": _p("float", 0.25, 0.0, 1.0, "1",
                             "probability of an off-centre grasp with vertical bounces (torsion about the grasp axis)"),
     "lever_offset_min": _p("float", 0.004, 0.0, 0.03, "m", "grasp offset from the COM across the grasp axis, low"),
     "lever_offset_max": _p("float", 0.012, 0.0, 0.03, "m", "grasp offset across the grasp axis, high"),

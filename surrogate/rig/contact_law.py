@@ -1,13 +1,25 @@
-"""The rig's contact law linearized at this step's twists (the ``K``, ``w0`` of the semi-implicit solve).
+"""The rig's contact laws linearized at this step's twists (the ``K``, ``w0`` of the semi-implicit solve).
 
-Per contact point: Hunt-Crossley normal force and regularized Coulomb friction with the local
-coefficient (``friction_map`` shaped by ``stribeck_friction``), through the one implementation of the
-law's linearization shared with the learned contact model (``model.law.point_law``). With fingertip
-effects on (``rig.fingertips``) pad points get a spring factor (``pad_relaxation``) and a friction
-factor (``load_dependent_friction``); with ``soft_finger_torsion`` or ``presliding_friction`` on, a
-pad's tangential friction is a patch law at its centre instead of its cells'. ``point_law`` is linear
-in ``k`` and in ``mu``, so both factors enter exactly: the law is called with the scaled spring and
-``mu = 1``, and ``a = mu a1``, ``b = b1 + a1 - a`` recover its output for any ``mu``.
+The rig's own constitutive laws, written here and in ``rig/effects/`` (nothing is taken from the learned
+model, ``surrogate.model``; only the linear solve is shared, ``surrogate.semi_implicit``). Per contact
+point the normal law is one of two kinds (``law`` rows ``(kind, p1, p2, p3)``, ``_point_batch``):
+
+* ``POWER`` ``(k, n, c)``: ``f = k delta^n (1 + c rate)``, Hunt-Crossley with a constant ``c`` (rig v1 pads
+  and table) or with ``c = 3 (1 - e^2) / (4 v0)`` per point from the remembered impact speed
+  (``effects.impact_damping``, the table of rig v3);
+* ``EXPONENTIAL`` ``(b, m, zeta)``: ``f = (b/m)(exp(m delta) - 1) + zeta b exp(m delta) rate``, the pulp law
+  of ``effects.pulp_stiffening`` (the pads of rig v3);
+
+and the tangential law is regularized Coulomb with the local coefficient (``friction_map`` shaped by
+``stribeck_friction``) as a damping ``a = mu f_n / sqrt(|v_t|^2 + eps^2)``. Each point's law is linearized
+at this step's velocity as ``F(v') = f0 n - a v' - b (v'.n) n``: ``f0`` the elastic force, ``a + b`` the
+normal damping (the dashpot plus ``dt`` times the spring's tangent stiffness: the backward-Euler
+treatment of the spring). With fingertip effects on (``rig.fingertips``) pad points get a spring factor
+(``pad_relaxation``) and a friction factor (``load_dependent_friction``); with ``soft_finger_torsion`` or
+``presliding_friction`` on, a pad's tangential friction is a patch law at its centre instead of its cells'.
+Both laws are linear in their stiffness ``p1`` and the friction is linear in ``mu``, so both factors enter
+exactly: the law is linearized with the scaled spring and ``mu = 1``, and ``a = mu a1``,
+``b = b1 + a1 - a`` recover it for any ``mu``.
 
 Shapes: P patches, N points; ``bt`` from ``physics._point_batch``; twists ``xi`` [6 P] (object minus
 pad / table, at the patch centres; linear then angular).
@@ -17,9 +29,54 @@ from __future__ import annotations
 
 import numpy as np
 
-from surrogate.model.law import point_law
 from surrogate.rig.effects import stribeck_friction
 from surrogate.rig.geometry import EYE_I
+
+POWER, EXPONENTIAL = 0.0, 1.0  # the normal law's kind, column 0 of ``bt["law"]``
+
+
+def normal_law(depth, vn, law, dt: float):
+    """The normal laws' terms per point (numpy).
+
+    Args:
+      depth: [N] m penetration (<= 0: separated).  vn: [N] m/s normal velocity (> 0 separating).
+      law: [N, 4] rows ``(kind, p1, p2, p3)`` (module docstring).  dt: s, the step.
+    Returns:
+      (f0, bn, fn) each [N]: the elastic force, the normal damping (N s/m: dashpot plus ``dt`` x tangent
+      stiffness) and the normal force at the current velocity; all 0 where the point is separated or
+      pulled apart faster than the dashpot allows (``fn`` would be negative).
+    """
+    on = depth > 0
+    ds = np.where(on, depth, 1.0)  # a safe base where separated
+    kind, k, p, c = law[:, 0], law[:, 1], law[:, 2], law[:, 3]
+    elastic = k * ds ** p * on
+    fn = elastic * (1.0 - c * vn)
+    bn = c * elastic + dt * p * k * ds ** (p - 1.0)
+    ex = np.flatnonzero(kind == EXPONENTIAL)
+    if ex.size:
+        b, m, zeta, d = k[ex], p[ex], c[ex], np.maximum(depth[ex], 0.0)  # exp(m * 1.0) would overflow
+        tangent = b * np.exp(m * d) * on[ex]
+        elastic[ex] = b / m * np.expm1(m * d) * on[ex]
+        fn[ex] = elastic[ex] - zeta * tangent * vn[ex]
+        bn[ex] = (zeta + dt) * tangent
+    active = fn > 0
+    return elastic * active, bn * active, fn * active
+
+
+def elastic_law(depth, law):
+    """[N] N: the normal laws' elastic part alone (``f0`` of ``normal_law`` at rest), for ``pad_relaxation``."""
+    on = depth > 0
+    kind, k, p = law[:, 0], law[:, 1], law[:, 2]
+    elastic = k * np.where(on, depth, 1.0) ** p * on
+    ex = np.flatnonzero(kind == EXPONENTIAL)
+    if ex.size:
+        elastic[ex] = k[ex] / p[ex] * np.expm1(p[ex] * np.maximum(depth[ex], 0.0))
+    return elastic
+
+
+def friction_damping(mu, fn, speed, eps: float):
+    """[N] N s/m: regularized Coulomb as a tangential damping, ``mu f_n / sqrt(|v_t|^2 + eps^2)``."""
+    return mu * fn / (speed * speed + eps * eps) ** 0.5
 
 
 def _point_maps(bt: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -52,17 +109,18 @@ def linearized_law(bt: dict, xi_all: np.ndarray, *, field, stribeck, eps: float,
     v = (B @ xi_all.reshape(P, 6)[g][:, :, None])[:, :, 0]  # object velocity relative to pad / table
     vn = (v * n).sum(axis=1)
     law = bt["law"]
-    k, expo, c = law[:, 0], law[:, 1], law[:, 2]
     vt = v - vn[:, None] * n
     speed = np.sqrt((vt * vt).sum(axis=1))
     mu = stribeck_friction.friction_coefficient(field(bt["surf"]), speed, stribeck)
     tip = None
     if tips is None or not tips.active:
-        # Hunt-Crossley normal force, regularized Coulomb friction as tangential damping a, and the
-        # normal damping b (c k delta^p plus the spring's backward-Euler term dt dF/d(delta)).
-        f0, a, b, _ = point_law(bt["depth"], vn, speed, k=k, p=expo, c=c, mu=mu, eps=eps, dt=dt)
+        # the normal law, regularized Coulomb friction as tangential damping a, and b so that a + b is
+        # the normal damping (dashpot plus the spring's backward-Euler term dt dF/d(delta)).
+        f0, bn, fn = normal_law(bt["depth"], vn, law, dt)
+        a = friction_damping(mu, fn, speed, eps)
+        b = bn - a
     else:
-        f0, a, b, tip = _fingertip_points(bt, tips, vn, speed, mu, k, expo, c, eps, dt)
+        f0, a, b, tip = _fingertip_points(bt, tips, vn, speed, mu, law, eps, dt)
     # K_j = a_j I + b_j n n^T;  patch K6 = sum_j B_j^T K_j B_j;  w0 = sum_j B_j^T f0_j n.
     KB = a[:, None, None] * B + (b[:, None] * n)[:, :, None] * (n[:, None, :] @ B)
     Bt = B.transpose(0, 2, 1)
@@ -77,8 +135,8 @@ def linearized_law(bt: dict, xi_all: np.ndarray, *, field, stribeck, eps: float,
     return K, w0, (r, f0, a, b, f0 > 0.0), tip
 
 
-def _fingertip_points(bt, tips, vn, speed, mu, k, expo, c, eps, dt):
-    """``point_law`` with the pads' spring factor (relaxation) and friction factor (load dependence).
+def _fingertip_points(bt, tips, vn, speed, mu, law, eps, dt):
+    """The point laws with the pads' spring factor (relaxation) and friction factor (load dependence).
 
     A pad is one patch, so per-pad sums are per-patch sums (``np.add.reduceat``: points are grouped by
     patch) and per-point factors are the patch's repeated over its points."""
@@ -87,11 +145,14 @@ def _fingertip_points(bt, tips, vn, speed, mu, k, expo, c, eps, dt):
     pads = pad[patches]
     elastic_pad = np.zeros(len(tips.q))
     if tips.on["pad_relaxation"]:
-        elastic_pad[pads] = np.add.reduceat(k * np.maximum(bt["depth"], 0.0) ** expo, starts)[patches]
+        elastic_pad[pads] = np.add.reduceat(elastic_law(bt["depth"], law), starts)[patches]
         scale = np.ones(len(counts))
         scale[patches] = tips.stiffness_scale(elastic_pad)[pads]
-        k = k * np.repeat(scale, counts)
-    f0, a1, b1, fn = point_law(bt["depth"], vn, speed, k=k, p=expo, c=c, mu=1.0, eps=eps, dt=dt)
+        law = law.copy()
+        law[:, 1] = law[:, 1] * np.repeat(scale, counts)  # both laws are linear in their stiffness p1
+    f0, bn, fn = normal_law(bt["depth"], vn, law, dt)
+    a1 = friction_damping(1.0, fn, speed, eps)
+    b1 = bn - a1
     if tips.on["load_dependent_friction"]:
         scale = np.ones(len(counts))
         scale[patches] = tips.friction_scale(np.add.reduceat(f0, starts)[patches])

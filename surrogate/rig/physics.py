@@ -23,14 +23,16 @@ Geometry (our own, MuJoCo's detected contacts are not used)
 
 Forces (per point, then summed into one wrench per contact patch)
 -----------------------------------------------------------------
-Normal: Hunt-Crossley ``f = k delta^p (1 + c d(delta)/dt) >= 0`` (pads: the
-compliant lattice or one stiff point, see ``effects.compliant_pads``; table:
-``physics.support_*``). Tangential: regularized Coulomb with the local
-coefficient (``effects.friction_map``) shaped by ``effects.stribeck_friction``.
-Rig v2's fingertip effects (``rig.fingertips``, off in ``configs/rig/default.yaml``)
-act on the pads: a spring factor (relaxation), a friction factor (load), and a
-patch law for the tangential force and torsion (LuGre bristle, soft-finger limit
-surface); the linearization of all of it is ``rig.contact_law``.
+The rig's own laws (``rig.contact_law``; nothing from ``surrogate.model``). Normal, pads (the
+compliant lattice or one stiff point, ``effects.compliant_pads``): the exponential pulp law with a
+Kelvin-Voigt dashpot (``effects.pulp_stiffening``, rig v3), or Hunt-Crossley
+``f = k delta^p (1 + c d(delta)/dt) >= 0`` (v1, v2). Normal, table (``physics.support_*``): the
+Hertzian spring with Lankarani-Nikravesh damping from each sample point's remembered impact speed
+(``effects.impact_damping``, v3; ``_impact_law``), or a constant Hunt-Crossley ``c``. Tangential:
+regularized Coulomb with the local coefficient (``effects.friction_map``) shaped by
+``effects.stribeck_friction``. The fingertip effects (``rig.fingertips``, on from rig v2) act on the
+pads: a spring factor (relaxation), a friction factor (load), and a patch law for the tangential
+force and torsion (LuGre bristle, soft-finger limit surface).
 
 Time integration (why it is stable at a 1 ms step)
 --------------------------------------------------
@@ -56,7 +58,7 @@ term adds a numerical damping ``dt k'`` (for the rigid point pad, 50 N s/m at
 MuJoCo's ``implicitfast`` actuator damping is not in ``M`` here, so ``W``
 overestimates the pads' mobility (more damping, never less).
 
-Measured (MuJoCo 4.0.1, 2.5 s approach-close-lift, seed 0, 4 N / 2 N grip): the
+Measured (rig v1, MuJoCo 4.0.1, 2.5 s approach-close-lift, seed 0, 4 N / 2 N grip): the
 default step (120 Hz frames / 9 = 0.926 ms) against 0.245 ms differs by at most
 0.40 mm in object position (parallel jaw, box) and 0.22 mm (three fingers,
 cylinder), the held pad forces by < 1 mN, and all labels agree; 0.49 ms differs
@@ -72,19 +74,25 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from surrogate.model.law import semi_implicit_solve
 from surrogate.objects.asset import ObjectAsset
-from surrogate.rig.contact_law import linearized_law
-from surrogate.rig.fingertips import FingertipLaw
-from surrogate.rig.geometry import Patch, cross3, hull_planes, penetration_batch, support_points
-from surrogate.rig.geometry import penetration_along  # noqa: F401  (re-exported: tests and effects use it)
-from surrogate.rig.effects import compliant_pads, mass_mismatch
+from surrogate.rig.contact_law import EXPONENTIAL, POWER, linearized_law
+from surrogate.rig.effects import compliant_pads, impact_damping, mass_mismatch
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
 from surrogate.rig.effects.friction_map import FrictionField
+from surrogate.rig.fingertips import FingertipLaw
+from surrogate.rig.geometry import (
+    Patch,
+    cross3,
+    hull_planes,
+    penetration_along,  # noqa: F401  (re-exported: tests and effects use it)
+    penetration_batch,
+    support_points,
+)
 from surrogate.scenes import TABLE_HEIGHT, build_scene, set_contact_mode
 from surrogate.scenes.builder import TABLE_HALF, Scene
 from surrogate.scenes.hands import PAD_HALF
 from surrogate.scenes.object_body import OBJECT_BODY
+from surrogate.semi_implicit import semi_implicit_solve
 
 _PAD_RADIUS = float(np.hypot(PAD_HALF[1], PAD_HALF[2]))  # m, pad face centre to corner
 _MAX_DEPTH = 2 * PAD_HALF[0]  # m, a pad cell's compression saturates at the pad thickness (5 mm)
@@ -137,15 +145,21 @@ class RigPhysics:
         self.stribeck = eff["stribeck_friction"] if self.on["stribeck_friction"] else None
         self.eps = float(phys["friction_regularization"])
 
-        # Pad law.
-        cp = eff["compliant_pads"]
+        # Pad law (per cell, or the whole face on the single stiff point): rows (kind, p1, p2, p3), ``rig.contact_law``.
+        cp, pulp = eff["compliant_pads"], eff["pulp_stiffening"]
         self.compliant = self.on["compliant_pads"]
         grid = int(cp["grid"])
-        if self.compliant:
-            self.pad_law = (cp["stiffness"] / grid**2, cp["exponent"], cp["damping"])
+        cells = grid**2 if self.compliant else 1
+        if self.on["pulp_stiffening"]:
+            self.pad_law = (EXPONENTIAL, pulp["stiffness"] / cells, pulp["stiffening"], pulp["damping_time"])
+        elif self.compliant:
+            self.pad_law = (POWER, cp["stiffness"] / grid**2, cp["exponent"], cp["damping"])
         else:
-            self.pad_law = (phys["point_stiffness"], 1.0, phys["point_damping"])
-        self.support_law = (phys["support_stiffness"], phys["support_exponent"], phys["support_damping"])
+            self.pad_law = (POWER, phys["point_stiffness"], 1.0, phys["point_damping"])
+        self.support_law = (POWER, phys["support_stiffness"], phys["support_exponent"], phys["support_damping"])
+        # Table: Lankarani-Nikravesh damping from each sample point's remembered impact speed (0: not touching).
+        self.impact = eff["impact_damping"] if self.on["impact_damping"] else None
+        self.impact_speed = np.zeros(len(self.support))
 
         # Pads: geom, body, site, the face lattice and the face normal (pad frame).
         h = s.hand
@@ -252,7 +266,7 @@ class RigPhysics:
         if not act.any():
             return []
         return [["table", -1, -1, S_w[act], np.array([0.0, 0.0, 1.0]), depth[act], self.support_law,
-                 self.support[act]]]
+                 self.support[act], act]]
 
     def _contact_forces(self, *, apply: bool) -> list[Patch]:
         """This step's contact patches, their wrenches solved semi-implicitly (module docstring); with
@@ -268,6 +282,8 @@ class RigPhysics:
         bt = _point_batch(cands)
         J = self._patch_jacobians(cands, bt["centres"])
         xi_all = J @ d.qvel
+        if self.impact is not None:
+            self._impact_law(cands, bt, xi_all, apply=apply)
         xi_free = xi_all + dt * (J @ d.qacc_smooth)
         tips = self.tips if self.tips.active else None
         pad_R = d.geom_xmat[self._pad_geoms].reshape(-1, 3, 3) if tips is not None else None
@@ -292,6 +308,27 @@ class RigPhysics:
             if apply:
                 self._apply_wrench(cand[2], bt["centres"][p], w[p])
         return patches
+
+    def _impact_law(self, cands, bt: dict, xi_all: np.ndarray, *, apply: bool) -> None:
+        """Set the table points' damping to ``effects.impact_damping``'s from the approach speed each remembered
+        at first touch (this step's for points touching now for the first time); with ``apply`` the memory moves."""
+        act = np.zeros(len(self.support), dtype=bool)
+        approach = np.zeros(len(self.support))
+        if cands[-1][0] == "table":
+            p = len(cands) - 1
+            lo = int(bt["starts"][p])
+            sl = slice(lo, lo + bt["counts"][p])
+            xi = xi_all[6 * p:6 * p + 6]
+            r = bt["pts"][sl] - bt["centres"][p]
+            vz = xi[2] + xi[3] * r[:, 1] - xi[4] * r[:, 0]  # (v + w x r) . z: the table normal is +z
+            act = cands[-1][8]
+            approach[act] = -vz
+        c = self.impact
+        memory = impact_damping.remember(self.impact_speed, act, approach, impact_speed_min=c["impact_speed_min"])
+        if act.any():
+            bt["law"][sl, 3] = impact_damping.damping(memory[act], restitution=c["restitution"])
+        if apply:
+            self.impact_speed = memory
 
     def _patch_jacobians(self, cands, centres: np.ndarray) -> np.ndarray:
         """[6 P, nv] each patch's Jacobian at its centre: the object's minus the pad's (the table is fixed)."""
@@ -359,8 +396,8 @@ class RigPhysics:
 
 def _point_batch(cands) -> dict:
     """All candidate patches' points in one batch: counts [P], g [N] (patch of each point), pts, surf [N, 3],
-    depth [N], normals [P, 3], law [N, 3] (k, p, c), G [P, N] (patch membership), centres [P, 3],
-    pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
+    depth [N], normals [P, 3], law [N, 4] (kind, p1, p2, p3: ``rig.contact_law``), G [P, N] (patch membership),
+    centres [P, 3], pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
     P = len(cands)
     counts = [len(c[5]) for c in cands]
     N = sum(counts)
@@ -370,7 +407,7 @@ def _point_batch(cands) -> dict:
     G[g, np.arange(N)] = 1.0
     return {"counts": counts, "g": g, "pts": pts, "depth": np.concatenate([c[5] for c in cands]),
             "surf": np.concatenate([c[7] for c in cands]), "normals": np.array([c[4] for c in cands]),
-            "law": np.array([c[6] for c in cands])[g], "G": G,
+            "law": np.array([c[6] for c in cands], dtype=float)[g], "G": G,
             "pad": np.array([c[1] if c[0] == "pad" else -1 for c in cands]),
             "counts_a": np.array(counts), "starts": np.cumsum([0] + counts[:-1]),
             "centres": (G @ pts) / np.array(counts, dtype=float)[:, None]}

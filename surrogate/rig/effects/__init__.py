@@ -21,10 +21,12 @@ from surrogate.rig.effects import (
     actuator_delay_backlash,
     compliant_pads,
     friction_map,
+    impact_damping,
     load_dependent_friction,
     mass_mismatch,
     pad_relaxation,
     presliding_friction,
+    pulp_stiffening,
     soft_finger_torsion,
     stribeck_friction,
 )
@@ -42,8 +44,8 @@ class Effect:
     def defaults(self) -> dict:
         """{"enabled": <the module's ENABLED_BY_DEFAULT, True if absent>, <param>: default ...}.
 
-        The fingertip effects of rig v2 are off by default: ``configs/rig/default.yaml`` (the
-        released checkpoint's data) stays the v1 rig; ``configs/rig/fingertips.yaml`` turns them on."""
+        Every effect is on by default: the built-in defaults are ``configs/rig/default.yaml``, rig v3
+        (``configs/rig/v1.yaml`` and ``v2.yaml`` switch the later effects off by name)."""
         on = bool(getattr(self.module, "ENABLED_BY_DEFAULT", True))
         return {"enabled": on, **{k: p["default"] for k, p in self.params.items()}}
 
@@ -51,10 +53,13 @@ class Effect:
 EFFECTS: dict[str, Effect] = {
     m.NAME: Effect(m.NAME, m, m.DOC, m.PARAMS)
     for m in (compliant_pads, stribeck_friction, friction_map, actuator_delay_backlash, mass_mismatch,
-              load_dependent_friction, soft_finger_torsion, pad_relaxation, presliding_friction)
+              load_dependent_friction, soft_finger_torsion, pad_relaxation, presliding_friction, pulp_stiffening,
+              impact_damping)
 }
 
-# The fingertip effects (rig v2): pad contacts only, state and hidden draws in ``rig.fingertips``.
+# The fingertip effects (rig v2): pad contacts only, state and hidden draws in ``rig.fingertips``. The rig v3
+# laws (``pulp_stiffening`` for the pads, ``impact_damping`` for the table) are in ``rig.contact_law`` and
+# ``rig.physics``; they draw nothing.
 FINGERTIP_EFFECTS = ("load_dependent_friction", "soft_finger_torsion", "pad_relaxation", "presliding_friction")
 
 

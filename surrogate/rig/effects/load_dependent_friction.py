@@ -33,7 +33,6 @@ import numpy as np
 
 NAME = "load_dependent_friction"
 DOC = "pad friction falls with load as a power law mu0 (N/N0)^-gamma (Hertzian elastomer); off: constant mu"
-ENABLED_BY_DEFAULT = False
 PARAMS = {
     "exponent_min": {"kind": "float", "default": 0.1, "range": (0.0, 0.4), "unit": "1",
                      "doc": "lowest gamma of mu ∝ N^-gamma (drawn per episode; 1/3: Hertz, Schallamach 1952)"},

@@ -40,7 +40,6 @@ import numpy as np
 
 NAME = "pad_relaxation"
 DOC = "viscoelastic pads (standard linear solid): a held squeeze relaxes by g1 with time constant tau; off: elastic"
-ENABLED_BY_DEFAULT = False
 PARAMS = {
     "fraction_min": {"kind": "float", "default": 0.15, "range": (0.0, 0.9), "unit": "1",
                      "doc": "smallest relaxed fraction g1 of the force (drawn per episode)"},

@@ -46,7 +46,6 @@ import numpy as np
 
 NAME = "presliding_friction"
 DOC = "LuGre bristle presliding: a sticking pad creeps up to z_b (0.2-1 mm) before gross slip; off: regularized Coulomb"
-ENABLED_BY_DEFAULT = False
 PARAMS = {
     "breakaway_min": {"kind": "float", "default": 0.0002, "range": (1.0e-5, 0.005), "unit": "m",
                       "doc": "smallest presliding displacement at breakaway z_b (drawn per episode)"},

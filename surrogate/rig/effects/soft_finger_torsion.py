@@ -56,7 +56,6 @@ import numpy as np
 
 NAME = "soft_finger_torsion"
 DOC = "soft-finger torsion: patch radius a ∝ N^gamma_r, tau_max = 3pi/16 mu N a, elliptic limit surface; off: cell friction"
-ENABLED_BY_DEFAULT = False
 PARAMS = {
     "radius_min": {"kind": "float", "default": 0.003, "range": (0.0005, 0.01), "unit": "m",
                    "doc": "smallest patch radius at the reference load (drawn per episode)"},
