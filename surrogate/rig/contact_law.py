@@ -2,7 +2,7 @@
 
 The rig's own constitutive laws, written here and in ``rig/effects/`` (nothing is taken from the learned
 model, ``surrogate.model``; only the linear solve is shared, ``surrogate.semi_implicit``). Per contact
-point the normal law is one of two kinds (``law`` rows ``(kind, p1, p2, p3)``, ``_point_batch``):
+point the normal law is one of two kinds (``law`` rows ``(kind, p1, p2, p3)``, ``point_batch``):
 
 * ``POWER`` ``(k, n, c)``: ``f = k delta^n (1 + c rate)``, Hunt-Crossley with a constant ``c`` (rig v1 pads
   and table) or with ``c = 3 (1 - e^2) / (4 v0)`` per point from the remembered impact speed
@@ -21,7 +21,7 @@ Both laws are linear in their stiffness ``p1`` and the friction is linear in ``m
 exactly: the law is linearized with the scaled spring and ``mu = 1``, and ``a = mu a1``,
 ``b = b1 + a1 - a`` recover it for any ``mu``.
 
-Shapes: P patches, N points; ``bt`` from ``physics._point_batch``; twists ``xi`` [6 P] (object minus
+Shapes: P patches, N points; ``bt`` from ``point_batch``; twists ``xi`` [6 P] (object minus
 pad / table, at the patch centres; linear then angular).
 """
 
@@ -183,3 +183,22 @@ def _pad_patches(bt, tips, tip, r, xi, pad_R, K6, w0) -> None:
     K6[patches] += K
     w0[patches] += w
     tip["state"] = state
+
+
+def point_batch(cands) -> dict:
+    """All candidate patches' points in one batch: counts [P], g [N] (patch of each point), pts, surf [N, 3],
+    depth [N], normals [P, 3], law [N, 4] (kind, p1, p2, p3: ``rig.contact_law``), G [P, N] (patch membership),
+    centres [P, 3], pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
+    P = len(cands)
+    counts = [len(c[5]) for c in cands]
+    N = sum(counts)
+    g = np.repeat(np.arange(P), counts)
+    pts = np.concatenate([c[3] for c in cands])
+    G = np.zeros((P, N))
+    G[g, np.arange(N)] = 1.0
+    return {"counts": counts, "g": g, "pts": pts, "depth": np.concatenate([c[5] for c in cands]),
+            "surf": np.concatenate([c[7] for c in cands]), "normals": np.array([c[4] for c in cands]),
+            "law": np.array([c[6] for c in cands], dtype=float)[g], "G": G,
+            "pad": np.array([c[1] if c[0] == "pad" else -1 for c in cands]),
+            "counts_a": np.array(counts), "starts": np.cumsum([0] + counts[:-1]),
+            "centres": (G @ pts) / np.array(counts, dtype=float)[:, None]}

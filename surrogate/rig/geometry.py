@@ -15,6 +15,8 @@ import numpy as np
 import trimesh
 
 from surrogate.objects.asset import ObjectAsset
+from surrogate.rig.effects import compliant_pads
+from surrogate.scenes.hands import PAD_HALF
 
 
 def hull_planes(mesh: trimesh.Trimesh) -> tuple[np.ndarray, np.ndarray]:
@@ -188,3 +190,23 @@ class Patch:
     def points(self) -> np.ndarray:
         self._forces_all()
         return self.all_points[self._active]
+
+
+def pad_frames(m, d, hand, grid: int) -> list[dict]:
+    """Per pad of ``hand`` (a ``HandInfo``) in model ``m`` / data ``d``: geom, body and site ids, the face normal and
+    face centre in the pad geom's frame (the side facing the hand's base, so the grip's inward side) and its ``grid``
+    x ``grid`` lattice (``compliant_pads.pad_grid``)."""
+    base_xy = d.xpos[m.body(hand.base_body).id][:2]
+    pads = []
+    for gname, site in zip(hand.pad_geom_names, hand.pad_site_names):
+        g = m.geom(gname).id
+        R = d.geom_xmat[g].reshape(3, 3)
+        towards = np.r_[base_xy - d.geom_xpos[g][:2], 0.0]
+        sign = 1.0 if R[:, 0] @ towards > 0 else -1.0
+        pads.append({
+            "geom": g, "body": int(m.geom_bodyid[g]), "site": m.site(site).id,
+            "normal": np.array([sign, 0.0, 0.0]),
+            "face": np.array([sign * PAD_HALF[0], 0.0, 0.0]),
+            "grid": compliant_pads.pad_grid(PAD_HALF, grid, sign),
+        })
+    return pads

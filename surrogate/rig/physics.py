@@ -75,7 +75,7 @@ import mujoco
 import numpy as np
 
 from surrogate.objects.asset import ObjectAsset
-from surrogate.rig.contact_law import EXPONENTIAL, POWER, linearized_law
+from surrogate.rig.contact_law import EXPONENTIAL, POWER, linearized_law, point_batch
 from surrogate.rig.effects import compliant_pads, impact_damping, mass_mismatch
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
 from surrogate.rig.effects.friction_map import FrictionField
@@ -84,6 +84,7 @@ from surrogate.rig.geometry import (
     Patch,
     cross3,
     hull_planes,
+    pad_frames,
     penetration_along,  # noqa: F401  (re-exported: tests and effects use it)
     penetration_batch,
     support_points,
@@ -162,22 +163,8 @@ class RigPhysics:
         self.impact_speed = np.zeros(len(self.support))
 
         # Pads: geom, body, site, the face lattice and the face normal (pad frame).
-        h = s.hand
-        self.hand = h
-        base_xy = d.xpos[m.body(h.base_body).id][:2]
-        self.pads = []
-        for gname, site in zip(h.pad_geom_names, h.pad_site_names):
-            g = m.geom(gname).id
-            R = d.geom_xmat[g].reshape(3, 3)
-            towards = np.r_[base_xy - d.geom_xpos[g][:2], 0.0]
-            sign = 1.0 if R[:, 0] @ towards > 0 else -1.0
-            self.pads.append({
-                "geom": g, "body": int(m.geom_bodyid[g]), "site": m.site(site).id,
-                "normal": np.array([sign, 0.0, 0.0]),
-                "face": np.array([sign * PAD_HALF[0], 0.0, 0.0]),
-                "grid": compliant_pads.pad_grid(PAD_HALF, grid, sign),
-            })
-
+        self.hand = s.hand
+        self.pads = pad_frames(m, d, s.hand, grid)
         self._pad_geoms = np.array([pad["geom"] for pad in self.pads])
         self._pad_sign = np.array([pad["normal"][0] for pad in self.pads])
         self._grids = np.stack([pad["grid"] for pad in self.pads])
@@ -279,7 +266,7 @@ class RigPhysics:
         # Smooth (contact-free) acceleration of this step, for the end-of-step velocity prediction.
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_fwdAcceleration(m, d)
-        bt = _point_batch(cands)
+        bt = point_batch(cands)
         J = self._patch_jacobians(cands, bt["centres"])
         xi_all = J @ d.qvel
         if self.impact is not None:
@@ -392,22 +379,3 @@ class RigPhysics:
         """[3] object frame: the force-weighted centroid of a patch's points (normal force weights)."""
         fn = np.abs(patch.point_forces @ (patch.force / max(np.linalg.norm(patch.force), 1e-12)))
         return (fn[:, None] * patch.points).sum(0) / max(fn.sum(), 1e-12)
-
-
-def _point_batch(cands) -> dict:
-    """All candidate patches' points in one batch: counts [P], g [N] (patch of each point), pts, surf [N, 3],
-    depth [N], normals [P, 3], law [N, 4] (kind, p1, p2, p3: ``rig.contact_law``), G [P, N] (patch membership),
-    centres [P, 3], pad [P] (pad index, -1 for the table), counts_a [P] and starts [P] (each patch's first point)."""
-    P = len(cands)
-    counts = [len(c[5]) for c in cands]
-    N = sum(counts)
-    g = np.repeat(np.arange(P), counts)
-    pts = np.concatenate([c[3] for c in cands])
-    G = np.zeros((P, N))
-    G[g, np.arange(N)] = 1.0
-    return {"counts": counts, "g": g, "pts": pts, "depth": np.concatenate([c[5] for c in cands]),
-            "surf": np.concatenate([c[7] for c in cands]), "normals": np.array([c[4] for c in cands]),
-            "law": np.array([c[6] for c in cands], dtype=float)[g], "G": G,
-            "pad": np.array([c[1] if c[0] == "pad" else -1 for c in cands]),
-            "counts_a": np.array(counts), "starts": np.cumsum([0] + counts[:-1]),
-            "centres": (G @ pts) / np.array(counts, dtype=float)[:, None]}
