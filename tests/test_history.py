@@ -136,15 +136,17 @@ def test_matching_is_one_to_one_within_the_tolerance_and_the_same_pair():
 
 
 # -- closed loop: passivity with arbitrary state --------------------------------------------------
-@pytest.mark.parametrize("seed, iterations", [(0, 0), (1, 1)])
-def test_dropped_cube_with_the_spring_never_gains_energy(seed, iterations):
+@pytest.mark.parametrize("seed, iterations, history", [(0, 0, False), (1, 1, False), (2, 1, True)])
+def test_dropped_cube_with_the_spring_never_gains_energy(seed, iterations, history):
     """A spinning cube dropped on the ground with saturated corrections; every 20 steps in contact the history gets
     arbitrary state: displacements 10x outside the cone stored with stiffnesses far below the law's (small energy,
     large displacement: a step that used them without ``presliding_start``'s energy rule would explode). Kinetic +
     potential + stored spring energy never exceeds the start plus the energy the injections added (1e-4 of the
-    start: the step's integration error; the normal springs' energy, not counted, is >= 0), and impacts dissipate."""
+    start: the step's integration error; the normal springs' energy, not counted, is >= 0), and impacts dissipate.
+    With ``history`` the network also scales k_z from the (arbitrary) state it sees."""
     scene = _cube_scene()
-    model = _perturbed(ContactLawGNN(prior=SPRING_CUBE, corrections=True, friction_iterations=iterations), seed=seed)
+    model = _perturbed(ContactLawGNN(prior=SPRING_CUBE, corrections=True, friction_iterations=iterations,
+                                     history=history), seed=seed)
     stepper = Stepper(scene, model)
     rng = np.random.default_rng(seed)
     d = _free_data(scene, [0, 0, 0.0524 * 1.8 + 0.05], rng.normal(size=4), [0.4, -0.2, 0.0], rng.normal(0, 6, 3))
@@ -193,12 +195,14 @@ def test_box_on_the_table_with_the_spring_rests_and_never_gains_energy():
 
 
 # -- the same state in every path -----------------------------------------------------------------
-@pytest.mark.parametrize("friction_iterations, corrections", [(0, True), (1, False), (1, True)])
-def test_twin_matches_the_stepper_with_the_spring(friction_iterations, corrections):
+@pytest.mark.parametrize("friction_iterations, corrections, history", [(0, True, False), (1, False, False),
+                                                                         (1, True, True)])
+def test_twin_matches_the_stepper_with_the_spring(friction_iterations, corrections, history):
     """The twin carries the same history as the stepper: a spinning cube tossed onto the ground, impacts, slides and
     sticking, 1 s, the same trajectory to 1e-9 m (and the spring changes it: the same toss without it ends elsewhere)."""
     scene = _cube_scene()
-    model = ContactLawGNN(prior=SPRING_CUBE, corrections=corrections, friction_iterations=friction_iterations)
+    model = ContactLawGNN(prior=SPRING_CUBE, corrections=corrections, friction_iterations=friction_iterations,
+                          history=history)
     model = _perturbed(model, scale=0.5) if corrections else model.eval()
     states = [([0, 0, 0.12], [0.9, 0.3, 0.2, 0.1], [0.8, 0.1, -0.3], [3.0, -4.0, 1.0]),
               ([0.1, 0, 0.09], [0.5, -0.5, 0.5, 0.5], [-0.5, 0.4, 0.5], [-2.0, 6.0, 0.0])]
@@ -249,3 +253,89 @@ def test_copies_carry_the_history_of_separate_mjdata():
     step(s.model, ds, st)
     assert (st.history.age[st.history.env == 0] <= s.model.opt.timestep * (1 + 1e-9)).all()  # env 0 started fresh
     assert (st.history.age[st.history.env == 1] > before.max() - 1e-12).any()  # env 1 kept its own
+
+
+# -- the network that sees history ----------------------------------------------------------------
+def _ground_graph():
+    """A graph of the cube pressed into the ground at a tilt, sliding and spinning (float64, the stepper's builder)."""
+    scene = _cube_scene()
+    d = _free_data(scene, [0.0, 0.0, 0.0524 * 1.2], [0.95, 0.2, -0.1, 0.05], [0.3, -0.2, -0.1], [1.0, -2.0, 0.5])
+    stepper = Stepper(scene, ContactLawGNN(prior=SPRING_CUBE))
+    stepper.set_mode(scene.model, "surrogate")
+    mujoco.mj_step1(scene.model, d)
+    g = stepper.builder.build(scene.model, [d], dtype=torch.float64).graph
+    assert g.edge_index.shape[1] >= 2 and (g.dist < 0).sum() >= 1
+    return g
+
+
+def _rotated(g, R):
+    """The same graph with the whole scene (gravity included) turned by R [3, 3]."""
+    import copy
+
+    h = copy.copy(g)
+    Rt = torch.as_tensor(R)
+    for name in ("normal", "r_obj", "r_oth", "tangent", "vel", "omega", "gravity"):
+        setattr(h, name, getattr(g, name) @ Rt.T)
+    h.inertia_w = Rt @ g.inertia_w @ Rt.T
+    return h
+
+
+def test_history_network_is_invariant_to_rigid_motion_and_bounded():
+    """With history on, saturated corrections and arbitrary state: turning the scene (and the state with it) turns the
+    forces and the state after the step, nothing else; k_z stays within its bound of the prior's."""
+    g = _ground_graph()
+    E = g.edge_index.shape[1]
+    model = _perturbed(ContactLawGNN(prior=SPRING_CUBE, corrections=True, history=True, friction_iterations=1), seed=4)
+    rng = np.random.default_rng(0)
+    T = torch.from_numpy
+    state = ContactState(T(rng.normal(0, 1e-4, (E, 3))), T(rng.uniform(0, 1, E)), T(rng.uniform(0, 5, E)),
+                         T(rng.uniform(1e3, 1e5, E)))
+    R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    R *= np.linalg.det(R)  # a rotation
+    with torch.no_grad():
+        f1, xi1, s1 = model.solve(g, state=state, with_state=True)
+        state2 = ContactState(state.z @ T(R).T, *state[1:])
+        f2, xi2, s2 = model.solve(_rotated(g, R), state=state2, with_state=True)
+        prm = model.law_parameters(g, state=state)
+        prm_fresh = model.law_parameters(g)
+    assert float(f1.abs().max()) > 0.1 and float(s1.z.abs().max()) > 0
+    np.testing.assert_allclose(f2.numpy(), f1.numpy() @ R.T, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(s2.z.numpy(), s1.z.numpy() @ R.T, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(s2.fn_last.numpy(), s1.fn_last.numpy(), rtol=1e-6, atol=1e-9)
+    k_prior = 300.0
+    assert ((prm[:, 3] >= k_prior * np.exp(-2.0) * (1 - 1e-6)) & (prm[:, 3] <= k_prior * np.exp(2.0) * (1 + 1e-6))).all()
+    mild = _perturbed(ContactLawGNN(prior=SPRING_CUBE, corrections=True, history=True), scale=0.3, seed=4)
+    with torch.no_grad():
+        prm, prm_fresh = mild.law_parameters(g, state=state), mild.law_parameters(g)
+    assert not torch.allclose(prm[:, 3], prm_fresh[:, 3])  # the k_z head reads the state
+    torch.testing.assert_close(prm[:, 0], prm_fresh[:, 0])  # the stiffness head never does (configuration only)
+
+
+def test_history_model_trains_through_the_twin_and_round_trips(tmp_path):
+    """Gradients of a twin rollout reach the k_z head and the spring's prior; the history normalizer fills in
+    training; the checkpoint (card: ``history``, the prior's ``presliding_stiffness``) loads to the same law."""
+    from surrogate.model.checkpoint import export_checkpoint, load_checkpoint, read_card
+
+    scene = _cube_scene()
+    model = ContactLawGNN(prior=SPRING_CUBE, corrections=True, history=True, friction_iterations=1).train()
+    s0 = torch.tensor([[0, 0, 0.07, 0.9, 0.3, 0.2, 0.1, 0.5, 0, -0.3, 2.0, 1.0, 0.0]], dtype=torch.float64)
+    s0[:, 3:7] /= s0[:, 3:7].norm()
+    pos, quat = Twin(scene).rollout(model, s0, 30, substeps=4)
+    (pos[:, -1, 0] + quat[:, -1, 1]).sum().backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(gr).all() for gr in grads)
+    assert float(model.log_presliding.grad.abs().sum()) > 0
+    last = [m for m in model.decoder if isinstance(m, torch.nn.Linear)][-1]
+    assert float(last.weight.grad[2].abs().sum()) > 0  # the k_z head's row
+    assert float(model.hist_norm.count) > 0
+    model = _perturbed(model.train(), scale=0.3)
+    export_checkpoint(model, tmp_path / "ck")
+    card = read_card(tmp_path / "ck")
+    hp = card["model"]["hparams"]
+    assert hp["history"] is True and hp["prior"]["presliding_stiffness"] == pytest.approx(300.0, rel=1e-6)
+    back, _ = load_checkpoint(tmp_path / "ck")
+    g = _ground_graph()
+    E = g.edge_index.shape[1]
+    state = ContactState(torch.full((E, 3), 1e-5), torch.full((E,), 0.2), torch.full((E,), 3.0), torch.full((E,), 1e4))
+    with torch.no_grad():
+        torch.testing.assert_close(back.solve(g, state=state)[0], model.solve(g, state=state)[0])

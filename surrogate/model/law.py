@@ -105,7 +105,7 @@ def _tangential(x, n):
 def _limit(z, kz, force_max):
     """``z`` [E, 3] scaled down (never up) so that the spring force |kz z| <= ``force_max`` [E] (zero where
     ``force_max`` <= 0 or ``kz`` = 0: no state without a force to hold it)."""
-    f = kz * _sqrt((z * z).sum(-1))
+    f = kz * _sqrt((z * z).sum(-1) + 1e-300)  # the tiny term: a finite gradient at z = 0, the same value elsewhere
     over = f > force_max
     scale = _where(over, force_max / _where(over, f, f * 0 + 1.0), f * 0 + 1.0)
     scale = _where((force_max > 0) & (kz > 0), scale, scale * 0)
@@ -135,8 +135,9 @@ def presliding_start(z, n, kz, mu, fn, speed2, k_last=None):
     zt = _tangential(z, n)
     if k_last is not None:  # the energy 1/2 k |z|^2 is kept, not created, when the stiffness grows
         grow = kz > k_last
-        ratio = _sqrt(_where(grow, k_last / _where(grow, kz, kz * 0 + 1.0), kz * 0 + 1.0))
-        zt = zt * ratio[..., None]
+        scaled = grow & (k_last > 0)  # a state stored with no stiffness holds no energy: it goes to zero
+        ratio = _sqrt(_where(scaled, k_last / _where(scaled, kz, kz * 0 + 1.0), kz * 0 + 1.0))  # safe: no sqrt(0)
+        zt = zt * _where(grow & ~scaled, ratio * 0, ratio)[..., None]
     return _limit(zt, kz, friction_coefficient(mu, speed2) * fn)
 
 
