@@ -333,6 +333,7 @@ def test_history_model_trains_through_the_twin_and_round_trips(tmp_path):
     card = read_card(tmp_path / "ck")
     hp = card["model"]["hparams"]
     assert hp["history"] is True and hp["prior"]["presliding_stiffness"] == pytest.approx(300.0, rel=1e-6)
+    assert card["features"]["history"] == ["z_norm", "z_dot_vt", "age", "fn_last"]
     back, _ = load_checkpoint(tmp_path / "ck")
     g = _ground_graph()
     E = g.edge_index.shape[1]
