@@ -106,6 +106,7 @@ def test_spring_off_is_the_law_without_it():
     assert "presliding_stiffness" not in model.hparams["prior"]
     with pytest.raises(ValueError, match="presliding"):
         ContactLawGNN(prior=CUBE, history=True)
+    assert not ContactLawGNN(prior=SPRING_CUBE, corrections=False, history=True).history  # no network: the law
     with pytest.raises(ValueError, match="presliding_stiffness"):
         ContactLawGNN(prior=dict(CUBE, presliding_stiffness=-1.0))
     spring = ContactLawGNN(prior=SPRING_CUBE, prior_body=CUBE)

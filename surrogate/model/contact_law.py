@@ -70,7 +70,7 @@ class ContactLawGNN(nn.Module):
       stribeck: a static/kinetic friction law (``law.friction_coefficient``): two more global parameters per
         group, the prior's ``static_friction`` (static / kinetic ratio) and ``stribeck_speed``, fitted with the
         others in the prior stage (False: Coulomb with one coefficient, the prior's ``static_friction`` must be 1).
-      history: the network also sees each contact's history (``graph.HISTORY_FEATURES``, from the state
+      history: the network (with ``corrections``) also sees each contact's history (``graph.HISTORY_FEATURES``, from the state
         ``model.history`` carries across steps) and a fourth bounded head scales the presliding stiffness k_z around
         the prior's ``presliding_stiffness`` (which must be > 0 for a group: the spring is on for the groups whose
         prior has one, with or without ``history``; a prior without any builds exactly the law before the spring).
@@ -107,11 +107,12 @@ class ContactLawGNN(nn.Module):
             # a group whose prior has no spring keeps none (k_z = 0 exactly), the others a learnable log k_z
             self.register_buffer("presliding_on", kz > 0, persistent=False)
             self.log_presliding = nn.Parameter(torch.where(kz > 0, kz, torch.ones_like(kz)).log())
-        self.history = bool(history)
-        if self.history and not (self.presliding and corrections):
-            raise ValueError("history needs corrections=True and a presliding spring (a prior presliding_stiffness > 0)")
-        if self.history or presliding_bound != 2.0:
-            self._hparams.update(history=self.history, presliding_bound=float(presliding_bound))
+        if history and not self.presliding:
+            raise ValueError("history needs a presliding spring (a prior presliding_stiffness > 0) for its k_z head")
+        if history or presliding_bound != 2.0:
+            self._hparams.update(history=bool(history), presliding_bound=float(presliding_bound))
+        # without corrections there is no network to see the history (the prior stage of a history model): the law
+        self.history = bool(history) and bool(corrections)
         self.presliding_bound = float(presliding_bound)
         nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
         self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
