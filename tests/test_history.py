@@ -12,15 +12,28 @@ import torch
 
 from surrogate.model.contact_law import ContactLawGNN
 from surrogate.model.history import ContactHistory, ContactKeys, ContactState, match
-from surrogate.model.law import (contact_state_after, friction_coefficient, point_law, presliding_end,
-                                 presliding_start, semi_implicit_solve_joint, solve_free_object, with_presliding)
+from surrogate.model.law import (
+    friction_coefficient,
+    point_law,
+    presliding_end,
+    semi_implicit_solve_joint,
+    solve_free_object,
+    with_presliding,
+)
 from surrogate.objects import make_object
 from surrogate.scenes import build_scene
 from surrogate.sim import Stepper, step
-from surrogate.sim.copies import Copies
 from surrogate.sim.twin import Twin
 
-from .test_contact_law import CUBE, PAD, TABLE, _cube_scene, _energy, _free_data, _perturbed
+from .test_contact_law import (
+    CUBE,
+    PAD,
+    TABLE,
+    _cube_scene,
+    _energy,
+    _free_data,
+    _perturbed,
+)
 
 torch.set_num_threads(1)
 SPRING_CUBE = dict(CUBE, presliding_stiffness=300.0)  # m|g|/L: ~0.1 mm of presliding at mu m|g| for the cube
@@ -90,7 +103,7 @@ def test_presliding_spring_never_reverses_slip_from_rest():
                                           np.array([[slip, 0.0, 0.0]]), dt, mu=np.array([2.0]), eps=np.array([1e-6]),
                                           iterations=2, a_spring=a_z)
         assert 0.0 <= v1[0, 0] <= slip and F[0, 0] * v1[0, 0] <= 0.0
-        T = lambda x: torch.tensor(np.asarray(x, dtype=np.float64))  # noqa: E731
+        T = lambda x: torch.tensor(np.asarray(x, dtype=np.float64))
         _, xi = solve_free_object(T(w0), T(a), T(b), T(n), T(np.zeros((1, 3))), T(np.zeros((1, 3))),
                                   torch.zeros(1, dtype=torch.long), vel=T([[slip, 0, 0]]), omega=T(np.zeros((1, 3))),
                                   mass=T([m]), inertia_w=T(np.eye(3)[None] * 1e-5), gravity=T([[0, 0, 0]]), dt=dt,
@@ -294,9 +307,9 @@ def test_history_network_is_invariant_to_rigid_motion_and_bounded():
     R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
     R *= np.linalg.det(R)  # a rotation
     with torch.no_grad():
-        f1, xi1, s1 = model.solve(g, state=state, with_state=True)
+        f1, _, s1 = model.solve(g, state=state, with_state=True)
         state2 = ContactState(state.z @ T(R).T, *state[1:])
-        f2, xi2, s2 = model.solve(_rotated(g, R), state=state2, with_state=True)
+        f2, _, s2 = model.solve(_rotated(g, R), state=state2, with_state=True)
         prm = model.law_parameters(g, state=state)
         prm_fresh = model.law_parameters(g)
     assert float(f1.abs().max()) > 0.1 and float(s1.z.abs().max()) > 0

@@ -36,7 +36,7 @@ class ContactState(NamedTuple):
     k_last: object
 
     @classmethod
-    def zeros(cls, E: int) -> "ContactState":
+    def zeros(cls, E: int) -> ContactState:
         return cls(np.zeros((E, 3)), np.zeros(E), np.zeros(E), np.zeros(E))
 
 
