@@ -94,6 +94,8 @@ def match(prev_env, prev_pair, prev_point, env, pair, point, tol) -> np.ndarray:
         _, first_p = np.unique(cand_p, return_index=True)
         acc_n, acc_p = cand_n[first_p], cand_p[first_p]
         out[acc_n] = acc_p
+        if len(acc_n) == len(cand_n):  # every new contact with a candidate is matched (the usual case): done
+            break
         keep = ~np.isin(ni, acc_n) & ~np.isin(pj, acc_p)
         ni, pj = ni[keep], pj[keep]
     return out
