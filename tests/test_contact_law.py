@@ -77,7 +77,7 @@ def test_semi_implicit_friction_never_reverses_slip():
         n = torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64)
         f0, a, b, _ = point_law(torch.tensor([1e-4]), torch.tensor([0.0]), torch.tensor([slip]), k=1e6, p=1.5, c=5.0,
                                 mu=2.0, eps=1e-6, dt=1e-3)
-        forces, xi = solve_free_object(f0.double(), a.double(), b.double(), n, torch.zeros(1, 3, dtype=torch.float64),
+        forces, xi = solve_free_object(f0.double()[:, None] * n, a.double(), b.double(), n, torch.zeros(1, 3, dtype=torch.float64),
                                        torch.zeros(1, 3, dtype=torch.float64), torch.zeros(1, dtype=torch.long), vel=vel,
                                        omega=torch.zeros(1, 3, dtype=torch.float64), mass=mass, inertia_w=inertia,
                                        gravity=torch.zeros(1, 3, dtype=torch.float64), dt=1e-3, num_envs=1)
@@ -102,7 +102,7 @@ def test_joint_space_solve_is_the_contact_space_solve():
     a, b, f0 = rng.uniform(0, 50, E), rng.uniform(0, 500, E), rng.uniform(0, 5, E)
     v_free = rng.normal(size=(B, nv))
     start = np.cumsum([0] + counts[:-1])
-    F, v1 = semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt)
+    F, v1 = semi_implicit_solve_joint(f0[:, None] * n, a, b, n, J, start, M, v_free, dt)
     for i, (s0, c) in enumerate(zip(start, counts)):  # each environment alone, in contact space
         rows = slice(s0, s0 + c)
         K = np.zeros((c, 3, c, 3))
@@ -129,7 +129,7 @@ def test_iterated_friction_is_coulomb_at_a_sliding_impact():
     f0, a, b, _ = point_law(np.array([depth]), np.array([vn0]), np.array([vt0]), k=k, p=p, c=2.0, mu=mu, eps=eps, dt=dt)
     J, M = np.eye(3)[None], m * np.eye(3)[None]
     v_free = np.array([[vt0, 0.0, vn0 - 9.81 * dt]])
-    args = (f0, a, b, n, J, np.array([0]), M, v_free, dt)
+    args = (f0[:, None] * n, a, b, n, J, np.array([0]), M, v_free, dt)
     F0, _ = semi_implicit_solve_joint(*args)
     F1, v1 = semi_implicit_solve_joint(*args, mu=np.array([mu]), eps=np.array([eps]), iterations=1)
     for F in (F0, F1):
@@ -185,7 +185,7 @@ def test_iterated_static_kinetic_friction_uses_the_end_of_step_slip():
     assert a[0] == pytest.approx(float(friction_coefficient(mu3, np.array([vt0 ** 2]))[0]) * f0[0] * (1 + 2.0) / np.hypot(vt0, eps))
     J, M = np.eye(3)[None], m * np.eye(3)[None]
     v_free = np.array([[vt0, 0.0, vn0 - 9.81 * dt]])
-    args = (f0, a, b, n, J, np.array([0]), M, v_free, dt)
+    args = (f0[:, None] * n, a, b, n, J, np.array([0]), M, v_free, dt)
     F0, _ = semi_implicit_solve_joint(*args)
     F1, v1 = semi_implicit_solve_joint(*args, mu=mu3, eps=np.array([eps]), iterations=1)
     vt_first = v_free[0, 0] + dt * F0[0, 0] / m
@@ -195,7 +195,7 @@ def test_iterated_static_kinetic_friction_uses_the_end_of_step_slip():
     assert mu_first > 0.3 * 1.2  # the static part matters here: a Coulomb law would not pass the line above
     # the twin's solve of the same point mass (object at the contact point, no rotation to speak of)
     T = lambda x: torch.tensor(np.asarray(x, dtype=np.float64))  # noqa: E731
-    _, xi = solve_free_object(T(f0), T(a), T(b), T(n), T(np.zeros((1, 3))), T(np.zeros((1, 3))), torch.zeros(1, dtype=torch.long),
+    _, xi = solve_free_object(T(f0[:, None] * n), T(a), T(b), T(n), T(np.zeros((1, 3))), T(np.zeros((1, 3))), torch.zeros(1, dtype=torch.long),
                               vel=T([[vt0, 0.0, vn0]]), omega=T(np.zeros((1, 3))), mass=T([m]), inertia_w=T(np.eye(3)[None]),
                               gravity=T([[0, 0, -9.81]]), dt=dt, num_envs=1, mu=T(mu3), eps=T([eps]), iterations=1)
     assert float(xi[0, 0]) == pytest.approx(v1[0, 0], rel=1e-9)

@@ -82,6 +82,7 @@ class ContactBatch:
     _make_graph: object = None  # () -> ContactGraph
     _velocities: object = None  # () -> (vel, omega), computed once on first use
     _levers: object = None  # () -> (r_obj, r_oth), computed once on first use
+    _frames: object = None  # () -> (rot [E, 3, 3], point [E, 3]), computed once on first use
     # (pos [E, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv], subtree COM of each dof's root body [B, nv, 3])
     dynamics: tuple | None = None
     contact_set: "ContactSet | None" = None
@@ -98,6 +99,9 @@ class ContactBatch:
     r_oth = property(lambda self: self._levers()[1])
     vel = property(lambda self: self._velocities()[0])
     omega = property(lambda self: self._velocities()[1])
+    # (rot [E, 3, 3] the other body's inertial frame (world = rot @ local), point [E, 3] the contact point in it, m):
+    # what identifies a contact across steps (``model.history``); read from the batch's views when first used
+    frames = property(lambda self: self._frames())
 
     @property
     def num_contacts(self) -> int:
@@ -292,6 +296,7 @@ class GraphBuilder:
         ``graph``: False skips the arrays only the graph and the node velocities need (the stepper's constant law
         reads neither); the batch's ``graph``, ``vel`` and ``omega`` then raise ``ValueError``.
         """
+        views = DataViews(datas) if views is None else views  # kept for ``frames``
         (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
             datas, dynamics=dynamics, views=views, graph=graph)
         B, K = len(ncon), self.K
@@ -304,6 +309,12 @@ class GraphBuilder:
         @functools.cache
         def levers() -> tuple[np.ndarray, np.ndarray]:
             return pos - xipos[env, 0], np.where(cs.oth_static, 0.0, pos - xipos[env, node])
+
+        @functools.cache
+        def frames() -> tuple[np.ndarray, np.ndarray]:
+            # read now: valid while the MjData have not stepped on (the stepper and the twin use it before mj_step2)
+            rot = views.stack("ximat").reshape(B, self.nbody, 9)[env, self.node_body[node]].reshape(-1, 3, 3)
+            return rot, np.einsum("eji,ej->ei", rot, pos - xipos[env, node])
 
         @functools.cache
         def velocities() -> tuple[np.ndarray, np.ndarray]:
@@ -343,7 +354,7 @@ class GraphBuilder:
             )
 
         return ContactBatch(env=env, node=cs.node, normal=normal, dist=dist, num_envs=B, K=K, _make_graph=make_graph,
-                            _velocities=velocities, _levers=levers, contact_set=cs,
+                            _velocities=velocities, _levers=levers, _frames=frames, contact_set=cs,
                             dynamics=None if solve_arrays is None else (pos, *solve_arrays))
 
 

@@ -93,6 +93,7 @@ def feature_card(model) -> dict:
         "normalization": {"edge_mean": em.tolist(), "edge_std": es.tolist(), "node_mean": nm.tolist(), "node_std": ns.tolist(),
                           "samples": float(model.edge_norm.count)},
         "output": OUTPUTS[type(model)],
+        **({"history": list(G.HISTORY_FEATURES)} if getattr(model, "history", False) is True else {}),
     }
 
 

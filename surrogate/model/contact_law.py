@@ -33,8 +33,9 @@ import torch
 from torch import nn
 
 from . import graph as G
+from .history import ContactState
 from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
-from .law import LawPrior, point_law, solve_free_object
+from .law import LawPrior, contact_state_after, point_law, solve_free_object, with_presliding
 
 # Features that do not depend on any velocity: the stiffness head only sees these, so the
 # elastic force is a function of configuration alone.
@@ -69,13 +70,19 @@ class ContactLawGNN(nn.Module):
       stribeck: a static/kinetic friction law (``law.friction_coefficient``): two more global parameters per
         group, the prior's ``static_friction`` (static / kinetic ratio) and ``stribeck_speed``, fitted with the
         others in the prior stage (False: Coulomb with one coefficient, the prior's ``static_friction`` must be 1).
+      history: the network (with ``corrections``) also sees each contact's history (``graph.HISTORY_FEATURES``, from the state
+        ``model.history`` carries across steps) and a fourth bounded head scales the presliding stiffness k_z around
+        the prior's ``presliding_stiffness`` (which must be > 0 for a group: the spring is on for the groups whose
+        prior has one, with or without ``history``; a prior without any builds exactly the law before the spring).
+      presliding_bound: s_z, the log-bound of the k_z correction.
     """
 
     graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
 
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
-                 friction_iterations: int = 0, stribeck: bool = False):
+                 friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
+                 presliding_bound: float = 2.0):
         super().__init__()
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
@@ -94,17 +101,33 @@ class ContactLawGNN(nn.Module):
             self.log_static_friction, self.log_stribeck_speed = log("static_friction"), log("stribeck_speed")
         elif ps.static_friction != 1.0 or pb.static_friction != 1.0:
             raise ValueError("a static_friction other than 1 needs stribeck=True (a static/kinetic friction law)")
+        kz = torch.tensor([ps.presliding_stiffness, pb.presliding_stiffness], dtype=torch.float32)
+        self.presliding = bool((kz > 0).any())  # the spring (law.presliding_start); off: the law before it, bit for bit
+        if self.presliding:
+            # a group whose prior has no spring keeps none (k_z = 0 exactly), the others a learnable log k_z
+            self.register_buffer("presliding_on", kz > 0, persistent=False)
+            self.log_presliding = nn.Parameter(torch.where(kz > 0, kz, torch.ones_like(kz)).log())
+        if history and not self.presliding:
+            raise ValueError("history needs a presliding spring (a prior presliding_stiffness > 0) for its k_z head")
+        if history or presliding_bound != 2.0:
+            self._hparams.update(history=bool(history), presliding_bound=float(presliding_bound))
+        # without corrections there is no network to see the history (the prior stage of a history model): the law
+        self.history = bool(history) and bool(corrections)
+        self.presliding_bound = float(presliding_bound)
         nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
         self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
         self.register_buffer("config_index", torch.tensor(CONFIG_EDGE_INDEX, dtype=torch.long), persistent=False)
         self.corrections = bool(corrections)
         if self.corrections:
             self.stiffness_mlp = mlp(len(CONFIG_EDGE_INDEX), hidden, 1, mlp_layers, layer_norm=False)
-            self.edge_enc = mlp(nE, hidden, hidden, mlp_layers)
+            nH = len(G.HISTORY_FEATURES) if self.history else 0
+            if self.history:  # their own normalizer: the 41 edge features' (and the input-range check) unchanged
+                self.hist_norm = Normalizer(nH)
+            self.edge_enc = mlp(nE + nH, hidden, hidden, mlp_layers)
             self.node_enc = mlp(nN, hidden, hidden, mlp_layers)
             self.layers = nn.ModuleList([InteractionLayer(hidden, mlp_layers, update_nodes=k < steps - 1)
                                          for k in range(steps)])
-            self.decoder = mlp(hidden, hidden, 2, mlp_layers, layer_norm=False)
+            self.decoder = mlp(hidden, hidden, 2 + int(self.history), mlp_layers, layer_norm=False)
             _zero_last(self.stiffness_mlp)
             _zero_last(self.decoder)
 
@@ -120,12 +143,15 @@ class ContactLawGNN(nn.Module):
         with torch.no_grad():
             extra = {"static_friction": float(self.log_static_friction[i].exp()),
                      "stribeck_speed": float(self.log_stribeck_speed[i].exp())} if self.stribeck else {}
+            if self.presliding and bool(self.presliding_on[i]):
+                extra["presliding_stiffness"] = float(self.log_presliding[i].exp())
             return LawPrior(stiffness=float(self.log_stiffness[i].exp()), exponent=self.exponent,
                             damping=float(self.log_damping[i].exp()), friction=float(self.log_friction[i].exp()),
                             slip_eps=self.slip_eps, units=self.units, **extra)
 
     def prior_parameters(self) -> list[nn.Parameter]:
         extra = [self.log_static_friction, self.log_stribeck_speed] if self.stribeck else []
+        extra += [self.log_presliding] if self.presliding else []
         return [self.log_stiffness, self.log_damping, self.log_friction] + extra
 
     def correction_parameters(self) -> list[nn.Parameter]:
@@ -137,43 +163,73 @@ class ContactLawGNN(nn.Module):
         before the normalizers; a caller that checks them (the stepper's input range) passes them back."""
         return G.edge_features(g, vel, omega).float(), G.node_features(g, vel, omega).float()
 
-    def law_parameters(self, g, vel=None, omega=None, *, features=None) -> torch.Tensor:
-        """[E, 3] (k, c, mu) of every contact in the prior's units: the group's prior times the bounded corrections.
+    def history_features(self, g, vel=None, omega=None, state: ContactState | None = None) -> torch.Tensor:
+        """[E, 4] float32 history features (``graph.history_features``) of the contacts' ``state`` (zero: fresh)."""
+        E = g.edge_index.shape[1]
+        if state is None:
+            z, age, fn = g.normal.new_zeros(E, 3), g.normal.new_zeros(E), g.normal.new_zeros(E)
+        else:
+            z, age, fn = (torch.as_tensor(x, dtype=g.normal.dtype) for x in state[:3])
+        return G.history_features(g, z, age, fn, vel, omega).float()
 
-        ``features``: ``self.features(g, vel, omega)`` if the caller has them already."""
+    def law_parameters(self, g, vel=None, omega=None, *, features=None, state: ContactState | None = None) -> torch.Tensor:
+        """[E, 3] (k, c, mu) of every contact in the prior's units: the group's prior times the bounded corrections;
+        [E, 4] with the presliding spring on: k_z too (0 for a group without one).
+
+        ``features``: ``self.features(g, vel, omega)`` if the caller has them already. ``state``: the contacts'
+        ``history.ContactState`` (z in world axes; None: fresh contacts), which a model with ``history`` sees."""
         group = (g.static[g.edge_index[0]] < 0.5).long()  # 0: a static surface, 1: a moving body
-        base = torch.stack([self.log_stiffness[group], self.log_damping[group], self.log_friction[group]], dim=1)
+        cols = [self.log_stiffness[group], self.log_damping[group], self.log_friction[group]]
+        if self.presliding:
+            cols.append(self.log_presliding[group])
+        base = torch.stack(cols, dim=1)
+
+        def spring_off(out):  # k_z = 0 exactly for a group whose prior has no spring
+            if not self.presliding:
+                return out
+            return torch.cat([out[:, :3], torch.where(self.presliding_on[group], out[:, 3], 0.0)[:, None]], dim=1)
+
         if not self.corrections and not self.training:
-            return base.exp()  # the constant law: no features needed (in training they fill the normalizers)
+            return spring_off(base.exp())  # the constant law: no features needed (in training they fill the normalizers)
         ef, nf = self.features(g, vel, omega) if features is None else features
         ef, nf = self.edge_norm(ef), self.node_norm(nf)
         if not self.corrections:
-            return base.exp()
+            return spring_off(base.exp())
         s_k, s_c, s_mu = self.bounds
-        o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]
-        e = self.edge_enc(ef)
+        o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]  # configuration only: never the history
+        e_in = ef
+        if self.history:
+            e_in = torch.cat([ef, self.hist_norm(self.history_features(g, vel, omega, state))], dim=1)
+        e = self.edge_enc(e_in)
         x = self.node_enc(nf)
         for layer in self.layers:
             x, e = layer(x, g.edge_index, e)
         o = self.decoder(e)
-        corr = torch.stack([s_k * torch.tanh(o_k), s_c * torch.tanh(o[:, 0]), s_mu * torch.tanh(o[:, 1])], dim=1)
-        out = (base + corr).exp()
-        return torch.cat([out[:, :2], out[:, 2:].clamp_max(self.mu_max)], dim=1)
+        corr = [s_k * torch.tanh(o_k), s_c * torch.tanh(o[:, 0]), s_mu * torch.tanh(o[:, 1])]
+        if self.history:
+            corr.append(self.presliding_bound * torch.tanh(o[:, 2]))
+        elif self.presliding:
+            corr.append(torch.zeros_like(o_k))
+        out = (base + torch.stack(corr, dim=1)).exp()
+        return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
 
     # -- forces ------------------------------------------------------------------------------
     def forward(self, g, vel=None, omega=None) -> torch.Tensor:
         """[E, 3] contact forces on the object (world axes, N, float64); ``vel``/``omega`` override node velocities."""
         return self.solve(g, vel, omega)[0]
 
-    def law_terms(self, g, vel=None, omega=None, *, features=None) -> dict:
+    def law_terms(self, g, vel=None, omega=None, *, features=None, state: ContactState | None = None) -> dict:
         """The linearized law of every contact (float64): ``f0, a, b`` [E] (``law.point_law``), the normal
-        ``n`` [E, 3], ``u_oth`` [E, 3] the other body's point velocity; the solve of the step uses them.
+        ``n`` [E, 3], ``u_oth`` [E, 3] the other body's point velocity, ``w0`` [E, 3] the elastic force; with the
+        presliding spring on (``law.with_presliding``: its terms are in ``w0``, ``a`` and ``b``) also ``kz`` [E]
+        (N/m), ``z`` [E, 3] the displacement the step starts from and ``a_spring`` [E] (else None); the solve of
+        the step uses them. ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh).
         (The hybrid stepper solves them with MuJoCo's full mobility, hand included: ``sim.law_solve``.)"""
         vel = (g.vel if vel is None else vel).double()
         omega = (g.omega if omega is None else omega).double()
         s, o = g.edge_index
         eg = G._edge_graph(g)
-        prm = self.law_parameters(g, vel, omega, features=features).double()
+        prm = self.law_parameters(g, vel, omega, features=features, state=state).double()
         L, V, F0 = (u.double()[eg] for u in G.units(g))
         if self.units == "si":
             L, V, F0 = torch.ones_like(L), torch.ones_like(V), torch.ones_like(F0)
@@ -189,15 +245,27 @@ class ContactLawGNN(nn.Module):
             group = (g.static[s] < 0.5).long()
             mu = torch.stack([mu, self.log_static_friction[group].exp().double(),
                               self.log_stribeck_speed[group].exp().double() * V], dim=-1)
-        f0, a, b, _ = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=mu,
-                                eps=eps, dt=g.dt.double()[eg])
-        return {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth, "mu": mu, "eps": eps}
+        dt = g.dt.double()[eg]
+        f0, a, b, fn = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=mu,
+                                 eps=eps, dt=dt)
+        out = {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth, "mu": mu, "eps": eps, "w0": f0[:, None] * n,
+               "kz": None, "z": None, "a_spring": None}
+        if self.presliding:
+            kz = prm[:, 3] * F0 / L
+            z, k_last = ((n.new_zeros(len(f0), 3), None) if state is None else
+                         (torch.as_tensor(state.z, dtype=n.dtype), torch.as_tensor(state.k_last, dtype=n.dtype)))
+            out["w0"], out["a"], out["b"], out["a_spring"], out["z"] = with_presliding(
+                f0, a, b, n, fn, mu, speed * speed, kz, z, k_last, dt)
+            out["kz"] = kz
+        return out
 
-    def constant_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float):
+    def constant_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float,
+                           with_spring: bool = False):
         """``(f0, a, b, mu, eps)`` [E] (``mu`` [E, 3] with ``stribeck``) of the law without corrections, in numpy
         (float64): what ``law_terms`` gives for a model with ``corrections=False``, without building a graph. The
         hybrid stepper takes this path for a constant law (no network), where torch's per-call overhead would be
-        most of the step.
+        most of the step. ``with_spring``: also the normal force ``fn`` [E] (``point_law``) and the presliding
+        stiffness ``kz`` [E] (N/m; zero for a group without a spring), which ``law.with_presliding`` needs.
 
         Args:
           depth, vn, speed: [E] penetration (m), normal and tangential relative speed (m/s).
@@ -210,7 +278,8 @@ class ContactLawGNN(nn.Module):
         if self.corrections:
             raise ValueError("constant_law_terms is the law without corrections; this model has a network")
         params = (self.log_stiffness, self.log_damping, self.log_friction) + \
-            ((self.log_static_friction, self.log_stribeck_speed) if self.stribeck else ())
+            ((self.log_static_friction, self.log_stribeck_speed) if self.stribeck else ()) + \
+            ((self.log_presliding,) if self.presliding else ())
         # per (surface, body) group, cached until a parameter changes (an optimizer step or an in-place edit
         # bumps the tensor's version counter)
         version = tuple((id(t), t._version) for t in params)
@@ -224,26 +293,48 @@ class ContactLawGNN(nn.Module):
         eps = self.slip_eps * V
         if self.stribeck:  # [E, 3] (mu_k, r, v_s): law.friction_coefficient
             mu = np.stack([mu, per[3], per[4] * V], axis=-1)
-        f0, a, b, _ = point_law(depth, vn, speed, k=k * F0 / L ** p, p=p, c=c / V, mu=mu, eps=eps, dt=dt)
-        return f0, a, b, mu, eps
+        f0, a, b, fn = point_law(depth, vn, speed, k=k * F0 / L ** p, p=p, c=c / V, mu=mu, eps=eps, dt=dt)
+        if not with_spring:
+            return f0, a, b, mu, eps
+        on = self.presliding_on.numpy()[moving.astype(np.int64)] if self.presliding else np.zeros(len(f0), dtype=bool)
+        kz = np.where(on, per[-1] * F0 / L, 0.0) if self.presliding else np.zeros(len(f0))
+        return f0, a, b, mu, eps, fn, kz
 
-    def solve(self, g, vel=None, omega=None):
+    def solve(self, g, vel=None, omega=None, *, state: ContactState | None = None, with_state: bool = False):
         """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law for the free object
-        against kinematic other bodies (``law.solve_free_object``; float64). The twin trains through this."""
+        against kinematic other bodies (``law.solve_free_object``; float64). The twin trains through this.
+
+        ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh contacts). ``with_state``:
+        also return the contacts' state after the step (``law.contact_state_after``; torch, z in world axes)."""
         vel = (g.vel if vel is None else vel).double()
         omega = (g.omega if omega is None else omega).double()
         obj = g.object_index
         eg = G._edge_graph(g)
         if eg.numel():
-            t = self.law_terms(g, vel, omega)
+            t = self.law_terms(g, vel, omega, state=state)
         else:
             z = vel.new_zeros(0)
             t = {"f0": z, "a": z, "b": z, "n": vel.new_zeros(0, 3), "u_oth": vel.new_zeros(0, 3),
-                 "mu": vel.new_zeros(0, 3) if self.stribeck else z, "eps": z}
-        return solve_free_object(t["f0"], t["a"], t["b"], t["n"], g.r_obj.double(), t["u_oth"], eg, vel=vel[obj],
-                                 omega=omega[obj], mass=g.mass_ref.double(), inertia_w=g.inertia_w.double(),
-                                 gravity=g.gravity.double(), dt=g.dt.double(), num_envs=obj.shape[0], mu=t["mu"],
-                                 eps=t["eps"], iterations=self.friction_iterations)
+                 "mu": vel.new_zeros(0, 3) if self.stribeck else z, "eps": z, "w0": vel.new_zeros(0, 3),
+                 "kz": None, "z": None, "a_spring": None}
+        r_obj = g.r_obj.double()
+        forces, xi = solve_free_object(t["w0"], t["a"], t["b"], t["n"], r_obj, t["u_oth"], eg, vel=vel[obj],
+                                       omega=omega[obj], mass=g.mass_ref.double(), inertia_w=g.inertia_w.double(),
+                                       gravity=g.gravity.double(), dt=g.dt.double(), num_envs=obj.shape[0], mu=t["mu"],
+                                       eps=t["eps"], iterations=self.friction_iterations, a_spring=t["a_spring"])
+        if not with_state:
+            return forces, xi
+        E = len(eg)
+        if t["kz"] is None:  # no spring: only the force and the time under load
+            zero = forces.new_zeros(E)
+            z, kz = forces.new_zeros(E, 3), zero
+        else:
+            z, kz = t["z"], t["kz"]
+        xe = xi[eg]
+        u = xe[:, :3] + torch.cross(xe[:, 3:], r_obj, dim=-1) - t["u_oth"]  # the solved end-of-step slip
+        age = forces.new_zeros(E) if state is None else torch.as_tensor(state.age, dtype=forces.dtype)
+        z_end, age_end, fn_end = contact_state_after(z, u, t["n"], kz, t["mu"], forces, age, g.dt.double()[eg])
+        return forces, xi, ContactState(z_end, age_end, fn_end, kz)
 
 
 def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:

@@ -129,6 +129,27 @@ def edge_features(g, vel=None, omega=None) -> torch.Tensor:
     return torch.cat([scal, geo(g.geom_obj), geo(g.geom_oth)], dim=-1)
 
 
+# Per-contact history features (``ContactLawGNN`` with ``history``; the state is ``model.history``'s): the presliding
+# displacement |z| / L, its alignment with the slip z . v_t / (L V), the time under load age V / L (clipped: a contact
+# held for seconds is "old", the exact count does not matter) and the last step's normal force f_n / F0.
+HISTORY_FEATURES = ("z_norm", "z_dot_vt", "age", "fn_last")
+HISTORY_AGE_CLIP = 100.0
+
+
+def history_features(g, z, age, fn_last, vel=None, omega=None) -> torch.Tensor:
+    """[E, 4] nondimensional, invariant history features (``HISTORY_FEATURES``) of the contacts of ``g``.
+
+    ``z`` [E, 3] the stored presliding displacement in world axes (m; it turns with the other body, so it is as
+    invariant as the other vectors), ``age`` [E] time under load (s), ``fn_last`` [E] last normal force (N)."""
+    eg = _edge_graph(g)
+    L, V, F0 = (u[eg] for u in units(g))
+    v, _ = relative_velocity(g, vel, omega)
+    vt = _tan(v, g.normal)
+    z = z.to(vt.dtype)
+    return torch.stack([torch.sqrt((z * z).sum(-1) + 1e-30) / L, (z * vt).sum(-1) / (L * V),
+                        (age.to(vt.dtype) * V / L).clamp(0.0, HISTORY_AGE_CLIP), fn_last.to(vt.dtype) / F0], dim=-1)
+
+
 def node_features(g, vel=None, omega=None) -> torch.Tensor:
     """[N, 9] nondimensional, invariant body features (``NODE_FEATURES``)."""
     vel = g.vel if vel is None else vel

@@ -95,6 +95,93 @@ def point_law(depth, vn, speed, *, k, p, c, mu, eps, dt):
     return f0, a, b, fn
 
 
+def _sqrt(x):
+    return torch.sqrt(x) if isinstance(x, torch.Tensor) else np.sqrt(x)
+
+
+def _tangential(x, n):
+    """[..., 3] the part of ``x`` orthogonal to the unit normals ``n`` [..., 3]."""
+    return x - (x * n).sum(-1)[..., None] * n
+
+
+def _limit(z, kz, force_max):
+    """``z`` [E, 3] scaled down (never up) so that the spring force |kz z| <= ``force_max`` [E] (zero where
+    ``force_max`` <= 0 or ``kz`` = 0: no state without a force to hold it)."""
+    f = kz * _sqrt((z * z).sum(-1) + 1e-300)  # the tiny term: a finite gradient at z = 0, the same value elsewhere
+    over = f > force_max
+    scale = _where(over, force_max / _where(over, f, f * 0 + 1.0), f * 0 + 1.0)
+    scale = _where((force_max > 0) & (kz > 0), scale, scale * 0)
+    return z * scale[..., None]
+
+
+def presliding_start(z, n, kz, mu, fn, speed2, k_last=None):
+    """The presliding spring's displacement at the start of a step, made safe for any stored state (numpy or torch).
+
+    The tangential presliding spring (LuGre's bristles at the scale of a contact point: the elastic tangential
+    displacement before gross slip) adds ``F_z = -k_z z_end`` with ``z_end = z + dt v_t'`` (backward Euler: in the
+    linear system of the step it is the elastic force ``-k_z z`` in ``w0`` and the tangential damping ``dt k_z``
+    added to ``a``, ``presliding_force``). The stored ``z`` may be anything (a matched contact's, a network's
+    state); before it is used it is (1) projected onto the tangent plane, (2) scaled so that its energy at this
+    step's stiffness is at most the stored one, ``k_z |z|^2 <= k_last |z_stored|^2`` (a stiffer spring must not
+    turn a stored displacement into more energy), (3) scaled into the friction cone ``|k_z z| <= mu(|v_t|) f_n``,
+    so that it is zero at separation (``f_n = 0``). Each step only shrinks ``|z|``: the state cannot inject
+    energy.
+
+    Args:
+      z: [E, 3] stored displacement (m, world axes).  n: [E, 3] unit normals.  kz: [E] stiffness (N/m).
+      mu: [E] friction coefficient (or [E, 3], ``friction_coefficient``).  fn: [E] normal force (``point_law``).
+      speed2: [E] squared slip speed.  k_last: [E] the stiffness ``z`` was stored with (None: ``kz``).
+    Returns:
+      [E, 3] the displacement the step uses.
+    """
+    zt = _tangential(z, n)
+    if k_last is not None:  # the energy 1/2 k |z|^2 is kept, not created, when the stiffness grows
+        grow = kz > k_last
+        scaled = grow & (k_last > 0)  # a state stored with no stiffness holds no energy: it goes to zero
+        ratio = _sqrt(_where(scaled, k_last / _where(scaled, kz, kz * 0 + 1.0), kz * 0 + 1.0))  # safe: no sqrt(0)
+        zt = zt * _where(grow & ~scaled, ratio * 0, ratio)[..., None]
+    return _limit(zt, kz, friction_coefficient(mu, speed2) * fn)
+
+
+def presliding_force(z, kz, dt):
+    """``(w_t [E, 3], a_z [E])``: the spring's elastic force ``-k_z z`` (into ``w0``) and its backward-Euler
+    tangential damping ``dt k_z`` (added to ``a``, subtracted from ``b``: the normal part ``a + b`` is unchanged),
+    for ``z`` from ``presliding_start``."""
+    return -kz[..., None] * z, dt * kz
+
+
+def presliding_end(z, u, n, kz, mu, fn_end, dt):
+    """[E, 3] the displacement after the step: ``z + dt u_t`` (``u`` [E, 3] the solved end-of-step relative velocity,
+    ``u_t`` its tangential part) projected onto the cone ``|k_z z| <= mu(|u_t|) f_n'`` with the solved normal force
+    ``fn_end`` [E]: the energy beyond it is released (slip discards it), none is created."""
+    ut = _tangential(u, n)
+    fn = _where(fn_end > 0, fn_end, fn_end * 0)
+    dtc = dt[..., None] if np.ndim(dt) else dt  # per contact [E] (the twin's) or a scalar
+    return _limit(z + dtc * ut, kz, friction_coefficient(mu, (ut * ut).sum(-1)) * fn)
+
+
+def with_presliding(f0, a, b, n, fn, mu, speed2, kz, z, k_last, dt):
+    """The linearized law of ``point_law`` with the presliding spring added (numpy or torch): ``(w0 [E, 3], a [E],
+    b [E], a_z [E], z [E, 3])``, the elastic force ``f0 n - k_z z``, the damping with the spring's ``a_z = dt k_z``
+    (``a + a_z``, ``b - a_z``: the normal damping ``a + b`` unchanged), and the displacement the step uses
+    (``presliding_start`` of the stored ``z`` [E, 3] and ``k_last`` [E] or None; ``fn`` [E] from ``point_law``).
+    Where ``fn`` = 0 (separated, or pulled apart faster than the damping allows) the spring adds nothing: the force
+    stays zero at separation for any state."""
+    z = presliding_start(z, n, kz, mu, fn, speed2, k_last)
+    w_t, a_z = presliding_force(z, _where(fn > 0, kz, kz * 0), dt)  # no spring, no damping, where nothing pushes
+    return f0[..., None] * n + w_t, a + a_z, b - a_z, a_z, z
+
+
+def contact_state_after(z, u, n, kz, mu, F, age, dt):
+    """``(z_end [E, 3], age_end [E], fn_end [E])``: a contact's state after the step (numpy or torch), from the
+    displacement the step used ``z``, the solved end-of-step relative velocity ``u`` [E, 3] and forces ``F`` [E, 3]:
+    ``presliding_end``, the time under load (``age + dt`` while the solved normal force is positive, else 0) and
+    that normal force (``fn_end >= 0``)."""
+    fn = (F * n).sum(-1)
+    fn = _where(fn > 0, fn, fn * 0)
+    return presliding_end(z, u, n, kz, mu, fn, dt), _where(fn > 0, age + dt, age * 0), fn
+
+
 UNITS = ("weight", "si")
 
 
@@ -103,6 +190,8 @@ class LawPrior:
     """Global parameters of the law: the constant law a network corrects.
 
     stiffness: k.  exponent: p.  damping: c.  friction: mu (kinetic).  slip_eps: eps.
+    presliding_stiffness: k_z, the tangential presliding spring (``presliding_force``; 0: off, the default):
+    F0 / L in ``weight`` units, N / m in ``si``.
     static_friction: r, static / kinetic coefficient; stribeck_speed: v_s, the slip speed over which the
     coefficient goes from r mu at rest to mu (``friction_coefficient``; used by models built with
     ``stribeck=True``; r = 1 is Coulomb, r < 1 friction that strengthens with the slip speed).
@@ -119,10 +208,13 @@ class LawPrior:
     slip_eps: float = 1e-3
     static_friction: float = 1.0
     stribeck_speed: float = 1e-2
+    presliding_stiffness: float = 0.0
     units: str = "weight"
 
     def to_json(self) -> dict:
-        d = {k: float(v) for k, v in asdict(self).items() if k != "units"}
+        # presliding_stiffness only when on: the cards of every law without the spring read as before
+        d = {k: float(v) for k, v in asdict(self).items() if k != "units"
+             and not (k == "presliding_stiffness" and v == 0.0)}
         d["units"] = self.units
         return d
 
@@ -143,11 +235,13 @@ class LawPrior:
             v = getattr(out, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"law prior {name} must be positive and finite, got {v!r}")
+        if not (math.isfinite(out.presliding_stiffness) and out.presliding_stiffness >= 0):
+            raise ValueError(f"law prior presliding_stiffness must be >= 0 and finite, got {out.presliding_stiffness!r}")
         return out
 
 
-def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0,
-                              counts=None):
+def semi_implicit_solve_joint(w0, a, b, n, J, start, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0,
+                              counts=None, a_spring=None):
     """The system of ``semi_implicit_solve`` in joint coordinates (numpy), for B environments whose contacts
     are consecutive rows: cheaper when the joint space (nv) is smaller than the contact space (3 per contact),
     as for a hand holding an object at a dozen points.
@@ -159,7 +253,9 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, 
     any number of contacts per environment.
 
     Args:
-      f0, a, b: [E] the linearized law (``point_law``).  n: [E, 3] unit normals (w0 = f0 n, K = a I + b n n^T).
+      w0: [E, 3] the elastic forces (``f0 n`` of ``point_law``, plus a presliding spring's ``-k_z z``).
+      a, b: [E] the damping (``point_law``; with a spring, ``a + dt k_z`` and ``b - dt k_z``).
+      n: [E, 3] unit normals (K = a I + b n n^T).
       J: [E, 3, nv] contact-point relative-velocity Jacobians.
       start: [B] the first row of each environment's contacts (increasing; every environment has one).
       M: [B, nv, nv] joint-space inertia.  v_free: [B, nv] end-of-step joint velocity without contact forces.
@@ -169,11 +265,13 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, 
         end-of-step slip, the normal damping ``a + b`` kept; ``mu``, ``eps`` [E] (or scalars; ``mu`` [E, 3]: a
         static/kinetic law, ``friction_coefficient``).
       counts: [B] contacts per environment, if the caller has them (else derived from ``start``).
+      a_spring: [E] a presliding spring's tangential damping ``dt k_z`` (``presliding_force``), already in ``a``:
+        kept in every re-linearization of the friction (None: no spring).
     Returns:
       (F [E, 3] forces at the contacts, v' [B, nv]).
     """
-    counts = np.diff(np.append(start, len(f0))) if counts is None else counts
-    F, v1, u = _joint_solve_once(f0, a, b, n, J, start, counts, M, v_free, dt)
+    counts = np.diff(np.append(start, len(w0))) if counts is None else counts
+    F, v1, u = _joint_solve_once(w0, a, b, n, J, start, counts, M, v_free, dt)
     beta = a + b
     for _ in range(int(iterations)):
         un = np.einsum("ei,ei->e", u, n)  # u: the end-of-step relative velocity at the contacts
@@ -181,20 +279,21 @@ def semi_implicit_solve_joint(f0, a, b, n, J, start, M, v_free, dt, *, mu=None, 
         fn = np.maximum(np.einsum("ei,ei->e", F, n), 0.0)
         s2 = np.einsum("ei,ei->e", ut, ut)
         a = friction_coefficient(mu, s2) * fn / np.sqrt(s2 + eps * eps)
-        F, v1, u = _joint_solve_once(f0, a, beta - a, n, J, start, counts, M, v_free, dt)
+        if a_spring is not None:
+            a = a + a_spring
+        F, v1, u = _joint_solve_once(w0, a, beta - a, n, J, start, counts, M, v_free, dt)
     return F, v1
 
 
-def _joint_solve_once(f0, a, b, n, J, start, counts, M, v_free, dt):
+def _joint_solve_once(w0c, a, b, n, J, start, counts, M, v_free, dt):
     """One solve of ``semi_implicit_solve_joint``'s system; returns (F [E, 3], v' [B, nv], J v' [E, 3])."""
-    E, nv = len(f0), J.shape[-1]
+    E, nv = len(w0c), J.shape[-1]
     B = len(start)
     # padded to the largest contact count: batched products of [nv, 3C] matrices beat per-contact ones and
     # segment sums (a padded row has J = 0 and adds nothing); when every environment has the same count,
     # the rows already are that layout. numpy's matmul, not einsum: ~10x faster on these stacks.
     C = int(counts.max())
     nJ = np.einsum("ei,eiv->ev", n, J)  # [E, nv]: n^T J
-    w0c = f0[:, None] * n
     if counts.min() == C:
         env = None
         Jp, nJp, ap, bp, w0 = J.reshape(B, 3 * C, nv), nJ.reshape(B, C, nv), a.reshape(B, C), b.reshape(B, C), w0c
@@ -254,18 +353,19 @@ def skew(r: torch.Tensor) -> torch.Tensor:
     return torch.stack([torch.stack([z, -w, y], -1), torch.stack([w, z, -x], -1), torch.stack([-y, x, z], -1)], -2)
 
 
-def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, inertia_w, gravity, dt, num_envs: int,
-                      mu=None, eps=None, iterations: int = 0):
+def solve_free_object(w0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, inertia_w, gravity, dt, num_envs: int,
+                      mu=None, eps=None, iterations: int = 0, a_spring=None):
     """Contact forces of the semi-implicit law for free objects against kinematic other bodies (torch).
 
     The object's end-of-step twist xi' = (v', w') solves (M the object's 6x6 inertia at its COM,
     B_j xi = v + w x r_j the velocity of contact point j, K_j = a_j I + b_j n_j n_j^T)::
 
-        (M + dt sum_j B_j^T K_j B_j) xi' = M xi_free + dt sum_j B_j^T (f0_j n_j + K_j u_oth_j)
+        (M + dt sum_j B_j^T K_j B_j) xi' = M xi_free + dt sum_j B_j^T (w0_j + K_j u_oth_j)
 
     with xi_free the contact-free prediction (gravity, gyroscopic torque) and u_oth_j the
-    other body's velocity at the point (held for the step). The forces are then the law's at
-    the end-of-step velocity, ``F_j = f0_j n_j - K_j (B_j xi' - u_oth_j)``: applied as
+    other body's velocity at the point (held for the step), w0_j the elastic force (``f0_j n_j``, plus a
+    presliding spring's ``-k_z z_j``). The forces are then the law's at the end-of-step velocity,
+    ``F_j = w0_j - K_j (B_j xi' - u_oth_j)``: applied as
     external forces to the same rigid-body step, they produce exactly xi'.
 
     ``iterations`` > 0 (with ``mu``, ``eps``) makes friction fully implicit: the tangential damping
@@ -275,13 +375,15 @@ def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
     ``v_t' / v_t`` (which under-brakes a landing cube); a point that sticks still cannot reverse.
 
     Args:
-      f0, a, b: [E] from ``point_law``.  normal: [E, 3] unit, into the object.
+      w0: [E, 3] elastic forces.  a, b: [E] from ``point_law`` (``presliding_force``'s terms added).
+      normal: [E, 3] unit, into the object.
       r_obj: [E, 3] contact point minus the object's COM (m, world).  u_oth: [E, 3] other body's
         point velocity (m/s).  env: [E] long, the environment of each contact.
       vel, omega: [B, 3] object COM velocity and angular velocity (world).  mass: [B] kg.
       inertia_w: [B, 3, 3] inertia about the COM in world axes.  gravity: [B, 3].  dt: [B] or float (s).
       mu, eps: [E] friction coefficient (or [E, 3], ``friction_coefficient``) and slip regularization (m/s),
         for ``iterations``.
+      a_spring: [E] a presliding spring's ``dt k_z``, kept in every re-linearization (None: no spring).
     Returns:
       (forces [E, 3] on the object, N; xi' [B, 6] the end-of-step twist).
     """
@@ -307,11 +409,11 @@ def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
         K = a_t[:, None, None] * eye + (beta - a_t)[:, None, None] * nn_t
         BtK = Bm.transpose(1, 2) @ K  # [E, 6, 3]
         A = M.index_add(0, env, dte[:, None, None] * (BtK @ Bm))
-        src = f0[:, None] * normal + torch.einsum("eij,ej->ei", K, u_oth)
+        src = w0 + torch.einsum("eij,ej->ei", K, u_oth)
         rhs = rhs0.index_add(0, env, dte[:, None] * torch.einsum("eij,ej->ei", Bm.transpose(1, 2), src))
         xi = torch.linalg.solve(A, rhs[..., None])[..., 0]
         u_new = torch.einsum("eij,ej->ei", Bm, xi[env]) - u_oth
-        return f0[:, None] * normal - torch.einsum("eij,ej->ei", K, u_new), xi, u_new
+        return w0 - torch.einsum("eij,ej->ei", K, u_new), xi, u_new
 
     forces, xi, u_new = solve(a)
     for _ in range(int(iterations)):
@@ -319,5 +421,7 @@ def solve_free_object(f0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
         ut = u_new - (u_new * normal).sum(-1, keepdim=True) * normal
         s2 = (ut * ut).sum(-1)
         a = friction_coefficient(mu, s2) * fn / torch.sqrt(s2 + eps * eps)
+        if a_spring is not None:
+            a = a + a_spring
         forces, xi, u_new = solve(a)
     return forces, xi

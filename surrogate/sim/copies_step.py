@@ -54,6 +54,8 @@ def physics_step_surrogate_copies(copies, stepper) -> None:
 
 
 def physics_step_analytic_copies(copies, stepper) -> None:
+    if stepper.history is not None:  # the contact model's state does not survive MuJoCo's contact
+        stepper.history.clear()
     t0 = time.perf_counter()
     copies.data.qfrc_applied.fill(0.0)
     mujoco.mj_step(copies.model, copies.data)
@@ -72,6 +74,7 @@ def _fallback(copies, stepper, bad_env) -> None:
     for i in bad:
         stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
     stepper._stats["fallbacks"] += len(bad)
+    stepper.reset_history(bad)  # their stored state came from forces that were not applied
 
 
 def reset_bad(copies, stepper, step_no: int, *, inputs: bool) -> None:
@@ -84,6 +87,7 @@ def reset_bad(copies, stepper, step_no: int, *, inputs: bool) -> None:
         return
     envs = np.flatnonzero(bad)
     copies.reset(envs)
+    stepper.reset_history(envs)
     if not inputs:
         mujoco.mj_forward(copies.model, copies.data)
     stepper._stats["mujoco_resets"] += len(envs)

@@ -55,7 +55,7 @@ def _contact_forces(m, datas, stepper, cb):
     stepper._stats["network_calls"] += 1
     if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
         forces, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper._views,
-                                  accelerated=True)
+                                  accelerated=True, history=stepper.history)
         return forces, qfrc, feats
     # any other contact model (the oracles ``contact.MuJoCoContact``, ``ZeroContact``) returns forces
     with torch.inference_mode():
@@ -146,6 +146,7 @@ def _fallback(m, datas, stepper, bad_env) -> None:
     finally:
         m.pair_margin[ids], m.pair_gap[ids] = saved
     stepper._stats["fallbacks"] += int(bad_env.sum())
+    stepper.reset_history(np.flatnonzero(bad_env))  # their stored state came from forces that were not applied
 
 
 def contact_stage(m, datas, stepper, views):
@@ -159,6 +160,8 @@ def contact_stage(m, datas, stepper, views):
     E = cb.num_contacts
     t_graph = time.perf_counter()
     forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
+    if not E and stepper.history is not None:  # no contact continues into the next step (law_solve stores the rest)
+        stepper.history.clear()
     t_model = time.perf_counter()
     bad_env = _bad_force_envs(m, stepper, cb, forces)
     if stepper.input_range is not None and stepper.check_inputs and E:

@@ -36,7 +36,8 @@ import numpy as np
 import torch
 
 from ..model.data_views import DataViews
-from ..model.law import contact_velocities, cross, semi_implicit_solve_joint
+from ..model.history import ContactState, contact_keys
+from ..model.law import contact_state_after, contact_velocities, cross, semi_implicit_solve_joint, with_presliding
 
 
 def contact_jacobians(builder, cb) -> np.ndarray:
@@ -100,9 +101,12 @@ def constant_law(model) -> bool:
     return not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms")
 
 
-def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None):
-    """``(f0, a, b, n, mu, eps)`` of every contact: numpy directly for a constant law (no network), else the model's
-    ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them)."""
+def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=None):
+    """``(f0, w0, a, b, n, mu, eps, spring)`` of every contact: numpy directly for a constant law (no network), else the
+    model's ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them);
+    ``spring``: None, or ``(z, kz, a_spring)`` [E, 3], [E], [E] of the presliding spring (``law.with_presliding``),
+    from the contacts' ``state`` (a ``history.ContactState``, z in world axes; None: fresh contacts)."""
+    presliding = getattr(model, "presliding", False)
     if constant_law(model):
         cs = cb.contact_set
         v = contact_velocities(J, cb.dynamics[3], cs.counts, cs.env)  # the relative velocity at each contact, J qvel
@@ -110,17 +114,29 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None):
         vn = np.einsum("ej,ej->e", v, n)
         vt = v - vn[:, None] * n
         speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
-        f0, a, b, mu, eps = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cs.local] < 0.5,
-                                                     length=builder.length, mass=float(m.body_mass[builder.object_body]),
-                                                     gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)),
-                                                     dt=m.opt.timestep)
-        return f0, a, b, n, mu, eps  # mu [E] (per prior group), eps a scalar
+        dt = m.opt.timestep
+        t = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cs.local] < 0.5, length=builder.length,
+                                     mass=float(m.body_mass[builder.object_body]),
+                                     gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)), dt=dt,
+                                     with_spring=presliding)
+        if not presliding:
+            f0, a, b, mu, eps = t
+            return f0, f0[:, None] * n, a, b, n, mu, eps, None  # mu [E] (per prior group), eps a scalar
+        f0, a, b, mu, eps, fn, kz = t
+        z, k_last = (np.zeros((len(f0), 3)), None) if state is None else (state.z, state.k_last)
+        w0, a, b, a_z, z = with_presliding(f0, a, b, n, fn, mu, speed * speed, kz, z, k_last, dt)
+        return f0, w0, a, b, n, mu, eps, (z, kz, a_z)
+    kw = {} if state is None else {"state": ContactState(*(torch.from_numpy(x) for x in state))}
     with torch.inference_mode():
-        t = model.law_terms(cb.graph, features=features)
-    return tuple(t[k].numpy() if t[k].ndim else float(t[k]) for k in ("f0", "a", "b", "n", "mu", "eps"))
+        t = model.law_terms(cb.graph, features=features, **kw)
+    w0 = t["w0"].numpy() if "w0" in t else (t["f0"][:, None] * t["n"]).numpy()  # a law without the spring's terms
+    out = tuple(t[k].numpy() if t[k].ndim else float(t[k]) for k in ("f0", "a", "b", "n", "mu", "eps"))
+    out = out[:1] + (w0,) + out[1:]
+    return out + ((None,) if t.get("kz") is None else (tuple(t[k].numpy() for k in ("z", "kz", "a_spring")),))
 
 
-def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None, accelerated: bool = False):
+def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None, accelerated: bool = False,
+               history=None):
     """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
     ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
@@ -131,14 +147,23 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     ``accelerated`` must be True);
     ``accelerated``: ``mj_fwdActuation`` and ``mj_fwdAcceleration`` already ran on every MjData after ``mj_step1``
     (the stepper calls them in its ``mj_step1`` loop), else they are called here.
+    ``history``: the ``model.history.ContactHistory`` of the batch, for a model with the presliding spring (or
+    history features): the contacts' state is looked up before the solve and the state after it stored (None: every
+    contact starts fresh and nothing is kept).
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
     E, nv = cb.num_contacts, m.nv
+    stateful = history is not None and (getattr(model, "presliding", False) or getattr(model, "history", False))
+    keys = contact_keys(cb, builder.length) if stateful else None
     if E == 0:
+        if stateful:
+            history.store(keys, ContactState.zeros(0))
         return np.zeros((0, 3)), np.zeros((cb.num_envs, nv))
     J = contact_jacobians(builder, cb)
-    f0, a, b, n, mu, eps = _terms(m, cb, model, builder, features, J)
+    state = history.lookup(keys) if stateful else None
+    f0, w0, a, b, n, mu, eps, spring = _terms(m, cb, model, builder, features, J, state)
+    dt = m.opt.timestep
     cs = cb.contact_set
     every = cs.solve.get("every_env")  # every environment has a contact
     if every is None:
@@ -148,6 +173,8 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
         envs, rows, counts, start = slice(None), None, cs.counts, cs.start
         todo = datas
     elif not active.any():
+        if stateful:
+            history.store(keys, ContactState.zeros(E))
         return np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     else:
         out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
@@ -156,7 +183,6 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
         counts = cs.counts[envs]
         start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``rows``
         todo = () if accelerated else [datas[i] for i in envs]
-    dt = m.opt.timestep
     # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
     _, _, Msparse, qvel, _ = cb.dynamics
     for d in () if accelerated else todo:
@@ -167,15 +193,20 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     nB = len(qv)
     take, nonzero = builder.M_take
     M = np.where(nonzero, Msparse[envs][:, take], 0.0)  # [B, nv, nv] dense joint-space inertia
+    a_z = None if spring is None else spring[2]
     if rows is not None:  # only the environments with a force
-        f0, a, b, n, J = f0[rows], a[rows], b[rows], n[rows], J[rows]
+        w0, a, b, n, J = w0[rows], a[rows], b[rows], n[rows], J[rows]
         mu, eps = (x[rows] if np.ndim(x) else x for x in (mu, eps))
+        a_z = None if a_z is None else a_z[rows]
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
     its = getattr(model, "friction_iterations", 0)
     try:
-        F, _ = semi_implicit_solve_joint(f0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps, iterations=its, counts=counts)
+        F, v1 = semi_implicit_solve_joint(w0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps, iterations=its,
+                                          counts=counts, a_spring=a_z)
     except np.linalg.LinAlgError:  # one singular system stops numpy's batched solve: each env alone, NaN where
-        F = _solve_each(f0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its)  # singular (the guard's fallback)
+        F, v1 = _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its, a_z)  # singular (the fallback)
+    if stateful:
+        _store_state(history, keys, state, spring, F, contact_velocities(J, v1, counts), n, mu, dt, rows, E)
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
     if counts.min() == counts.max():  # the same count everywhere: one batched product
         C3 = 3 * int(counts[0])
@@ -188,20 +219,37 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     return out, qfrc
 
 
-def _solve_each(f0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations) -> np.ndarray:
-    """[E, 3] ``semi_implicit_solve_joint`` one environment at a time (after a batched solve met a singular
-    system): an environment whose own system is singular gets NaN forces, which the stepper's force guard turns
-    into an analytic fallback for that environment alone (``hybrid_step._bad_force_envs``)."""
-    F = np.full((len(f0), 3), np.nan)
+def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a_spring) -> tuple:
+    """``(F [E, 3], v' [B, nv])`` of ``semi_implicit_solve_joint`` one environment at a time (after a batched solve
+    met a singular system): an environment whose own system is singular gets NaN, which the stepper's force guard
+    turns into an analytic fallback for that environment alone (``hybrid_step._bad_force_envs``)."""
+    F, v1 = np.full((len(w0), 3), np.nan), np.full(qv.shape, np.nan)
     for i, (s, c) in enumerate(zip(start.tolist(), counts.tolist())):
         if c == 0:
             continue
         r = slice(s, s + c)
-        mu_r, eps_r = (x[r] if np.ndim(x) else x for x in (mu, eps))
+        mu_r, eps_r, az_r = (x[r] if np.ndim(x) else x for x in (mu, eps, a_spring))
         try:
-            F[r], _ = semi_implicit_solve_joint(f0[r], a[r], b[r], n[r], J[r], np.zeros(1, dtype=np.int64), M[i:i + 1],
-                                                qv[i:i + 1], dt, mu=mu_r, eps=eps_r, iterations=iterations,
-                                                counts=np.asarray(counts[i:i + 1]))
+            F[r], v1[i : i + 1] = semi_implicit_solve_joint(
+                w0[r], a[r], b[r], n[r], J[r], np.zeros(1, dtype=np.int64), M[i : i + 1], qv[i : i + 1], dt,
+                mu=mu_r, eps=eps_r, iterations=iterations, counts=np.asarray(counts[i : i + 1]), a_spring=az_r)
         except np.linalg.LinAlgError:
             pass
-    return F
+    return F, v1
+
+
+def _store_state(history, keys, state, spring, F, u, n, mu, dt, rows, E) -> None:
+    """The contacts' state after the step (``law.contact_state_after``) into ``history``; the contacts of the
+    environments that did not solve (no force: ``rows`` leaves them out) are stored fresh."""
+    sel = slice(None) if rows is None else rows
+    if spring is None:  # history features without a spring: the force and the time under load only
+        z, kz = np.zeros((len(F), 3)), np.zeros(len(F))
+    else:
+        z, kz = spring[0][sel], spring[1][sel]
+    z_end, age, fn = contact_state_after(z, u, n, kz, mu, F, state.age[sel], dt)
+    if rows is None:
+        return history.store(keys, ContactState(z_end, age, fn, kz))
+    out = ContactState.zeros(E)
+    for full, part in zip(out, (z_end, age, fn, kz)):
+        full[rows] = part
+    history.store(keys, out)

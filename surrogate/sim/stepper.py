@@ -56,6 +56,7 @@ import torch
 from ..errors import ConfigError
 from ..scenes import ROLES, set_contact_mode
 from ..model.batch_graph import GraphBuilder
+from ..model.history import ContactHistory
 from ..model.data_views import views_for
 from .contact import InputRange
 from .copies import Copies
@@ -166,6 +167,11 @@ class Stepper:
         self._views = None  # the last batch's array views (data_views.DataViews), made once per batch
         self._wrench: np.ndarray | None = None
         self._warned: set[str] = set()
+        # the per-contact state a law with the presliding spring or history features carries across physics steps
+        # (``model.history``); None for every other model
+        stateful = getattr(contact_model, "presliding", False) or getattr(contact_model, "history", False)
+        self.history = ContactHistory() if stateful and self.law_model else None
+        self._history_time = None  # [B] each environment's time after the last surrogate step (``_sync_history``)
         self.reset_stats()
 
     @property
@@ -179,11 +185,20 @@ class Stepper:
     def _set_last(self, cb, forces) -> None:
         self._last, self._wrench = ((cb, forces) if cb is not None else None), None
 
+    def reset_history(self, envs=None) -> None:
+        """Forget the per-contact state (``model.history``) of ``envs`` (None: all). The stepper also does this by
+        itself for an environment whose time is not where its last surrogate step left it (a reset, a restored
+        state), for every environment when it steps another batch or takes an analytic step, and for one that fell
+        back to analytic contact or that MuJoCo reset."""
+        if self.history is not None:
+            self.history.reset(envs)
+
     def close(self) -> None:
         """Let go of the contact model (the stepper holds no hooks on it: the network's inputs come from its
         ``features``); afterwards the stepper steps analytic contact only."""
         self.contact_model, self.input_range, self.law_model, self.contact = None, None, False, "analytic"
         self._views = None  # lets go of the last batch's MjData too
+        self.history = None
 
     # -- statistics -------------------------------------------------------------------------
     def reset_stats(self) -> None:
@@ -270,6 +285,7 @@ def _count_resets(datas, stepper: Stepper, before: list, after: list, times, ste
     if not reset:
         return
     stepper._stats["mujoco_resets"] += len(reset)
+    stepper.reset_history(reset)
     for i in reset:
         stepper._reset_envs[i] = stepper._reset_envs.get(i, 0) + 1
     i = reset[0]
@@ -280,7 +296,23 @@ def _count_resets(datas, stepper: Stepper, before: list, after: list, times, ste
                                        f"stats()['mujoco_resets'] and stats()['mujoco_reset_envs']")
 
 
+def _sync_history(stepper: Stepper, views, times: np.ndarray) -> None:
+    """Before a surrogate step: forget the contact history of the environments that did not continue from the last
+    surrogate step (another batch: all; a time other than where that step left it: a reset or a restored state)."""
+    if stepper.history is None:
+        return
+    last = stepper._history_time
+    if views is not stepper._views or last is None or len(last) != len(times):
+        stepper.history.clear()
+    else:
+        moved = np.flatnonzero(times != last)
+        if len(moved):
+            stepper.history.reset(moved)
+
+
 def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
+    if stepper.history is not None:  # the contact model's state does not survive MuJoCo's contact
+        stepper.history.clear()
     t0 = time.perf_counter()
     for d, applied in zip(datas, stepper._views.qfrc_applied):  # the views: made by ``step``
         applied.fill(0.0)
@@ -310,12 +342,19 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
     if contact == "surrogate" and stepper.contact_model is None:
         raise ConfigError("this stepper has no contact model: contact must be 'analytic'", key="contact")
     if isinstance(data, Copies):  # the fast path: B copies in one MjData (sim/copies.py)
-        return step_copies(m, data, stepper, nstep=int(nstep), contact=contact)
+        if contact == "surrogate":
+            _sync_history(stepper, data.views, data.time)
+        step_copies(m, data, stepper, nstep=int(nstep), contact=contact)
+        stepper._history_time = data.time.copy() if stepper.history is not None else None
+        return
     datas = _as_datas(data)
     _check_model(m, datas, stepper.builder)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
-    stepper._views = views_for(stepper._views, datas)  # the batch's array views, made once per batch
+    views = views_for(stepper._views, datas)  # the batch's array views, made once per batch
+    if contact == "surrogate" and stepper.history is not None:
+        _sync_history(stepper, views, np.array([d.time for d in datas]))
+    stepper._views = views
     read = _bad_state_reader(stepper._views)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
     counts = read()
     for _ in range(int(nstep)):
@@ -327,3 +366,5 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
         counts = after
         stepper._stats["physics_steps"] += 1
         stepper._stats["env_steps"] += len(datas)
+    if stepper.history is not None:
+        stepper._history_time = np.array([d.time for d in datas])

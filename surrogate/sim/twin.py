@@ -13,6 +13,10 @@ For B episodes (windows) at once, every physics step:
    takes the same semi-implicit Euler step MuJoCo takes for a free body
    (``surrogate.sim.rigid_body.rigid_step``).
 
+A law with the presliding spring or history features (``ContactLawGNN.presliding`` / ``history``) carries each
+contact's state across the steps as the hybrid stepper does (``model.history``: the same matching, the same state;
+detached, as the stepper holds it in numpy: gradients reach the law through each step's forces).
+
 Other bodies (a hand) are kinematic: their joint positions and velocities are given per step
 (recorded joint positions for grasps), so gradients flow through the object only. With the
 same parameters, the twin and the hybrid stepper in MuJoCo produce the same trajectory
@@ -33,6 +37,7 @@ from .rigid_body import rigid_step
 from ..quat import quat_to_mat
 from ..scenes import set_contact_mode
 from ..model.batch_graph import GraphBuilder, concat_graphs
+from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
 
 
 def body_inertia(model: mujoco.MjModel, body: int) -> np.ndarray:
@@ -124,10 +129,12 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
     poses, quats = [pos], [quat]
     fb = None if force_bodies is None else torch.as_tensor(np.asarray(force_bodies, dtype=np.int64))
     pad_forces = [] if fb is None else [pos.new_zeros(fb.shape[0], fb.shape[1], 3)]
+    stateful = getattr(contact_model, "presliding", False) or getattr(contact_model, "history", False)
+    history = ContactHistory() if stateful else None
     for s in range((n_frames - 1) * substeps):
         p_np, q_np = pos.detach().numpy(), quat.detach().numpy()
         v_np, w_np = vel.detach().numpy(), om_b.detach().numpy()
-        graphs = []
+        graphs, keys = [], []
         for (tw, idx), ds in zip(groups, datas):
             m, qa, da = tw.m, tw.qa, tw.da
             for i, d in zip(idx, ds):
@@ -141,9 +148,18 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
                 mujoco.mj_comPos(m, d)
                 mujoco.mj_comVel(m, d)
                 mujoco.mj_collision(m, d)
-            graphs.append(tw.builder.build(m, ds, dtype=torch.float64).graph)
+            cb = tw.builder.build(m, ds, dtype=torch.float64)
+            graphs.append(cb.graph)
+            if history is not None:
+                keys.append(contact_keys(cb, tw.builder.length, env_offset=idx[0]))
         g = concat_graphs(graphs)
-        forces, w = _wrench(contact_model, g, pos, quat, vel, om_b)
+        if history is None:
+            forces, w = _wrench(contact_model, g, pos, quat, vel, om_b)
+        else:
+            k = concat_keys(keys)
+            state = ContactState(*(torch.from_numpy(x) for x in history.lookup(k)))
+            forces, w, after = _wrench(contact_model, g, pos, quat, vel, om_b, state=state)
+            history.store(k, ContactState(*(x.detach().numpy() for x in after)))
         pos, quat, vel, om_b = rigid_step(pos, quat, vel, om_b, w, mass=mass, inertia_b=inertia_b, gravity=gravity,
                                           dt=dt)
         if (s + 1) % substeps == 0:
@@ -171,8 +187,9 @@ def _body_forces(g, forces: torch.Tensor, bodies: torch.Tensor) -> torch.Tensor:
     return out.index_add(0, env, -match[:, :, None] * forces[:, None, :])
 
 
-def _wrench(contact_model, g, pos, quat, vel, om_b):
-    """Attach the detected contacts to the differentiable state; ([E, 3] forces, [B, 6] object wrench)."""
+def _wrench(contact_model, g, pos, quat, vel, om_b, state=None):
+    """Attach the detected contacts to the differentiable state; ([E, 3] forces, [B, 6] object wrench), and with
+    ``state`` (the contacts' ``history.ContactState``) the state after the step too."""
     B = pos.shape[0]
     s, o = g.edge_index
     env = g.batch[o] if len(o) else o
@@ -188,8 +205,11 @@ def _wrench(contact_model, g, pos, quat, vel, om_b):
     obj = g.object_index
     node_vel = g.vel.index_copy(0, obj, vel)
     node_om = g.omega.index_copy(0, obj, torch.einsum("bij,bj->bi", R, om_b))
-    forces, _ = contact_model.solve(h, node_vel, node_om)
+    if state is None:
+        forces, _ = contact_model.solve(h, node_vel, node_om)
+    else:
+        forces, _, after = contact_model.solve(h, node_vel, node_om, state=state, with_state=True)
     w = pos.new_zeros(B, 6)
     if len(o):
         w = w.index_add(0, env, torch.cat([forces, torch.cross(h.r_obj, forces, dim=-1)], dim=-1))
-    return forces, w
+    return (forces, w) if state is None else (forces, w, after)
