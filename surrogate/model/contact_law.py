@@ -35,7 +35,8 @@ from torch import nn
 from . import graph as G
 from .history import ContactState
 from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
-from .law import LawPrior, contact_state_after, point_law, solve_free_object, with_presliding
+from .law import LawPrior, point_law, solve_free_object
+from .presliding import contact_state_after, with_presliding
 
 # Features that do not depend on any velocity: the stiffness head only sees these, so the
 # elastic force is a function of configuration alone.
@@ -102,7 +103,7 @@ class ContactLawGNN(nn.Module):
         elif ps.static_friction != 1.0 or pb.static_friction != 1.0:
             raise ValueError("a static_friction other than 1 needs stribeck=True (a static/kinetic friction law)")
         kz = torch.tensor([ps.presliding_stiffness, pb.presliding_stiffness], dtype=torch.float32)
-        self.presliding = bool((kz > 0).any())  # the spring (law.presliding_start); off: the law before it, bit for bit
+        self.presliding = bool((kz > 0).any())  # the spring (presliding.presliding_start); off: the law before it, bit for bit
         if self.presliding:
             # a group whose prior has no spring keeps none (k_z = 0 exactly), the others a learnable log k_z
             self.register_buffer("presliding_on", kz > 0, persistent=False)
@@ -221,7 +222,7 @@ class ContactLawGNN(nn.Module):
     def law_terms(self, g, vel=None, omega=None, *, features=None, state: ContactState | None = None) -> dict:
         """The linearized law of every contact (float64): ``f0, a, b`` [E] (``law.point_law``), the normal
         ``n`` [E, 3], ``u_oth`` [E, 3] the other body's point velocity, ``w0`` [E, 3] the elastic force; with the
-        presliding spring on (``law.with_presliding``: its terms are in ``w0``, ``a`` and ``b``) also ``kz`` [E]
+        presliding spring on (``presliding.with_presliding``: its terms are in ``w0``, ``a`` and ``b``) also ``kz`` [E]
         (N/m), ``z`` [E, 3] the displacement the step starts from and ``a_spring`` [E] (else None); the solve of
         the step uses them. ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh).
         (The hybrid stepper solves them with MuJoCo's full mobility, hand included: ``sim.law_solve``.)"""
@@ -265,7 +266,7 @@ class ContactLawGNN(nn.Module):
         (float64): what ``law_terms`` gives for a model with ``corrections=False``, without building a graph. The
         hybrid stepper takes this path for a constant law (no network), where torch's per-call overhead would be
         most of the step. ``with_spring``: also the normal force ``fn`` [E] (``point_law``) and the presliding
-        stiffness ``kz`` [E] (N/m; zero for a group without a spring), which ``law.with_presliding`` needs.
+        stiffness ``kz`` [E] (N/m; zero for a group without a spring), which ``presliding.with_presliding`` needs.
 
         Args:
           depth, vn, speed: [E] penetration (m), normal and tangential relative speed (m/s).
@@ -305,7 +306,7 @@ class ContactLawGNN(nn.Module):
         against kinematic other bodies (``law.solve_free_object``; float64). The twin trains through this.
 
         ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh contacts). ``with_state``:
-        also return the contacts' state after the step (``law.contact_state_after``; torch, z in world axes)."""
+        also return the contacts' state after the step (``presliding.contact_state_after``; torch, z in world axes)."""
         vel = (g.vel if vel is None else vel).double()
         omega = (g.omega if omega is None else omega).double()
         obj = g.object_index

@@ -11,11 +11,11 @@ double. A contact that appears starts from zero state; one that disappears is dr
 State per contact (``ContactState``; stored in the other body's frame, so it turns with that body and is as
 invariant as the rest of the graph):
 
-    z [E, 3]     tangential presliding displacement (m)            (``law.presliding_start`` / ``presliding_end``)
+    z [E, 3]     tangential presliding displacement (m)            (``presliding.presliding_start`` / ``presliding_end``)
     age [E]      time under load (s): 0 when the contact carried no normal force at the end of the last step
     fn_last [E]  normal force at the end of the last step (N)
     k_last [E]   the spring stiffness z was stored with (N/m): a stiffer spring at the next step must not turn the
-                 stored displacement into more energy (``law.presliding_start``)
+                 stored displacement into more energy (``presliding.presliding_start``)
 """
 
 from __future__ import annotations

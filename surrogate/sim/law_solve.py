@@ -37,7 +37,8 @@ import torch
 
 from ..model.data_views import DataViews
 from ..model.history import ContactState, contact_keys
-from ..model.law import contact_state_after, contact_velocities, cross, semi_implicit_solve_joint, with_presliding
+from ..model.law import contact_velocities, cross, semi_implicit_solve_joint
+from ..model.presliding import contact_state_after, with_presliding
 
 
 def contact_jacobians(builder, cb) -> np.ndarray:
@@ -104,7 +105,7 @@ def constant_law(model) -> bool:
 def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=None):
     """``(f0, w0, a, b, n, mu, eps, spring)`` of every contact: numpy directly for a constant law (no network), else the
     model's ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them);
-    ``spring``: None, or ``(z, kz, a_spring)`` [E, 3], [E], [E] of the presliding spring (``law.with_presliding``),
+    ``spring``: None, or ``(z, kz, a_spring)`` [E, 3], [E], [E] of the presliding spring (``presliding.with_presliding``),
     from the contacts' ``state`` (a ``history.ContactState``, z in world axes; None: fresh contacts)."""
     presliding = getattr(model, "presliding", False)
     if constant_law(model):
@@ -183,16 +184,8 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
         counts = cs.counts[envs]
         start = np.cumsum(counts) - counts  # first row of each environment's contacts within ``rows``
         todo = () if accelerated else [datas[i] for i in envs]
-    # the contact-free end-of-step velocity needs this step's smooth acceleration: MuJoCo's calls, per env
-    _, _, Msparse, qvel, _ = cb.dynamics
-    for d in () if accelerated else todo:
-        mujoco.mj_fwdActuation(m, d)
-        mujoco.mj_fwdAcceleration(m, d)
-    acc = (views or DataViews(datas)).stack("qacc_smooth").reshape(cb.num_envs, nv)
-    qv = qvel[envs] + dt * acc[envs]
+    qv, M = _free_motion(m, datas, cb, builder, envs, () if accelerated else todo, views)
     nB = len(qv)
-    take, nonzero = builder.M_take
-    M = np.where(nonzero, Msparse[envs][:, take], 0.0)  # [B, nv, nv] dense joint-space inertia
     a_z = None if spring is None else spring[2]
     if rows is not None:  # only the environments with a force
         w0, a, b, n, J = w0[rows], a[rows], b[rows], n[rows], J[rows]
@@ -219,6 +212,19 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     return out, qfrc
 
 
+
+def _free_motion(m, datas, cb, builder, envs, todo, views) -> tuple[np.ndarray, np.ndarray]:
+    """``(qv [B, nv], M [B, nv, nv])`` of the environments ``envs``: the end-of-step joint velocity without contact
+    forces and the dense joint-space inertia. The free velocity needs this step's smooth acceleration: MuJoCo's
+    calls run on ``todo`` (the ``MjData`` whose acceleration is not computed yet)."""
+    _, _, Msparse, qvel, _ = cb.dynamics
+    for d in todo:
+        mujoco.mj_fwdActuation(m, d)
+        mujoco.mj_fwdAcceleration(m, d)
+    acc = (views or DataViews(datas)).stack("qacc_smooth").reshape(cb.num_envs, m.nv)
+    take, nonzero = builder.M_take
+    return qvel[envs] + m.opt.timestep * acc[envs], np.where(nonzero, Msparse[envs][:, take], 0.0)
+
 def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a_spring) -> tuple:
     """``(F [E, 3], v' [B, nv])`` of ``semi_implicit_solve_joint`` one environment at a time (after a batched solve
     met a singular system): an environment whose own system is singular gets NaN, which the stepper's force guard
@@ -239,7 +245,7 @@ def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a
 
 
 def _store_state(history, keys, state, spring, F, u, n, mu, dt, rows, E) -> None:
-    """The contacts' state after the step (``law.contact_state_after``) into ``history``; the contacts of the
+    """The contacts' state after the step (``presliding.contact_state_after``) into ``history``; the contacts of the
     environments that did not solve (no force: ``rows`` leaves them out) are stored fresh."""
     sel = slice(None) if rows is None else rows
     if spring is None:  # history features without a spring: the force and the time under load only

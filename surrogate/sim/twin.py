@@ -107,20 +107,7 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
       (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times; with ``force_bodies`` also
       pad forces [B, F, P, 3] (frame 0: zero, no step taken yet).
     """
-    groups: list[tuple[Twin, list[int]]] = []
-    for i, tw in enumerate(twins):
-        if groups and groups[-1][0] is tw:
-            groups[-1][1].append(i)
-        elif any(g[0] is tw for g in groups):
-            raise ValueError("the environments of one twin must be contiguous")
-        else:
-            groups.append((tw, [i]))
-    datas = []
-    for tw, idx in groups:
-        ds = tw.scratch(len(idx))
-        for d in ds:
-            mujoco.mj_resetData(tw.m, d)
-        datas.append(ds)
+    groups, datas = _scene_groups(twins)
     pos, quat, vel, om_b = state0[:, :3], state0[:, 3:7], state0[:, 7:10], state0[:, 10:13]
     mass = torch.tensor([tw.mass for tw in twins], dtype=torch.float64)
     inertia_b = torch.stack([tw.inertia_b for tw in twins])
@@ -173,6 +160,26 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
         return torch.stack(poses, 1), torch.stack(quats, 1), torch.stack(pad_forces, 1)
     return torch.stack(poses, 1), torch.stack(quats, 1)
 
+
+
+def _scene_groups(twins: list[Twin]) -> tuple[list[tuple[Twin, list[int]]], list[list[mujoco.MjData]]]:
+    """The environments grouped by twin, ``[(twin, [env indices])]`` in order (one twin's must be contiguous), and
+    each group's scratch ``MjData`` reset."""
+    groups: list[tuple[Twin, list[int]]] = []
+    for i, tw in enumerate(twins):
+        if groups and groups[-1][0] is tw:
+            groups[-1][1].append(i)
+        elif any(g[0] is tw for g in groups):
+            raise ValueError("the environments of one twin must be contiguous")
+        else:
+            groups.append((tw, [i]))
+    datas = []
+    for tw, idx in groups:
+        ds = tw.scratch(len(idx))
+        for d in ds:
+            mujoco.mj_resetData(tw.m, d)
+        datas.append(ds)
+    return groups, datas
 
 def _body_forces(g, forces: torch.Tensor, bodies: torch.Tensor) -> torch.Tensor:
     """[B, P, 3] the force the object exerts on each of ``bodies`` [B, P] (minus the summed contact
