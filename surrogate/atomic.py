@@ -129,15 +129,25 @@ def clean_stale_partials(path: str | Path) -> list:
         return removed
     for cand in path.parent.glob(f".{path.name}.*.partial"):
         marker = cand / PARTIAL_MARKER
-        if not cand.is_dir() or cand.is_symlink() or not marker.is_file():
+        if not cand.is_dir() or cand.is_symlink():
             continue
-        pid = _read_pid(marker)
+        # the builder's PID: in the marker, else in the name (a kill between the folder's creation and the marker's
+        # write, or between the swap and the marker's rewrite, leaves only the name: ``.<name>.<pid>.<random>.partial``)
+        pid = _read_pid(marker) if marker.is_file() else _pid_in_name(cand.name, path.name)
+        if pid is None:
+            continue  # not a folder this project made
         if pid is not None and pid != os.getpid() and pid_alive(pid):
             continue  # another process is building it right now
         shutil.rmtree(cand, ignore_errors=True)
         removed.append(cand)
     return removed
 
+
+
+def _pid_in_name(folder: str, name: str) -> int | None:
+    """The PID in a temporary folder name ``.<name>.<pid>.<random>.partial`` (``atomic_directory``), else None."""
+    middle = folder[len(name) + 2 : -len(".partial")].split(".")
+    return int(middle[0]) if len(middle) == 2 and middle[0].isdigit() else None
 
 @contextlib.contextmanager
 def pid_lock(target: str | Path):
@@ -206,7 +216,7 @@ def atomic_directory(path: str | Path, *, overwrite: bool = False, replaceable=N
             replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_partials(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".partial", dir=path.parent))
     marker = tmp / PARTIAL_MARKER
     try:
         marker.write_text(f"{os.getpid()}\n")

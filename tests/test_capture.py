@@ -711,7 +711,7 @@ def test_skip_episode_with_bad_scene(tmp_path):
     assert len(ds.skipped) == 1
     s = ds.skipped[0]
     assert (s["episode"], s["field"]) == ("ep1", "environment.kind") and "moon" in s["reason"]
-    assert s["file"].endswith("file-000.parquet")
+    assert s["file"].endswith("meta/contact.json")  # the scene is described there, not in the data parquet
 
 
 def test_skip_episode_with_malformed_entry(tmp_path):
