@@ -27,7 +27,11 @@ def _runner(kind: str):
     if kind == "policy":
         from . import policy
         return policy.run
-    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy']", key="suite")
+    if kind == "transfer":
+        from . import transfer
+        return transfer.run
+    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy', 'transfer']",
+                      key="suite")
 
 
 def _check_checkpoint(kind: str, checkpoint) -> None:
@@ -68,7 +72,7 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
                                     progress=progress, ex=ex)
         run["execution"] = ex.info()
     ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run,
-                          suite_name=suite_display_name(suite))
+                          suite_name=suite_display_name(suite), result=run.get("result"))
     out = Path(out)
     settings = dict(cfg.get("video") or {})
     if video is not None:
