@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..metrics import summarize
 from .analytic import AnalyticParams, apply_params
 from .identify import ensemble_ranges, randomized_ensemble
 from .policy import _identified_params, _objects
@@ -159,7 +160,8 @@ def rates_of(per_obj: dict, side: str) -> dict:
     s = sum(v[side]["successes"] for v in per_obj.values())
     lifted = sum(v[side]["lifted"] for v in per_obj.values())
     slipped = sum(v[side]["slipped"] for v in per_obj.values())
-    return {"episodes": n, "success_rate": s / n if n else None, "slip_rate": slipped / lifted if lifted else None}
+    return {"episodes": n, "successes": s, "success_rate": s / n if n else None,
+            "slip_rate": slipped / lifted if lifted else None}
 
 
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True, ex=None) -> dict:
@@ -210,7 +212,9 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         sim = rates_of(dep["per_object"], "sim")
         models[source] = {"description": desc + " (sim rates on held-out objects)",
                           "overall": {"episodes": sim["episodes"], "success_rate": sim["success_rate"],
-                                      "slip_rate": sim["slip_rate"]},
+                                      "slip_rate": sim["slip_rate"], "success": summarize(
+                                          [1.0] * sim["successes"] + [0.0] * (sim["episodes"] - sim["successes"]),
+                                          seed=int(cfg.get("bootstrap_seed", 0)))},
                           "per_object": {k: {"episodes": v["sim"]["episodes"], "success_rate": v["sim"]["success_rate"],
                                              "slip_rate": v["sim"]["slip_rate"]} for k, v in dep["per_object"].items()}}
         if source == "surrogate":
