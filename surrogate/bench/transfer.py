@@ -2,8 +2,9 @@
 
 The policy is ``policies.ScriptedGraspPolicy`` with three tunable parameters: the grip force (N, the hand's
 fingertip force bound), the closing time (s, the closing speed) and the lift speed (m/s). It is tuned by a
-grid search (``policy.grid``; score: success rate minus ``policy.slip_penalty`` times the slipped fraction, over
-``data.tune_poses`` poses of each ``data.tune_objects`` object) under three sources:
+grid search (``policy.grid``; score: success rate minus ``policy.slip_penalty`` times the slipped fraction minus
+``policy.force_cost`` per N of grip force, so each source picks the gentlest grip that works in its simulator;
+over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under three sources:
 
 * ``analytic_nominal``: MuJoCo's analytic contact with the scene's nominal parameters;
 * ``analytic_randomized``: MuJoCo randomized (``identify.randomized_ensemble``, the benchmarks' ranges,
@@ -85,7 +86,7 @@ def _rig_rollout(obj, cand: dict, *, d: dict, rig_cfg, poses: int, seed: int):
     return res, rec, pol, venv
 
 
-def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: float, log) -> dict:
+def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: float, force_cost: float, log) -> dict:
     """Grid search of one source: every candidate on every tuning object under every variant."""
     from ..rig.scripts import UngraspableObject
 
@@ -101,7 +102,7 @@ def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: 
                 succ += list(res["success"]); slip += list(res["slipped"]); ret += list(res["return"])  # noqa: E702
         if not succ:
             raise ConfigError("no tuning object can be grasped by the hand", key="data.tune_objects")
-        score = float(np.mean(succ) - penalty * np.mean(slip))
+        score = float(np.mean(succ) - penalty * np.mean(slip) - force_cost * c["grip_force"])
         table.append({**c, "score": score, "success_rate": float(np.mean(succ)), "slipped_fraction": float(np.mean(slip)),
                       "mean_return": float(np.mean(ret)), "episodes": len(succ)})
         log(f"tune {source}: {c} score {score:.2f}")
@@ -198,7 +199,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
             return {"analytic_nominal": [None], "surrogate": ["surrogate"]}.get(source) or ensemble(obj)
 
         tuned = _tune_per_object(source, variants, tune_objs, cands, d=d, model=model,
-                                 penalty=float(pc["slip_penalty"]), log=log)
+                                 penalty=float(pc["slip_penalty"]), force_cost=float(pc.get("force_cost", 0.0)),
+                                 log=log)
         dep = _deploy_per_object(source, variants, tuned["best"], objs, d=d, model=model, rig_cfg=rig_cfg, thr=thr)
         rng = ranges if source == "analytic_randomized" else None
         row = _row(source, tuned, dep, ranges=rng, seed=int(cfg.get("bootstrap_seed", 0)), n_boot=int(cfg["n_boot"]))
