@@ -6,13 +6,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from surrogate.bench.transfer_trace import (
+    KINDS,
+    Tape,
+    first_divergence,
+    pooled_gap,
+    rates,
+)
 from surrogate.capture.reader import read_dataset
 from surrogate.capture.writer import write_dataset
 from surrogate.envs import GraspVectorEnv
 from surrogate.errors import ConfigError
 from surrogate.objects import make_object
 from surrogate.policies import ScriptedGraspPolicy, rollout
-from surrogate.bench.transfer_trace import KINDS, Tape, first_divergence, pooled_gap, rates
 from surrogate.rig.closed_loop import RigGraspVectorEnv, rig_timestep
 
 

@@ -101,7 +101,7 @@ def summary_lines(ledger: dict) -> list[str]:
         lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
                      f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}")
     for r in ledger.get("transfer") or []:  # the transfer suite: sim vs rig of each source's tuned policy
-        f = lambda x: "—" if x is None else f"{x:+.2f}"  # noqa: E731
+        f = lambda x: "—" if x is None else f"{x:+.2f}"
         lines.append(f"  transfer {r['source']:20s} rig success {r['rig_success_rate']:.2f}   success_gap "
                      f"{f(r['success_gap'])}   slip_gap {f(r['slip_gap'])}   tuned {r['tuned']}")
     v = ledger.get("videos") or {}

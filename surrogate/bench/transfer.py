@@ -96,15 +96,17 @@ def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: 
         for obj in objs:
             for v in variants:
                 try:
-                    res, _, _ = _sim_rollout(obj, c, v, d=d, poses=int(d["tune_poses"]), seed=int(d["seed"]), model=model)
+                    res, _, _ = _sim_rollout(obj, c, v, d=d, poses=int(d["tune_poses"]), seed=int(d["seed"]),
+                                             model=model)
                 except UngraspableObject:
                     continue
-                succ += list(res["success"]); slip += list(res["slipped"]); ret += list(res["return"])  # noqa: E702
+                succ += list(res["success"]); slip += list(res["slipped"]); ret += list(res["return"])
         if not succ:
             raise ConfigError("no tuning object can be grasped by the hand", key="data.tune_objects")
         score = float(np.mean(succ) - penalty * np.mean(slip) - force_cost * c["grip_force"])
-        table.append({**c, "score": score, "success_rate": float(np.mean(succ)), "slipped_fraction": float(np.mean(slip)),
-                      "mean_return": float(np.mean(ret)), "episodes": len(succ)})
+        table.append({**c, "score": score, "success_rate": float(np.mean(succ)),
+                      "slipped_fraction": float(np.mean(slip)), "mean_return": float(np.mean(ret)),
+                      "episodes": len(succ)})
         log(f"tune {source}: {c} score {score:.2f}")
     best = max(table, key=lambda r: (r["score"], r["mean_return"]))
     return {"best": {k: best[k] for k in ("grip_force", "close_time", "lift_speed")}, "grid": table}
@@ -195,7 +197,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     thr = cfg["divergence"]
     models, rows = {}, []
     for source in SOURCES:
-        def variants(obj):
+        def variants(obj, source=source):
             return {"analytic_nominal": [None], "surrogate": ["surrogate"]}.get(source) or ensemble(obj)
 
         tuned = _tune_per_object(source, variants, tune_objs, cands, d=d, model=model,
@@ -268,12 +270,13 @@ def verdict(rows: list[dict]) -> dict:
             words.append(f"{k} undefined (no lifted episodes on one side)")
             continue
         met = abs(s[k]) < abs(r[k])
-        ci = lambda x: f" [{x[0]:+.2f}, {x[1]:+.2f}]" if x else ""  # noqa: E731
+        ci = lambda x: f" [{x[0]:+.2f}, {x[1]:+.2f}]" if x else ""
         words.append(f"{k} surrogate {s[k]:+.2f}{ci(s[k + '_ci95'])} vs randomized {r[k]:+.2f}{ci(r[k + '_ci95'])}")
         targets.append({"metric": k, "baseline": "analytic_randomized", "surrogate": abs(s[k]),
                         "baseline_value": abs(r[k]), "met": bool(met)})
     ok = len(targets) == 2 and all(t["met"] for t in targets)
     return {"verdict": "supported" if ok else ("falsified" if targets else "not tested"),
             "detail": f"sim-to-rig gaps over {s['objects']} held-out objects ({s['episodes']} rig rollouts): "
-                      + "; ".join(words) + ("" if ok else "; the surrogate-tuned policy does not transfer better on both"),
+                      + "; ".join(words)
+                      + ("" if ok else "; the surrogate-tuned policy does not transfer better on both"),
             "targets": targets}

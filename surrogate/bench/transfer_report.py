@@ -8,9 +8,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from .report import _save  # noqa: E402
+from .report import _save
 
 
 def _rate(x) -> str:
@@ -47,14 +47,15 @@ def transfer_lines(ledger: dict, out: Path) -> list[str]:
     rows = ledger.get("transfer")
     if not rows:
         return []
+    head = ("| source | tuned (grip N, close s, lift m/s) | sim success | rig success | success_gap | sim slip | "
+            "rig slip | slip_gap | rollouts | first divergence: median step (kinds) |")
     lines = ["", "## Policy transfer to the rig (stand-in for hardware)", "",
-             "Gaps are sim minus rig over the held-out objects' rollouts, with 95 % bootstrap intervals (objects "
-             "resampled). Slip rates are among lifted episodes.", "",
-             "| source | tuned (grip N, close s, lift m/s) | sim success | rig success | success_gap | sim slip | rig slip | "
-             "slip_gap | rollouts | first divergence: median step (kinds) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             ("Gaps are sim minus rig over the held-out objects' rollouts, with 95 % bootstrap intervals (objects "
+              "resampled). Slip rates are among lifted episodes."), "", head, "|---" * 10 + "|"]
     for r in rows:
         t, fd = r["tuned"], r["first_divergence"]
-        kinds = ", ".join(f"{k} {n}" for k, n in fd["kinds"].items()) + (f", never {fd['never']}" if fd["never"] else "")
+        kinds = ", ".join(f"{k} {n}" for k, n in fd["kinds"].items())
+        kinds += f", never {fd['never']}" if fd["never"] else ""
         med = "—" if fd["median_step"] is None else f"{fd['median_step']:g}"
         lines.append(f"| {r['source']} | {t['grip_force']:g}, {t['close_time']:g}, {t['lift_speed']:g} | "
                      f"{_rate(r['sim_success_rate'])} | {_rate(r['rig_success_rate'])} | "
@@ -64,8 +65,8 @@ def transfer_lines(ledger: dict, out: Path) -> list[str]:
     for r in rows:
         if r.get("randomization_ranges"):
             rng = ", ".join(f"{k} {v[0]:g}..{v[1]:g}" for k, v in r["randomization_ranges"].items())
-            lines += ["", f"Randomized source: anchored on {r.get('anchor')}; ranges (multiplicative; delay_s additive, "
-                          f"unused by these rollouts): {rng}."]
+            lines += ["", (f"Randomized source: anchored on {r.get('anchor')}; ranges (multiplicative; delay_s "
+                           f"additive, unused by these rollouts): {rng}.")]
         if r.get("skipped_objects"):
             lines += ["", f"{r['source']}: skipped objects: " + "; ".join(r["skipped_objects"].values())]
     p = plot_transfer(rows, Path(out) / "transfer.png")

@@ -60,7 +60,7 @@ def _series(tape: Tape, i: int, hold_index: int) -> dict:
 
 def first_divergence(sim: Tape, rig: Tape, i: int, *, hold_start: float, control_dt: float, thr: dict) -> dict:
     """{"step": k or None, "time_s", "kind": the first kind or None, "kinds": all kinds at that step} of copy ``i``."""
-    h = int(math.ceil(hold_start / control_dt - 1e-9))
+    h = math.ceil(hold_start / control_dt - 1e-9)
     a, b = _series(sim, i, h), _series(rig, i, h)
     K = min(len(a["pos"]), len(b["pos"]))
     big = np.maximum(a["force"][:K], b["force"][:K])
@@ -83,7 +83,7 @@ def rates(results: list[dict]) -> dict:
     succ = np.concatenate([r["success"] for r in results])
     lifted = np.concatenate([r["lifted"] for r in results])
     slipped = np.concatenate([r["slipped"] for r in results]) & lifted
-    n, nl = int(len(succ)), int(lifted.sum())
+    n, nl = len(succ), int(lifted.sum())
     return {"episodes": n, "successes": int(succ.sum()), "lifted": nl, "slipped": int(slipped.sum()),
             "success_rate": float(succ.mean()) if n else None, "slip_rate": float(slipped.sum() / nl) if nl else None}
 
@@ -112,4 +112,4 @@ def pooled_gap(per_obj: dict, key: str, *, seed: int = 0, n_boot: int = 1000) ->
     boots = [gap([vals[j] for j in rng.integers(0, len(vals), len(vals))]) for _ in range(n_boot)]
     boots = np.array([b for b in boots if b is not None])
     ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))] if len(boots) else None
-    return {"gap": float(g), "ci95": ci, "boot_n": int(len(boots))}
+    return {"gap": float(g), "ci95": ci, "boot_n": len(boots)}

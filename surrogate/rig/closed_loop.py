@@ -55,7 +55,7 @@ def rig_timestep(frame_rate_hz: float, control_dt: float, max_timestep: float) -
         dt = period / m
         per_ctrl = control_dt / dt
         if dt <= max_timestep + 1e-12 and abs(per_ctrl - round(per_ctrl)) < 1e-6:
-            return dt, m, int(round(per_ctrl))
+            return dt, m, round(per_ctrl)
     raise ConfigError(f"no physics step divides both the frame period {period:g} s and control_dt {control_dt:g} s",
                       key="control_dt")
 
@@ -84,8 +84,9 @@ class RigLoop:
     def __init__(self, task, cfg: dict, *, duration: float, grip_force: float | None):
         self.task, self.cfg, self.grip_force = task, cfg, grip_force
         self.rate = recorder_rate_hz(cfg)
-        self.dt, self.per_frame, self.per_ctrl = rig_timestep(self.rate, task.control_dt, cfg["physics"]["max_timestep"])
-        self.n_frames = int(math.floor(duration * self.rate + 1e-9)) + 1
+        self.dt, self.per_frame, self.per_ctrl = rig_timestep(self.rate, task.control_dt,
+                                                              cfg["physics"]["max_timestep"])
+        self.n_frames = math.floor(duration * self.rate + 1e-9) + 1
         n = task.num_envs
         self.seeds = list(range(n))
         self._scratch = [task.scene.make_data() for _ in range(n)]
@@ -203,8 +204,10 @@ class RigGraspVectorEnv(GraspVectorEnv):
         """The ``DatasetMeta`` to write ``captures()`` with (``capture.write_dataset``)."""
         t, rc = self.task, validate_recorder_config(self.rig_cfg.get("recorder"))
         sensors = [n[: -len("_force")] for n in t.hand.sensor_names[::2]]
-        return DatasetMeta(name=name, robot_type=t.hand.name, hand={"name": t.hand.name, "model": "surrogate.scenes.hands"},
-                           joint_names=list(t.hand.joint_names), wrench_sensors=sensors if rc["wrench"]["enabled"] else None,
+        return DatasetMeta(name=name, robot_type=t.hand.name,
+                           hand={"name": t.hand.name, "model": "surrogate.scenes.hands"},
+                           joint_names=list(t.hand.joint_names),
+                           wrench_sensors=sensors if rc["wrench"]["enabled"] else None,
                            tactile_unit="N" if rc["tactile"]["enabled"] else None,
                            contact_region_seeds={t.obj.name: contact_region_seeds(t.obj, regions)})
 
