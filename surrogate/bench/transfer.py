@@ -46,6 +46,14 @@ DESCRIPTIONS = {
 }
 
 
+def _spread(objs: list, n) -> list:
+    """At most ``n`` of ``objs`` spread evenly over the list (splits are family-major: several families, not the
+    first family's seeds); all of them for ``n`` None."""
+    if not n or n >= len(objs):
+        return list(objs)
+    return [objs[int(i)] for i in np.unique(np.linspace(0, len(objs) - 1, int(n)).round())]
+
+
 def _candidates(grid: dict) -> list[dict]:
     keys = ("grip_force", "close_time", "lift_speed")
     for k in keys:
@@ -178,8 +186,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         raise ConfigError("the transfer suite deploys on the rig; it takes no --test-data", key="test_data")
     d, pc, bl = cfg["data"], cfg["policy"], cfg["baselines"]
     log = print if progress else (lambda *_: None)
-    tune_objs = _objects(d["tune_objects"])[: d.get("max_tune_objects") or None]
-    objs = _objects(d["objects"])[: d.get("max_objects") or None]
+    tune_objs = _spread(_objects(d["tune_objects"]), d.get("max_tune_objects"))
+    objs = _spread(_objects(d["objects"]), d.get("max_objects"))
     if {o.name for o in tune_objs} & {o.name for o in objs}:
         raise ConfigError("tuning and held-out objects overlap", key="data.tune_objects")
     rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())
