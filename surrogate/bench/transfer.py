@@ -279,7 +279,8 @@ def verdict(rows: list[dict]) -> dict:
             continue
         met = abs(s[k]) < abs(r[k])
         ci = lambda x: f" [{x[0]:+.2f}, {x[1]:+.2f}]" if x else ""
-        words.append(f"{k} surrogate {s[k]:+.2f}{ci(s[k + '_ci95'])} vs randomized {r[k]:+.2f}{ci(r[k + '_ci95'])}")
+        tie = " (equal: not smaller)" if abs(s[k]) == abs(r[k]) else ""
+        words.append(f"{k} surrogate {s[k]:+.2f}{ci(s[k + '_ci95'])} vs randomized {r[k]:+.2f}{ci(r[k + '_ci95'])}{tie}")
         targets.append({"metric": k, "baseline": "analytic_randomized", "surrogate": abs(s[k]),
                         "baseline_value": abs(r[k]), "met": bool(met)})
     ok = len(targets) == 2 and all(t["met"] for t in targets)
