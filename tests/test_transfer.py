@@ -115,3 +115,22 @@ def test_transfer_suite_writes_its_ledger(tmp_path):
     assert (led["result"]["verdict"] == "supported") == better
     text = (tmp_path / "report.md").read_text()
     assert "Policy transfer to the rig" in text and (tmp_path / "transfer.png").is_file()
+
+
+def test_rollout_goes_on_when_every_copy_has_terminated():
+    """``policies.rollout`` keeps recording when all copies have terminated (the transfer suite's rig and sim
+    rollouts can all drop); it used to evaluate an empty set of environments and raise."""
+    import mujoco
+
+    class UnderTheTable(ScriptedGraspPolicy):
+        def reset(self):
+            super().reset()
+            for d in self.task.datas:  # off the table: every copy terminates on its first step
+                d.qpos[self.task.scene.object_qpos_adr + 2] -= 0.5
+                mujoco.mj_forward(self.task.model, d)
+
+    venv = GraspVectorEnv(2, object="box", copies=False, max_episode_steps=None)
+    rec = []
+    res = rollout(venv, UnderTheTable(venv.task), seed=0, duration=0.1, record=rec)
+    assert len(rec) == 6  # the reset and 5 steps, the last 4 with every copy terminated
+    assert (res["return"] == -venv.task.drop_penalty).all()  # each terminated once, on its first step
