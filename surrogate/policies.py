@@ -160,12 +160,13 @@ def rollout(venv, policy: ScriptedGraspPolicy, *, seed: int = 0, duration: float
     for k in range(steps):
         a = policy(k * task.control_dt)
         live = np.flatnonzero(~done)
-        task.apply_action(a[live], live)
-        task.simulate(live)
-        r, term, info = task.evaluate(live)
-        ret[live] += r
-        rise[live] = info["rise"]
-        done[live] |= term
+        if live.size:  # every copy terminated (all dropped): nothing to step, the frames repeat
+            task.apply_action(a[live], live)
+            task.simulate(live)
+            r, term, info = task.evaluate(live)
+            ret[live] += r
+            rise[live] = info["rise"]
+            done[live] |= term
         _outcome_frame(task, series, k + 1)
         if record is not None:
             record.append(np.stack([d.qpos.copy() for d in task.datas]))

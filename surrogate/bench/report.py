@@ -223,6 +223,9 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                      + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
     lines += outcome_lines(ledger) + force_lines(ledger) + divergence_lines(ledger) + per_set_lines(ledger)
     lines += per_object_lines(ledger)
+    from .transfer_report import transfer_lines
+
+    lines += transfer_lines(ledger, out)
     if not evaluated_models(ledger):
         lines += _tail_lines(ledger, out, plots)
         path = out / "report.md"

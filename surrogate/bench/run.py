@@ -27,7 +27,11 @@ def _runner(kind: str):
     if kind == "policy":
         from . import policy
         return policy.run
-    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy']", key="suite")
+    if kind == "transfer":
+        from . import transfer
+        return transfer.run
+    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy', 'transfer']",
+                      key="suite")
 
 
 def _check_checkpoint(kind: str, checkpoint) -> None:
@@ -68,7 +72,7 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
                                     progress=progress, ex=ex)
         run["execution"] = ex.info()
     ledger = build_ledger(suite=cfg["suite"], cfg=cfg, cfg_hash=config_hash(cfg), run=run,
-                          suite_name=suite_display_name(suite))
+                          suite_name=suite_display_name(suite), result=run.get("result"))
     out = Path(out)
     settings = dict(cfg.get("video") or {})
     if video is not None:
@@ -96,6 +100,10 @@ def summary_lines(ledger: dict) -> list[str]:
             continue
         lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
                      f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}")
+    for r in ledger.get("transfer") or []:  # the transfer suite: sim vs rig of each source's tuned policy
+        f = lambda x: "—" if x is None else f"{x:+.2f}"
+        lines.append(f"  transfer {r['source']:20s} rig success {r['rig_success_rate']:.2f}   success_gap "
+                     f"{f(r['success_gap'])}   slip_gap {f(r['slip_gap'])}   tuned {r['tuned']}")
     v = ledger.get("videos") or {}
     for r in v.get("videos") or []:
         lines.append(f"  video ({r['which']} episode {r['episode']}): {r['video']}")

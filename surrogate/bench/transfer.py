@@ -1,0 +1,291 @@
+"""Suite ``transfer``: a grasp policy tuned in simulation, deployed on the capture rig (the stand-in for hardware).
+
+The policy is ``policies.ScriptedGraspPolicy`` with three tunable parameters: the grip force (N, the hand's
+fingertip force bound), the closing time (s, the closing speed) and the lift speed (m/s). It is tuned by a
+grid search (``policy.grid``; score: success rate minus ``policy.slip_penalty`` times the slipped fraction minus
+``policy.force_cost`` per N of grip force, so each source picks the gentlest grip that works in its simulator;
+over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under three sources:
+
+* ``analytic_nominal``: MuJoCo's analytic contact with the scene's nominal parameters;
+* ``analytic_randomized``: MuJoCo randomized (``identify.randomized_ensemble``, the benchmarks' ranges,
+  ``baselines.randomized``) around the identified values of a ``rig-grasp`` ledger
+  (``baselines.identified.ledger``) or, without one, around the nominal ones (the row says which);
+  a candidate's score is its mean over the ensemble's members;
+* ``surrogate``: the hybrid stepper with the learned contact (the checkpoint; default ``rig_default``).
+
+Each source's best policy is then rolled out on the held-out objects (``data.objects``, ``data.poses`` poses
+each) in its own simulator and on the rig (``rig.closed_loop.RigGraspVectorEnv``) from the same reset
+states (the same seeds). Outcomes come from the one outcome definition (``rig.scripts.episode_labels``, through
+``policies.rollout``) on both sides. The ledger's ``transfer`` rows (``transfer_rows``) hold sim and rig
+success and slip rates, ``success_gap`` and ``slip_gap`` (sim minus rig) with 95 % bootstrap intervals over
+held-out objects, and the first divergence between the sim and rig traces of the same rollouts
+(``bench.transfer_trace``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..metrics import summarize
+from .analytic import AnalyticParams, apply_params
+from .identify import ensemble_ranges, randomized_ensemble
+from .policy import _identified_params, _objects
+from .transfer_trace import Tape, first_divergence, pooled_gap, rates
+
+SOURCES = ("analytic_nominal", "analytic_randomized", "surrogate")
+DESCRIPTIONS = {
+    "analytic_nominal": "policy tuned under MuJoCo analytic contact, nominal parameters",
+    "analytic_randomized": "policy tuned under MuJoCo analytic contact randomized around {anchor} values",
+    "surrogate": "policy tuned under the hybrid stepper (learned contact inside MuJoCo)",
+}
+
+
+def _spread(objs: list, n) -> list:
+    """At most ``n`` of ``objs`` spread evenly over the list (splits are family-major: several families, not the
+    first family's seeds); all of them for ``n`` None."""
+    if not n or n >= len(objs):
+        return list(objs)
+    return [objs[int(i)] for i in np.unique(np.linspace(0, len(objs) - 1, int(n)).round())]
+
+
+def _candidates(grid: dict) -> list[dict]:
+    keys = ("grip_force", "close_time", "lift_speed")
+    for k in keys:
+        if not grid.get(k):
+            raise ConfigError("needs a non-empty list", key=f"policy.grid.{k}")
+    return [dict(zip(keys, map(float, v))) for v in itertools.product(*(grid[k] for k in keys))]
+
+
+def _sim_rollout(obj, cand: dict, variant, *, d: dict, poses: int, seed: int, model, tape: bool = False):
+    """``policies.rollout`` of candidate ``cand`` on ``poses`` copies of ``obj`` in one simulator ``variant``
+    (None: nominal analytic; an ``AnalyticParams``; ``"surrogate"``). Returns (result, Tape or None)."""
+    from ..envs import GraspVectorEnv
+    from ..policies import GraspParams, ScriptedGraspPolicy, rollout
+
+    contact = "surrogate" if variant == "surrogate" else "analytic"
+    venv = GraspVectorEnv(poses, copies=False, hand=d["hand"], object=obj, contact=contact,
+                          contact_model=model if contact == "surrogate" else None, grip_force=cand["grip_force"],
+                          max_episode_steps=None)
+    if isinstance(variant, AnalyticParams):
+        apply_params(venv.task.model, venv.task.scene, variant)
+    pol = ScriptedGraspPolicy(venv.task, GraspParams(lift_speed=cand["lift_speed"]), close=cand["close_time"])
+    rec = Tape(venv.task) if tape else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = rollout(venv, pol, seed=seed, duration=float(d["duration"]), record=rec)
+    return res, rec, pol
+
+
+def _rig_rollout(obj, cand: dict, *, d: dict, rig_cfg, poses: int, seed: int):
+    from ..policies import GraspParams, ScriptedGraspPolicy, rollout
+    from ..rig.closed_loop import RigGraspVectorEnv
+
+    venv = RigGraspVectorEnv(poses, object=obj, hand=d["hand"], rig_config=rig_cfg, duration=float(d["duration"]),
+                             grip_force=cand["grip_force"])
+    pol = ScriptedGraspPolicy(venv.task, GraspParams(lift_speed=cand["lift_speed"]), close=cand["close_time"])
+    rec = Tape(venv.task)
+    res = rollout(venv, pol, seed=seed, duration=float(d["duration"]), record=rec)
+    return res, rec, pol, venv
+
+
+def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: float, force_cost: float, log) -> dict:
+    """Grid search of one source: every candidate on every tuning object under every variant."""
+    from ..rig.scripts import UngraspableObject
+
+    table = []
+    for c in cands:
+        succ, slip, ret = [], [], []
+        for obj in objs:
+            for v in variants:
+                try:
+                    res, _, _ = _sim_rollout(obj, c, v, d=d, poses=int(d["tune_poses"]), seed=int(d["seed"]),
+                                             model=model)
+                except UngraspableObject:
+                    continue
+                succ += list(res["success"]); slip += list(res["slipped"]); ret += list(res["return"])
+        if not succ:
+            raise ConfigError("no tuning object can be grasped by the hand", key="data.tune_objects")
+        score = float(np.mean(succ) - penalty * np.mean(slip) - force_cost * c["grip_force"])
+        table.append({**c, "score": score, "success_rate": float(np.mean(succ)),
+                      "slipped_fraction": float(np.mean(slip)), "mean_return": float(np.mean(ret)),
+                      "episodes": len(succ)})
+        log(f"tune {source}: {c} score {score:.2f}")
+    best = max(table, key=lambda r: (r["score"], r["mean_return"]))
+    return {"best": {k: best[k] for k in ("grip_force", "close_time", "lift_speed")}, "grid": table}
+
+
+def _deploy(source: str, variants: list, best: dict, objs, *, d: dict, model, rig_cfg, thr: dict) -> dict:
+    """The tuned policy on the held-out objects: in its sims (every variant) and on the rig, same seeds."""
+    from ..rig.scripts import UngraspableObject
+
+    seed, poses = int(d["seed"]) + 10_000, int(d["poses"])
+    per_obj, divs, skipped = {}, [], {}
+    for obj in objs:
+        try:
+            rig_res, rig_tape, pol, _ = _rig_rollout(obj, best, d=d, rig_cfg=rig_cfg, poses=poses, seed=seed)
+        except UngraspableObject as e:
+            skipped[obj.name] = str(e)
+            continue
+        sims = [_sim_rollout(obj, best, v, d=d, poses=poses, seed=seed, model=model, tape=(k == 0))
+                for k, v in enumerate(variants)]
+        per_obj[obj.name] = {"sim": rates([s[0] for s in sims]), "rig": rates([rig_res])}
+        sim_tape = sims[0][1]
+        for i in range(poses):
+            divs.append({"object": obj.name, "pose": i, **first_divergence(
+                sim_tape, rig_tape, i, hold_start=float(pol.hold_start[i]), control_dt=rig_tape.task.control_dt,
+                thr=thr)})
+    return {"per_object": per_obj, "divergence": divs, "skipped": skipped}
+
+
+def _row(source: str, tuned: dict, dep: dict, *, ranges, seed: int, n_boot: int) -> dict:
+    """One ledger row: sim and rig rates, gaps with intervals over held-out objects, first divergences."""
+    po = dep["per_object"]
+    sim = rates_of(po, "sim")
+    rig = rates_of(po, "rig")
+    gaps = {k: pooled_gap(po, k, seed=seed, n_boot=n_boot) for k in ("success", "slip")}
+    kinds = [x["kind"] for x in dep["divergence"] if x["kind"]]
+    steps = [x["step"] for x in dep["divergence"] if x["step"] is not None]
+    return {"source": source, "tuned": tuned["best"], "randomization_ranges": ranges,
+            "sim_success_rate": sim["success_rate"], "sim_slip_rate": sim["slip_rate"],
+            "rig_success_rate": rig["success_rate"], "rig_slip_rate": rig["slip_rate"],
+            "success_gap": gaps["success"]["gap"], "success_gap_ci95": gaps["success"]["ci95"],
+            "slip_gap": gaps["slip"]["gap"], "slip_gap_ci95": gaps["slip"]["ci95"],
+            "episodes": rig["episodes"], "objects": len(po),
+            "first_divergence": {"median_step": float(np.median(steps)) if steps else None,
+                                 "earliest_step": int(min(steps)) if steps else None,
+                                 "kinds": {k: kinds.count(k) for k in sorted(set(kinds))},
+                                 "never": sum(x["kind"] is None for x in dep["divergence"]),
+                                 "per_rollout": dep["divergence"]},
+            "skipped_objects": dep["skipped"]}
+
+
+def rates_of(per_obj: dict, side: str) -> dict:
+    """Pooled rates over objects of one side (``sim`` or ``rig``): success over episodes, slip over lifted."""
+    n = sum(v[side]["episodes"] for v in per_obj.values())
+    s = sum(v[side]["successes"] for v in per_obj.values())
+    lifted = sum(v[side]["lifted"] for v in per_obj.values())
+    slipped = sum(v[side]["slipped"] for v in per_obj.values())
+    return {"episodes": n, "successes": s, "success_rate": s / n if n else None,
+            "slip_rate": slipped / lifted if lifted else None}
+
+
+def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True, ex=None) -> dict:
+    """Tune under each source, deploy on the rig, build the ledger's models and ``transfer`` rows."""
+    from ..model.checkpoint import load_checkpoint
+    from ..paths import release_checkpoint
+    from ..rig.config import load_rig_config
+
+    t0 = time.time()
+    if test_data:
+        raise ConfigError("the transfer suite deploys on the rig; it takes no --test-data", key="test_data")
+    d, pc, bl = cfg["data"], cfg["policy"], cfg["baselines"]
+    log = print if progress else (lambda *_: None)
+    tune_objs = _spread(_objects(d["tune_objects"]), d.get("max_tune_objects"))
+    objs = _spread(_objects(d["objects"]), d.get("max_objects"))
+    if {o.name for o in tune_objs} & {o.name for o in objs}:
+        raise ConfigError("tuning and held-out objects overlap", key="data.tune_objects")
+    rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())
+    ckpt = str(checkpoint) if checkpoint is not None else str(release_checkpoint("rig_default"))
+    model = load_checkpoint(ckpt)[0]
+    ident = _identified_params(bl.get("identified", {}).get("ledger"))
+    rc = bl["randomized"]
+    ranges = {k: list(v) for k, v in ensemble_ranges(rc.get("ranges")).items()}
+
+    def ensemble(obj):
+        centre = ident or AnalyticParams(friction=float(obj.friction or 0.8))
+        return randomized_ensemble(centre, n=int(rc["n"]), seed=int(rc["seed"]), ranges=rc.get("ranges"))
+
+    cands = _candidates(pc["grid"])
+    thr = cfg["divergence"]
+    models, rows = {}, []
+    for source in SOURCES:
+        def variants(obj, source=source):
+            return {"analytic_nominal": [None], "surrogate": ["surrogate"]}.get(source) or ensemble(obj)
+
+        tuned = _tune_per_object(source, variants, tune_objs, cands, d=d, model=model,
+                                 penalty=float(pc["slip_penalty"]), force_cost=float(pc.get("force_cost", 0.0)),
+                                 log=log)
+        dep = _deploy_per_object(source, variants, tuned["best"], objs, d=d, model=model, rig_cfg=rig_cfg, thr=thr)
+        rng = ranges if source == "analytic_randomized" else None
+        row = _row(source, tuned, dep, ranges=rng, seed=int(cfg.get("bootstrap_seed", 0)), n_boot=int(cfg["n_boot"]))
+        row["tuning"] = tuned["grid"]
+        if source == "analytic_randomized":
+            row["anchor"] = "identified (rig-grasp ledger)" if ident else "nominal (no identified ledger given)"
+            if ident:
+                row["anchor_params"] = ident.to_json()
+        rows.append(row)
+        desc = DESCRIPTIONS[source].format(anchor="identified" if ident else "nominal")
+        sim = rates_of(dep["per_object"], "sim")
+        models[source] = {"description": desc + " (sim rates on held-out objects)",
+                          "overall": {"episodes": sim["episodes"], "success_rate": sim["success_rate"],
+                                      "slip_rate": sim["slip_rate"], "success": summarize(
+                                          [1.0] * sim["successes"] + [0.0] * (sim["episodes"] - sim["successes"]),
+                                          seed=int(cfg.get("bootstrap_seed", 0)))},
+                          "per_object": {k: {"episodes": v["sim"]["episodes"], "success_rate": v["sim"]["success_rate"],
+                                             "slip_rate": v["sim"]["slip_rate"]} for k, v in dep["per_object"].items()}}
+        if source == "surrogate":
+            models[source]["checkpoint"] = ckpt
+        log(f"{source}: tuned {tuned['best']}; success_gap {row['success_gap']}, slip_gap {row['slip_gap']}")
+    return {"data": {"name": str(d["objects"]), "episodes": rows[0]["episodes"], "hash": "",
+                     "objects": [o.name for o in objs], "tune_objects": [o.name for o in tune_objs]},
+            "models": models, "transfer": rows, "result": verdict(rows), "wall_s": time.time() - t0}
+
+
+def _tune_per_object(source, variants, objs, cands, **kw) -> dict:
+    """``_tune`` with the variants of each object (the randomized ensemble is anchored per object)."""
+    if source != "analytic_randomized":
+        return _tune(source, variants(None), objs, cands, **kw)
+    table = None
+    for obj in objs:
+        part = _tune(source, variants(obj), [obj], cands, **kw)["grid"]
+        if table is None:
+            table = [dict(r) for r in part]
+            continue
+        for r, p in zip(table, part):
+            for k in ("score", "success_rate", "slipped_fraction", "mean_return"):
+                r[k] = (r[k] * r["episodes"] + p[k] * p["episodes"]) / (r["episodes"] + p["episodes"])
+            r["episodes"] += p["episodes"]
+    best = max(table, key=lambda r: (r["score"], r["mean_return"]))
+    return {"best": {k: best[k] for k in ("grip_force", "close_time", "lift_speed")}, "grid": table}
+
+
+def _deploy_per_object(source, variants, best, objs, **kw) -> dict:
+    out = {"per_object": {}, "divergence": [], "skipped": {}}
+    for obj in objs:
+        part = _deploy(source, variants(obj), best, [obj], **kw)
+        out["per_object"].update(part["per_object"])
+        out["divergence"] += part["divergence"]
+        out["skipped"].update(part["skipped"])
+    return out
+
+
+def verdict(rows: list[dict]) -> dict:
+    """Supported when the surrogate-tuned policy's |success_gap| and |slip_gap| are both smaller than the
+    randomized-tuned policy's."""
+    by = {r["source"]: r for r in rows}
+    s, r = by.get("surrogate"), by.get("analytic_randomized")
+    if s is None or r is None:
+        return {"verdict": "not tested", "detail": "no surrogate or randomized row"}
+    targets, words = [], []
+    for k in ("success_gap", "slip_gap"):
+        if s[k] is None or r[k] is None:
+            words.append(f"{k} undefined (no lifted episodes on one side)")
+            continue
+        met = abs(s[k]) < abs(r[k])
+        ci = lambda x: f" [{x[0]:+.2f}, {x[1]:+.2f}]" if x else ""
+        tie = " (equal: not smaller)" if abs(s[k]) == abs(r[k]) else ""
+        words.append(f"{k} surrogate {s[k]:+.2f}{ci(s[k + '_ci95'])} vs randomized {r[k]:+.2f}{ci(r[k + '_ci95'])}{tie}")
+        targets.append({"metric": k, "baseline": "analytic_randomized", "surrogate": abs(s[k]),
+                        "baseline_value": abs(r[k]), "met": bool(met)})
+    ok = len(targets) == 2 and all(t["met"] for t in targets)
+    return {"verdict": "supported" if ok else ("falsified" if targets else "not tested"),
+            "detail": f"sim-to-rig gaps over {s['objects']} held-out objects ({s['episodes']} rig rollouts): "
+                      + "; ".join(words)
+                      + ("" if ok else "; the surrogate-tuned policy does not transfer better on both"),
+            "targets": targets}
