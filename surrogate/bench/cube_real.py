@@ -83,7 +83,8 @@ def toss_scorer(test: list, cfg: dict, set_of: dict | None = None) -> Scorer:
         out = []
         for e in test:
             p = preds[e.episode_id][: e.num_frames]
-            s = score_episode(p, e, size=e.object.size, horizons=h, divergence=m["divergence"], penetration=_penetration(p, e))
+            s = score_episode(p, e, size=e.object.size, horizons=h, divergence=m["divergence"], penetration=_penetration(p, e),
+                              max_error_m=m.get("max_error_m"))
             if set_of:
                 s["set"] = set_of[e.episode_id]
             out.append(s)

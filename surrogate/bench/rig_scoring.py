@@ -103,7 +103,6 @@ def mean_scores(member_scores: list[list[dict]]) -> list[dict]:
         times = [r["divergence_time_s"] for r in rows if r["divergence_time_s"] is not None]
         s["divergence_time_s"] = float(np.median(times)) if times else None
         s["outcome_members"] = [r["outcome"] for r in rows]
-        s["unstable"] = float(np.mean([bool(r["unstable"]) for r in rows]))
         out.append(s)
     return out
 
