@@ -218,7 +218,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
     ]
     for t in r.get("targets", []):
         lines.append(f"- target: {metric_words(t['metric'])}, against `{t['baseline']}`: surrogate {t['surrogate']:.3f}, baseline "
-                     f"{t['baseline_value']:.3f}: **{'met' if t['met'] else 'missed'}**"
+                     f"{t['baseline_value']:.3f}: **{t.get('outcome') or ('met' if t['met'] else 'missed')}**"
                      + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
                      + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
     lines += outcome_lines(ledger) + force_lines(ledger) + divergence_lines(ledger) + per_set_lines(ledger)
@@ -228,13 +228,20 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
         path = out / "report.md"
         write_text_atomic(path, "\n".join(lines) + "\n")
         return path
+    at = next((t["metric"].partition("@")[2].removesuffix("s") for t in r.get("targets", []) if "@" in t["metric"]), None)
     lines += ["", "## Models on the test episodes", "",
-              "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked frames.", "",
-              "| model | episodes | position, % of size | position, mm | rotation, deg | penetration, mm | first divergence, s | unstable |",
-              "|---|---|---|---|---|---|---|---|"]
+              "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked "
+              "frames (whole-episode means"
+              + (f"; the verdict's metric is the column at {at} s, {metric_words(f'pos_pct_size@{at}s')}" if at else
+                 "; the verdict's metric is the position and rotation columns")
+              + ").", "",
+              "| model | episodes | position, % of size | " + (f"position at {at} s, % of size (verdict) | " if at else "")
+              + "position, mm | rotation, deg | penetration, mm | first divergence, s | unstable |",
+              "|---|---|---|---|---|---|---|---|" + ("---|" if at else "")]
     for name, m in evaluated_models(ledger):
         o = m["overall"]
-        lines.append(f"| {name} | {o['episodes']} | {fmt_summary(o['pos_pct_size'])} | {fmt_summary(scaled(o['pos_m'], 1e3))} | "
+        col = f"{fmt_summary(o['horizons']['pos_pct_size'].get(at))} | " if at else ""
+        lines.append(f"| {name} | {o['episodes']} | {fmt_summary(o['pos_pct_size'])} | {col}{fmt_summary(scaled(o['pos_m'], 1e3))} | "
                      f"{fmt_summary(o['rot_deg'])} | {fmt_summary(scaled(o.get('penetration_m'), 1e3), 2)} | "
                      f"{fmt_summary(o['divergence']['time_s'], 2)} | {fmt_rate(o.get('unstable_rate'))} |")
     not_eval = [(k, v) for k, v in ledger["models"].items() if "overall" not in v]
@@ -258,8 +265,15 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                   "```json", __import__("json").dumps(ident["params"], indent=1), "```"]
     rnd = ledger["models"].get("analytic_randomized")
     if rnd and "ensemble" in rnd:
-        lines += ["", f"Randomized ensemble: {rnd['ensemble']['n']} members; the true position lies within the ensemble's spread "
-                  f"on {rnd['ensemble']['truth_within_spread'] * 100:.1f} % of tracked frames."]
+        en = rnd["ensemble"]
+        sp = en.get("stability_pass") or {}
+        lines += ["", f"Randomized ensemble: {en['n']} members drawn around the identified values from "
+                  + ", ".join(f"{k} {'+' if k == 'delay_s' else 'x'}[{a:g}, {b:g}]" for k, (a, b) in en["ranges"].items())
+                  + (f"; stability pass on the identification's training episodes: {sp['drawn']} drawn, {sp['rejected']} "
+                     f"blew up and were redrawn, ranges halved {sp['shrunk']} times, solref time constant >= "
+                     f"{sp['timeconst_min'] * 1e3:g} ms" if sp else "")
+                  + f"; unstable on {fmt_rate(rnd['overall'].get('unstable_rate'))} of test rollouts; the true position lies "
+                  f"within the ensemble's spread on {en['truth_within_spread'] * 100:.1f} % of tracked frames."]
     lines += _tail_lines(ledger, out, plots)
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
@@ -320,8 +334,9 @@ def _tail_lines(ledger, out, plots) -> list[str]:
                          f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {r.get('identified_unstable', 0)} | "
                          f"{'—' if rr is None else f'{rr:+.0f} %'} |")
     if evaluated_models(ledger) and any(m["overall"].get("unstable_rate") for _, m in evaluated_models(ledger)):
-        lines += ["", "Unstable: fraction of rollouts that blew up or left the scene; their position error counts as "
-                  f"{ledger['config'].get('metrics', {}).get('max_error_m')} m from then on."]
+        lines += ["", "Unstable: fraction of rollouts that blew up (the one blow-up rule, `evaluate.episode_errors`): from the "
+                  f"first frame that is non-finite or more than {ledger['config'].get('metrics', {}).get('max_error_m')} m from "
+                  "the recording, every frame counts that error and 180 deg."]
     lines += video_lines(ledger)
     lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     return lines

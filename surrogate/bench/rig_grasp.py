@@ -84,6 +84,31 @@ def _train_errors_task(common: dict, item) -> tuple[np.ndarray, np.ndarray]:
     return replay_errors(simulate_replay(r, common["params"], threads=common["threads"]), r.episode)
 
 
+def _train_stable_task(common: dict, item) -> list:
+    """[P] whether each candidate replays one training episode without blowing up (``evaluate.episode_errors``)."""
+    from .evaluate import episode_errors
+
+    key, ep, meta = item
+    r = _replay(common, key, ep, meta)
+    pred = simulate_replay(r, common["params"], threads=common["threads"])
+    return [episode_errors(q[:r.episode.num_frames], r.episode, common["cap"])["blew_up_at"] is None for q in pred]
+
+
+def replay_stability(ex: Executor, train_ds, info: dict, cfg: dict, sim: dict):
+    """``stable(params) -> [P] bool``: which parameter sets replay every identification episode (``info``'s
+    ``episode_ids``, training grasps only) without blowing up: the randomized ensemble's stability pass."""
+    wanted = set(info["episode_ids"])
+    items = [(("identify", "train", e.episode_id), e, train_ds.meta) for e in train_ds.episodes if e.episode_id in wanted]
+    common = {"token": ex.token, "substeps": sim["substeps"], "margin": sim["margin"], "threads": ex.threads,
+              "cap": cfg["metrics"].get("max_error_m") or 1.0}
+
+    def stable(params):
+        per = ex.map(_train_stable_task, items, common={**common, "params": params}, progress=False)
+        return [all(ok[p] for ok in per) for p in range(len(params))]
+
+    return stable
+
+
 def _surrogate_task(common: dict, item) -> tuple:
     """(qpos [F, nq], pad forces [F, S, 3], stepper stats) of one test episode through the hybrid stepper."""
     from ..model.checkpoint import load_checkpoint
@@ -157,7 +182,8 @@ def _learned_row(ex: Executor, name: str, path, model, card, *, test, sim, score
         if replays[k].sensors:
             traces.setdefault(k, {})[name] = f[:, :, 0]
     return learned_row(description=SURROGATE, checkpoint=path, card=card, seen=seen,
-                       metrics=scorer.metrics(scorer.score(preds)), stepper=st)
+                       metrics=scorer.metrics(scorer.score(preds)), stepper=st,
+                       train_size=len((card.get("data") or {}).get("train_episodes") or []) or None)
 
 
 # ----------------------------------------------------------------------------- attribution
@@ -290,7 +316,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                                   f"by differential evolution on {info['episodes']} training grasps"}
     models = analytic_rows(cfg["baselines"], simulate=simulator(ex, test, replays, sim, traces), scorer=scorer, text=text,
                            nominal_json={k: v for k, v in nominal_params(test[0][1], nom).to_json().items() if k != "friction"}
-                           | {"friction": nom["friction"]}, identified=(params, {"identification": info}))
+                           | {"friction": nom["friction"]}, identified=(params, {"identification": info,
+                                                                               "same_data_as_surrogate": bool(train_ids)}),
+                           stable=replay_stability(ex, train_ds, info, cfg, sim),
+                           timestep=float(replays[test[0][0]].scene.model.opt.timestep))
     models["surrogate"] = dict(NOT_GIVEN)
     learned = {"surrogate": (checkpoint, model, card)} if model is not None else {}
     for name, path in ((cfg.get("surrogate") or {}).get("rows") or {}).items():  # e.g. the previous release
