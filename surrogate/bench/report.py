@@ -96,40 +96,63 @@ def plot_horizons(ledger, path: Path) -> Path | None:
     return None if fig is None else _save(fig, path)
 
 
+def _readable_axis(ax, values: list, stable_values: list, axis: str = "y") -> str:
+    """Set ``ax``'s y range so a reader sees the comparison: log where the plotted errors span more than a decade,
+    and the top clipped to what models without blow-ups reach (``stable_values``), so a blown-up model's capped
+    error (the blow-up rule) never sets the axis. Returns a note for the title ("" when nothing was clipped)."""
+    vals = [v for v in values if v is not None and np.isfinite(v) and v > 0]
+    ok = [v for v in stable_values if v is not None and np.isfinite(v) and v > 0]
+    if not vals:
+        return ""
+    top = max(ok or vals)
+    scale, lim = getattr(ax, f"set_{axis}scale"), getattr(ax, f"set_{axis}lim")
+    if max(vals) / min(vals) > 10:
+        scale("log")
+        lim(min(vals) / 1.5, top * 1.5)
+    else:
+        lim(0, top * 1.15)
+    return " (axis clipped: a model's errors with blow-ups run off the top)" if max(vals) > top * 1.5 else ""
+
+
 def horizons_figure(ledger):
-    """Error against horizon for every configured horizon (``metrics.horizons_s``), means with
-    95 % bootstrap intervals; a horizon no test episode lasts to is marked on the axis (n = 0)."""
+    """Error against horizon for every configured horizon that some test episode lasts to
+    (``metrics.horizons_s``; empty horizons are dropped and named in the title), means with 95 % bootstrap
+    intervals; y axes made readable by ``_readable_axis``."""
     models = evaluated_models(ledger)
     if not models:
         return None
     cfg_h = [float(h) for h in ((ledger.get("config") or {}).get("metrics") or {}).get("horizons_s") or []]
     keys = sorted({float(h) for _, m in models for h in m["overall"]["horizons"]["pos_pct_size"]} | set(cfg_h))
+    n_at = {h: max(((m["overall"]["horizons"]["pos_pct_size"].get(f"{h:g}") or {}).get("n") or 0) for _, m in models)
+            for h in keys}
+    empty = [h for h in keys if not n_at[h]]
+    keys = [h for h in keys if n_at[h]]
     if not keys:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    drawn = False
-    n_at = {}
-    for j, (name, m) in enumerate(models):
-        for ax, key, label in ((axes[0], "pos_pct_size", "position error, % of object size"), (axes[1], "rot_deg", "rotation error, deg")):
-            hs = m["overall"]["horizons"][key]
-            sums = [hs.get(f"{h:g}") for h in keys]
-            for h, sm in zip(keys, sums):
-                n_at[h] = max(n_at.get(h, 0), (sm or {}).get("n") or 0)
+    drawn, notes = False, []
+    for ax, key, label in ((axes[0], "pos_pct_size", "position error, % of object size"), (axes[1], "rot_deg", "rotation error, deg")):
+        vals, stable = [], []
+        for j, (name, m) in enumerate(models):
+            sums = [m["overall"]["horizons"][key].get(f"{h:g}") for h in keys]
             drawn |= _errorbar(ax, keys, sums, label=name, color=color(name), offset=0.012 * (j - len(models) / 2))
-            ax.set_ylabel(label)
+            ys = [v for sm in sums if sm and sm.get("mean") is not None for v in [sm["mean"], *(sm.get("mean_ci95") or [])]]
+            vals += ys
+            stable += ys if not m["overall"].get("unstable_rate") else []
+        ax.set_ylabel(label)
+        notes.append(_readable_axis(ax, vals, stable))
     if not drawn:
         plt.close(fig)
         return None
     for ax in axes:
         ax.set_xscale("log")
-        ax.set_xticks(keys, [f"{h:g} s\nn={n_at.get(h, 0)}" for h in keys], fontsize=8)
+        ax.set_xticks(keys, [f"{h:g} s\nn={n_at[h]}" for h in keys], fontsize=8)
         ax.minorticks_off()
         ax.set_xlabel("horizon (n: test episodes that last that long)")
-        for h in keys:
-            if not n_at.get(h):
-                ax.axvline(h, color="#cccccc", ls=":", lw=1)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{suite_title(ledger)}: error at each horizon (mean over test episodes, 95 % bootstrap interval)", fontsize=10)
+    dropped = f"; no test episode lasts {', '.join(f'{h:g}' for h in empty)} s" if empty else ""
+    fig.suptitle(f"{suite_title(ledger)}: error at each horizon (mean over test episodes, 95 % bootstrap interval)"
+                 f"{dropped}{max(notes, key=len)}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -178,20 +201,39 @@ def data_efficiency_figure(ledger):
 
 
 def plot_per_object(ledger, path: Path) -> Path | None:
+    """``per_object_figure`` saved to ``path`` (None when there are fewer than two objects)."""
+    fig = per_object_figure(ledger)
+    return None if fig is None else _save(fig, path)
+
+
+def per_object_figure(ledger):
+    """Per-object mean position error as a dot plot: one row per object, sorted by the surrogate's error (else the
+    identified baseline's), one dot per model; a log axis where errors span decades (``_readable_axis``)."""
     models = evaluated_models(ledger)
     objects = sorted({o for _, m in models for o in m.get("per_object", {})})
     if len(objects) < 2:
         return None
-    fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(objects) * len(models)), 3.8))
-    w = 0.8 / len(models)
+    ref = dict(models).get("surrogate") or dict(models).get("analytic_identified") or models[0][1]
+    mean = lambda m, o: ((m.get("per_object", {}).get(o) or {}).get("pos_pct_size") or {}).get("mean")
+    objects.sort(key=lambda o: mean(ref, o) if mean(ref, o) is not None else -1)
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.28 * len(objects)))
+    vals, stable = [], []
     for j, (name, m) in enumerate(models):
-        ys = [m["per_object"].get(o, {}).get("pos_pct_size", {}).get("mean") or 0 for o in objects]
-        ax.bar([i + j * w for i in range(len(objects))], ys, w, label=name, color=color(name))
-    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(objects))], objects, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("position error, % of object size")
-    ax.legend(fontsize=8)
+        ys = [mean(m, o) for o in objects]
+        pts = [(v, i) for i, v in enumerate(ys) if v is not None]
+        ax.plot([v for v, _ in pts], [i + 0.12 * (j - len(models) / 2) for _, i in pts], "o", ms=5, label=name,
+                color=color(name))
+        vals += [v for v, _ in pts]
+        stable += [v for v, _ in pts] if not m["overall"].get("unstable_rate") else []
+    ax.set_yticks(range(len(objects)), objects, fontsize=7)
+    ax.grid(axis="y", color="#eeeeee")
+    note = _readable_axis(ax, vals, stable, axis="x")
+    ax.set_ylim(-0.7, len(objects) - 0.3)
+    ax.set_xlabel("mean position error, % of object size" + (" (log)" if ax.get_xscale() == "log" else ""))
+    ax.set_title(f"{suite_title(ledger)}: per object, sorted{note}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    return _save(fig, path)
+    return fig
 
 
 def write_report(ledger: dict, out_dir: str | Path) -> Path:
@@ -281,7 +323,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
 
 
 def plot_pad_forces(ledger, path: Path) -> Path | None:
-    """Recorded against predicted normal force of each sensed pad, for the episodes with the median and
+    """Recorded against predicted force magnitude |F| of each sensed pad, for the episodes with the median and
     the largest pad force error (``ledger["pad_force_traces"]``, rig grasps with fingertip sensors)."""
     tr = ledger.get("pad_force_traces") or {}
     if not tr:
@@ -298,7 +340,7 @@ def plot_pad_forces(ledger, path: Path) -> Path | None:
         ax.set_title(f"{which} pad force error of {t['model']}: {t['episode']} ({t['object']}), "
                      f"{t['error_weights']:.2f} object weights", fontsize=9)
         ax.set_xlabel("time, s")
-        ax.set_ylabel("normal force on pad, N (sensor x)")
+        ax.set_ylabel("force on pad |F|, N")
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     return _save(fig, path)

@@ -71,8 +71,10 @@ def train_dataset(cfg, *, card, rig, cache_dir, workers, progress):
     if isinstance(spec, str):
         path = resolve(spec)
         if not (path / "meta" / "contact.json").exists():
-            raise ConfigError(f"training captures {path} not found: generate them with `surrogate rig generate` "
-                              "or give data.train as {objects, episodes, seed}", key="data.train")
+            # a fresh clone has no release captures (not in git): say in one line how to make them
+            how = cfg["data"].get("train_generate") or "surrogate rig generate --objects train --out " + str(spec)
+            raise ConfigError(f"training captures {path} not found (the identified baseline is fitted on them); "
+                              f"generate them once with: {how}", key="data.train")
     else:
         path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label="train")
         if isinstance(path, str):

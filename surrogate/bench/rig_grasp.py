@@ -123,7 +123,7 @@ def _surrogate_task(common: dict, item) -> tuple:
 
 def simulator(ex: Executor, test: list, replays: dict, sim: dict, traces: dict):
     """The suite's analytic predictor ``simulate(params_for, name) -> members`` (``rows``), one task per
-    test episode; keeps each model's mean normal pad force per sensed episode in ``traces``."""
+    test episode; keeps each model's pad force magnitude |F| [F, S] per sensed episode in ``traces``."""
     common = {"token": ex.token, "substeps": sim["substeps"], "margin": sim["margin"], "threads": ex.threads}
 
     def simulate(params_for, name):
@@ -131,7 +131,7 @@ def simulator(ex: Executor, test: list, replays: dict, sim: dict, traces: dict):
         runs = ex.map(_analytic_task, items, common=common, desc=f"{name} replays", unit="episode")
         for (k, _, _, _), run in zip(items, runs):
             if replays[k].sensors:
-                traces.setdefault(k, {})[name] = np.mean([f[:, :, 0] for _, f in run], axis=0)
+                traces.setdefault(k, {})[name] = np.mean([np.linalg.norm(f, axis=-1) for _, f in run], axis=0)
         return [{k: run[m] for (k, _, _, _), run in zip(items, runs)} for m in range(len(items[0][3]))]
 
     return simulate
@@ -180,7 +180,7 @@ def _learned_row(ex: Executor, name: str, path, model, card, *, test, sim, score
     preds, st = _surrogate(ex, path, model, test, sim)
     for k, (_, f) in preds.items():
         if replays[k].sensors:
-            traces.setdefault(k, {})[name] = f[:, :, 0]
+            traces.setdefault(k, {})[name] = np.linalg.norm(f, axis=-1)
     return learned_row(description=SURROGATE, checkpoint=path, card=card, seen=seen,
                        metrics=scorer.metrics(scorer.score(preds)), stepper=st,
                        train_size=len((card.get("data") or {}).get("train_episodes") or []) or None)
