@@ -160,7 +160,8 @@ def benchmark_clip(ledger: dict, *, episode: str | None = None, which: str | Non
     clip.info = {"suite": suite, "suite_name": name, "episode": pick["key"], "which": pick["which"],
                  "ranked_by": pick["model"], "ledger_pos_pct_size": pick["pos_pct_size"],
                  "checkpoint": None if ckpt is None else str(ckpt), "analytic": a_label,
-                 "panels": {p.label: p.mean_pos_pct() for p in clip.panels if p.pos_pct is not None}}
+                 "panels": {p.label: p.mean_pos_pct() for p in clip.panels if p.pos_pct is not None},
+                 "notes": {p.label: p.note for p in clip.panels if p.note}}  # the labels drawn under each panel
     return clip
 
 
