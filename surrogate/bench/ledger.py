@@ -127,7 +127,9 @@ def like_with_like(models: dict) -> str:
     pool = i.get("train_size") or info.get("pool")
     n_test = s["overall"].get("episodes", s["overall"].get("pos_pct_size", {}).get("n"))
     sub = f"{n_i} of" if n_i and pool and n_i < pool else "all"
-    if i.get("same_data_as_surrogate"):
+    if i.get("same_data_as_surrogate"):  # the identification episodes are the surrogate's own training episodes
+        pool = n_s or pool
+        sub = f"{n_i} of" if n_i and pool and n_i < pool else "all"
         return (f"Compares like with like: the surrogate was trained on {n_s} training episodes and MuJoCo identified "
                 f"on {sub} the same {pool}" + (" (a seeded subsample: the identification budget)" if sub != "all" else "")
                 + f", both scored on the same {n_test} test episodes.")

@@ -62,11 +62,41 @@ def generated_dataset(spec: dict, *, rig: dict, cache_dir: Path, workers: int, p
     return out
 
 
+def release_captures(cfg, *, card, rig, cache_dir, workers, progress):
+    """The first episodes of the checkpoint's own training captures, regenerated where they are not on disk (a
+    fresh clone: they are not in git), or None. ``data.train_release`` ({objects, seed, episodes}) says how
+    ``data.train`` was generated; episode i of a rig run depends only on the seed, i and the object list
+    (``rig.plan``), so the first K episodes of a K-episode run are the release's own, ids included. K covers
+    ``baselines.identified.episodes`` of the card's training episodes twice over (cached by content)."""
+    rel, data = cfg["data"].get("train_release"), (card or {}).get("data") or {}
+    ids = [str(i) for i in data.get("train_episodes") or []]
+    if not rel or not ids or Path(str(data.get("root", ""))).name != Path(str(cfg["data"].get("train", ""))).name:
+        return None
+    total, need = int(rel["episodes"]), 2 * int(cfg["baselines"]["identified"]["episodes"])
+    k = min(total, -(-need * total // len(ids)))
+    wanted = set(ids)
+    while True:
+        spec = {"objects": rel["objects"], "episodes": k, "seed": int(rel["seed"])}
+        path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
+                                 label="release-train")
+        ds = read_dataset(path)
+        have = [e.episode_id for e in ds.episodes if e.episode_id in wanted]
+        if len(have) >= need or k >= total:
+            logger.info("training captures: the first %d of the release's %d regenerated (seed %d), %d of them its "
+                        "training episodes", k, total, int(rel["seed"]), len(have))
+            return ds, have
+        k = min(total, 2 * k)
+
+
 def train_dataset(cfg, *, card, rig, cache_dir, workers, progress):
-    """The training captures: the checkpoint's own (if on disk), else ``data.train``."""
+    """The training captures: the checkpoint's own (if on disk; else their first episodes regenerated,
+    ``release_captures``), else ``data.train``."""
     root = (card or {}).get("data", {}).get("root")
     if root and (resolve(root) / "meta" / "contact.json").exists():
         return read_dataset(resolve(root)), [str(i) for i in card["data"].get("train_episodes", [])]
+    regen = release_captures(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
+    if regen is not None:
+        return regen
     spec = cfg["data"]["train"]
     if isinstance(spec, str):
         path = resolve(spec)
