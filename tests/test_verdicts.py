@@ -188,7 +188,7 @@ def test_report_video_labels_and_summary_show_the_ledgers_figures(tiny_cube):
 def test_plots_drop_empty_horizons_and_show_objects_as_a_sorted_dot_plot(tiny_cube):
     from surrogate.bench.report import horizons_figure
 
-    ledger, out = tiny_cube
+    ledger, _ = tiny_cube
     fig = horizons_figure(ledger)
     ticks = [float(x) for x in fig.axes[0].get_xticks()]
     lasting = [float(h) for h, s in ledger["models"]["surrogate"]["overall"]["horizons"]["pos_pct_size"].items() if s["n"]]
