@@ -132,7 +132,8 @@ def summary_lines(ledger: dict) -> list[str]:
                          f"   n={o['episodes']}")
             continue
         lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
-                     f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}")
+                     f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}"
+                     + (f"   unstable {o['unstable_rate']:.2f}" if o.get("unstable_rate") is not None else ""))
     v = ledger.get("videos") or {}
     for r in v.get("videos") or []:
         lines.append(f"  video ({r['which']} episode {r['episode']}): {r['video']}")
