@@ -231,3 +231,23 @@ def test_card_paths_are_written_relative_to_the_project_or_the_data_root(tmp_pat
     cfg = portable_paths({"out_dir": str(project_root() / "runs" / "r"), "data": {"root": "/a/b/c"}, "seed": 1},
                          ["out_dir", "data.root", "export.dir"])
     assert cfg == {"out_dir": "runs/r", "data": {"root": "c"}, "seed": 1}
+
+
+def test_tables_show_one_episode_as_its_value_and_objects_as_rows():
+    from surrogate.bench.report_tables import per_object_lines
+
+    one = {"n": 1, "mean": 2.6, "median": 2.6, "mean_ci95": [2.6, 2.6]}
+    assert fmt_summary(one) == "2.6"
+
+    def row(objs):
+        return {"overall": {"pos_pct_size": one},
+                "per_object": {o: {"episodes": 1, "pos_pct_size": one, "horizons": {"pos_pct_size": {"1": one}}}
+                               for o in objs}}
+
+    objs = [f"obj{i}" for i in range(16)]
+    led = {"config": {"metrics": {"horizon_origin": "close"}, "acceptance": {"horizon_s": 1.0}},
+           "models": {"analytic_nominal": row(objs), "surrogate": row(objs)}}
+    lines = per_object_lines(led)
+    table = [x for x in lines if x.startswith("| obj") and not x.startswith("| object |")]
+    assert len(table) == 16 and all(x.count("|") == 5 for x in table)  # object, episodes, two models
+    assert "after the close phase starts" in lines[1]
