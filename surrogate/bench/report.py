@@ -107,8 +107,14 @@ def _readable_axis(ax, values: list, stable_values: list, axis: str = "y") -> st
     top = max(ok or vals)
     scale, lim = getattr(ax, f"set_{axis}scale"), getattr(ax, f"set_{axis}lim")
     if max(vals) / min(vals) > 10:
+        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
         scale("log")
         lim(min(vals) / 1.5, top * 1.5)
+        axis_ = ax.yaxis if axis == "y" else ax.xaxis
+        axis_.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1, 2, 5, 10, 20 ...: read without exponents
+        axis_.set_major_formatter(ScalarFormatter())
+        axis_.set_minor_formatter(NullFormatter())
     else:
         lim(0, top * 1.15)
     return " (axis clipped: a model's errors with blow-ups run off the top)" if max(vals) > top * 1.5 else ""
