@@ -319,7 +319,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                   + ", ".join(f"{k} {'+' if k == 'delay_s' else 'x'}[{a:g}, {b:g}]" for k, (a, b) in en["ranges"].items())
                   + (f"; stability pass on the identification's training episodes: {sp['drawn']} drawn, {sp['rejected']} "
                      f"blew up and were redrawn, ranges halved {sp['shrunk']} times, solref time constant >= "
-                     f"{sp['timeconst_min'] * 1e3:g} ms" if sp else "")
+                     f"{sp['timeconst_min'] * 1e3:.3g} ms" if sp else "")
                   + f"; unstable on {fmt_rate(rnd['overall'].get('unstable_rate'))} of test rollouts; the true position lies "
                   f"within the ensemble's spread on {en['truth_within_spread'] * 100:.1f} % of tracked frames."]
     lines += _tail_lines(ledger, out, plots)

@@ -56,10 +56,12 @@ def force_lines(ledger) -> list[str]:
     return lines
 
 
-def _from(ledger) -> str:
-    """Where the suite's times count from, in words."""
+def _from(ledger, signed: bool = False) -> str:
+    """Where the suite's times count from, in words (``signed``: times may fall before that)."""
     close = (ledger["config"].get("metrics") or {}).get("horizon_origin") == "close"
-    return "after the close phase starts (negative: before it)" if close else "after the first frame"
+    if not close:
+        return "after the first frame"
+    return "after the close phase starts" + (" (negative: before it)" if signed else "")
 
 
 def divergence_lines(ledger) -> list[str]:
@@ -73,7 +75,7 @@ def divergence_lines(ledger) -> list[str]:
     lines = ["", "## First divergence", "",
              "The first signal to cross its threshold in each test episode (" + ", ".join(f"{k} {v:g}" for k, v in thr.items())
              + "): counts of episodes.", "",
-             "| model | " + " | ".join(signals) + f" | median time, s {_from(ledger)} |",
+             "| model | " + " | ".join(signals) + f" | median time, s {_from(ledger, signed=True)} |",
              "|---|" + "---|" * (len(signals) + 1)]
     for n, d in rows:
         fs = d.get("first_signal", {})
