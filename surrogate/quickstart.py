@@ -134,6 +134,8 @@ def _quiet_lightning():
     if os.environ.get("SURROGATE_VERBOSE"):
         yield
         return
+    import lightning.pytorch  # noqa: F401  (it sets its logger's level when imported: import it before changing it)
+
     log = logging.getLogger("lightning.pytorch")
     level = log.level
     with warnings.catch_warnings():
@@ -143,7 +145,12 @@ def _quiet_lightning():
         warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode.*")
         # the training windows are tensors in memory: dataloader worker processes would only copy them
         warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
-        log.setLevel(logging.WARNING)  # "GPU available: False ...", the model summary: once per stage, every run
+        # the main job's short run has fewer batches than Lightning's logging interval: nothing is lost
+        warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
+        # Lightning's own use of a torch pytree API it deprecated itself; nothing this package calls
+        warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
+        # "GPU available: False ...", a litlogger tip, the model summary: a dozen lines per training stage, every run
+        log.setLevel(logging.WARNING)
         try:
             yield
         finally:
