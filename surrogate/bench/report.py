@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
 from .ledger import metric_words  # noqa: E402
 from .report_tables import (  # noqa: E402
-    divergence_lines, evaluated_models, fmt_rate, fmt_summary, force_lines, outcome_lines, per_object_lines, per_set_lines,
-    scaled, video_lines,
+    divergence_lines, ensemble_lines, evaluated_models, fmt_rate, fmt_summary, force_lines, outcome_lines, per_object_lines,
+    per_set_lines, scaled, video_lines,
 )
 
 COLORS = {"analytic_nominal": "#999999", "analytic_randomized": "#6baed6", "analytic_identified": "#08519c", "surrogate": "#d94801"}
@@ -311,17 +311,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                   f"{ident['identification']['optimizer']}; training loss per cone: "
                   + ", ".join(f"{c} {v['loss']:.4f}" for c, v in ident["identification"]["per_cone"].items()), "",
                   "```json", __import__("json").dumps(ident["params"], indent=1), "```"]
-    rnd = ledger["models"].get("analytic_randomized")
-    if rnd and "ensemble" in rnd:
-        en = rnd["ensemble"]
-        sp = en.get("stability_pass") or {}
-        lines += ["", f"Randomized ensemble: {en['n']} members drawn around the identified values from "
-                  + ", ".join(f"{k} {'+' if k == 'delay_s' else 'x'}[{a:g}, {b:g}]" for k, (a, b) in en["ranges"].items())
-                  + (f"; stability pass on the identification's training episodes: {sp['drawn']} drawn, {sp['rejected']} "
-                     f"blew up and were redrawn, ranges halved {sp['shrunk']} times, solref time constant >= "
-                     f"{sp['timeconst_min'] * 1e3:.3g} ms" if sp else "")
-                  + f"; unstable on {fmt_rate(rnd['overall'].get('unstable_rate'))} of test rollouts; the true position lies "
-                  f"within the ensemble's spread on {en['truth_within_spread'] * 100:.1f} % of tracked frames."]
+    lines += ensemble_lines(ledger)
     lines += _tail_lines(ledger, out, plots)
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")

@@ -168,3 +168,21 @@ def video_lines(ledger) -> list[str]:
                      "the time and its pose error against the recording at that frame; render any episode with "
                      "`surrogate render --ledger ledger.json --episode ID --out X.mp4`.")
     return lines
+
+
+def ensemble_lines(ledger) -> list[str]:
+    """The randomized ensemble: its ranges, its stability pass, how often it blew up on the test episodes and how
+    often the truth lies within its spread."""
+    lines = []
+    rnd = ledger["models"].get("analytic_randomized")
+    if rnd and "ensemble" in rnd:
+        en = rnd["ensemble"]
+        sp = en.get("stability_pass") or {}
+        lines += ["", f"Randomized ensemble: {en['n']} members drawn around the identified values from "
+                  + ", ".join(f"{k} {'+' if k == 'delay_s' else 'x'}[{a:g}, {b:g}]" for k, (a, b) in en["ranges"].items())
+                  + (f"; stability pass on the identification's training episodes: {sp['drawn']} drawn, {sp['rejected']} "
+                     f"blew up and were redrawn, ranges halved {sp['shrunk']} times, solref time constant >= "
+                     f"{sp['timeconst_min'] * 1e3:.3g} ms" if sp else "")
+                  + f"; unstable on {fmt_rate(rnd['overall'].get('unstable_rate'))} of test rollouts; the true position lies "
+                  f"within the ensemble's spread on {en['truth_within_spread'] * 100:.1f} % of tracked frames."]
+    return lines
