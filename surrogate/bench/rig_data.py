@@ -11,7 +11,7 @@ import json
 import logging
 from pathlib import Path
 
-from ..capture import read_dataset
+from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from ..errors import ConfigError
 from ..paths import project_root
@@ -88,12 +88,31 @@ def release_captures(cfg, *, card, rig, cache_dir, workers, progress):
         k = min(total, 2 * k)
 
 
-def train_dataset(cfg, *, card, rig, cache_dir, workers, progress):
-    """The training captures: the checkpoint's own (if on disk; else their first episodes regenerated,
-    ``release_captures``), else ``data.train``."""
-    root = (card or {}).get("data", {}).get("root")
-    if root and (resolve(root) / "meta" / "contact.json").exists():
-        return read_dataset(resolve(root)), [str(i) for i in card["data"].get("train_episodes", [])]
+def card_data_root(card: dict | None, checkpoint=None) -> Path | None:
+    """Where a card's training captures are on this machine, or None. Cards hold no machine paths
+    (``paths.portable_path``): ``data.root`` is relative to the project root or ``${SURROGATE_DATA}``, or, for
+    captures made outside both, their folder's name, looked up beside the checkpoint folder (a run's captures
+    and its export sit side by side) and accepted only where its content hash is the card's ``data.sha256``."""
+    data = (card or {}).get("data") or {}
+    root = data.get("root")
+    if not root:
+        return None
+    if (resolve(root) / "meta" / "contact.json").exists():
+        return resolve(root)
+    if checkpoint is None or Path(str(root)).is_absolute():
+        return None
+    cand = Path(checkpoint).resolve().parent / str(root)
+    if (cand / "meta" / "contact.json").exists() and dataset_hash(cand) == data.get("sha256"):
+        return cand
+    return None
+
+
+def train_dataset(cfg, *, card, rig, cache_dir, workers, progress, checkpoint=None):
+    """The training captures: the checkpoint's own (if on disk, ``card_data_root``; else their first episodes
+    regenerated, ``release_captures``), else ``data.train``."""
+    root = card_data_root(card, checkpoint)
+    if root is not None:
+        return read_dataset(root), [str(i) for i in card["data"].get("train_episodes", [])]
     regen = release_captures(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
     if regen is not None:
         return regen

@@ -307,7 +307,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     scorer = grasp_scorer(scorers, set_of=set_of, sets=sets, target_sets=target_sets, cfg=cfg, true_labels=true_labels)
     traces = {}  # per episode {model: [F, S] normal pad force}: the report plots the median and worst
 
-    train_ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
+    train_ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
+                                        checkpoint=checkpoint)
     overlap = _test_leaks(train_ds, replays)
     params, info = _identify(ex, train_ds, train_ids, cfg, sim=sim, progress=progress,
                              seed=int(cfg["baselines"]["identified"].get("seed", 0)))
@@ -326,7 +327,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         learned[str(name)] = (path, *load_checkpoint(path))
     for name, (path, net, c) in learned.items():
         seen = overlap if name == "surrogate" else _row_leaks(cfg, c, train_ds, overlap, replays, rig=rig,
-                                                                 cache_dir=cache_dir, workers=workers, progress=progress)
+                                                                 cache_dir=cache_dir, workers=workers, progress=progress,
+                                                                 checkpoint=path)
         models[name] = _learned_row(ex, name, path, net, c, test=test, sim=sim, scorer=scorer, replays=replays,
                                     traces=traces, seen=seen)
 
