@@ -251,3 +251,19 @@ def test_tables_show_one_episode_as_its_value_and_objects_as_rows():
     table = [x for x in lines if x.startswith("| obj") and not x.startswith("| object |")]
     assert len(table) == 16 and all(x.count("|") == 5 for x in table)  # object, episodes, two models
     assert "after the close phase starts" in lines[1]
+
+
+@needs_shared("contactnets_cube")
+def test_a_cards_captures_made_outside_the_project_are_found_beside_its_checkpoint_by_name_and_hash(tmp_path):
+    """The main job trains on OUT/rig_captures and exports OUT/checkpoint_rig: the card says "rig_captures"."""
+    from surrogate.bench.rig_data import card_data_root
+    from surrogate.capture import dataset_hash
+    from surrogate.importers.contactnets import import_contactnets
+
+    from .conftest import SHARED
+
+    import_contactnets(SHARED / "contactnets_cube", tmp_path / "captures", progress=False)
+    card = {"data": {"root": "captures", "sha256": dataset_hash(tmp_path / "captures")}}
+    assert card_data_root(card, tmp_path / "checkpoint") == tmp_path / "captures"
+    assert card_data_root({"data": {**card["data"], "sha256": "0" * 64}}, tmp_path / "checkpoint") is None  # other data
+    assert card_data_root(card, None) is None
