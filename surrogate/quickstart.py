@@ -136,8 +136,8 @@ def _quiet_lightning():
         return
     import lightning.pytorch  # noqa: F401  (it sets its logger's level when imported: import it before changing it)
 
-    log = logging.getLogger("lightning.pytorch")
-    level = log.level
+    logs = [logging.getLogger(n) for n in ("lightning.pytorch", "lightning.fabric")]  # fabric: "Seed set to 0"
+    levels = [log.level for log in logs]
     with warnings.catch_warnings():
         # Lightning checks module modes as fit starts, before RolloutLightning.on_train_epoch_start puts the model in
         # train mode (the whole-episode validation before the fit left it in eval mode): harmless, and it read like
@@ -150,11 +150,13 @@ def _quiet_lightning():
         # Lightning's own use of a torch pytree API it deprecated itself; nothing this package calls
         warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
         # "GPU available: False ...", a litlogger tip, the model summary: a dozen lines per training stage, every run
-        log.setLevel(logging.WARNING)
+        for log in logs:
+            log.setLevel(logging.WARNING)
         try:
             yield
         finally:
-            log.setLevel(level)
+            for log, level in zip(logs, levels):
+                log.setLevel(level)
 
 
 def train_surrogate(out: Path, epochs: int) -> dict:
