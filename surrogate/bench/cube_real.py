@@ -162,6 +162,7 @@ def toss_stability(train: list, cfg: dict, *, threads: int = 2):
         return [all(episode_errors(pred[p, i, :n], ep, cap)["blew_up_at"] is None
                     for i, (ep, n) in enumerate(zip(tosses.episodes, tosses.n_frames))) for p in range(len(params))]
 
+    stable.episodes = len(train)
     return stable, float(scene.model.opt.timestep)
 
 

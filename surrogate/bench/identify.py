@@ -199,7 +199,7 @@ def stable_ensemble(center: AnalyticParams, *, n: int, seed: int, ranges: dict |
 
     Returns:
       (members, info) with info = {"drawn", "rejected" (blew up on the training episodes), "shrunk" (times the
-      ranges were halved), "ranges" (the final ones), "timeconst_min" (s)}.
+      ranges were halved), "ranges" (the final ones), "timeconst_min" (s), "checked_episodes"}.
     """
     r = ensemble_ranges(ranges)
     kept, drawn, rejected, shrunk = [], 0, 0, 0
@@ -218,7 +218,7 @@ def stable_ensemble(center: AnalyticParams, *, n: int, seed: int, ranges: dict |
     if not kept:
         kept = [center]
     info = {"drawn": drawn, "rejected": rejected, "shrunk": shrunk, "ranges": {k: [float(a), float(b)] for k, (a, b) in r.items()},
-            "timeconst_min": 2.0 * timestep}
+            "timeconst_min": 2.0 * timestep, "checked_episodes": getattr(stable, "episodes", None)}
     return kept, info
 
 

@@ -180,7 +180,8 @@ def ensemble_lines(ledger) -> list[str]:
         sp = en.get("stability_pass") or {}
         lines += ["", f"Randomized ensemble: {en['n']} members drawn around the identified values from "
                   + ", ".join(f"{k} {'+' if k == 'delay_s' else 'x'}[{a:g}, {b:g}]" for k, (a, b) in en["ranges"].items())
-                  + (f"; stability pass on the identification's training episodes: {sp['drawn']} drawn, {sp['rejected']} "
+                  + (f"; stability pass on {sp.get('checked_episodes') or 'the'} training episodes: {sp['drawn']} drawn, "
+                     f"{sp['rejected']} "
                      f"blew up and were redrawn, ranges halved {sp['shrunk']} times, solref time constant >= "
                      f"{sp['timeconst_min'] * 1e3:.3g} ms" if sp else "")
                   + f"; unstable on {fmt_rate(rnd['overall'].get('unstable_rate'))} of test rollouts; the true position lies "

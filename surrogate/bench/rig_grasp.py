@@ -94,11 +94,17 @@ def _train_stable_task(common: dict, item) -> list:
     return [episode_errors(q[:r.episode.num_frames], r.episode, common["cap"])["blew_up_at"] is None for q in pred]
 
 
-def replay_stability(ex: Executor, train_ds, info: dict, cfg: dict, sim: dict):
-    """``stable(params) -> [P] bool``: which parameter sets replay every identification episode (``info``'s
-    ``episode_ids``, training grasps only) without blowing up: the randomized ensemble's stability pass."""
-    wanted = set(info["episode_ids"])
-    items = [(("identify", "train", e.episode_id), e, train_ds.meta) for e in train_ds.episodes if e.episode_id in wanted]
+def replay_stability(ex: Executor, train_ds, train_ids, info: dict, cfg: dict, sim: dict):
+    """``stable(params) -> [P] bool``: which parameter sets replay every checked training grasp without blowing
+    up: the randomized ensemble's stability pass. Checked: the identification's episodes (``info``'s
+    ``episode_ids``) and more of the surrogate's training grasps (``train_ids``; all of ``train_ds`` without
+    them), up to ``baselines.randomized.check_episodes`` (default 24): a handful of grasps passes draws that
+    blow up on others."""
+    n = int(cfg["baselines"]["randomized"].get("check_episodes", 24))
+    first = set(info["episode_ids"])
+    pool = [e for e in train_ds.episodes if not train_ids or e.episode_id in set(train_ids)]
+    picked = [e for e in pool if e.episode_id in first] + [e for e in pool if e.episode_id not in first]
+    items = [(("identify", "train", e.episode_id), e, train_ds.meta) for e in picked[:max(n, len(first))]]
     common = {"token": ex.token, "substeps": sim["substeps"], "margin": sim["margin"], "threads": ex.threads,
               "cap": cfg["metrics"].get("max_error_m") or 1.0}
 
@@ -106,6 +112,7 @@ def replay_stability(ex: Executor, train_ds, info: dict, cfg: dict, sim: dict):
         per = ex.map(_train_stable_task, items, common={**common, "params": params}, progress=False)
         return [all(ok[p] for ok in per) for p in range(len(params))]
 
+    stable.episodes = len(items)  # the stability pass's ledger entry says how many grasps it checked
     return stable
 
 
@@ -319,7 +326,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                            nominal_json={k: v for k, v in nominal_params(test[0][1], nom).to_json().items() if k != "friction"}
                            | {"friction": nom["friction"]}, identified=(params, {"identification": info,
                                                                                "same_data_as_surrogate": bool(train_ids)}),
-                           stable=replay_stability(ex, train_ds, info, cfg, sim),
+                           stable=replay_stability(ex, train_ds, train_ids, info, cfg, sim),
                            timestep=float(replays[test[0][0]].scene.model.opt.timestep))
     models["surrogate"] = dict(NOT_GIVEN)
     learned = {"surrogate": (checkpoint, model, card)} if model is not None else {}
