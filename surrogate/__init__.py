@@ -17,3 +17,33 @@ Layers, lower first; each imports only from its own layer or below (tests/test_l
 """
 
 __version__ = "0.1.0"
+
+
+def _third_party_output() -> None:
+    """Known third-party noise, filtered at the source for this process and the worker processes the commands
+    start (they import this package); ``SURROGATE_VERBOSE=1`` (``--verbose``) keeps everything.
+
+    - trimesh logs "only got N/M samples!" whenever its even surface sampling keeps fewer points than asked:
+      the rig's pad and surface samplers ask generously and use what they get, so every rig run printed it
+      dozens of times for nothing.
+    - MuJoCo writes its warnings ("simulation is unstable", "Inertia matrix is too close to singular") to the
+      console and to MUJOCO_LOG.TXT in the current folder; the identification explores parameter sets that blow
+      up by design. Where a command names a log file (``SURROGATE_MUJOCO_LOG``, set to its run folder's
+      ``mujoco.log``) they go there instead, console off.
+    """
+    import logging
+    import os
+
+    if os.environ.get("SURROGATE_VERBOSE"):
+        return
+    logging.getLogger("trimesh.sample").addFilter(lambda r: "samples!" not in str(r.msg))  # the logger it logs on
+    log = os.environ.get("SURROGATE_MUJOCO_LOG")
+    if log:
+        import mujoco
+
+        c = mujoco.MjLogConfig.get()
+        c.logfile, c.logto_console, c.logto_file = log, False, True
+        c.set()
+
+
+_third_party_output()

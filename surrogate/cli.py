@@ -269,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.add_argument("--no-video", action="store_true",
                    help="do not render the videos of the median and worst test episode (report.md says so)")
+    c.add_argument("--verbose", action="store_true", help="show every third-party warning (MuJoCo, trimesh) as printed")
     c.set_defaults(func=_cmd_bench)
 
     c = sub.add_parser("render", help="side-by-side MP4 (recorded / analytic / surrogate) of a benchmark episode or an env rollout")
@@ -327,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--workers", type=int, default=2, help="parallel workers for generation (default 2)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a value of the cube-real-small suite")
     c.add_argument("--rig-set", action="append", metavar="KEY=VALUE", help="override a value of the rig-grasp-small suite")
+    c.add_argument("--verbose", action="store_true", help="show every third-party warning (MuJoCo, trimesh, Lightning)")
     c.set_defaults(func=_cmd_quickstart)
     return p
 
@@ -348,6 +350,8 @@ def main(argv=None) -> int:
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("MUJOCO_GL", "egl")
     args = build_parser().parse_args(argv)
+    if getattr(args, "verbose", False):  # read by the filters of known third-party noise (surrogate/__init__.py)
+        os.environ["SURROGATE_VERBOSE"] = "1"
     _show_logs(bool(getattr(args, "quiet", False)))
     try:
         args.func(args)

@@ -86,3 +86,38 @@ def shared_data_dir() -> Path:
 
 
 CONFIG_DIR = config_dir()
+
+
+def portable_path(path) -> str | None:
+    """A path as a checkpoint card stores it, with nothing of the machine it was made on: relative to the
+    project root when inside it (``datasets/generated/rig_default``), ``${SURROGATE_DATA}/...`` when inside the
+    shared data folder, else the folder's name alone (the card's ``sha256`` then identifies the content).
+    Readers resolve it as they resolve a config's paths (relative to the project root, ``$SURROGATE_DATA``)."""
+    if path is None or str(path) == "":
+        return None if path is None else ""
+    p = Path(os.path.expandvars(str(path)))
+    if not p.is_absolute():
+        return str(path)
+    p = p.resolve()
+    for base, prefix in ((project_root(), ""), (os.environ.get("SURROGATE_DATA"), "${SURROGATE_DATA}/")):
+        if base:
+            try:
+                return prefix + str(p.relative_to(Path(base).resolve()))
+            except ValueError:
+                pass
+    return p.name
+
+
+def portable_paths(cfg: dict, keys) -> dict:
+    """A copy of ``cfg`` with each dotted key of ``keys`` that holds a path made ``portable_path``."""
+    import copy
+
+    out = copy.deepcopy(cfg)
+    for key in keys:
+        *parents, leaf = key.split(".")
+        d = out
+        for k in parents:
+            d = d.get(k) if isinstance(d, dict) else None
+        if isinstance(d, dict) and isinstance(d.get(leaf), str):
+            d[leaf] = portable_path(d[leaf])
+    return out

@@ -17,8 +17,12 @@ and prints the two ledgers' verdicts.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import time
+import warnings
 from pathlib import Path
 
 import mujoco
@@ -101,9 +105,13 @@ def check_scenes() -> list:
         for hand in ("parallel_jaw", "three_finger"):
             r = drop_settles(o, hand)
             rows.append(r)
-            print(f"  {r['object']:22s} {hand:13s} {'settled' if r['settled'] else 'NOT SETTLED':11s} "
-                  f"speed {r['speed_m_s']*1000:5.2f} mm/s  COM {r['height_m']*1000:5.1f} mm above table  "
-                  f"{r['owned_pairs']:3d} owned pairs  {r['actuators']:2d} actuators")
+            if not r["settled"] or os.environ.get("SURROGATE_VERBOSE"):  # one line per scene only where it matters
+                print(f"  {r['object']:22s} {hand:13s} {'settled' if r['settled'] else 'NOT SETTLED':11s} "
+                      f"speed {r['speed_m_s']*1000:5.2f} mm/s  COM {r['height_m']*1000:5.1f} mm above table  "
+                      f"{r['owned_pairs']:3d} owned pairs  {r['actuators']:2d} actuators")
+    ok = sum(r["settled"] for r in rows)
+    print(f"{ok}/{len(rows)} scenes settled ({len(objs)} families x 2 hands); fastest object still moving at "
+          f"{max(r['speed_m_s'] for r in rows) * 1000:.2f} mm/s; per scene in summary.json (--verbose prints them)")
     return rows
 
 
@@ -114,11 +122,42 @@ def rig_captures(out: Path, episodes: int, workers: int) -> dict:
     # None: the default rig, configs/rig/default.yaml (rig v3: its own pad and table laws, the fingertip effects)
     report = generate(None, objects="train", episodes=episodes, out=out / "rig_captures", workers=workers, seed=0,
                       overwrite=True)
-    print(report.summary())  # with the rate line (generate only logs it)
+    print(report.summary(rate=False))  # generate logs the rate line itself (shown by the CLI)
     s = summarize(out / "rig_captures")
     print(f"{s['episodes']} generated grasp episodes (capture rig, not hardware) at {s['rate_hz']:.0f} Hz; labels: "
           + ", ".join(f"{k} {v}/{s['episodes']}" for k, v in s["labels"].items()))
     return {"episodes": s["episodes"], "labels": s["labels"], "s_per_episode": report.elapsed_s / max(1, report.simulated)}
+
+
+@contextlib.contextmanager
+def _quiet_lightning():
+    """Lightning's known, harmless output filtered while the main job trains (``--verbose`` keeps it)."""
+    if os.environ.get("SURROGATE_VERBOSE"):
+        yield
+        return
+    import lightning.pytorch  # noqa: F401  (it sets its logger's level when imported: import it before changing it)
+
+    logs = [logging.getLogger(n) for n in ("lightning.pytorch", "lightning.fabric")]  # fabric: "Seed set to 0"
+    levels = [log.level for log in logs]
+    with warnings.catch_warnings():
+        # Lightning checks module modes as fit starts, before RolloutLightning.on_train_epoch_start puts the model in
+        # train mode (the whole-episode validation before the fit left it in eval mode): harmless, and it read like
+        # the eval-mode bug docs/training.md describes as fixed.
+        warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode.*")
+        # the training windows are tensors in memory: dataloader worker processes would only copy them
+        warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+        # the main job's short run has fewer batches than Lightning's logging interval: nothing is lost
+        warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
+        # Lightning's own use of a torch pytree API it deprecated itself; nothing this package calls
+        warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
+        # "GPU available: False ...", a litlogger tip, the model summary: a dozen lines per training stage, every run
+        for log in logs:
+            log.setLevel(logging.WARNING)
+        try:
+            yield
+        finally:
+            for log, level in zip(logs, levels):
+                log.setLevel(level)
 
 
 def train_surrogate(out: Path, epochs: int) -> dict:
@@ -139,7 +178,8 @@ def train_surrogate(out: Path, epochs: int) -> dict:
     t0 = time.time()
     threads = torch.get_num_threads()
     try:
-        fit(load_config("rig_default", sets))
+        with _quiet_lightning():
+            fit(load_config("rig_default", sets))
     finally:
         torch.set_num_threads(threads)
     card = json.loads((ckpt / "card.json").read_text())
@@ -178,8 +218,16 @@ def small_benchmark(out: Path, overrides) -> dict:
 
 def quickstart(out: str | Path = "runs/quickstart", *, overwrite: bool = True, rig_episodes: int = 60, workers: int = 2,
                epochs: int = 1, bench_overrides=(), rig_bench_overrides=()) -> dict:
+    from .bench.run import mujoco_log
+
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    with mujoco_log(out):  # MuJoCo's warnings into OUT/mujoco.log, not the console and the current folder
+        return _quickstart(out, rig_episodes=rig_episodes, workers=workers, epochs=epochs,
+                           bench_overrides=bench_overrides, rig_bench_overrides=rig_bench_overrides)
+
+
+def _quickstart(out: Path, *, rig_episodes, workers, epochs, bench_overrides, rig_bench_overrides) -> dict:
     t0 = time.time()
     summary = {}
     _stage("1/7 import the real ContactNets cube tosses")

@@ -127,7 +127,7 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     from surrogate.bench.identify import DEFAULT_RANGES
     assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])
     assert ms["analytic_identified"]["params"]["delay_s"] >= 0
-    assert ledger["result"]["verdict"] in ("supported", "falsified")
+    assert ledger["result"]["verdict"] in ("supported", "falsified", "tie")
     assert [r["variant"] for r in ledger["attribution"]["rows"]] == ["all_on", "without_friction_map"]
     assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
     report = (tmp_path / "report" / "report.md").read_text()

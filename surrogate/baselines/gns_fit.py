@@ -12,6 +12,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ..paths import portable_path, portable_paths  # cards carry no machine paths
+from ..training.config import PATH_KEYS
+
 
 def fit_gns(cfg: dict) -> dict:
     """Train the end-to-end peer under the loaded config ``cfg``; returns the run's summary."""
@@ -67,7 +70,7 @@ def export_gns(cfg: dict, dm, module, ckpt, result: dict) -> str:
     preds = predict_episodes(model, dm.val_episodes, init_frames=module.init_frames, gravity_nd=dm.gravity_nd,
                              progress=False)
     c = dm.cfg
-    data = {"name": dm.capture.meta.name, "root": str(c["root"]), "sha256": dataset_hash(c["root"]),
+    data = {"name": dm.capture.meta.name, "root": portable_path(c["root"]), "sha256": dataset_hash(c["root"]),
             "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
             "bench_split": c["bench_split"], "train_windows": len(dm.train_set), "gravity_nd": dm.gravity_nd,
             "frame_rate_hz": float(dm.val_episodes[0].provenance.capture_rate_hz),
@@ -76,5 +79,6 @@ def export_gns(cfg: dict, dm, module, ckpt, result: dict) -> str:
                              "benchmarks), extrapolated backwards for the history; training windows: recorded poses"}
     metrics = {k: v for k, v in result.items() if k != "exported"}
     export_checkpoint(model, cfg["export"]["dir"], data=data,
-                      training={"config": cfg, "metrics": metrics, "val_per_episode": episode_scores(preds, dm.val_episodes)})
+                      training={"config": portable_paths(cfg, PATH_KEYS), "metrics": metrics,
+                                "val_per_episode": episode_scores(preds, dm.val_episodes)})
     return str(cfg["export"]["dir"])

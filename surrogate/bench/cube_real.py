@@ -26,8 +26,8 @@ from ..config import expand_env
 from ..errors import ConfigError
 from ..parallel import Executor
 from ..splits import suite_split
-from .analytic import TossSet
-from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
+from .analytic import TossSet, simulate_tosses
+from .evaluate import aggregate, ensemble_mean_score, episode_errors, per_object, score_episode, spread_coverage
 from .identify import identify
 from ..metrics import box_penetration
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
@@ -83,7 +83,8 @@ def toss_scorer(test: list, cfg: dict, set_of: dict | None = None) -> Scorer:
         out = []
         for e in test:
             p = preds[e.episode_id][: e.num_frames]
-            s = score_episode(p, e, size=e.object.size, horizons=h, divergence=m["divergence"], penetration=_penetration(p, e))
+            s = score_episode(p, e, size=e.object.size, horizons=h, divergence=m["divergence"], penetration=_penetration(p, e),
+                              max_error_m=m.get("max_error_m"))
             if set_of:
                 s["set"] = set_of[e.episode_id]
             out.append(s)
@@ -148,33 +149,77 @@ def learned_predict(ex: Executor, checkpoint, test: list, sim: dict) -> tuple[di
 
 # ----------------------------------------------------------------------------- rows
 
-def _identified(cfg, sp, by_id, *, ex, simulate, scorer, progress):
+def toss_stability(train: list, cfg: dict, *, threads: int = 2):
+    """(``stable(params) -> [P] bool``, timestep s): which parameter sets roll out every training toss of
+    ``train`` without blowing up (``evaluate.episode_errors``, the suite's ``metrics.max_error_m``): the randomized
+    ensemble's stability pass (``identify.stable_ensemble``), on the tosses the identified values were fitted on."""
+    sim, cap = cfg["simulation"], cfg["metrics"].get("max_error_m") or 1.0
+    scene = object_scene(train[0], substeps=sim["substeps"], mode="analytic")
+    tosses = TossSet.from_episodes(train, substeps=sim["substeps"], k=sim["init_frames"])
+
+    def stable(params):
+        pred = simulate_tosses(scene, params, tosses, threads=threads)
+        return [all(episode_errors(pred[p, i, :n], ep, cap)["blew_up_at"] is None
+                    for i, (ep, n) in enumerate(zip(tosses.episodes, tosses.n_frames))) for p in range(len(params))]
+
+    stable.episodes = len(train)
+    return stable, float(scene.model.opt.timestep)
+
+
+def given_training(checkpoint, by_id: dict, test_ids: set) -> list | None:
+    """The training tosses of the ``--checkpoint`` surrogate (its card's ``data.train_episodes``) that this
+    suite has and does not test on, or None (no checkpoint, or a card naming none of them): the identified
+    baseline is fitted on the same tosses, so the verdict compares like with like."""
+    if checkpoint is None:
+        return None
+    from ..model.checkpoint import read_card
+
+    ids = [str(i) for i in (read_card(checkpoint).get("data") or {}).get("train_episodes") or []]
+    ids = [i for i in ids if i in by_id and i not in test_ids]
+    return ids or None
+
+
+def _identified(cfg, sp, by_id, *, ex, simulate, scorer, progress, given=None):
     """(identified parameters, their row's fields, a function completing ``by_train_size`` from the
-    row) at the largest training size; identification on each size in ``baselines.identified.sizes``."""
+    row, text, (stable, timestep)); identification on each size in ``baselines.identified.sizes`` and, with
+    ``given`` (the surrogate's own training tosses, ``given_training``), on those: the row is then the fit on
+    the surrogate's data, else the largest size's."""
     ic, sim = cfg["baselines"]["identified"], cfg["simulation"]
+    jobs = [(str(s), list(sp["train"][int(s)])) for s in ic["sizes"] if int(s) in sp["train"]]
+    if given:
+        jobs = [(k, ids) for k, ids in jobs if int(k) != len(given)] + [(str(len(given)), list(given))]
+        jobs.sort(key=lambda j: (int(j[0]), j[1] is given))
     fits = []
-    for k in [s for s in ic["sizes"] if int(s) in sp["train"]]:
-        ids = sp["train"][int(k)]
+    for k, ids in jobs:
         if len(ids) > ic["max_episodes"]:
-            ids = list(np.random.default_rng(k).choice(ids, ic["max_episodes"], replace=False))
+            ids = list(np.random.default_rng(int(k)).choice(ids, ic["max_episodes"], replace=False))
         train = [by_id[i] for i in ids]
         scene = object_scene(train[0], substeps=sim["substeps"], mode="analytic")
         params, info = identify(scene, TossSet.from_episodes(train, substeps=sim["substeps"], k=sim["init_frames"]),
                                 train[0].object.size, cones=tuple(ic["cones"]), maxiter=ic["maxiter"],
                                 popsize=ic["popsize"], seed=int(k), progress=progress, ex=ex)
-        fits.append((k, params, info, len(ids)))
+        fits.append((k, params, info, len(ids), train))
     if not fits:
         return None
-    by_size = {str(k): {"params": p.to_json(), "identification": info, "identified_on": n} for k, p, info, n in fits}
-    for k, p, _, _ in fits[:-1]:  # the largest size's figures are its row's
-        by_size[str(k)]["overall"] = scored(scorer, simulate(lambda e, p=p: [p], f"identified on {k}")[0])["overall"]
-    k, params, info, _ = fits[-1]
+    row = next((f for f in fits if given and f[0] == str(len(given))), fits[-1])
+    by_size = {k: {"params": p.to_json(), "identification": info, "identified_on": n} for k, p, info, n, _ in fits}
+    if given:
+        by_size[row[0]]["on"] = "the surrogate's own training tosses (its card's data.train_episodes)"
+    for k, p, _, _, _ in fits:  # the row's own figures are filled in by ``complete``
+        if k != row[0]:
+            by_size[k]["overall"] = scored(scorer, simulate(lambda e, p=p: [p], f"identified on {k}")[0])["overall"]
+    k, params, info, n, train = row
+    info = {**info, "identified_on": n, "train_size": int(k)}
 
-    def complete(row):
-        by_size[str(k)]["overall"] = row["overall"]
+    def complete(r):
+        by_size[k]["overall"] = r["overall"]
 
-    text = f"MuJoCo analytic contact, friction/solref/solimp and cone identified by differential evolution on {k} training tosses"
-    return params, {"identification": info, "train_size": int(k), "by_train_size": by_size}, text, complete
+    what = "the surrogate's own" if given else "the suite's"
+    text = ("MuJoCo analytic contact, friction/solref/solimp and cone identified by differential evolution on "
+            + (f"{n} of {what} {k} training tosses" if n < int(k) else f"{what} {k} training tosses"))
+    return params, {"identification": info, "train_size": int(k), "by_train_size": by_size,
+                    "same_data_as_surrogate": bool(given)}, text, complete, \
+        toss_stability(train, cfg, threads=ex.threads)
 
 
 def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
@@ -200,7 +245,8 @@ def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
     structure = (card.get("model", {}).get("class") or "").rsplit(".", 1)[-1]
     learned, _ = learned_for(path)
     return {**learned_row(description=learned.description.format(structure=structure), checkpoint=path, card=card,
-                          seen=by_size[key]["test_episodes_seen_in_training"], metrics=m), "by_train_size": by_size}
+                          seen=by_size[key]["test_episodes_seen_in_training"], metrics=m, train_size=by_size[key]["train_size"]),
+            "by_train_size": by_size}
 
 
 def _learned_rows(cfg, checkpoint, test, *, scorer, ex, trained_ids) -> dict:
@@ -258,11 +304,15 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         data_info["test_data"] = test_info
     scorer = toss_scorer(test, cfg, set_of)
     simulate = simulator(ex, test, cfg["simulation"])
-    ident = _identified(cfg, sp, by_id, ex=ex, simulate=simulate, scorer=scorer, progress=progress)
+    # the surrogate's own training tosses: the identified baseline is fitted on them (like with like); not with
+    # --test-data datasets of other tosses, where the split's sizes stand
+    given = None if test_info is not None else given_training(checkpoint, by_id, set(sp["test"]))
+    ident = _identified(cfg, sp, by_id, ex=ex, simulate=simulate, scorer=scorer, progress=progress, given=given)
     models = analytic_rows(cfg["baselines"], simulate=simulate, scorer=scorer,
                            text={**TEXT, "identified": ident[2] if ident else ""},
                            nominal_json=nominal_params(test[0], cfg["baselines"]["nominal"]).to_json(),
-                           identified=ident[:2] if ident else None)
+                           identified=ident[:2] if ident else None, stable=ident[4][0] if ident else None,
+                           timestep=ident[4][1] if ident else 0.0)
     if ident:
         ident[3](models["analytic_identified"])
     trained_ids = {e.episode_id: e.episode_id.split("/", 1)[-1] if set_of else e.episode_id for e in test}

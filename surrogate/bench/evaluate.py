@@ -14,6 +14,39 @@ import numpy as np
 from ..metrics import first_divergence, horizon_errors, pose_errors, summarize
 
 
+BLOWUP_ROT_DEG = 180.0  # the rotation error a blown-up frame counts: the largest there is
+
+
+def episode_errors(pred: np.ndarray, ep, max_error_m: float | None) -> dict:
+    """Per-frame pose errors of a prediction under the one blow-up rule (ledger, report, videos, plots).
+
+    The rule: from the first frame at which the prediction is non-finite or more than ``max_error_m``
+    from the recording (a simulation that blew up, an object flung out of the scene), the rollout has
+    blown up: that frame and every later one count ``max_error_m`` and 180 deg, so one blow-up weighs
+    as a bounded, known error in every mean instead of thousands of metres (or NaN). ``None``: no rule
+    (errors as they are).
+
+    Args:
+      pred: [T, 7] predicted poses at the episode's first T frames.
+      ep: the recorded Episode.
+    Returns:
+      {"pos_m": [T], "rot_deg": [T], "valid": [T] bool (tracked frames), "blew_up_at": frame or None}.
+    """
+    T = len(pred)
+    valid = None if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:T], bool)
+    e = pose_errors(pred, ep.object_pose[:T], valid)
+    e["blew_up_at"] = None
+    if max_error_m is None:
+        return e
+    bad = ~np.isfinite(e["pos_m"]) | ~np.isfinite(e["rot_deg"]) | (np.nan_to_num(e["pos_m"], nan=np.inf) > max_error_m)
+    if bad.any():
+        k = int(np.argmax(bad))
+        e["pos_m"], e["rot_deg"] = e["pos_m"].copy(), e["rot_deg"].copy()
+        e["pos_m"][k:], e["rot_deg"][k:] = float(max_error_m), BLOWUP_ROT_DEG
+        e["blew_up_at"] = k
+    return e
+
+
 def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: dict, penetration=None,
                   origin: float = 0.0, extra_series: dict | None = None, max_error_m: float | None = None) -> dict:
     """Scalars for one episode.
@@ -28,20 +61,12 @@ def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: di
       origin: s after the first frame from which horizons (and the divergence time) count.
       extra_series: more divergence signals {name: ([T] error, threshold)}, e.g. the object's
         slip in the hand or a timing mismatch; checked after the pose signals.
-      max_error_m: if set, a prediction that leaves the scene (position error beyond this, or
-        non-finite: a simulation that blew up) counts this error, not thousands of metres, so
-        one unstable rollout cannot swamp a mean; the episode is flagged ``unstable``.
+      max_error_m: the blow-up rule's bound (``episode_errors``); a rollout that blew up is flagged
+        ``unstable`` (and ``unstable_at_s``: when, from the horizon origin).
     """
     T = min(len(pred), ep.num_frames)
-    valid = None if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:T], bool)
-    e = pose_errors(pred[:T], ep.object_pose[:T], valid)
-    v = e["valid"]
-    unstable = False
-    if max_error_m is not None:
-        bad = ~np.isfinite(e["pos_m"]) | (e["pos_m"] > max_error_m) | ~np.isfinite(e["rot_deg"])
-        unstable = bool(bad.any())
-        e["pos_m"] = np.where(np.isfinite(e["pos_m"]), np.minimum(e["pos_m"], max_error_m), max_error_m)
-        e["rot_deg"] = np.where(np.isfinite(e["rot_deg"]), e["rot_deg"], 180.0)
+    e = episode_errors(pred[:T], ep, max_error_m)
+    v, unstable = e["valid"], e["blew_up_at"] is not None
     t = ep.timestamps[:T] - ep.timestamps[0] - origin
     hp = horizon_errors(e["pos_m"] / size * 100.0, v, t, horizons)
     hr = horizon_errors(e["rot_deg"], v, t, horizons)
@@ -65,6 +90,7 @@ def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: di
         "divergence_time_s": None if div["step"] is None else float(t[div["step"]]),
         "divergence_which": div["which"],
         "unstable": unstable,
+        "unstable_at_s": float(t[e["blew_up_at"]]) if unstable else None,
     }
 
 
@@ -107,8 +133,11 @@ def per_object(scores: list[dict], *, horizons, seed: int = 0) -> dict:
 
 def ensemble_mean_score(rows: list[dict]) -> dict:
     """One episode's score for an ensemble: the mean over its members' scores of each error
-    scalar (the ensemble's expected error); other fields come from the first member."""
+    scalar (the ensemble's expected error), ``unstable`` the fraction of members that blew up; other
+    fields come from the first member."""
     s = dict(rows[0])
+    s["unstable"] = float(np.mean([bool(r.get("unstable")) for r in rows]))
+    s["unstable_at_s"] = min((r["unstable_at_s"] for r in rows if r.get("unstable_at_s") is not None), default=None)
     for key in ("pos_m", "pos_pct_size", "rot_deg", "final_pos_pct_size"):
         s[key] = float(np.mean([r[key] for r in rows]))
     for key in ("penetration_m", "pad_force_weights"):

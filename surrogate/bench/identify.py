@@ -173,6 +173,55 @@ def ensemble_ranges(ranges: dict | None = None) -> dict:
     return {**DEFAULT_RANGES, **{k: tuple(v) for k, v in (ranges or {}).items()}}
 
 
+def shrunk_ranges(ranges: dict, factor: float = 0.5) -> dict:
+    """``ranges`` pulled towards no change by ``factor`` (log-space for multiplicative ones, linear for the
+    additive ``delay_s``): the ranges a stability pass falls back to when too many draws blow up."""
+    out = {}
+    for k, (lo, hi) in ranges.items():
+        if k == "delay_s":
+            out[k] = (lo * factor, hi * factor)
+        else:
+            out[k] = (float(np.exp(np.log(lo) * factor)), float(np.exp(np.log(hi) * factor)))
+    return out
+
+
+def stable_ensemble(center: AnalyticParams, *, n: int, seed: int, ranges: dict | None, stable, timestep: float,
+                    rounds: int = 6) -> tuple[list[AnalyticParams], dict]:
+    """The randomized ensemble a careful domain-randomization user runs: draws around ``center`` that MuJoCo
+    integrates stably, checked before anything is scored.
+
+    Every draw's solref time constant is bounded below by 2 x ``timestep`` (MuJoCo's stability rule for
+    solref; below it MuJoCo's own safety clamp would silently make members identical). ``stable(params) ->
+    [P] bool`` rolls candidates out on training episodes (never test ones) under the suites' blow-up rule;
+    a candidate that blows up is rejected and redrawn; after every two rounds that leave the ensemble short,
+    the ranges are halved (``shrunk_ranges``). After ``rounds`` rounds the ensemble keeps what passed (at
+    least the centre).
+
+    Returns:
+      (members, info) with info = {"drawn", "rejected" (blew up on the training episodes), "shrunk" (times the
+      ranges were halved), "ranges" (the final ones), "timeconst_min" (s), "checked_episodes"}.
+    """
+    r = ensemble_ranges(ranges)
+    kept, drawn, rejected, shrunk = [], 0, 0, 0
+    for k in range(rounds):
+        if k and k % 2 == 0:
+            r, shrunk = shrunk_ranges(r), shrunk + 1
+        cand = randomized_ensemble(center, n=n, seed=seed + 1000 * k, ranges=r)
+        for c in cand:
+            c.solref = (max(float(c.solref[0]), 2.0 * timestep), float(c.solref[1]))
+        drawn += len(cand)
+        ok = [bool(x) for x in stable(cand)]
+        rejected += ok.count(False)
+        kept += [c for c, good in zip(cand, ok) if good][: n - len(kept)]
+        if len(kept) >= n:
+            break
+    if not kept:
+        kept = [center]
+    info = {"drawn": drawn, "rejected": rejected, "shrunk": shrunk, "ranges": {k: [float(a), float(b)] for k, (a, b) in r.items()},
+            "timeconst_min": 2.0 * timestep, "checked_episodes": getattr(stable, "episodes", None)}
+    return kept, info
+
+
 def randomized_ensemble(center: AnalyticParams, *, n: int = 16, seed: int = 0, ranges: dict | None = None) -> list[AnalyticParams]:
     """Domain-randomized parameter sets anchored on ``center`` (identified or measured values).
 

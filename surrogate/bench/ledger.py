@@ -45,12 +45,14 @@ METRIC_WORDS = {"pos_pct_size": "position error, % of object size", "rot_deg": "
 
 def metric_words(key: str) -> str:
     """A ledger metric key in words: ``pos_pct_size`` -> "position error, % of object size",
-    ``pos_pct_size@1s`` -> "position error 1 s after first contact, % of object size"."""
+    ``pos_pct_size@1s`` -> "position error 1 s after the close phase starts, % of object size" (the rig suite's
+    horizons count from the start of the script's close phase, when the pads reach the object; its hypothesis
+    and "Falsified if" use the same words)."""
     base, _, at = str(key).partition("@")
     words = METRIC_WORDS.get(base, base)
     if at:
         what, _, unit = words.partition(", ")
-        words = f"{what} {at.removesuffix('s')} s after first contact" + (f", {unit}" if unit else "")
+        words = f"{what} {at.removesuffix('s')} s after the close phase starts" + (f", {unit}" if unit else "")
     return words
 
 
@@ -85,17 +87,54 @@ def identification_note(models: dict) -> str:
     return ""
 
 
-def paired(models: dict, name: str, baseline: str, value, *, sets=None) -> dict:
-    """``name`` minus ``baseline`` over the test episodes both scored (``metrics.paired_difference``: mean and 95 %
-    bootstrap interval; negative: ``name`` is lower). ``value(episode row) -> float | None`` picks the metric from a
-    row of the models' ``per_episode``; ``sets``: only episodes of these test sets (all where none matches)."""
-    def rows(n):
+def paired(models: dict, name: str, baseline: str, value, *, sets=None, scale: float = 1.0) -> dict:
+    """``name`` minus ``scale`` x ``baseline`` over the test episodes both scored (``metrics.paired_difference``: mean
+    and 95 % bootstrap interval; negative: ``name`` is lower). ``value(episode row) -> float | None`` picks the metric
+    from a row of the models' ``per_episode``; ``sets``: only episodes of these test sets (all where none matches)."""
+    def rows(n, k):
         eps = (models.get(n) or {}).get("per_episode") or []
         if sets and any(e.get("set") in sets for e in eps):
             eps = [e for e in eps if e.get("set") in sets]
-        return [{"id": e["id"], "v": value(e)} for e in eps]
+        return [{"id": e["id"], "v": None if value(e) is None else k * value(e)} for e in eps]
 
-    return paired_difference(rows(baseline), rows(name), "v")
+    return paired_difference(rows(baseline, float(scale)), rows(name, 1.0), "v")
+
+
+def outcome(p: dict | None, met_on_means: bool) -> str:
+    """The one rule that turns a target into words: with a paired interval (``paired``, surrogate minus the
+    target's bound), ``met`` when the interval lies below zero, ``missed`` above, ``tie`` when it contains zero
+    (the data cannot tell the two apart: never called supported); without one, the means decide."""
+    if p and p.get("n") and p.get("ci95"):
+        lo, hi = p["ci95"]
+        return "met" if hi < 0 else ("missed" if lo > 0 else "tie")
+    return "met" if met_on_means else "missed"
+
+
+def overall_verdict(targets: list) -> str:
+    """``falsified`` if any target was missed, else ``tie`` if any was a tie, else ``supported``."""
+    outs = [t["outcome"] for t in targets]
+    return "falsified" if "missed" in outs else ("tie" if "tie" in outs else "supported")
+
+
+def like_with_like(models: dict) -> str:
+    """One sentence: what data each side of the comparison was trained or identified on."""
+    s, i = models.get("surrogate") or {}, models.get("analytic_identified") or {}
+    if "overall" not in s or "overall" not in i:
+        return ""
+    info = i.get("identification") or {}
+    n_s = s.get("train_size")
+    n_i = info.get("identified_on", info.get("episodes"))
+    pool = i.get("train_size") or info.get("pool")
+    n_test = s["overall"].get("episodes", s["overall"].get("pos_pct_size", {}).get("n"))
+    sub = f"{n_i} of" if n_i and pool and n_i < pool else "all"
+    if i.get("same_data_as_surrogate"):  # the identification episodes are the surrogate's own training episodes
+        pool = n_s or pool
+        sub = f"{n_i} of" if n_i and pool and n_i < pool else "all"
+        return (f"Compares like with like: the surrogate was trained on {n_s} training episodes and MuJoCo identified "
+                f"on {sub} the same {pool}" + (" (a seeded subsample: the identification budget)" if sub != "all" else "")
+                + f", both scored on the same {n_test} test episodes.")
+    return (f"Compares unequal data: the surrogate was trained on {n_s or 'its own'} training episodes, MuJoCo identified "
+            f"on {sub} {pool} training episodes of this suite; both scored on the same {n_test} test episodes.")
 
 
 def _paired_words(p: dict) -> str:
@@ -107,47 +146,53 @@ def _paired_words(p: dict) -> str:
 
 def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "analytic_identified") -> dict:
     """The surrogate against the baselines (lower is better), three targets, all must be met:
-    mean ``metric`` below ``baseline``'s; mean rotation error at most ``baseline``'s; mean ``metric`` below
-    the randomized ensemble's by more than that ensemble's 95 % interval (below its lower bound).
-    The last two are checked where the suite evaluated those models."""
+    mean ``metric`` below ``baseline``'s; mean rotation error at most ``baseline``'s (both decided by their paired
+    intervals, ``outcome``: a tie is a tie); mean ``metric`` below the randomized ensemble's 95 % interval (below
+    its lower bound). The last two are checked where the suite evaluated those models (``overall_verdict``)."""
     s, b = models.get("surrogate", {}), models.get(baseline)
     if "overall" not in s or b is None or "overall" not in b:
         missing = "surrogate" if "overall" not in s else baseline
         return {"verdict": "not tested", "detail": f"{missing} was not evaluated in this run"}
     sm, bm = s["overall"][metric], b["overall"][metric]
-    ok = sm["mean"] < bm["mean"]
     ci = lambda x: f"[{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
-    gap = (f"target met by {_value_words(metric, bm['mean'] - sm['mean'])}" if ok else
-           f"target missed by {_value_words(metric, sm['mean'] - bm['mean'])} (surrogate / baseline = "
-           f"{sm['mean'] / max(bm['mean'], 1e-12):.2f}, needs < 1)")
     pp = paired(models, "surrogate", baseline, lambda e: e.get(metric))
+    out = outcome(pp, sm["mean"] < bm["mean"])
+    gap = {"met": f"target met by {_value_words(metric, bm['mean'] - sm['mean'])}",
+           "tie": "a tie: the paired interval contains zero",
+           "missed": f"target missed by {_value_words(metric, sm['mean'] - bm['mean'])} (surrogate / baseline = "
+                     f"{sm['mean'] / max(bm['mean'], 1e-12):.2f}, needs < 1)"}[out]
     targets = [{"metric": metric, "baseline": baseline, "surrogate": sm["mean"], "baseline_value": bm["mean"],
-                "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "met": bool(ok), "paired": pp}]
+                "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "met": out == "met", "outcome": out,
+                "paired": pp}]
     if pp["n"]:
         gap += f"; surrogate - {baseline} {_paired_words(pp)}"
     more = []
     if "rot_deg" in s["overall"] and "rot_deg" in b["overall"]:
         sr, br = s["overall"]["rot_deg"]["mean"], b["overall"]["rot_deg"]["mean"]
         pr = paired(models, "surrogate", baseline, lambda e: e.get("rot_deg"))
+        o = outcome(pr, sr <= br)
         targets.append({"metric": "rot_deg", "baseline": baseline, "surrogate": sr, "baseline_value": br,
-                        "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "met": bool(sr <= br), "paired": pr})
-        more.append(f"mean rotation error {sr:.2f} vs {br:.2f} deg ({'met' if sr <= br else f'missed by {sr - br:.2f} deg'}"
+                        "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "met": o == "met", "outcome": o, "paired": pr})
+        more.append(f"mean rotation error {sr:.2f} vs {br:.2f} deg ("
+                    + {"met": "met", "tie": "a tie", "missed": f"missed by {sr - br:.2f} deg"}[o]
                     + (f"; {_paired_words(pr)}" if pr["n"] else "") + ")")
     r = models.get("analytic_randomized", {})
     if "overall" in r and r["overall"][metric].get("mean_ci95"):
         lo = r["overall"][metric]["mean_ci95"][0]
+        o = "met" if sm["mean"] < lo else "missed"
         targets.append({"metric": metric, "baseline": "analytic_randomized (lower 95 % bound)", "surrogate": sm["mean"],
                         "baseline_value": lo, "ratio": sm["mean"] / max(lo, 1e-12), "max_ratio": 1.0,
-                        "met": bool(sm["mean"] < lo)})
+                        "met": o == "met", "outcome": o})
         more.append(f"randomized ensemble's mean {metric_words(metric).partition(',')[0]} {r['overall'][metric]['mean']:.2f} "
                     f"{ci(r['overall'][metric])}: "
-                    f"{'below its interval' if sm['mean'] < lo else 'not below its interval'}")
-    all_ok = all(t["met"] for t in targets)
-    return {"verdict": "supported" if all_ok else "falsified",
-            "detail": f"mean {metric_words(metric)}: surrogate {sm['mean']:.2f} {ci(sm)} vs {baseline} {bm['mean']:.2f} {ci(bm)}: {gap} "
-                      f"(medians {sm['median']:.2f} vs {bm['median']:.2f}; 95 % bootstrap intervals over {sm['n']} test episodes)"
-                      + ("; " + "; ".join(more) if more else ""),
-            "targets": targets}
+                    f"{'below its interval' if o == 'met' else 'not below its interval'}")
+    like = like_with_like(models)
+    return {"verdict": overall_verdict(targets),
+            "detail": (f"{like} " if like else "")
+                      + f"Mean {metric_words(metric)}: surrogate {sm['mean']:.2f} {ci(sm)} vs {baseline} {bm['mean']:.2f} "
+                      f"{ci(bm)}: {gap} (medians {sm['median']:.2f} vs {bm['median']:.2f}; 95 % bootstrap intervals over "
+                      f"{sm['n']} test episodes)" + ("; " + "; ".join(more) if more else ""),
+            "comparison": like, "targets": targets}
 
 
 ANALYTIC = ("analytic_nominal", "analytic_randomized", "analytic_identified")
@@ -156,8 +201,9 @@ ANALYTIC = ("analytic_nominal", "analytic_randomized", "analytic_identified")
 def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, metric: str = "pos_pct_size",
                           sets=None) -> dict:
     """Surrogate error at ``horizon_s`` (mean over the acceptance episodes, those of ``sets``) against the best
-    analytic baseline's: supported when surrogate / best <= ``max_ratio``; the target carries the paired
-    difference over the same episodes."""
+    analytic baseline's: the target is surrogate <= ``max_ratio`` x best, decided by the paired interval of
+    surrogate - ``max_ratio`` x best over the same episodes (``outcome``: below zero met, containing zero a tie,
+    above missed); the target also carries the plain paired difference surrogate - best."""
     h = f"{float(horizon_s):g}"
 
     def at(m):
@@ -173,19 +219,27 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
     best = min(base, key=lambda n: base[n]["mean"])
     b = base[best]
     ratio = s["mean"] / max(b["mean"], 1e-12)
-    ok = ratio <= max_ratio
+    value = lambda e: (e.get(f"horizon_{metric}") or {}).get(h)
+    pb = paired(models, "surrogate", best, value, sets=sets, scale=max_ratio)
+    out = outcome(pb, ratio <= max_ratio)
     ci = lambda x: f" [{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
-    gap = (f"target met (ratio {ratio:.2f} <= {max_ratio:g})" if ok else
-           f"target missed: ratio {ratio:.2f}, needs <= {max_ratio:g} (the surrogate's error would have to fall "
-           f"{100 * (1 - max_ratio / ratio):.0f} % to meet it)")
-    pp = paired(models, "surrogate", best, lambda e: (e.get(f"horizon_{metric}") or {}).get(h), sets=sets)
+    bound = f"surrogate - {max_ratio:g} x {best} {_paired_words(pb)}" if pb["n"] else ""
+    gap = {"met": f"target met (ratio {ratio:.2f} <= {max_ratio:g}" + (f"; {bound}" if bound else "") + ")",
+           "tie": f"a tie: ratio {ratio:.2f} against {max_ratio:g}, and the paired interval of {bound} contains zero",
+           "missed": f"target missed: ratio {ratio:.2f}, needs <= {max_ratio:g} (the surrogate's error would have to fall "
+                     f"{100 * (1 - max_ratio / ratio):.0f} % to meet it" + (f"; {bound}" if bound else "") + ")"}[out]
+    pp = paired(models, "surrogate", best, value, sets=sets)
     if pp["n"]:
         gap += f"; surrogate - {best} {_paired_words(pp)}"
-    return {"verdict": "supported" if ok else "falsified",
-            "detail": f"mean {metric_words(f'{metric}@{h}s')}: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
+    like = like_with_like(models)
+    return {"verdict": overall_verdict([{"outcome": out}]),
+            "detail": (f"{like} " if like else "")
+                      + f"Mean {metric_words(f'{metric}@{h}s')}: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
                       f"({best}) {b['mean']:.2f}{ci(b)} over {s['n']} held-out episodes; {gap}",
+            "comparison": like,
             "targets": [{"metric": f"{metric}@{h}s", "baseline": best, "surrogate": s["mean"], "baseline_value": b["mean"],
-                         "ratio": ratio, "max_ratio": max_ratio, "met": bool(ok), "paired": pp}]}
+                         "ratio": ratio, "max_ratio": max_ratio, "met": out == "met", "outcome": out, "paired": pp,
+                         "paired_against_bound": pb}]}
 
 
 def suite_verdict(cfg: dict, models: dict) -> dict:

@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
 from .ledger import metric_words  # noqa: E402
 from .report_tables import (  # noqa: E402
-    divergence_lines, evaluated_models, fmt_rate, fmt_summary, force_lines, outcome_lines, per_object_lines, per_set_lines,
-    scaled, video_lines,
+    divergence_lines, ensemble_lines, evaluated_models, fmt_rate, fmt_summary, force_lines, outcome_lines, per_object_lines,
+    per_set_lines, scaled, video_lines,
 )
 
 COLORS = {"analytic_nominal": "#999999", "analytic_randomized": "#6baed6", "analytic_identified": "#08519c", "surrogate": "#d94801"}
@@ -96,40 +96,69 @@ def plot_horizons(ledger, path: Path) -> Path | None:
     return None if fig is None else _save(fig, path)
 
 
+def _readable_axis(ax, values: list, stable_values: list, axis: str = "y") -> str:
+    """Set ``ax``'s y range so a reader sees the comparison: log where the plotted errors span more than a decade,
+    and the top clipped to what models without blow-ups reach (``stable_values``), so a blown-up model's capped
+    error (the blow-up rule) never sets the axis. Returns a note for the title ("" when nothing was clipped)."""
+    vals = [v for v in values if v is not None and np.isfinite(v) and v > 0]
+    ok = [v for v in stable_values if v is not None and np.isfinite(v) and v > 0]
+    if not vals:
+        return ""
+    top = max(ok or vals)
+    scale, lim = getattr(ax, f"set_{axis}scale"), getattr(ax, f"set_{axis}lim")
+    if max(vals) / min(vals) > 10:
+        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+        scale("log")
+        lim(min(vals) / 1.5, top * 1.5)
+        axis_ = ax.yaxis if axis == "y" else ax.xaxis
+        axis_.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1, 2, 5, 10, 20 ...: read without exponents
+        axis_.set_major_formatter(ScalarFormatter())
+        axis_.set_minor_formatter(NullFormatter())
+    else:
+        lim(0, top * 1.15)
+    return " (axis clipped: a model's errors with blow-ups run off the top)" if max(vals) > top * 1.5 else ""
+
+
 def horizons_figure(ledger):
-    """Error against horizon for every configured horizon (``metrics.horizons_s``), means with
-    95 % bootstrap intervals; a horizon no test episode lasts to is marked on the axis (n = 0)."""
+    """Error against horizon for every configured horizon that some test episode lasts to
+    (``metrics.horizons_s``; empty horizons are dropped and named in the title), means with 95 % bootstrap
+    intervals; y axes made readable by ``_readable_axis``."""
     models = evaluated_models(ledger)
     if not models:
         return None
     cfg_h = [float(h) for h in ((ledger.get("config") or {}).get("metrics") or {}).get("horizons_s") or []]
     keys = sorted({float(h) for _, m in models for h in m["overall"]["horizons"]["pos_pct_size"]} | set(cfg_h))
+    n_at = {h: max(((m["overall"]["horizons"]["pos_pct_size"].get(f"{h:g}") or {}).get("n") or 0) for _, m in models)
+            for h in keys}
+    empty = [h for h in keys if not n_at[h]]
+    keys = [h for h in keys if n_at[h]]
     if not keys:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    drawn = False
-    n_at = {}
-    for j, (name, m) in enumerate(models):
-        for ax, key, label in ((axes[0], "pos_pct_size", "position error, % of object size"), (axes[1], "rot_deg", "rotation error, deg")):
-            hs = m["overall"]["horizons"][key]
-            sums = [hs.get(f"{h:g}") for h in keys]
-            for h, sm in zip(keys, sums):
-                n_at[h] = max(n_at.get(h, 0), (sm or {}).get("n") or 0)
+    drawn, notes = False, []
+    for ax, key, label in ((axes[0], "pos_pct_size", "position error, % of object size"), (axes[1], "rot_deg", "rotation error, deg")):
+        vals, stable = [], []
+        for j, (name, m) in enumerate(models):
+            sums = [m["overall"]["horizons"][key].get(f"{h:g}") for h in keys]
             drawn |= _errorbar(ax, keys, sums, label=name, color=color(name), offset=0.012 * (j - len(models) / 2))
-            ax.set_ylabel(label)
+            ys = [v for sm in sums if sm and sm.get("mean") is not None for v in [sm["mean"], *(sm.get("mean_ci95") or [])]]
+            vals += ys
+            stable += ys if not m["overall"].get("unstable_rate") else []
+        ax.set_ylabel(label)
+        notes.append(_readable_axis(ax, vals, stable))
     if not drawn:
         plt.close(fig)
         return None
     for ax in axes:
         ax.set_xscale("log")
-        ax.set_xticks(keys, [f"{h:g} s\nn={n_at.get(h, 0)}" for h in keys], fontsize=8)
+        ax.set_xticks(keys, [f"{h:g} s\nn={n_at[h]}" for h in keys], fontsize=8)
         ax.minorticks_off()
         ax.set_xlabel("horizon (n: test episodes that last that long)")
-        for h in keys:
-            if not n_at.get(h):
-                ax.axvline(h, color="#cccccc", ls=":", lw=1)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{suite_title(ledger)}: error at each horizon (mean over test episodes, 95 % bootstrap interval)", fontsize=10)
+    dropped = f"; no test episode lasts {', '.join(f'{h:g}' for h in empty)} s" if empty else ""
+    fig.suptitle(f"{suite_title(ledger)}: error at each horizon (mean over test episodes, 95 % bootstrap interval)"
+                 f"{dropped}{max(notes, key=len)}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -178,20 +207,39 @@ def data_efficiency_figure(ledger):
 
 
 def plot_per_object(ledger, path: Path) -> Path | None:
+    """``per_object_figure`` saved to ``path`` (None when there are fewer than two objects)."""
+    fig = per_object_figure(ledger)
+    return None if fig is None else _save(fig, path)
+
+
+def per_object_figure(ledger):
+    """Per-object mean position error as a dot plot: one row per object, sorted by the surrogate's error (else the
+    identified baseline's), one dot per model; a log axis where errors span decades (``_readable_axis``)."""
     models = evaluated_models(ledger)
     objects = sorted({o for _, m in models for o in m.get("per_object", {})})
     if len(objects) < 2:
         return None
-    fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(objects) * len(models)), 3.8))
-    w = 0.8 / len(models)
+    ref = dict(models).get("surrogate") or dict(models).get("analytic_identified") or models[0][1]
+    mean = lambda m, o: ((m.get("per_object", {}).get(o) or {}).get("pos_pct_size") or {}).get("mean")
+    objects.sort(key=lambda o: mean(ref, o) if mean(ref, o) is not None else -1)
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.28 * len(objects)))
+    vals, stable = [], []
     for j, (name, m) in enumerate(models):
-        ys = [m["per_object"].get(o, {}).get("pos_pct_size", {}).get("mean") or 0 for o in objects]
-        ax.bar([i + j * w for i in range(len(objects))], ys, w, label=name, color=color(name))
-    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(objects))], objects, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("position error, % of object size")
-    ax.legend(fontsize=8)
+        ys = [mean(m, o) for o in objects]
+        pts = [(v, i) for i, v in enumerate(ys) if v is not None]
+        ax.plot([v for v, _ in pts], [i + 0.12 * (j - len(models) / 2) for _, i in pts], "o", ms=5, label=name,
+                color=color(name))
+        vals += [v for v, _ in pts]
+        stable += [v for v, _ in pts] if not m["overall"].get("unstable_rate") else []
+    ax.set_yticks(range(len(objects)), objects, fontsize=7)
+    ax.grid(axis="y", color="#eeeeee")
+    note = _readable_axis(ax, vals, stable, axis="x")
+    ax.set_ylim(-0.7, len(objects) - 0.3)
+    ax.set_xlabel("mean position error, % of object size" + (" (log)" if ax.get_xscale() == "log" else ""))
+    ax.set_title(f"{suite_title(ledger)}: per object, sorted{note}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    return _save(fig, path)
+    return fig
 
 
 def write_report(ledger: dict, out_dir: str | Path) -> Path:
@@ -218,7 +266,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
     ]
     for t in r.get("targets", []):
         lines.append(f"- target: {metric_words(t['metric'])}, against `{t['baseline']}`: surrogate {t['surrogate']:.3f}, baseline "
-                     f"{t['baseline_value']:.3f}: **{'met' if t['met'] else 'missed'}**"
+                     f"{t['baseline_value']:.3f}: **{t.get('outcome') or ('met' if t['met'] else 'missed')}**"
                      + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
                      + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
     lines += outcome_lines(ledger) + force_lines(ledger) + divergence_lines(ledger) + per_set_lines(ledger)
@@ -231,13 +279,20 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
         path = out / "report.md"
         write_text_atomic(path, "\n".join(lines) + "\n")
         return path
+    at = next((t["metric"].partition("@")[2].removesuffix("s") for t in r.get("targets", []) if "@" in t["metric"]), None)
     lines += ["", "## Models on the test episodes", "",
-              "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked frames.", "",
-              "| model | episodes | position, % of size | position, mm | rotation, deg | penetration, mm | first divergence, s | unstable |",
-              "|---|---|---|---|---|---|---|---|"]
+              "Mean [95 % bootstrap interval] / median over test episodes; errors per step averaged over each episode's tracked "
+              "frames (whole-episode means"
+              + (f"; the verdict's metric is the column at {at} s, {metric_words(f'pos_pct_size@{at}s')}" if at else
+                 "; the verdict's metric is the position and rotation columns")
+              + ").", "",
+              "| model | episodes | position, % of size | " + (f"position at {at} s, % of size (verdict) | " if at else "")
+              + "position, mm | rotation, deg | penetration, mm | first divergence, s | unstable |",
+              "|---|---|---|---|---|---|---|---|" + ("---|" if at else "")]
     for name, m in evaluated_models(ledger):
         o = m["overall"]
-        lines.append(f"| {name} | {o['episodes']} | {fmt_summary(o['pos_pct_size'])} | {fmt_summary(scaled(o['pos_m'], 1e3))} | "
+        col = f"{fmt_summary(o['horizons']['pos_pct_size'].get(at))} | " if at else ""
+        lines.append(f"| {name} | {o['episodes']} | {fmt_summary(o['pos_pct_size'])} | {col}{fmt_summary(scaled(o['pos_m'], 1e3))} | "
                      f"{fmt_summary(o['rot_deg'])} | {fmt_summary(scaled(o.get('penetration_m'), 1e3), 2)} | "
                      f"{fmt_summary(o['divergence']['time_s'], 2)} | {fmt_rate(o.get('unstable_rate'))} |")
     not_eval = [(k, v) for k, v in ledger["models"].items() if "overall" not in v]
@@ -259,10 +314,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                   f"{ident['identification']['optimizer']}; training loss per cone: "
                   + ", ".join(f"{c} {v['loss']:.4f}" for c, v in ident["identification"]["per_cone"].items()), "",
                   "```json", __import__("json").dumps(ident["params"], indent=1), "```"]
-    rnd = ledger["models"].get("analytic_randomized")
-    if rnd and "ensemble" in rnd:
-        lines += ["", f"Randomized ensemble: {rnd['ensemble']['n']} members; the true position lies within the ensemble's spread "
-                  f"on {rnd['ensemble']['truth_within_spread'] * 100:.1f} % of tracked frames."]
+    lines += ensemble_lines(ledger)
     lines += _tail_lines(ledger, out, plots)
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
@@ -270,7 +322,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
 
 
 def plot_pad_forces(ledger, path: Path) -> Path | None:
-    """Recorded against predicted normal force of each sensed pad, for the episodes with the median and
+    """Recorded against predicted force magnitude |F| of each sensed pad, for the episodes with the median and
     the largest pad force error (``ledger["pad_force_traces"]``, rig grasps with fingertip sensors)."""
     tr = ledger.get("pad_force_traces") or {}
     if not tr:
@@ -287,7 +339,7 @@ def plot_pad_forces(ledger, path: Path) -> Path | None:
         ax.set_title(f"{which} pad force error of {t['model']}: {t['episode']} ({t['object']}), "
                      f"{t['error_weights']:.2f} object weights", fontsize=9)
         ax.set_xlabel("time, s")
-        ax.set_ylabel("normal force on pad, N (sensor x)")
+        ax.set_ylabel("force on pad |F|, N")
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     return _save(fig, path)
@@ -323,8 +375,9 @@ def _tail_lines(ledger, out, plots) -> list[str]:
                          f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {r.get('identified_unstable', 0)} | "
                          f"{'—' if rr is None else f'{rr:+.0f} %'} |")
     if evaluated_models(ledger) and any(m["overall"].get("unstable_rate") for _, m in evaluated_models(ledger)):
-        lines += ["", "Unstable: fraction of rollouts that blew up or left the scene; their position error counts as "
-                  f"{ledger['config'].get('metrics', {}).get('max_error_m')} m from then on."]
+        lines += ["", "Unstable: fraction of rollouts that blew up (the one blow-up rule, `evaluate.episode_errors`): from the "
+                  f"first frame that is non-finite or more than {ledger['config'].get('metrics', {}).get('max_error_m')} m from "
+                  "the recording, every frame counts that error and 180 deg."]
     lines += video_lines(ledger)
     lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     return lines

@@ -17,8 +17,11 @@ def fmt_rate(x):
 
 
 def fmt_summary(s, digits=1):
+    """``mean [95 % interval] / median``; one episode: its value alone (an interval of one value says nothing)."""
     if not s or s.get("mean") is None:
         return "—"
+    if s.get("n") == 1:
+        return f"{s['mean']:.{digits}f}"
     ci = s.get("mean_ci95")
     ci_txt = f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else ""
     return f"{s['mean']:.{digits}f}{ci_txt} / {s['median']:.{digits}f}"
@@ -53,6 +56,14 @@ def force_lines(ledger) -> list[str]:
     return lines
 
 
+def _from(ledger, signed: bool = False) -> str:
+    """Where the suite's times count from, in words (``signed``: times may fall before that)."""
+    close = (ledger["config"].get("metrics") or {}).get("horizon_origin") == "close"
+    if not close:
+        return "after the first frame"
+    return "after the close phase starts" + (" (negative: before it)" if signed else "")
+
+
 def divergence_lines(ledger) -> list[str]:
     """Which signal diverged first, per model: how many test episodes each signal was the first to cross its
     threshold (``never``: none did)."""
@@ -64,7 +75,8 @@ def divergence_lines(ledger) -> list[str]:
     lines = ["", "## First divergence", "",
              "The first signal to cross its threshold in each test episode (" + ", ".join(f"{k} {v:g}" for k, v in thr.items())
              + "): counts of episodes.", "",
-             "| model | " + " | ".join(signals) + " | median time, s |", "|---|" + "---|" * (len(signals) + 1)]
+             "| model | " + " | ".join(signals) + f" | median time, s {_from(ledger, signed=True)} |",
+             "|---|" + "---|" * (len(signals) + 1)]
     for n, d in rows:
         fs = d.get("first_signal", {})
         lines.append(f"| {n} | " + " | ".join(str(fs.get(k, 0)) for k in signals) + f" | {fmt_summary(d['time_s'], 2)} |")
@@ -102,19 +114,19 @@ def _breakdown(ledger, part: str, title: str) -> list[str]:
         return []
     cfg = ledger["config"]
     h = f"{float((cfg.get('acceptance') or {}).get('horizon_s', 1.0)):g}"
-    after = "first contact" if (cfg.get("metrics") or {}).get("horizon_origin") == "close" else "the first frame"
     keys = list(models[0][1][part])
-    lines = ["", f"## {title} (position error, % of object size: mean over the episode / at {h} s after {after})", "",
-             "| model | " + " | ".join(f"{k} ({models[0][1][part][k]['episodes']} episodes)" for k in keys) + " |",
-             "|---|" + "---|" * len(keys)]
-    for n, m in models:
+    # one row per set / object, one column per model: many objects make a long table, never a wide one
+    lines = ["", f"## {title} (position error, % of object size: mean over the episode / at {h} s {_from(ledger)})",
+             "", f"| {part.removeprefix('per_')} | episodes | " + " | ".join(n for n, _ in models) + " |",
+             "|---|---|" + "---|" * len(models)]
+    for k in keys:
         cells = []
-        for k in keys:
+        for _, m in models:
             o = m[part].get(k)
             at = (o or {}).get("horizons", {}).get("pos_pct_size", {}).get(h) or {}
-            cells.append("—" if o is None else
-                         f"{fmt_summary(o['pos_pct_size'])} / {at.get('mean') if at.get('mean') is None else round(at['mean'], 1)}")
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+            val = "—" if at.get("mean") is None else f"{at['mean']:.1f}"
+            cells.append("—" if o is None else f"{fmt_summary(o['pos_pct_size'])} / {val}")
+        lines.append(f"| {k} | {models[0][1][part][k]['episodes']} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -155,4 +167,23 @@ def video_lines(ledger) -> list[str]:
         lines.append("Each panel: the model's object, its centre-of-mass path (the recorded path in white for reference), "
                      "the time and its pose error against the recording at that frame; render any episode with "
                      "`surrogate render --ledger ledger.json --episode ID --out X.mp4`.")
+    return lines
+
+
+def ensemble_lines(ledger) -> list[str]:
+    """The randomized ensemble: its ranges, its stability pass, how often it blew up on the test episodes and how
+    often the truth lies within its spread."""
+    lines = []
+    rnd = ledger["models"].get("analytic_randomized")
+    if rnd and "ensemble" in rnd:
+        en = rnd["ensemble"]
+        sp = en.get("stability_pass") or {}
+        lines += ["", f"Randomized ensemble: {en['n']} members drawn around the identified values from "
+                  + ", ".join(f"{k} {'+' if k == 'delay_s' else 'x'}[{a:g}, {b:g}]" for k, (a, b) in en["ranges"].items())
+                  + (f"; stability pass on {sp.get('checked_episodes') or 'the'} training episodes: {sp['drawn']} drawn, "
+                     f"{sp['rejected']} "
+                     f"blew up and were redrawn, ranges halved {sp['shrunk']} times, solref time constant >= "
+                     f"{sp['timeconst_min'] * 1e3:.3g} ms" if sp else "")
+                  + f"; unstable on {fmt_rate(rnd['overall'].get('unstable_rate'))} of test rollouts; the true position lies "
+                  f"within the ensemble's spread on {en['truth_within_spread'] * 100:.1f} % of tracked frames."]
     return lines

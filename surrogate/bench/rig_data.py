@@ -11,10 +11,10 @@ import json
 import logging
 from pathlib import Path
 
-from ..capture import read_dataset
+from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from ..errors import ConfigError
-from ..paths import project_root
+from ..paths import config_dir, project_root
 from .testsets import as_paths, require_kind, set_names
 
 logger = logging.getLogger(__name__)
@@ -26,8 +26,19 @@ RIG_FORMAT = 2
 def rig_settings(cfg: dict, *, backend: str = "process") -> dict:
     """How this suite's rig generates (``data.rig_config``, ``rig_overrides``, ``hand``, ``duration``)."""
     d = cfg["data"]
-    return {"config": d.get("rig_config"), "overrides": d.get("rig_overrides", []), "hand": d.get("hand", "parallel_jaw"),
-            "duration": d.get("duration"), "backend": backend}
+    return {"config": rig_config_path(d.get("rig_config")), "overrides": d.get("rig_overrides", []),
+            "hand": d.get("hand", "parallel_jaw"), "duration": d.get("duration"), "backend": backend}
+
+
+def rig_config_path(path) -> Path | None:
+    """A suite's rig config path: ``configs/...`` is the project's config folder (a checkout's, or the installed
+    package's), any other relative path is relative to the project root; None stays None (the default rig)."""
+    if path is None:
+        return None
+    p = Path(expand_env(str(path), key="data.rig_config"))
+    if not p.is_absolute() and p.parts and p.parts[0] == "configs":
+        return config_dir().joinpath(*p.parts[1:])
+    return resolve(p)
 
 
 def resolve(path) -> Path:
@@ -62,17 +73,70 @@ def generated_dataset(spec: dict, *, rig: dict, cache_dir: Path, workers: int, p
     return out
 
 
-def train_dataset(cfg, *, card, rig, cache_dir, workers, progress):
-    """The training captures: the checkpoint's own (if on disk), else ``data.train``."""
-    root = (card or {}).get("data", {}).get("root")
-    if root and (resolve(root) / "meta" / "contact.json").exists():
-        return read_dataset(resolve(root)), [str(i) for i in card["data"].get("train_episodes", [])]
+def release_captures(cfg, *, card, rig, cache_dir, workers, progress):
+    """The first episodes of the checkpoint's own training captures, regenerated where they are not on disk (a
+    fresh clone: they are not in git), or None. ``data.train_release`` ({objects, seed, episodes}) says how
+    ``data.train`` was generated (``rig_config``: the rig it was generated with); episode i of a rig run depends only on the seed, i and the object list
+    (``rig.plan``), so the first K episodes of a K-episode run are the release's own, ids included. K covers
+    ``baselines.identified.episodes`` of the card's training episodes twice over (cached by content)."""
+    rel, data = cfg["data"].get("train_release"), (card or {}).get("data") or {}
+    ids = [str(i) for i in data.get("train_episodes") or []]
+    if not rel or not ids or Path(str(data.get("root", ""))).name != Path(str(cfg["data"].get("train", ""))).name:
+        return None
+    total, need = int(rel["episodes"]), 2 * int(cfg["baselines"]["identified"]["episodes"])
+    k = min(total, -(-need * total // len(ids)))
+    wanted = set(ids)
+    if rel.get("rig_config"):  # the rig the release was trained on (v1), not the suite's test rig
+        rig = {**rig, "config": rig_config_path(rel["rig_config"]), "overrides": []}
+    while True:
+        spec = {"objects": rel["objects"], "episodes": k, "seed": int(rel["seed"])}
+        path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
+                                 label="release-train")
+        ds = read_dataset(path)
+        have = [e.episode_id for e in ds.episodes if e.episode_id in wanted]
+        if len(have) >= need or k >= total:
+            logger.info("training captures: the first %d of the release's %d regenerated (seed %d), %d of them its "
+                        "training episodes", k, total, int(rel["seed"]), len(have))
+            return ds, have
+        k = min(total, 2 * k)
+
+
+def card_data_root(card: dict | None, checkpoint=None) -> Path | None:
+    """Where a card's training captures are on this machine, or None. Cards hold no machine paths
+    (``paths.portable_path``): ``data.root`` is relative to the project root or ``${SURROGATE_DATA}``, or, for
+    captures made outside both, their folder's name, looked up beside the checkpoint folder (a run's captures
+    and its export sit side by side) and accepted only where its content hash is the card's ``data.sha256``."""
+    data = (card or {}).get("data") or {}
+    root = data.get("root")
+    if not root:
+        return None
+    if (resolve(root) / "meta" / "contact.json").exists():
+        return resolve(root)
+    if checkpoint is None or Path(str(root)).is_absolute():
+        return None
+    cand = Path(checkpoint).resolve().parent / str(root)
+    if (cand / "meta" / "contact.json").exists() and dataset_hash(cand) == data.get("sha256"):
+        return cand
+    return None
+
+
+def train_dataset(cfg, *, card, rig, cache_dir, workers, progress, checkpoint=None):
+    """The training captures: the checkpoint's own (if on disk, ``card_data_root``; else their first episodes
+    regenerated, ``release_captures``), else ``data.train``."""
+    root = card_data_root(card, checkpoint)
+    if root is not None:
+        return read_dataset(root), [str(i) for i in card["data"].get("train_episodes", [])]
+    regen = release_captures(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
+    if regen is not None:
+        return regen
     spec = cfg["data"]["train"]
     if isinstance(spec, str):
         path = resolve(spec)
         if not (path / "meta" / "contact.json").exists():
-            raise ConfigError(f"training captures {path} not found: generate them with `surrogate rig generate` "
-                              "or give data.train as {objects, episodes, seed}", key="data.train")
+            # a fresh clone has no release captures (not in git): say in one line how to make them
+            how = cfg["data"].get("train_generate") or "surrogate rig generate --objects train --out " + str(spec)
+            raise ConfigError(f"training captures {path} not found (the identified baseline is fitted on them); "
+                              f"generate them once with: {how}", key="data.train")
     else:
         path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label="train")
         if isinstance(path, str):

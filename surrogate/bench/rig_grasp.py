@@ -84,6 +84,38 @@ def _train_errors_task(common: dict, item) -> tuple[np.ndarray, np.ndarray]:
     return replay_errors(simulate_replay(r, common["params"], threads=common["threads"]), r.episode)
 
 
+def _train_stable_task(common: dict, item) -> list:
+    """[P] whether each candidate replays one training episode without blowing up (``evaluate.episode_errors``)."""
+    from .evaluate import episode_errors
+
+    key, ep, meta = item
+    r = _replay(common, key, ep, meta)
+    pred = simulate_replay(r, common["params"], threads=common["threads"])
+    return [episode_errors(q[:r.episode.num_frames], r.episode, common["cap"])["blew_up_at"] is None for q in pred]
+
+
+def replay_stability(ex: Executor, train_ds, train_ids, info: dict, cfg: dict, sim: dict):
+    """``stable(params) -> [P] bool``: which parameter sets replay every checked training grasp without blowing
+    up: the randomized ensemble's stability pass. Checked: the identification's episodes (``info``'s
+    ``episode_ids``) and more of the surrogate's training grasps (``train_ids``; all of ``train_ds`` without
+    them), up to ``baselines.randomized.check_episodes`` (default 24): a handful of grasps passes draws that
+    blow up on others."""
+    n = int(cfg["baselines"]["randomized"].get("check_episodes", 24))
+    first = set(info["episode_ids"])
+    pool = [e for e in train_ds.episodes if not train_ids or e.episode_id in set(train_ids)]
+    picked = [e for e in pool if e.episode_id in first] + [e for e in pool if e.episode_id not in first]
+    items = [(("identify", "train", e.episode_id), e, train_ds.meta) for e in picked[:max(n, len(first))]]
+    common = {"token": ex.token, "substeps": sim["substeps"], "margin": sim["margin"], "threads": ex.threads,
+              "cap": cfg["metrics"].get("max_error_m") or 1.0}
+
+    def stable(params):
+        per = ex.map(_train_stable_task, items, common={**common, "params": params}, progress=False)
+        return [all(ok[p] for ok in per) for p in range(len(params))]
+
+    stable.episodes = len(items)  # the stability pass's ledger entry says how many grasps it checked
+    return stable
+
+
 def _surrogate_task(common: dict, item) -> tuple:
     """(qpos [F, nq], pad forces [F, S, 3], stepper stats) of one test episode through the hybrid stepper."""
     from ..model.checkpoint import load_checkpoint
@@ -98,7 +130,7 @@ def _surrogate_task(common: dict, item) -> tuple:
 
 def simulator(ex: Executor, test: list, replays: dict, sim: dict, traces: dict):
     """The suite's analytic predictor ``simulate(params_for, name) -> members`` (``rows``), one task per
-    test episode; keeps each model's mean normal pad force per sensed episode in ``traces``."""
+    test episode; keeps each model's pad force magnitude |F| [F, S] per sensed episode in ``traces``."""
     common = {"token": ex.token, "substeps": sim["substeps"], "margin": sim["margin"], "threads": ex.threads}
 
     def simulate(params_for, name):
@@ -106,7 +138,7 @@ def simulator(ex: Executor, test: list, replays: dict, sim: dict, traces: dict):
         runs = ex.map(_analytic_task, items, common=common, desc=f"{name} replays", unit="episode")
         for (k, _, _, _), run in zip(items, runs):
             if replays[k].sensors:
-                traces.setdefault(k, {})[name] = np.mean([f[:, :, 0] for _, f in run], axis=0)
+                traces.setdefault(k, {})[name] = np.mean([np.linalg.norm(f, axis=-1) for _, f in run], axis=0)
         return [{k: run[m] for (k, _, _, _), run in zip(items, runs)} for m in range(len(items[0][3]))]
 
     return simulate
@@ -155,9 +187,10 @@ def _learned_row(ex: Executor, name: str, path, model, card, *, test, sim, score
     preds, st = _surrogate(ex, path, model, test, sim)
     for k, (_, f) in preds.items():
         if replays[k].sensors:
-            traces.setdefault(k, {})[name] = f[:, :, 0]
+            traces.setdefault(k, {})[name] = np.linalg.norm(f, axis=-1)
     return learned_row(description=SURROGATE, checkpoint=path, card=card, seen=seen,
-                       metrics=scorer.metrics(scorer.score(preds)), stepper=st)
+                       metrics=scorer.metrics(scorer.score(preds)), stepper=st,
+                       train_size=len((card.get("data") or {}).get("train_episodes") or []) or None)
 
 
 # ----------------------------------------------------------------------------- attribution
@@ -281,7 +314,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     scorer = grasp_scorer(scorers, set_of=set_of, sets=sets, target_sets=target_sets, cfg=cfg, true_labels=true_labels)
     traces = {}  # per episode {model: [F, S] normal pad force}: the report plots the median and worst
 
-    train_ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
+    train_ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
+                                        checkpoint=checkpoint)
     overlap = _test_leaks(train_ds, replays)
     params, info = _identify(ex, train_ds, train_ids, cfg, sim=sim, progress=progress,
                              seed=int(cfg["baselines"]["identified"].get("seed", 0)))
@@ -290,14 +324,18 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                                   f"by differential evolution on {info['episodes']} training grasps"}
     models = analytic_rows(cfg["baselines"], simulate=simulator(ex, test, replays, sim, traces), scorer=scorer, text=text,
                            nominal_json={k: v for k, v in nominal_params(test[0][1], nom).to_json().items() if k != "friction"}
-                           | {"friction": nom["friction"]}, identified=(params, {"identification": info}))
+                           | {"friction": nom["friction"]}, identified=(params, {"identification": info,
+                                                                               "same_data_as_surrogate": bool(train_ids)}),
+                           stable=replay_stability(ex, train_ds, train_ids, info, cfg, sim),
+                           timestep=float(replays[test[0][0]].scene.model.opt.timestep))
     models["surrogate"] = dict(NOT_GIVEN)
     learned = {"surrogate": (checkpoint, model, card)} if model is not None else {}
     for name, path in ((cfg.get("surrogate") or {}).get("rows") or {}).items():  # e.g. the previous release
         learned[str(name)] = (path, *load_checkpoint(path))
     for name, (path, net, c) in learned.items():
         seen = overlap if name == "surrogate" else _row_leaks(cfg, c, train_ds, overlap, replays, rig=rig,
-                                                                 cache_dir=cache_dir, workers=workers, progress=progress)
+                                                                 cache_dir=cache_dir, workers=workers, progress=progress,
+                                                                 checkpoint=path)
         models[name] = _learned_row(ex, name, path, net, c, test=test, sim=sim, scorer=scorer, replays=replays,
                                     traces=traces, seen=seen)
 

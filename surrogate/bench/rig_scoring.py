@@ -103,7 +103,6 @@ def mean_scores(member_scores: list[list[dict]]) -> list[dict]:
         times = [r["divergence_time_s"] for r in rows if r["divergence_time_s"] is not None]
         s["divergence_time_s"] = float(np.median(times)) if times else None
         s["outcome_members"] = [r["outcome"] for r in rows]
-        s["unstable"] = float(np.mean([bool(r["unstable"]) for r in rows]))
         out.append(s)
     return out
 
@@ -149,7 +148,7 @@ def grasp_metrics(scores: list[dict], sets: dict, target_sets: list, cfg, true_l
 
 def force_traces(models: dict, replays: dict, traces: dict) -> dict:
     """{median, worst: {episode, t [F], recorded [F, S], models {name: [F, S]}, sensors}}: the sensed pads'
-    normal force (site x, N) of the episodes with the median and the largest pad force error of the
+    force magnitude |F| (N, all three axes; the error metric compares the whole vector) of the episodes with the median and the largest pad force error of the
     surrogate (of identified MuJoCo without a surrogate); every second frame."""
     ref = "surrogate" if "per_episode" in models.get("surrogate", {}) else "analytic_identified"
     rows = [s for s in models[ref]["per_episode"] if s.get("pad_force_weights") is not None and s["id"] in traces]
@@ -164,7 +163,7 @@ def force_traces(models: dict, replays: dict, traces: dict) -> dict:
         out[which] = {"episode": s["id"], "object": ep.object.name, "error_weights": s["pad_force_weights"], "model": ref,
                       "t": (ep.timestamps[::2] - ep.timestamps[0]).round(4).tolist(),
                       "sensors": [r.scene.model.site(site).name for _, site, _ in r.sensors],
-                      "recorded": np.asarray(ep.wrench[::2][:, cols, 0]).round(4).tolist(),
+                      "recorded": np.linalg.norm(np.asarray(ep.wrench[::2][:, cols, :3]), axis=-1).round(4).tolist(),
                       "models": {k: np.asarray(v[::2]).round(4).tolist() for k, v in traces[s["id"]].items()}}
     return out
 

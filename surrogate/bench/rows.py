@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .analytic import nominal_params
-from .identify import ensemble_ranges, randomized_ensemble
+from .identify import ensemble_ranges, randomized_ensemble, stable_ensemble
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,15 @@ def scored(scorer: Scorer, preds: dict) -> dict:
 
 def ensemble_scored(scorer: Scorer, members: list[dict]) -> dict:
     """The ledger metrics of an ensemble (its reduced per-episode scores) and its spread coverage."""
+    scores = [scorer.score(m) for m in members]
     return {"truth_within_spread": scorer.coverage(members),
-            **scorer.metrics(scorer.ensemble([scorer.score(m) for m in members]))}
+            # per member: the fraction of test episodes on which it blew up (evaluate.episode_errors)
+            "member_unstable_rate": [float(sum(bool(s.get("unstable")) for s in ms) / max(len(ms), 1)) for ms in scores],
+            **scorer.metrics(scorer.ensemble(scores))}
 
 
 def analytic_rows(baselines: dict, *, simulate: Callable, scorer: Scorer, text: dict, nominal_json: dict,
-                  identified: tuple | None) -> dict:
+                  identified: tuple | None, stable: Callable | None = None, timestep: float = 0.0) -> dict:
     """The rows ``analytic_nominal``, ``analytic_identified`` and ``analytic_randomized``.
 
     Args:
@@ -63,6 +66,9 @@ def analytic_rows(baselines: dict, *, simulate: Callable, scorer: Scorer, text: 
       nominal_json: the nominal row's ``params``.
       identified: (AnalyticParams, extra fields of the identified row) or None: no identified
         and no randomized row (nothing to anchor it on).
+      stable: ``stable(params) -> [P] bool``: which parameter sets roll out on training episodes without
+        blowing up (``identify.stable_ensemble``'s stability pass; None: no pass); ``timestep``: the suite's
+        MuJoCo timestep (s), bounding the members' solref time constant.
     """
     nom = baselines["nominal"]
     rows = {"analytic_nominal": {"description": text["nominal"], "params": nominal_json,
@@ -73,13 +79,19 @@ def analytic_rows(baselines: dict, *, simulate: Callable, scorer: Scorer, text: 
     rows["analytic_identified"] = {"description": text["identified"], "params": params.to_json(), **extra,
                                    **scored(scorer, simulate(lambda e: [params], "analytic_identified")[0])}
     rc = baselines["randomized"]
-    members = randomized_ensemble(params, n=int(rc["n"]), seed=int(rc.get("seed", 0)), ranges=rc.get("ranges"))
+    if stable is None:
+        members = randomized_ensemble(params, n=int(rc["n"]), seed=int(rc.get("seed", 0)), ranges=rc.get("ranges"))
+        check = {"ranges": {k: list(v) for k, v in ensemble_ranges(rc.get("ranges")).items()}}
+    else:
+        members, check = stable_ensemble(params, n=int(rc["n"]), seed=int(rc.get("seed", 0)), ranges=rc.get("ranges"),
+                                         stable=stable, timestep=timestep)
     m = ensemble_scored(scorer, simulate(lambda e: members, "analytic_randomized"))
     rows["analytic_randomized"] = {
         "description": text["randomized"].format(n=len(members)),
-        "ensemble": {"n": len(members), "anchor": "analytic_identified",
-                     "ranges": {k: list(v) for k, v in ensemble_ranges(rc.get("ranges")).items()},
+        "ensemble": {"n": len(members), "anchor": "analytic_identified", "ranges": check.pop("ranges"),
+                     "stability_pass": check or None,
                      "members": [p.to_json() for p in members],
+                     "member_unstable_rate": m.pop("member_unstable_rate"),
                      "truth_within_spread": m.pop("truth_within_spread")},
         **m}
     return rows

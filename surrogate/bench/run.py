@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -51,6 +53,33 @@ def suite_display_name(suite) -> str:
     return p.stem if p.suffix in (".yaml", ".yml") else str(suite)
 
 
+@contextmanager
+def mujoco_log(folder):
+    """MuJoCo's warnings go to ``folder/mujoco.log`` (console off) while the block runs, here and in the worker
+    processes it starts (``SURROGATE_MUJOCO_LOG``, read by ``surrogate._third_party_output``), instead of the
+    console and ``MUJOCO_LOG.TXT`` in the current folder; the previous settings come back after. Off with
+    ``SURROGATE_VERBOSE=1`` (``--verbose``): then everything is shown as MuJoCo prints it."""
+    if os.environ.get("SURROGATE_VERBOSE"):
+        yield
+        return
+    import mujoco
+
+    from .. import _third_party_output
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    before, env = mujoco.MjLogConfig.get(), os.environ.get("SURROGATE_MUJOCO_LOG")
+    os.environ["SURROGATE_MUJOCO_LOG"] = str(Path(folder).resolve() / "mujoco.log")
+    _third_party_output()
+    try:
+        yield
+    finally:
+        before.set()
+        if env is None:
+            os.environ.pop("SURROGATE_MUJOCO_LOG", None)
+        else:
+            os.environ["SURROGATE_MUJOCO_LOG"] = env
+
+
 def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(), progress: bool = True,
               cache_dir: Path = CACHE_DIR, video: bool | None = None, backend: str = "local", workers: int | None = None,
               ray_address: str | None = None) -> dict:
@@ -63,6 +92,14 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
     ``backend``: ``local`` (this process) or ``ray`` (tasks on a local Ray instance of ``workers``
     CPUs, default the suite's ``workers`` or 2, or on the cluster at ``ray_address``): the same
     ledger either way (``parallel``)."""
+    with mujoco_log(out):
+        return _run_suite(suite, out=out, checkpoint=checkpoint, test_data=test_data, overrides=overrides,
+                          progress=progress, cache_dir=cache_dir, video=video, backend=backend, workers=workers,
+                          ray_address=ray_address)
+
+
+def _run_suite(suite, *, out, checkpoint, test_data, overrides, progress, cache_dir, video, backend, workers,
+               ray_address) -> dict:
     cfg = load_suite(suite, overrides)
     if checkpoint is not None:  # a bad checkpoint fails now, not after minutes of baseline work
         _check_checkpoint(cfg["suite"], checkpoint)
@@ -99,7 +136,8 @@ def summary_lines(ledger: dict) -> list[str]:
                          f"   n={o['episodes']}")
             continue
         lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
-                     f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}")
+                     f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}"
+                     + (f"   unstable {o['unstable_rate']:.2f}" if o.get("unstable_rate") is not None else ""))
     for r in ledger.get("transfer") or []:  # the transfer suite: sim vs rig of each source's tuned policy
         f = lambda x: "—" if x is None else f"{x:+.2f}"
         lines.append(f"  transfer {r['source']:20s} rig success {r['rig_success_rate']:.2f}   success_gap "

@@ -3,8 +3,8 @@
 A *clip* is one MuJoCo scene shown once per trajectory, side by side: the recording, analytic
 MuJoCo and the surrogate for a benchmark episode; analytic and surrogate for a closed-loop
 environment rollout (there is no recording). Each panel is labelled with its model, the time and
-its pose error against the recording at that frame (``surrogate.metrics.pose_errors``, the one pose
-error); the object's trace, the path of its centre of mass so far, is drawn into the renderer's
+its pose error against the recording at that frame (``evaluate.episode_errors``: the one pose error under
+the suites' one blow-up rule, so its "episode mean" is the ledger's figure); the object's trace, the path of its centre of mass so far, is drawn into the renderer's
 scene as capsules (``mjv_initGeom`` / ``mjv_connector``): the panel's own path in its colour and,
 in the model panels, the recorded path in white for reference.
 

@@ -4,7 +4,8 @@ Trajectories come from the suites' own rollout functions, never a second impleme
 ``cube_real.predict_analytic`` and ``predictors.surrogate_predict`` for free-object episodes
 (tosses), ``replay.simulate_replay_qpos`` and ``replay.replay_with_model`` for grasps
 (``rig-grasp``), ``policies.rollout`` for environment rollouts. Each panel carries its pose error
-against the recording (``surrogate.metrics.pose_errors``, the one pose error).
+against the recording under the suites' one blow-up rule (``evaluate.episode_errors``), so a panel's
+"episode mean" is the ledger's figure for that episode and model.
 
 Shapes: F = recorded frames, P = panels.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from ..metrics import pose_errors
+from .evaluate import episode_errors
 from .video_select import dataset_path, find_episode, pick_episode, resolve_checkpoint
 
 
@@ -50,7 +51,7 @@ class Panel:
             return None
         v = np.ones(len(self.pos_pct), bool) if self.valid is None else self.valid
         x = float(np.mean(self.pos_pct[v]))
-        return x if np.isfinite(x) else None  # a rollout that blew up (the ledger caps it at max_error_m)
+        return x if np.isfinite(x) else None  # blew up with no blow-up rule in force (an env rollout)
 
 
 @dataclass
@@ -76,26 +77,27 @@ class Clip:
     info: dict = field(default_factory=dict)
 
 
-def _pose_panel(label, kind, pose, ep, scene_qpos0, adr):
+def _pose_panel(label, kind, pose, ep, scene_qpos0, adr, max_error_m=None):
     """A panel from a predicted [F, 7] object pose (free-object scene: the rest of qpos fixed)."""
     F = ep.num_frames
     q = np.tile(scene_qpos0, (F, 1))
     q[:, adr:adr + 7] = pose[:F]
-    return _qpos_panel(label, kind, q, ep, adr)
+    return _qpos_panel(label, kind, q, ep, adr, max_error_m)
 
 
-def _qpos_panel(label, kind, qpos, ep, adr):
-    """A panel from [F, nq] scene qpos, with its per-frame pose error against the recording."""
+def _qpos_panel(label, kind, qpos, ep, adr, max_error_m=None):
+    """A panel from [F, nq] scene qpos, with its per-frame pose error against the recording (the suite's
+    blow-up rule, ``max_error_m``: the ledger config's ``metrics.max_error_m``)."""
     F = min(len(qpos), ep.num_frames)
     qpos = np.asarray(qpos[:F], float)
     if kind == "recorded":
         return Panel(label, kind, qpos)
-    valid = None if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:F], bool)
-    e = pose_errors(qpos[:, adr:adr + 7], ep.object_pose[:F], valid)
+    e = episode_errors(qpos[:, adr:adr + 7], ep, max_error_m)
     p = Panel(label, kind, qpos, pos_pct=e["pos_m"] / ep.object.size * 100.0, rot_deg=e["rot_deg"], valid=e["valid"])
     mean = p.mean_pos_pct()
+    blew = "" if e["blew_up_at"] is None else f"; blew up at {float(ep.timestamps[e['blew_up_at']] - ep.timestamps[0]):.2f} s"
     p.note = ("episode mean: blew up" if mean is None else
-              f"episode mean {mean:.1f} % of size, {float(np.mean(p.rot_deg[p.valid])):.1f} deg")
+              f"episode mean {mean:.1f} % of size, {float(np.mean(p.rot_deg[p.valid])):.1f} deg{blew}")
     return p
 
 
@@ -146,10 +148,11 @@ def benchmark_clip(ledger: dict, *, episode: str | None = None, which: str | Non
     params, a_label = _analytic_params(ledger, ep, analytic)
     cfg = ledger.get("config") or {}
     sim = cfg.get("simulation") or {}
+    cap = (cfg.get("metrics") or {}).get("max_error_m")
     if suite == "cube-real":
-        clip = _toss_clip(ep, params, a_label, ckpt, sim, progress=progress)
+        clip = _toss_clip(ep, params, a_label, ckpt, sim, progress=progress, max_error_m=cap)
     else:
-        clip = _grasp_clip(ep, meta, params, a_label, ckpt, sim)
+        clip = _grasp_clip(ep, meta, params, a_label, ckpt, sim, max_error_m=cap)
     name = ledger.get("suite_name") or suite
     what = {"median": "median", "worst": "worst"}.get(pick["which"] or "", "")
     rank = f" ({what} {'surrogate' if pick['model'] == 'surrogate' else (pick['model'] or '')} error)" if what else ""
@@ -157,11 +160,12 @@ def benchmark_clip(ledger: dict, *, episode: str | None = None, which: str | Non
     clip.info = {"suite": suite, "suite_name": name, "episode": pick["key"], "which": pick["which"],
                  "ranked_by": pick["model"], "ledger_pos_pct_size": pick["pos_pct_size"],
                  "checkpoint": None if ckpt is None else str(ckpt), "analytic": a_label,
-                 "panels": {p.label: p.mean_pos_pct() for p in clip.panels if p.pos_pct is not None}}
+                 "panels": {p.label: p.mean_pos_pct() for p in clip.panels if p.pos_pct is not None},
+                 "notes": {p.label: p.note for p in clip.panels if p.note}}  # the labels drawn under each panel
     return clip
 
 
-def _toss_clip(ep, params, a_label, ckpt, sim, *, progress) -> Clip:
+def _toss_clip(ep, params, a_label, ckpt, sim, *, progress, max_error_m=None) -> Clip:
     from .cube_real import predict_analytic
     from .predictors import object_scene, surrogate_predict
 
@@ -170,14 +174,14 @@ def _toss_clip(ep, params, a_label, ckpt, sim, *, progress) -> Clip:
     adr, q0 = scene.object_qpos_adr, scene.model.qpos0.copy()
     panels = [_pose_panel("recorded", "recorded", ep.object_pose, ep, q0, adr)]
     pred = predict_analytic([params], [ep], substeps=substeps, init_frames=k)[0][ep.episode_id]
-    panels.append(_pose_panel(a_label, "analytic", pred, ep, q0, adr))
+    panels.append(_pose_panel(a_label, "analytic", pred, ep, q0, adr, max_error_m))
     if ckpt is not None:
         sp, _ = surrogate_predict(ckpt, [ep], substeps=substeps, init_frames=k, progress=progress)
-        panels.append(_pose_panel("surrogate", "surrogate", sp[ep.episode_id], ep, q0, adr))
+        panels.append(_pose_panel("surrogate", "surrogate", sp[ep.episode_id], ep, q0, adr, max_error_m))
     return Clip(scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
 
 
-def _grasp_clip(ep, meta, params, a_label, ckpt, sim) -> Clip:
+def _grasp_clip(ep, meta, params, a_label, ckpt, sim, *, max_error_m=None) -> Clip:
     from .replay import prepare_replay, replay_with_model, simulate_replay_qpos
     from .rig_grasp import _recorded_qpos
 
@@ -185,14 +189,14 @@ def _grasp_clip(ep, meta, params, a_label, ckpt, sim) -> Clip:
     r = prepare_replay(ep, meta, substeps=substeps, margin=margin)
     adr = r.scene.object_qpos_adr
     panels = [_qpos_panel("recorded", "recorded", _recorded_qpos(r), ep, adr),
-              _qpos_panel(a_label, "analytic", simulate_replay_qpos(r, [params])[0], ep, adr)]
+              _qpos_panel(a_label, "analytic", simulate_replay_qpos(r, [params])[0], ep, adr, max_error_m)]
     if ckpt is not None:
         from ..model.checkpoint import load_checkpoint
 
         model, card = load_checkpoint(ckpt)
         _, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps,
                                        margin=float((card.get("data") or {}).get("margin_m", margin)))
-        panels.append(_qpos_panel("surrogate", "surrogate", q, ep, adr))
+        panels.append(_qpos_panel("surrogate", "surrogate", q, ep, adr, max_error_m))
     return Clip(r.scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
 
 

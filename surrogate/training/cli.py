@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
 DESCRIPTION = "Train a contact surrogate (Lightning) under a YAML config; the trained model is exported as safetensors + card."
@@ -70,7 +71,8 @@ def prepare(a: argparse.Namespace) -> dict:
 
 
 def run(a: argparse.Namespace) -> dict:
-    """``--print-config``: print the resolved config, return it; else train and print the run's summary as JSON."""
+    """``--print-config``: print the resolved config, return it; else train, write the run's summary to
+    ``<out_dir>/result.json`` and print where it and the checkpoint are."""
     cfg = prepare(a)
     if a.print_config:
         from .config import to_yaml
@@ -80,7 +82,12 @@ def run(a: argparse.Namespace) -> dict:
     from .run import fit
 
     res = fit(cfg)
-    print(json.dumps(res, indent=1, default=str))
+    # the whole summary (about 120 lines of JSON) goes to a file of the run; the console gets where things are
+    from ..atomic import write_json_atomic
+
+    path = Path(cfg["out_dir"]) / "result.json"
+    write_json_atomic(path, json.loads(json.dumps(res, default=str)))
+    print(f"trained: checkpoint {res.get('exported', '(not exported)')}; summary {path}")
     return res
 
 

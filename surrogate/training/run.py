@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
-from .config import kind_of, resolved_config
+from ..paths import portable_path, portable_paths  # cards carry no machine paths
+from .config import PATH_KEYS, kind_of, resolved_config
 from .dataset import require_dataset
 from .setup import check_output_dir, check_split
 
@@ -150,7 +151,7 @@ def fit_law(cfg: dict) -> dict:
     if "closed_loop" in metrics:
         out["closed_loop"] = {k: v for k, v in metrics["closed_loop"].items() if k not in ("per_episode", "episodes")}
     c = dm.cfg
-    data = {"name": dm.capture.meta.name, "root": str(c["root"]), "sha256": dataset_hash(c["root"]),
+    data = {"name": dm.capture.meta.name, "root": portable_path(c["root"]), "sha256": dataset_hash(c["root"]),
             "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
             "bench_split": c["bench_split"], "margin_m": c["margin"], "substeps": c["substeps"],
             "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
@@ -161,11 +162,12 @@ def fit_law(cfg: dict) -> dict:
             metrics["release"]["friction_clamped_at_mu_max"] = m.mu_max
     if cfg["export"].get("dir"):
         export_checkpoint(res["model"], cfg["export"]["dir"], data=data,
-                          training={"config": cfg, "metrics": metrics, "val_per_episode": res["val_rows"]})
+                          training={"config": portable_paths(cfg, PATH_KEYS), "metrics": metrics, "val_per_episode": res["val_rows"]})
         out["exported"] = str(cfg["export"]["dir"])
     if cfg["export"].get("prior_dir"):  # the fitted constant law alone: its own row in the benchmarks
         export_checkpoint(res["prior_model"], cfg["export"]["prior_dir"], data=data,
-                          training={"config": cfg, "metrics": {k: metrics[k] for k in ("prior", "train_wall_s")},
+                          training={"config": portable_paths(cfg, PATH_KEYS),
+                                    "metrics": {k: metrics[k] for k in ("prior", "train_wall_s")},
                                     "val_per_episode": res["prior_val_rows"], "role": "the fitted prior law of the release"})
         out["exported_prior"] = str(cfg["export"]["prior_dir"])
     write_json_atomic(Path(cfg["out_dir"]) / RUN_CONFIG, resolved_config(cfg))

@@ -1,0 +1,269 @@
+"""Verdicts a researcher can trust at a glance: one number per concept (ledger, report, video labels, printed
+summary), a tie called a tie, like compared with like, one blow-up rule, a randomized baseline that MuJoCo
+integrates stably, and checkpoint cards without machine paths.
+
+The suite run is real and tiny (cube-real-small on 5 test tosses, one identification generation, videos at
+64 x 48); the rest is hand-computed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from surrogate.bench.ledger import horizon_ratio_verdict, outcome, verdict
+from surrogate.bench.report_tables import fmt_summary
+
+from .conftest import needs_shared
+
+REPO = Path(__file__).resolve().parents[1]
+CUBE_CKPT = "checkpoints/cube_tosses"
+TINY = ["data.n_test=5", "data.train_sizes=[8]", "baselines.identified.sizes=[8]", "baselines.identified.maxiter=1",
+        "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.identified.max_episodes=8",
+        "baselines.randomized.n=2", "video.width=64", "video.height=48", "video.fps=8"]
+
+
+# ----------------------------------------------------------------------------- ties and like with like
+
+def _row(vals, rot=None):
+    """A model row with per-episode position (and rotation) errors and their summaries."""
+    rot = rot or vals
+    eps = [{"id": str(i), "pos_pct_size": v, "rot_deg": r} for i, (v, r) in enumerate(zip(vals, rot))]
+    summ = lambda x: {"n": len(x), "mean": float(np.mean(x)), "median": float(np.median(x)),
+                      "mean_ci95": [float(np.mean(x)) - 1, float(np.mean(x)) + 1]}
+    return {"overall": {"episodes": len(vals), "pos_pct_size": summ(vals), "rot_deg": summ(rot)}, "per_episode": eps}
+
+
+def test_a_paired_interval_containing_zero_is_a_tie_never_supported():
+    assert outcome({"n": 5, "mean": -0.02, "ci95": [-0.48, 0.43]}, True) == "tie"
+    assert outcome({"n": 5, "mean": -1.0, "ci95": [-1.5, -0.5]}, False) == "met"
+    assert outcome({"n": 5, "mean": 1.0, "ci95": [0.5, 1.5]}, True) == "missed"
+    assert outcome({"n": 0, "mean": None, "ci95": None}, True) == "met"  # nothing paired: the means decide
+    rng = np.random.default_rng(0)
+    base = list(10 + rng.normal(0, 3, 40))
+    noise = list(np.array(base) + rng.normal(0, 3, 40))  # the same on average: a tie
+    v = verdict({"analytic_identified": _row(base), "surrogate": _row(noise)})
+    assert v["verdict"] == "tie" and v["targets"][0]["outcome"] == "tie" and "a tie" in v["detail"]
+    v = verdict({"analytic_identified": _row(base), "surrogate": _row(list(np.array(base) - 2))})
+    assert v["verdict"] == "supported"
+
+
+def test_a_ratio_target_is_decided_by_the_paired_interval_against_its_bound():
+    """surrogate <= 0.5 x best: paired surrogate - 0.5 x best, not the ratio of two noisy means alone."""
+    def at(vals):
+        r = _row(vals)
+        r["overall"]["horizons"] = {"pos_pct_size": {"1": r["overall"]["pos_pct_size"]}}
+        for e, v in zip(r["per_episode"], vals):
+            e["horizon_pos_pct_size"] = {"1": v}
+        return r
+
+    base = [10.0, 12.0, 8.0, 11.0, 9.0, 10.0]
+    v = horizon_ratio_verdict({"analytic_nominal": at(base), "surrogate": at([b * 0.3 for b in base])},
+                              horizon_s=1.0, max_ratio=0.5)
+    assert v["verdict"] == "supported" and v["targets"][0]["paired_against_bound"]["ci95"][1] < 0
+    # ratio 0.45 on the means, but one episode far above the bound: the interval against the bound contains zero
+    sur = [1.0, 1.0, 1.0, 1.0, 1.0, 21.0]
+    v = horizon_ratio_verdict({"analytic_nominal": at(base), "surrogate": at(sur)}, horizon_s=1.0, max_ratio=0.5)
+    assert v["targets"][0]["ratio"] < 0.5 and v["verdict"] == "tie" and "a tie" in v["detail"]
+    # the verdict's words name the same horizon as the rig suite's "Falsified if"
+    from surrogate.suites import load_suite
+
+    cfg = load_suite("rig-grasp-small", [])
+    assert "1 s after the close phase starts" in v["detail"]
+    assert "1 s after the close phase starts" in " ".join(cfg["falsified_if"].split())
+    assert "after the close phase starts" in " ".join(cfg["hypothesis"].split())
+
+
+def test_the_verdict_says_what_data_each_side_had():
+    s, i = _row([1.0, 2.0]), _row([1.5, 2.5])
+    s["train_size"] = 64
+    i.update({"train_size": 64, "same_data_as_surrogate": True, "identification": {"identified_on": 32}})
+    v = verdict({"analytic_identified": i, "surrogate": s})
+    assert v["comparison"].startswith("Compares like with like: the surrogate was trained on 64 training episodes and "
+                                      "MuJoCo identified on 32 of the same 64")
+    assert v["detail"].startswith(v["comparison"])
+    i["same_data_as_surrogate"] = False
+    assert verdict({"analytic_identified": i, "surrogate": s})["comparison"].startswith("Compares unequal data")
+
+
+# ----------------------------------------------------------------------------- one blow-up rule
+
+def test_one_blowup_rule_for_scores_and_video_labels():
+    from surrogate.bench.evaluate import score_episode
+    from surrogate.bench.video_clips import _qpos_panel
+    from surrogate.capture import Episode, ObjectSpec, Provenance
+
+    T = 40
+    true = np.tile([0.0, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0], (T, 1))
+    spec = ObjectSpec("box", 0.1, np.eye(3).tolist(), 0.1, {"kind": "box", "half_extents": [0.05] * 3}, 0.5)
+    ep = Episode("e", np.arange(T) / 100.0, true, spec, Provenance("test", False, 100.0))
+    pred = true.copy()
+    pred[10:, 0] = 2.0     # 2 m off: blown up from frame 10 ...
+    pred[20:, 0] = 0.0     # ... and back on the recording: still blown up (the rule holds from the first bad frame)
+    s = score_episode(pred, ep, size=0.1, horizons=[0.1], divergence={"pos_frac": 0.1, "rot_deg": 15.0}, max_error_m=1.0)
+    assert s["unstable"] and s["unstable_at_s"] == pytest.approx(0.10)
+    assert s["pos_pct_size"] == pytest.approx(30 / 40 * 1000.0)  # 30 frames at 1 m = 1000 % of 0.1 m
+    p = _qpos_panel("analytic (identified)", "analytic", pred, ep, 0, 1.0)
+    assert p.mean_pos_pct() == pytest.approx(s["pos_pct_size"], rel=1e-12)
+    assert p.note.startswith(f"episode mean {s['pos_pct_size']:.1f} % of size") and "blew up at 0.10 s" in p.note
+
+
+# ----------------------------------------------------------------------------- the randomized baseline
+
+def test_the_randomized_ensemble_redraws_members_that_blow_up_and_bounds_the_time_constant():
+    from surrogate.bench.analytic import AnalyticParams
+    from surrogate.bench.identify import stable_ensemble
+
+    center = AnalyticParams(friction=0.5, solref=(0.004, 1.0), solimp=(0.9, 0.95, 0.001), cone="elliptic")
+    seen = []
+
+    def stable(params):  # "blows up" above 0.55 friction: a known unstable region
+        seen.extend(params)
+        return [p.friction <= 0.55 for p in params]
+
+    members, info = stable_ensemble(center, n=6, seed=0, ranges=None, stable=stable, timestep=0.0025)
+    assert len(members) == 6 and all(m.friction <= 0.55 for m in members)
+    assert info["rejected"] == sum(p.friction > 0.55 for p in seen) > 0 and info["drawn"] == len(seen)
+    assert all(m.solref[0] >= 2 * 0.0025 for m in members) and info["timeconst_min"] == pytest.approx(0.005)
+    # few draws survive the full ranges: they are halved until enough do
+    members, info = stable_ensemble(center, n=4, seed=0, ranges=None, timestep=0.0025,
+                                    stable=lambda ps: [abs(np.log(p.friction / 0.5)) < 0.03 for p in ps])
+    assert len(members) == 4 and info["shrunk"] >= 1
+    assert info["ranges"]["friction"] == pytest.approx([0.7 ** (0.5 ** info["shrunk"]), 1.3 ** (0.5 ** info["shrunk"])])
+
+
+# ----------------------------------------------------------------------------- one number per concept
+
+@pytest.fixture(scope="module")
+def tiny_cube(tmp_path_factory):
+    from surrogate.bench.run import run_suite
+
+    base = tmp_path_factory.mktemp("verdicts")
+    ledger = run_suite("cube-real-small", out=base / "report", checkpoint=CUBE_CKPT, overrides=TINY, progress=False,
+                       cache_dir=base / "cache")
+    return ledger, base / "report"
+
+
+@needs_shared("contactnets_cube")
+def test_report_video_labels_and_summary_show_the_ledgers_figures(tiny_cube):
+    from surrogate.bench.run import summary_lines
+
+    ledger, out = tiny_cube
+    on_disk = json.loads((out / "ledger.json").read_text())
+    m, r = on_disk["models"], on_disk["result"]
+    report = (out / "report.md").read_text()
+    # the verdict, in the report as in the ledger, compares like with like and says so
+    assert f"**Result: {r['verdict']}.** {r['detail']}" in report and r["detail"].startswith("Compares like with like")
+    ident = m["analytic_identified"]
+    assert ident["same_data_as_surrogate"] and ident["train_size"] == m["surrogate"]["train_size"] == 64
+    # every model's figures in the report's table and the printed summary are the ledger's
+    printed = "\n".join(summary_lines(on_disk))
+    for name in ("analytic_nominal", "analytic_identified", "analytic_randomized", "surrogate"):
+        o = m[name]["overall"]
+        assert f"| {name} | {o['episodes']} | {fmt_summary(o['pos_pct_size'])} |" in report, name
+        assert f"{name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size" in printed, name
+    # the randomized ensemble's ranges, stability pass and unstable fraction are in the ledger and the report
+    en = m["analytic_randomized"]["ensemble"]
+    assert set(en["ranges"]) >= {"friction", "timeconst", "mass_scale"} and en["stability_pass"]["drawn"] >= en["n"]
+    assert m["analytic_randomized"]["overall"]["unstable_rate"] == 0.0 and "Randomized ensemble:" in report
+    # video labels: each panel's "episode mean" is the ledger's figure for that episode and model
+    vids = on_disk["videos"]["videos"]
+    assert [v["which"] for v in vids] == ["median", "worst"]
+    for v in vids:
+        for label, model in (("analytic (identified)", "analytic_identified"), ("surrogate", "surrogate")):
+            row = next(e for e in m[model]["per_episode"] if e["id"] == v["episode"])
+            assert v["panels"][label] == pytest.approx(row["pos_pct_size"], rel=1e-9), (v["which"], label)
+            assert v["notes"][label].startswith(f"episode mean {row['pos_pct_size']:.1f} % of size"), (v["which"], label)
+        fig = v["ledger_pos_pct_size"]
+        assert f"({fig:.1f} % of object size)" in report
+    # MuJoCo's warnings went into the run folder, nothing into the current folder
+    assert not Path("MUJOCO_LOG.TXT").exists() or Path("MUJOCO_LOG.TXT").stat().st_mtime < (out / "ledger.json").stat().st_mtime
+
+
+@needs_shared("contactnets_cube")
+def test_plots_drop_empty_horizons_and_show_objects_as_a_sorted_dot_plot(tiny_cube):
+    from surrogate.bench.report import horizons_figure
+
+    ledger, _ = tiny_cube
+    fig = horizons_figure(ledger)
+    ticks = [float(x) for x in fig.axes[0].get_xticks()]
+    lasting = [float(h) for h, s in ledger["models"]["surrogate"]["overall"]["horizons"]["pos_pct_size"].items() if s["n"]]
+    assert ticks == pytest.approx(sorted(lasting))
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- cards
+
+def _strings(o):
+    if isinstance(o, dict):
+        for v in o.values():
+            yield from _strings(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from _strings(v)
+    elif isinstance(o, str):
+        yield o
+
+
+def test_no_card_under_checkpoints_holds_a_machine_path():
+    cards = sorted((REPO / "checkpoints").glob("*/card.json"))
+    assert cards
+    for card in cards:
+        bad = [s for s in _strings(json.loads(card.read_text()))
+               if s.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", s)]
+        assert not bad, f"{card}: {bad[:3]}"
+
+
+def test_card_paths_are_written_relative_to_the_project_or_the_data_root(tmp_path, monkeypatch):
+    from surrogate.paths import portable_path, portable_paths, project_root
+
+    monkeypatch.setenv("SURROGATE_DATA", str(tmp_path / "data"))
+    assert portable_path(project_root() / "datasets" / "generated" / "x") == "datasets/generated/x"
+    assert portable_path(tmp_path / "data" / "contactnets_cube") == "${SURROGATE_DATA}/contactnets_cube"
+    assert portable_path("/somewhere/else/runs/cube") == "cube"  # the card's sha256 names the content
+    assert portable_path("runs/x") == "runs/x" and portable_path(None) is None
+    cfg = portable_paths({"out_dir": str(project_root() / "runs" / "r"), "data": {"root": "/a/b/c"}, "seed": 1},
+                         ["out_dir", "data.root", "export.dir"])
+    assert cfg == {"out_dir": "runs/r", "data": {"root": "c"}, "seed": 1}
+
+
+def test_tables_show_one_episode_as_its_value_and_objects_as_rows():
+    from surrogate.bench.report_tables import per_object_lines
+
+    one = {"n": 1, "mean": 2.6, "median": 2.6, "mean_ci95": [2.6, 2.6]}
+    assert fmt_summary(one) == "2.6"
+
+    def row(objs):
+        return {"overall": {"pos_pct_size": one},
+                "per_object": {o: {"episodes": 1, "pos_pct_size": one, "horizons": {"pos_pct_size": {"1": one}}}
+                               for o in objs}}
+
+    objs = [f"obj{i}" for i in range(16)]
+    led = {"config": {"metrics": {"horizon_origin": "close"}, "acceptance": {"horizon_s": 1.0}},
+           "models": {"analytic_nominal": row(objs), "surrogate": row(objs)}}
+    lines = per_object_lines(led)
+    table = [x for x in lines if x.startswith("| obj") and not x.startswith("| object |")]
+    assert len(table) == 16 and all(x.count("|") == 5 for x in table)  # object, episodes, two models
+    assert "after the close phase starts" in lines[1]
+
+
+@needs_shared("contactnets_cube")
+def test_a_cards_captures_made_outside_the_project_are_found_beside_its_checkpoint_by_name_and_hash(tmp_path):
+    """The main job trains on OUT/rig_captures and exports OUT/checkpoint_rig: the card says "rig_captures"."""
+    from surrogate.bench.rig_data import card_data_root
+    from surrogate.capture import dataset_hash
+    from surrogate.importers.contactnets import import_contactnets
+
+    from .conftest import SHARED
+
+    import_contactnets(SHARED / "contactnets_cube", tmp_path / "captures", progress=False)
+    card = {"data": {"root": "captures", "sha256": dataset_hash(tmp_path / "captures")}}
+    assert card_data_root(card, tmp_path / "checkpoint") == tmp_path / "captures"
+    assert card_data_root({"data": {**card["data"], "sha256": "0" * 64}}, tmp_path / "checkpoint") is None  # other data
+    assert card_data_root(card, None) is None
