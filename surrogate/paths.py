@@ -108,6 +108,9 @@ def portable_path(path) -> str | None:
     return p.name
 
 
+# the keys of a training config that hold paths (the path rule of ``training.config``; made portable in cards)
+TRAINING_PATH_KEYS = ("out_dir", "ckpt_path", "data.root", "export.dir", "export.release_dir", "export.prior_dir")
+
 def portable_paths(cfg: dict, keys) -> dict:
     """A copy of ``cfg`` with each dotted key of ``keys`` that holds a path made ``portable_path``."""
     import copy

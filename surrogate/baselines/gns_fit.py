@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ..paths import TRAINING_PATH_KEYS as PATH_KEYS
 from ..paths import portable_path, portable_paths  # cards carry no machine paths
-from ..training.config import PATH_KEYS
 
 
 def fit_gns(cfg: dict) -> dict:

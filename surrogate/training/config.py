@@ -26,6 +26,7 @@ from pathlib import Path
 from ..config import apply_overrides, expand_env, get_dotted, load_yaml, merge, set_dotted
 from ..errors import ConfigError
 from ..paths import config_dir
+from ..paths import TRAINING_PATH_KEYS as PATH_KEYS  # the path rule's keys (one list, in core)
 from . import keys
 
 _TRAINER = {"accelerator": "cpu", "devices": 1, "strategy": "auto", "deterministic": True, "log_every_n_steps": 20,
@@ -39,7 +40,6 @@ GNS_DEFAULTS = {  # model.kind: gns (the end-to-end peer, no MuJoCo)
     "trainer": {"max_epochs": 30, **_TRAINER}, "export": {"dir": None, "release_dir": None},
 }
 DEFAULTS = LAW_DEFAULTS  # the default kind's
-PATH_KEYS = ("out_dir", "ckpt_path", "data.root", "export.dir", "export.release_dir", "export.prior_dir")
 CKPT_KEYWORDS = ("last", "best", "hpc", "registry")  # Lightning's ckpt_path keywords
 TRAIN_CONFIGS = "train"  # packaged training configs: config_dir() / train / <name>.yaml
 
