@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .errors import ConfigError
 

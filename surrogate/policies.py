@@ -47,7 +47,7 @@ class GraspParams:
     lift_height: float = 0.08
 
     @classmethod
-    def from_vector(cls, v) -> "GraspParams":
+    def from_vector(cls, v) -> GraspParams:
         v = np.clip(np.asarray(v, float), PARAM_LOW, PARAM_HIGH)
         return cls(*map(float, v))
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import apply_overrides, load_yaml, merge
-from .config import config_hash  # noqa: F401  (re-exported: the ledger's config identity)
+from .config import (
+    apply_overrides,
+    config_hash,  # noqa: F401  (re-exported: the ledger's config identity)
+    load_yaml,
+    merge,
+)
 from .errors import ConfigError
 from .paths import CONFIG_DIR
 

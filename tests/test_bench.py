@@ -11,12 +11,18 @@ from scipy.spatial.transform import Rotation
 
 from surrogate.bench.analytic import AnalyticParams, initial_free_state
 from surrogate.bench.ledger import validate_ledger
-from surrogate.metrics import (
-    bootstrap_ci, box_penetration, first_divergence, geodesic_deg, horizon_errors, pose_errors, summarize,
-)
 from surrogate.bench.run import run_suite
-from surrogate.suites import load_suite
 from surrogate.capture import Environment, Episode, ObjectSpec, Provenance
+from surrogate.metrics import (
+    bootstrap_ci,
+    box_penetration,
+    first_divergence,
+    geodesic_deg,
+    horizon_errors,
+    pose_errors,
+    summarize,
+)
+from surrogate.suites import load_suite
 
 from .conftest import needs_shared
 

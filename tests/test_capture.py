@@ -20,8 +20,15 @@ import pytest
 import surrogate.capture.reader as reader_mod
 import surrogate.capture.writer as writer_mod
 from surrogate.capture import (
-    CaptureWriter, DatasetMeta, Environment, Episode, ObjectSpec, Provenance, read_dataset,
-    validate_episode, write_dataset,
+    CaptureWriter,
+    DatasetMeta,
+    Environment,
+    Episode,
+    ObjectSpec,
+    Provenance,
+    read_dataset,
+    validate_episode,
+    write_dataset,
 )
 from surrogate.capture.episode import OPTIONAL_ARRAYS
 from surrogate.capture.schema import CONTACT_META, FEATURE_KEYS

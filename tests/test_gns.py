@@ -140,10 +140,10 @@ def _train(root, out, *, epochs: int, seed: int = 0):
 
 @needs_shared("contactnets_cube")
 def test_tiny_training_lowers_the_validation_rollout_error_and_exports_the_best_epoch(few_tosses, tmp_path):
-    from surrogate.capture import read_dataset
-    from surrogate.model.checkpoint import load_checkpoint
-    from surrogate.learn.objective import episode_scores
     from surrogate.baselines.gns_rollout import predict_episodes
+    from surrogate.capture import read_dataset
+    from surrogate.learn.objective import episode_scores
+    from surrogate.model.checkpoint import load_checkpoint
 
     res, cfg = _train(few_tosses, tmp_path / "run", epochs=4)
     vals = [r["pos_pct"] for r in json.loads((tmp_path / "run" / "export" / "card.json").read_text())

@@ -97,7 +97,8 @@ def test_presliding_spring_never_reverses_slip_from_rest():
                                           np.array([[slip, 0.0, 0.0]]), dt, mu=np.array([2.0]), eps=np.array([1e-6]),
                                           iterations=2, a_spring=a_z)
         assert 0.0 <= v1[0, 0] <= slip and F[0, 0] * v1[0, 0] <= 0.0
-        T = lambda x: torch.tensor(np.asarray(x, dtype=np.float64))
+        def T(x):
+            return torch.tensor(np.asarray(x, dtype=np.float64))
         _, xi = solve_free_object(T(w0), T(a), T(b), T(n), T(np.zeros((1, 3))), T(np.zeros((1, 3))),
                                   torch.zeros(1, dtype=torch.long), vel=T([[slip, 0, 0]]), omega=T(np.zeros((1, 3))),
                                   mass=T([m]), inertia_w=T(np.eye(3)[None] * 1e-5), gravity=T([[0, 0, 0]]), dt=dt,
@@ -161,7 +162,7 @@ def test_dropped_cube_with_the_spring_never_gains_energy(seed, iterations, histo
     e0 = _energy(scene, d)
     k_ref = 300.0 * 0.37 * 9.81 / 0.1048
     budget, worst, injections, touched = e0, -np.inf, 0, 0
-    for k in range(600):
+    for _k in range(600):
         step(scene.model, d, stepper)
         e = _energy(scene, d) + _spring_energy(stepper.history)
         worst = max(worst, e - budget)

@@ -547,8 +547,8 @@ def _reset_count_run(stepper, scene, ds, nstep=3):
 
 
 def test_case12_mujoco_resets_are_counted_per_environment():
-    from surrogate.scenes import build_scene
     from surrogate.objects import make_object
+    from surrogate.scenes import build_scene
     from surrogate.sim import MuJoCoContact, Stepper
 
     s = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
@@ -570,8 +570,8 @@ def test_case12_mujoco_resets_are_counted_per_environment():
 def test_case12_a_huge_finite_force_reset_is_counted_for_that_env_only():
     import torch
 
-    from surrogate.scenes import build_scene
     from surrogate.objects import make_object
+    from surrogate.scenes import build_scene
     from surrogate.sim import Stepper
 
     class HugeOnEnv1:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
-import pytest
 
 from surrogate.bench.analytic import AnalyticParams
+from surrogate.bench.gap import study
 from surrogate.bench.replay import prepare_replay, replay_errors, simulate_replay
 from surrogate.capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
 from surrogate.objects import make_object
-from surrogate.bench.gap import study
 from surrogate.scenes import build_scene, hand_ctrl
 
 

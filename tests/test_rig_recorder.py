@@ -9,13 +9,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from surrogate.capture import ObjectSpec, read_dataset, write_dataset
-from surrogate.capture import DatasetMeta, Environment
+from surrogate.capture import DatasetMeta, Environment, ObjectSpec, read_dataset, write_dataset
 from surrogate.errors import ConfigError
 from surrogate.objects import make_object
 from surrogate.rig.recorder import (
-    RECORDER_DEFAULTS, SOURCE, annotate_regions, config_hash, contact_region_seeds, joint_steps, quat_mul,
-    record, recorder_rng, rotvec_from_quat, validate_recorder_config,
+    RECORDER_DEFAULTS,
+    SOURCE,
+    annotate_regions,
+    config_hash,
+    contact_region_seeds,
+    joint_steps,
+    quat_mul,
+    record,
+    recorder_rng,
+    rotvec_from_quat,
+    validate_recorder_config,
 )
 from surrogate.rig.trace import RigTrace
 

@@ -183,8 +183,9 @@ def test_out_of_range_inputs_counted_and_warned_once():
 
 # -- Gymnasium environments -----------------------------------------------------------------
 def test_envs_registered_and_pass_check_env():
-    import surrogate.envs  # noqa: F401  (registers)
     from gymnasium.utils.env_checker import check_env
+
+    import surrogate.envs  # noqa: F401  (registers)
 
     for env_id, kw in (("ContactSurrogate/GripperGrasp-v0", {}),
                        ("ContactSurrogate/HandGrasp-v0", {"object": "cylinder", "object_seed": 1}),

@@ -33,8 +33,9 @@ def _row(vals, rot=None):
     """A model row with per-episode position (and rotation) errors and their summaries."""
     rot = rot or vals
     eps = [{"id": str(i), "pos_pct_size": v, "rot_deg": r} for i, (v, r) in enumerate(zip(vals, rot))]
-    summ = lambda x: {"n": len(x), "mean": float(np.mean(x)), "median": float(np.median(x)),
-                      "mean_ci95": [float(np.mean(x)) - 1, float(np.mean(x)) + 1]}
+    def summ(x):
+        return {"n": len(x), "mean": float(np.mean(x)), "median": float(np.median(x)),
+                          "mean_ci95": [float(np.mean(x)) - 1, float(np.mean(x)) + 1]}
     return {"overall": {"episodes": len(vals), "pos_pct_size": summ(vals), "rot_deg": summ(rot)}, "per_episode": eps}
 
 

@@ -151,8 +151,8 @@ def gns_cost(model: GNSNet) -> dict:
     def fl(seq):
         return sum(2 * m.in_features * m.out_features for m in seq if isinstance(m, nn.Linear))
 
-    node = fl(model.node_enc) + fl(model.decoder) + sum(fl(l.node_mlp) for l in model.layers)
-    edge = fl(model.edge_enc) + sum(fl(l.edge_mlp) for l in model.layers)
+    node = fl(model.node_enc) + fl(model.decoder) + sum(fl(layer.node_mlp) for layer in model.layers)
+    edge = fl(model.edge_enc) + sum(fl(layer.edge_mlp) for layer in model.layers)
     return {"parameters": count_parameters(model), "nodes": V, "edges": E, "flops_per_step": int(V * node + E * edge)}
 
 

@@ -58,8 +58,8 @@ def export_gns(cfg: dict, dm, module, ckpt, result: dict) -> str:
     import torch
 
     from ..capture import dataset_hash
-    from ..model.checkpoint import export_checkpoint
     from ..learn.objective import episode_scores
+    from ..model.checkpoint import export_checkpoint
     from .gns_rollout import predict_episodes
 
     model = module.model

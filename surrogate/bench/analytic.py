@@ -48,7 +48,7 @@ class AnalyticParams:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "AnalyticParams":
+    def from_json(cls, d: dict) -> AnalyticParams:
         return cls(friction=float(d["friction"]), solref=tuple(d["solref"]), solimp=tuple(d["solimp"]),
                    cone=d.get("cone", "pyramidal"), mass_scale=float(d.get("mass_scale", 1.0)),
                    delay_s=float(d.get("delay_s", 0.0)))
@@ -108,7 +108,7 @@ class TossSet:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_episodes(cls, episodes, *, substeps: int = 4, k: int = 5) -> "TossSet":
+    def from_episodes(cls, episodes, *, substeps: int = 4, k: int = 5) -> TossSet:
         states = [initial_free_state(e, k=k) for e in episodes]
         return cls(list(episodes), np.stack([s[0] for s in states]), np.stack([s[1] for s in states]),
                    np.array([e.num_frames for e in episodes]), substeps)

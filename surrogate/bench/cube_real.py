@@ -24,12 +24,12 @@ import numpy as np
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from ..errors import ConfigError
+from ..metrics import box_penetration
 from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet, simulate_tosses
 from .evaluate import aggregate, ensemble_mean_score, episode_errors, per_object, score_episode, spread_coverage
 from .identify import identify
-from ..metrics import box_penetration
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
 from .testsets import as_paths, describe, keyed, require_kind, set_names

@@ -13,7 +13,6 @@ import numpy as np
 
 from ..metrics import first_divergence, horizon_errors, pose_errors, summarize
 
-
 BLOWUP_ROT_DEG = 180.0  # the rotation error a blown-up frame counts: the largest there is
 
 

@@ -35,8 +35,8 @@ from ..rig.config import effect_names, load_rig_config, with_effects
 from ..rig.generate import generate
 from ..suites import load_suite
 from . import gap_stats
-from .rig_scoring import EpisodeScorer
 from .replay import identify_replays, prepare_replay, simulate_replay_qpos
+from .rig_scoring import EpisodeScorer
 
 log = logging.getLogger(__name__)
 

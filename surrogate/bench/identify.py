@@ -19,8 +19,8 @@ import numpy as np
 from scipy.optimize import differential_evolution
 from tqdm import tqdm
 
-from .analytic import AnalyticParams, TossSet, simulate_tosses
 from ..metrics import geodesic_deg
+from .analytic import AnalyticParams, TossSet, simulate_tosses
 
 # Search space: (name, low, high, log-scale)
 BOUNDS = [
@@ -101,13 +101,13 @@ def fit_params(evaluate, *, cones=("pyramidal", "elliptic"), fit_mass: bool = Fa
         evals = [0]
         bar = tqdm(total=maxiter + 1, desc=f"{what} ({cone})", unit="gen", disable=not progress)
 
-        def f(X, cone=cone):
+        def f(X, cone=cone, evals=evals):
             X = X.reshape(-1, 1) if X.ndim == 1 else X  # scipy passes [ndim, S] when vectorized
             params = [_decode(X[:, s], cone, fit_mass, fit_delay) for s in range(X.shape[1])]
             evals[0] += len(params)
             return np.asarray(evaluate(params), dtype=float)
 
-        def tick(*_a, **_k) -> None:
+        def tick(*_a, bar=bar, **_k) -> None:
             # Returns None on purpose: scipy halts the search when the callback returns True, and
             # tqdm's update() returns True whenever it redraws -- which stopped every search after its
             # first generation (128 of 1344 evaluations on the cube tosses at popsize 8, maxiter 20).

@@ -154,7 +154,8 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
         missing = "surrogate" if "overall" not in s else baseline
         return {"verdict": "not tested", "detail": f"{missing} was not evaluated in this run"}
     sm, bm = s["overall"][metric], b["overall"][metric]
-    ci = lambda x: f"[{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
+    def ci(x):
+        return f"[{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
     pp = paired(models, "surrogate", baseline, lambda e: e.get(metric))
     out = outcome(pp, sm["mean"] < bm["mean"])
     gap = {"met": f"target met by {_value_words(metric, bm['mean'] - sm['mean'])}",
@@ -219,10 +220,12 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
     best = min(base, key=lambda n: base[n]["mean"])
     b = base[best]
     ratio = s["mean"] / max(b["mean"], 1e-12)
-    value = lambda e: (e.get(f"horizon_{metric}") or {}).get(h)
+    def value(e):
+        return (e.get(f"horizon_{metric}") or {}).get(h)
     pb = paired(models, "surrogate", best, value, sets=sets, scale=max_ratio)
     out = outcome(pb, ratio <= max_ratio)
-    ci = lambda x: f" [{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
+    def ci(x):
+        return f" [{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
     bound = f"surrogate - {max_ratio:g} x {best} {_paired_words(pb)}" if pb["n"] else ""
     gap = {"met": f"target met (ratio {ratio:.2f} <= {max_ratio:g}" + (f"; {bound}" if bound else "") + ")",
            "tie": f"a tie: ratio {ratio:.2f} against {max_ratio:g}, and the paired interval of {bound} contains zero",

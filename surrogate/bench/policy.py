@@ -21,9 +21,9 @@ import numpy as np
 
 from ..config import expand_env
 from ..errors import ConfigError
+from ..metrics import summarize
 from ..parallel import Executor
 from .analytic import AnalyticParams, apply_params
-from ..metrics import summarize
 from .rows import NOT_GIVEN
 
 

@@ -15,9 +15,9 @@ end-to-end learned simulator) adds one ``LEARNED`` entry and needs no change to 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from tqdm import tqdm
 

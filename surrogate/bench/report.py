@@ -13,8 +13,17 @@ import numpy as np  # noqa: E402
 from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
 from .ledger import metric_words  # noqa: E402
 from .report_tables import (  # noqa: E402
-    divergence_lines, ensemble_lines, evaluated_models, fmt_rate, fmt_summary, force_lines, outcome_lines, per_object_lines,
-    per_set_lines, scaled, video_lines,
+    divergence_lines,
+    ensemble_lines,
+    evaluated_models,
+    fmt_rate,
+    fmt_summary,
+    force_lines,
+    outcome_lines,
+    per_object_lines,
+    per_set_lines,
+    scaled,
+    video_lines,
 )
 
 COLORS = {"analytic_nominal": "#999999", "analytic_randomized": "#6baed6", "analytic_identified": "#08519c", "surrogate": "#d94801"}
@@ -220,7 +229,8 @@ def per_object_figure(ledger):
     if len(objects) < 2:
         return None
     ref = dict(models).get("surrogate") or dict(models).get("analytic_identified") or models[0][1]
-    mean = lambda m, o: ((m.get("per_object", {}).get(o) or {}).get("pos_pct_size") or {}).get("mean")
+    def mean(m, o):
+        return ((m.get("per_object", {}).get(o) or {}).get("pos_pct_size") or {}).get("mean")
     objects.sort(key=lambda o: mean(ref, o) if mean(ref, o) is not None else -1)
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.28 * len(objects)))
     vals, stable = [], []

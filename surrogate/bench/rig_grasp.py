@@ -43,8 +43,15 @@ from ..errors import ConfigError
 from ..parallel import Executor, task_cache
 from .grasp_outcome import rates
 from .identify import fit_params, loss_of
-from .replay import (analytic_pad_forces, prepare_replay, replay_errors, replay_with_model, simulate_replay,
-                     simulate_replay_qpos, simulate_replay_states)
+from .replay import (
+    analytic_pad_forces,
+    prepare_replay,
+    replay_errors,
+    replay_with_model,
+    simulate_replay,
+    simulate_replay_qpos,
+    simulate_replay_states,
+)
 from .rig_data import generated_dataset, load_sets, resolve, rig_settings, thresholds, train_dataset
 from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer, recorded_qpos
 from .rows import NOT_GIVEN, analytic_rows, learned_row, nominal_params

@@ -18,8 +18,8 @@ The protocol, in plain functions:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .analytic import nominal_params
 from .identify import ensemble_ranges, randomized_ensemble, stable_ensemble

@@ -10,9 +10,9 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..parallel import executor
 from ..paths import cache_dir
+from ..suites import config_hash, load_suite
 from .ledger import build_ledger, write_ledger
 from .report import write_report
-from ..suites import config_hash, load_suite
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +139,8 @@ def summary_lines(ledger: dict) -> list[str]:
                      f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}"
                      + (f"   unstable {o['unstable_rate']:.2f}" if o.get("unstable_rate") is not None else ""))
     for r in ledger.get("transfer") or []:  # the transfer suite: sim vs rig of each source's tuned policy
-        f = lambda x: "—" if x is None else f"{x:+.2f}"
+        def f(x):
+            return "—" if x is None else f"{x:+.2f}"
         lines.append(f"  transfer {r['source']:20s} rig success {r['rig_success_rate']:.2f}   success_gap "
                      f"{f(r['success_gap'])}   slip_gap {f(r['slip_gap'])}   tuned {r['tuned']}")
     v = ledger.get("videos") or {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+
 from ..paths import release_checkpoint
 
 # MuJoCo, torch and the stepper are imported inside the functions, so that building the
@@ -85,7 +86,7 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
         copies = Copies(scene, B)
         snap = [np.concatenate([d.qpos, d.qvel]) for d in datas]
 
-        def restore():
+        def restore(datas=datas, snap=snap, copies=copies, B=B):
             for d, s in zip(datas, snap):
                 d.qpos[:], d.qvel[:] = s[:m.nq], s[m.nq:]
                 mujoco.mj_forward(m, d)

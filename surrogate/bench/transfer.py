@@ -108,7 +108,9 @@ def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: 
                                              model=model)
                 except UngraspableObject:
                     continue
-                succ += list(res["success"]); slip += list(res["slipped"]); ret += list(res["return"])
+                succ += list(res["success"])
+                slip += list(res["slipped"])
+                ret += list(res["return"])
         if not succ:
             raise ConfigError("no tuning object can be grasped by the hand", key="data.tune_objects")
         score = float(np.mean(succ) - penalty * np.mean(slip) - force_cost * c["grip_force"])
@@ -278,7 +280,8 @@ def verdict(rows: list[dict]) -> dict:
             words.append(f"{k} undefined (no lifted episodes on one side)")
             continue
         met = abs(s[k]) < abs(r[k])
-        ci = lambda x: f" [{x[0]:+.2f}, {x[1]:+.2f}]" if x else ""
+        def ci(x):
+            return f" [{x[0]:+.2f}, {x[1]:+.2f}]" if x else ""
         tie = " (equal: not smaller)" if abs(s[k]) == abs(r[k]) else ""
         words.append(f"{k} surrogate {s[k]:+.2f}{ci(s[k + '_ci95'])} vs randomized {r[k]:+.2f}{ci(r[k + '_ci95'])}{tie}")
         targets.append({"metric": k, "baseline": "analytic_randomized", "surrogate": abs(s[k]),

@@ -33,10 +33,29 @@ from pathlib import Path
 
 from ..errors import SurrogateError
 from .video_clips import Clip, Panel, benchmark_clip, env_clip
-from .video_render import (HEADER_PX, PANEL_RGBA, REFERENCE_RGBA, RenderError, render_clip, render_to_files,
-                           rendering_unavailable, still_index, write_still, write_video)
-from .video_select import (WHICH, load_ledger, pick_episode, policy_picks, ranked_episodes, ranking_model,
-                           resolve_checkpoint, suite_episode_key, suite_ledger)
+from .video_render import (
+    HEADER_PX,
+    PANEL_RGBA,
+    REFERENCE_RGBA,
+    RenderError,
+    render_clip,
+    render_to_files,
+    rendering_unavailable,
+    still_index,
+    write_still,
+    write_video,
+)
+from .video_select import (
+    WHICH,
+    load_ledger,
+    pick_episode,
+    policy_picks,
+    ranked_episodes,
+    ranking_model,
+    resolve_checkpoint,
+    suite_episode_key,
+    suite_ledger,
+)
 
 __all__ = [
     "Clip", "HEADER_PX", "PANEL_RGBA", "Panel", "REFERENCE_RGBA", "RenderError", "WHICH", "benchmark_clip", "env_clip",

@@ -138,8 +138,8 @@ def find_episode(root: Path, eid: str, ledger_file, field_name: str):
 def suite_ledger(suite: str, *, overrides=(), test_data=None, cache_dir=None, progress: bool = False) -> dict:
     """A minimal ledger for rendering a named episode of a suite without running it: the suite's
     config and where its test episodes are (no models: the analytic panel is nominal)."""
-    from .run import CACHE_DIR
     from ..suites import load_suite
+    from .run import CACHE_DIR
 
     cfg = load_suite(suite, overrides)
     cache_dir = Path(cache_dir or CACHE_DIR)

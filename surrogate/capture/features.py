@@ -7,8 +7,17 @@ import numpy as np
 import pyarrow as pa
 
 from .episode import OPTIONAL_ARRAYS, DatasetMeta, Episode
-from .schema import (ENV_STATE_KEY, FEATURE_KEYS, POSE_NAMES, POSE_UNITS, TRUTH_PREFIX, TWIST_NAMES, TWIST_UNITS,
-                     WRENCH_NAMES, WRENCH_UNITS)
+from .schema import (
+    ENV_STATE_KEY,
+    FEATURE_KEYS,
+    POSE_NAMES,
+    POSE_UNITS,
+    TRUTH_PREFIX,
+    TWIST_NAMES,
+    TWIST_UNITS,
+    WRENCH_NAMES,
+    WRENCH_UNITS,
+)
 
 
 def flat(ep: Episode, name: str) -> np.ndarray:

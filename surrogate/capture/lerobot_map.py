@@ -42,8 +42,7 @@ import pyarrow as pa
 
 from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, Provenance, hold_last_valid
-from .lerobot_mapping import UNIT_OPTIONS, check_mapping, object_spec
-from .lerobot_mapping import box_inertia, load_mapping  # noqa: F401  (re-exported: the mapping's public API)
+from .lerobot_mapping import UNIT_OPTIONS, box_inertia, check_mapping, load_mapping, object_spec  # noqa: F401  (re-exported: the mapping's public API)
 from .reader import _read_table, episode_index, metadata_problems
 from .schema import POSE_NAMES, UNIT_TO_SI
 from .validate import validate_episode, validate_meta

@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
 from .schema import CONTACT_META, ENV_STATE_KEY, FEATURE_KEYS, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
+from .validate import validate_episode, validate_meta
 from .writer import EPISODES_PATH
 
 STATS = "meta/stats.json"
 BOOKKEEPING = ("frame_index", "episode_index", "index", "task_index")  # LeRobot's; no units to describe
 MAX_RATE_HZ = 1e5
-from .validate import validate_episode, validate_meta
 
 
 @dataclass

@@ -44,7 +44,7 @@ out-of-training-range contacts of the surrogate).
 from __future__ import annotations
 
 import numbers
-from typing import Sequence
+from collections.abc import Sequence
 
 import gymnasium as gym
 import mujoco

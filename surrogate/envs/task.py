@@ -9,22 +9,21 @@ described in ``surrogate.envs.grasp``, whose Gymnasium environments are thin she
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import mujoco
 import numpy as np
 from gymnasium import spaces
 
 from ..errors import ConfigError
-from ..paths import release_checkpoint
 from ..objects import ObjectAsset, load_mesh_object, load_split, make_object
+from ..paths import release_checkpoint
+from ..quat import quat_conj, quat_mul
 from ..scenes import TABLE_HEIGHT, build_scene
 from ..scenes.builder import TABLE_HALF
-from ..quat import quat_conj, quat_mul
 from ..sim.stepper import CONTACT_MODES, Stepper
 from .physics import CopiesPhysics, DataPhysics, EnvArrays, Ids
-
 
 HANDS = ("parallel_jaw", "three_finger")
 DEFAULT_RELEASE = "rig_default"  # the checkpoint contact="surrogate" loads when none is given

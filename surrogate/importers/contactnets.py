@@ -23,8 +23,8 @@ import io
 import json
 import math
 import re
-import tarfile
 import shutil
+import tarfile
 import tempfile
 import urllib.request
 import zipfile

@@ -48,7 +48,7 @@ class ImportReport:
                 raise FileExistsError(f"{out}: already exists (pass overwrite=True / --overwrite to replace it)")
             check_replaceable_dataset(out)
 
-    def write(self, episodes, meta, *, overwrite: bool = False) -> "ImportReport":
+    def write(self, episodes, meta, *, overwrite: bool = False) -> ImportReport:
         """Write the kept ``episodes`` (the skipped inputs travel in ``meta.skipped``) atomically to ``self.out``.
 
         With no episode left, nothing is written and the CaptureError lists why each input was skipped."""

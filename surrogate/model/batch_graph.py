@@ -27,19 +27,19 @@ Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as i
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Sequence
 
 import mujoco
 import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from ..scenes.scene import match_pair_keys, pair_keys
 from .data_views import DataViews
 from .graph import GEOM_DESC, geom_descriptor
 from .law import cross
-from ..scenes.scene import match_pair_keys, pair_keys
 
 
 class ContactGraph(SimpleNamespace):
@@ -85,7 +85,7 @@ class ContactBatch:
     _frames: object = None  # () -> (rot [E, 3, 3], point [E, 3]), computed once on first use
     # (pos [E, 3], cdof [B, nv, 6], M [B, nM], qvel [B, nv], subtree COM of each dof's root body [B, nv, 3])
     dynamics: tuple | None = None
-    contact_set: "ContactSet | None" = None
+    contact_set: ContactSet | None = None
     _graph: object = None
 
     @property
@@ -222,7 +222,7 @@ class GraphBuilder:
         index = _dense_M_index(self._model)
         return np.maximum(index, 0), index >= 0
 
-    def contact_set(self, ncon: np.ndarray, geom: np.ndarray) -> "ContactSet":
+    def contact_set(self, ncon: np.ndarray, geom: np.ndarray) -> ContactSet:
         """The ``ContactSet`` of a batch whose environments have ``ncon`` [B] contacts with geoms ``geom`` [C, 2]
         (all of them, in order); the last one is kept and reused while the same pairs are in contact."""
         key = (ncon.tobytes(), geom.tobytes())
@@ -248,11 +248,11 @@ class GraphBuilder:
         return cs
 
     @classmethod
-    def from_scene(cls, scene, model: mujoco.MjModel | None = None) -> "GraphBuilder":
+    def from_scene(cls, scene, model: mujoco.MjModel | None = None) -> GraphBuilder:
         m = scene.model if model is None else model
         return cls(m, object_body=scene.object_body_id, length=scene.obj.size, owned_pair_ids=scene.owned_pair_ids)
 
-    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False, views: "DataViews | None" = None,
+    def gather(self, datas: Sequence[mujoco.MjData], *, dynamics: bool = False, views: DataViews | None = None,
                graph: bool = True):
         """Read what the graph needs from every ``MjData`` (after collision detection).
 
@@ -287,7 +287,7 @@ class GraphBuilder:
         return (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), dyn
 
     def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
-              dynamics: bool = False, views: "DataViews | None" = None, graph: bool = True) -> "ContactBatch":
+              dynamics: bool = False, views: DataViews | None = None, graph: bool = True) -> ContactBatch:
         """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
 
         ``dtype``: of the graph's float fields (float64 for the law models' semi-implicit solve and the twin).

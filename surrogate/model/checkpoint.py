@@ -26,8 +26,8 @@ from safetensors.torch import load_file, save_file
 
 from ..atomic import atomic_directory, current_umask, pid_lock, write_json_atomic
 from ..errors import ForeignOutputError, SurrogateError
-from . import law_ranges
 from . import graph as G
+from . import law_ranges
 from .contact_law import ContactLawGNN, law_cost
 
 GNS_CLASS = "surrogate.baselines.gns.GNSNet"  # the end-to-end peer: its own features (no contact graph)

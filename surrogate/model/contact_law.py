@@ -34,8 +34,8 @@ from torch import nn
 
 from . import graph as G
 from .history import ContactState
-from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .law import LawPrior, point_law, solve_free_object
+from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .presliding import contact_state_after, with_presliding
 
 # Features that do not depend on any velocity: the stiffness head only sees these, so the

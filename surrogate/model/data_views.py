@@ -9,7 +9,7 @@ another batch. ``batch_graph.GraphBuilder.gather`` reads the batch through it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
@@ -96,6 +96,6 @@ def _dist_pos_frame(c) -> np.ndarray:
     return np.concatenate([dist[:, None], pos, frame], axis=1).reshape(len(dist), 13)
 
 
-def views_for(cached: "DataViews | None", datas: Sequence[mujoco.MjData]) -> DataViews:
+def views_for(cached: DataViews | None, datas: Sequence[mujoco.MjData]) -> DataViews:
     """``cached`` if it is the batch ``datas``' views, else new ones."""
     return cached if isinstance(cached, DataViews) and cached.matches(datas) else DataViews(datas)

@@ -132,7 +132,7 @@ class LawPrior:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "LawPrior":
+    def from_json(cls, d: dict) -> LawPrior:
         known = set(cls.__dataclass_fields__)
         bad = sorted(set(d) - known)
         if bad:

@@ -12,6 +12,8 @@ import numpy as np
 import torch
 
 from .law import _where, friction_coefficient
+
+
 def _sqrt(x):
     return torch.sqrt(x) if isinstance(x, torch.Tensor) else np.sqrt(x)
 

@@ -7,11 +7,11 @@ nominal friction.
 
 from surrogate.objects.asset import ObjectAsset, safe_name
 from surrogate.objects.families import DENSITY_RANGE, FAMILIES, NOMINAL_FRICTION, Family, make_object
-from surrogate.objects.inertia import MassProperties, piece_mass_properties, scale_to_mass, validate_inertia
 from surrogate.objects.folder import load_object_folder
+from surrogate.objects.inertia import MassProperties, piece_mass_properties, scale_to_mass, validate_inertia
 from surrogate.objects.meshes import MESH_SUFFIXES, convex_pieces, load_mesh_object, read_mesh, split_decomposition
-from surrogate.objects.urdf import load_urdf_object
 from surrogate.objects.splits import SplitSpec, data_root, load_split, load_split_specs, split_names, split_spec
+from surrogate.objects.urdf import load_urdf_object
 
 __all__ = [
     "DENSITY_RANGE",

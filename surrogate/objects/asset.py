@@ -8,8 +8,8 @@ MuJoCo takes the convex hull of every mesh geom), plus mass properties.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import trimesh
@@ -84,7 +84,7 @@ class ObjectAsset:
         params: dict | None = None,
         friction: float = 0.8,
         file=None,
-    ) -> "ObjectAsset":
+    ) -> ObjectAsset:
         """Build an asset from closed convex pieces in any frame: computes mass properties and centres them.
 
         Exactly one of ``density`` (kg/m^3) or ``mass`` (kg) is used: with ``mass``

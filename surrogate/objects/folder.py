@@ -8,7 +8,7 @@ from pathlib import Path
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.objects.meshes import MESH_SUFFIXES, load_mesh_object
-from surrogate.objects.urdf import mesh_candidates, load_urdf_object
+from surrogate.objects.urdf import load_urdf_object, mesh_candidates
 
 
 def _referenced_files(urdf: Path, mesh_root) -> set[Path]:

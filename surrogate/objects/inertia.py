@@ -19,8 +19,8 @@ merely touch (the procedural families) skip the grid and stay exact.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import trimesh

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import struct
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import trimesh

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from surrogate.config import apply_overrides, check_keys, load_yaml, merge
 from surrogate.errors import ConfigError

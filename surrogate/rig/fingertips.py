@@ -24,9 +24,17 @@ import numpy as np
 
 from surrogate.rig.effects import (
     FINGERTIP_EFFECTS,
+)
+from surrogate.rig.effects import (
     load_dependent_friction as ldf,
+)
+from surrogate.rig.effects import (
     pad_relaxation as relax,
+)
+from surrogate.rig.effects import (
     presliding_friction as pres,
+)
+from surrogate.rig.effects import (
     soft_finger_torsion as sft,
 )
 

@@ -46,8 +46,16 @@ from ..config import apply_overrides
 from ..errors import CaptureError, ConfigError
 from .plan import HANDS, EpisodePlan, episode_seed, plan_episodes
 from .recorder import config_hash, validate_recorder_config
-from .shards import (SHARD_RUN_KEYS, check_manifest, done_before, read_shard, shard_path, skip_path, write_manifest,
-                     write_shard)
+from .shards import (
+    SHARD_RUN_KEYS,
+    check_manifest,
+    done_before,
+    read_shard,
+    shard_path,
+    skip_path,
+    write_manifest,
+    write_shard,
+)
 from .workers import run_inline, run_processes, run_ray
 
 __all__ = ["BACKENDS", "EpisodePlan", "GenerateReport", "HANDS", "episode_seed", "generate", "load_config",

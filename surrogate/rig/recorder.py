@@ -38,8 +38,8 @@ from ..config import config_hash, plain
 from ..errors import ConfigError
 from ..quat import quat_from_rotvec, quat_mul, rotvec_from_quat
 from ..scenes.from_capture import asset_from_spec
-from .recorder_config import DEFAULT_PRISMATIC_JOINTS, RECORDER_DEFAULTS, validate_recorder_config
 from .effects import FINGERTIP_EFFECTS
+from .recorder_config import DEFAULT_PRISMATIC_JOINTS, RECORDER_DEFAULTS, validate_recorder_config
 from .regions import annotate_regions, contact_region_seeds
 from .trace import RigTrace
 

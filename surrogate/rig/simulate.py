@@ -43,8 +43,14 @@ from surrogate.objects.asset import ObjectAsset
 from surrogate.rig.config import recorder_rate_hz, validate_rig_config
 from surrogate.rig.outcomes import hand_object_distance, relative_pose
 from surrogate.rig.physics import RigPhysics
-from surrogate.rig.scripts import (GRASP_TYPES, GraspScript, draw_script_values, episode_labels,
-                                   fingertip_perturbation, plan_grasp)
+from surrogate.rig.scripts import (
+    GRASP_TYPES,
+    GraspScript,
+    draw_script_values,
+    episode_labels,
+    fingertip_perturbation,
+    plan_grasp,
+)
 from surrogate.rig.trace import RigTrace
 from surrogate.scenes import TABLE_HEIGHT, stable_quat
 

@@ -11,18 +11,6 @@ See ``scene`` for how the switch works in MuJoCo 4.0 (pair margin and gap).
 """
 
 from surrogate.scenes.builder import CONES, HANDS, SETTINGS, TABLE_HEIGHT, build_scene, stable_quat
-from surrogate.scenes.scene import (
-    ANALYTIC_PREFIX,
-    MODES,
-    OWNED_PREFIX,
-    ROLES,
-    Scene,
-    contact_modes,
-    contact_pair_index,
-    contact_roles,
-    owned_contacts,
-    set_contact_mode,
-)
 from surrogate.scenes.hands import (
     BASE_JOINTS,
     HAND_BUILDERS,
@@ -35,6 +23,18 @@ from surrogate.scenes.hands import (
     set_grip_force,
 )
 from surrogate.scenes.object_body import OBJECT_BODY, OBJECT_JOINT, add_object_body, piece_geom_name
+from surrogate.scenes.scene import (
+    ANALYTIC_PREFIX,
+    MODES,
+    OWNED_PREFIX,
+    ROLES,
+    Scene,
+    contact_modes,
+    contact_pair_index,
+    contact_roles,
+    owned_contacts,
+    set_contact_mode,
+)
 
 __all__ = [
     "ANALYTIC_PREFIX", "BASE_JOINTS", "CONES", "HANDS", "HAND_BUILDERS", "MODES", "OBJECT_BODY", "OBJECT_JOINT",

@@ -4,7 +4,7 @@ contact pairs an external contact model owns named (``own:``) and switchable (``
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np

@@ -4,8 +4,8 @@ The hands themselves and their names: ``surrogate.scenes.hands``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import mujoco
 import numpy as np

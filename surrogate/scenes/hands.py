@@ -46,14 +46,26 @@ Common to both hands
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import mujoco
 import numpy as np
 
 from surrogate.errors import ConfigError
-from surrogate.scenes.hand_parts import (BASE_BODY, BASE_JOINTS, HAND_RGBA, PAD_HALF, HandInfo, actuator_ids, add_base,
-                                         add_pad, add_position_actuator, hand_ctrl, hand_info, set_grip_force)
+from surrogate.scenes.hand_parts import (
+    BASE_BODY,
+    BASE_JOINTS,
+    HAND_RGBA,
+    PAD_HALF,
+    HandInfo,
+    actuator_ids,
+    add_base,
+    add_pad,
+    add_position_actuator,
+    hand_ctrl,
+    hand_info,
+    set_grip_force,
+)
 from surrogate.scenes.three_finger import add_three_finger
 
 # The hands' public names (the building blocks live in ``hand_parts``, the three-finger hand in ``three_finger``).
@@ -107,8 +119,12 @@ def add_parallel_jaw(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_for
         # ctrl below 0 closes past the mechanical stop, so the force bound
         # (not the position error) sets the grip on any object.
         add_position_actuator(spec, act, joint, kp=_JAW_KP, force=grip_force, ctrlrange=(-0.02, _JAW_TRAVEL))
-        pads.append(pad); sites.append(site); sensors += [fs, ts]
-        links.append(f"finger_{side}"); joints.append(joint); acts.append(act)
+        pads.append(pad)
+        sites.append(site)
+        sensors += [fs, ts]
+        links.append(f"finger_{side}")
+        joints.append(joint)
+        acts.append(act)
 
     return hand_info("parallel_jaw", joints=joints, acts=acts, pads=pads, sites=sites, links=links, sensors=sensors,
                      open_command=np.full(2, _JAW_TRAVEL), closed_command=np.full(2, -0.02), grip_levers=np.ones(2),

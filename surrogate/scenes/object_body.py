@@ -18,7 +18,7 @@ adds (see ``surrogate.scenes.builder``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np

@@ -53,8 +53,8 @@ margin and would undo the switch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import mujoco
 import numpy as np

@@ -3,14 +3,21 @@ pad on every distal link."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
 
-from surrogate.scenes.hand_parts import (BASE_BODY, HAND_RGBA, PAD_HALF, HandInfo, add_base, add_pad,
-                                         add_position_actuator, hand_info)
-
+from surrogate.scenes.hand_parts import (
+    BASE_BODY,
+    HAND_RGBA,
+    PAD_HALF,
+    HandInfo,
+    add_base,
+    add_pad,
+    add_position_actuator,
+    hand_info,
+)
 
 _TF_RADIUS = 0.04  # m, knuckle distance from the palm axis
 _TF_PROX = 0.05  # m, proximal link length
@@ -102,8 +109,12 @@ def add_three_finger(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_for
         for k, (lo, hi), lever in ((0, (-0.4, 0.4), arm_j1), (1, (-0.6, 1.7), arm_j1), (2, _TF_J2_RANGE, arm_j2)):
             act = f"act_{f}_j{k}"
             add_position_actuator(spec, act, f"{f}_j{k}", kp=_TF_KP, force=grip_force * lever, ctrlrange=(lo, hi))
-            acts.append(act); joints.append(f"{f}_j{k}"); levers.append(lever)
-        pads.append(pad); sites.append(site); sensors += [fs, ts]
+            acts.append(act)
+            joints.append(f"{f}_j{k}")
+            levers.append(lever)
+        pads.append(pad)
+        sites.append(site)
+        sensors += [fs, ts]
         links += [f"{f}_knuckle", f"{f}_prox", f"{f}_dist"]
         bodies += [f"{f}_base", f"{f}_proxbody", f"{f}_distbody", f"{pad}_body"]
 

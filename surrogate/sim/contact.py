@@ -19,7 +19,8 @@ Besides the law, two real contact models live here; the stepper's oracle tests u
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import mujoco
 import numpy as np
@@ -161,7 +162,7 @@ class InputRange:
         self.node_band = self.k * torch.as_tensor(node_std, dtype=torch.float32).clamp_min(std_floor)
 
     @classmethod
-    def from_model(cls, model, *, k: float = 6.0) -> "InputRange | None":
+    def from_model(cls, model, *, k: float = 6.0) -> InputRange | None:
         """From a model's normalizers (``layers.Normalizer``, raw statistics); None if it has none or they are empty."""
         en, nn_ = getattr(model, "edge_norm", None), getattr(model, "node_norm", None)
         if en is None or nn_ is None or float(en.count) == 0 or float(nn_.count) == 0:

@@ -184,13 +184,13 @@ def _ids(big, obj, names, prefix):
 
 def _layout(m, ref, big, B) -> CopiesLayout:
     """The copies' id tables, with the block layout of their arrays checked."""
-    O = mujoco.mjtObj
+    obj = mujoco.mjtObj
     nm = lambda obj, n: [mujoco.mj_id2name(ref, obj, i) for i in range(n)]  # noqa: E731
-    bodies = nm(O.mjOBJ_BODY, ref.nbody)[1:]
-    geoms, pairs = nm(O.mjOBJ_GEOM, ref.ngeom), nm(O.mjOBJ_PAIR, ref.npair)
-    body = np.stack([np.concatenate([[0], _ids(big, O.mjOBJ_BODY, bodies, f"c{i}_")]) for i in range(B)])
-    geom = np.stack([_ids(big, O.mjOBJ_GEOM, geoms, f"c{i}_") for i in range(B)])
-    pair = np.stack([_ids(big, O.mjOBJ_PAIR, pairs, f"c{i}_") for i in range(B)]) if ref.npair else np.zeros((B, 0), int)
+    bodies = nm(obj.mjOBJ_BODY, ref.nbody)[1:]
+    geoms, pairs = nm(obj.mjOBJ_GEOM, ref.ngeom), nm(obj.mjOBJ_PAIR, ref.npair)
+    body = np.stack([np.concatenate([[0], _ids(big, obj.mjOBJ_BODY, bodies, f"c{i}_")]) for i in range(B)])
+    geom = np.stack([_ids(big, obj.mjOBJ_GEOM, geoms, f"c{i}_") for i in range(B)])
+    pair = np.stack([_ids(big, obj.mjOBJ_PAIR, pairs, f"c{i}_") for i in range(B)]) if ref.npair else np.zeros((B, 0), int)
     geom_copy = np.full(big.ngeom, -1, dtype=np.int64)
     geom_local = np.full(big.ngeom, -1, dtype=np.int64)
     for i in range(B):

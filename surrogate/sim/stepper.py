@@ -46,18 +46,18 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import mujoco
 import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..scenes import ROLES, set_contact_mode
 from ..model.batch_graph import GraphBuilder
-from ..model.history import ContactHistory
 from ..model.data_views import views_for
+from ..model.history import ContactHistory
+from ..scenes import ROLES, set_contact_mode
 from .contact import InputRange
 from .copies import Copies
 from .copies_step import step_copies

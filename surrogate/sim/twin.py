@@ -33,11 +33,11 @@ import mujoco
 import numpy as np
 import torch
 
-from .rigid_body import rigid_step
-from ..quat import quat_to_mat
-from ..scenes import set_contact_mode
 from ..model.batch_graph import GraphBuilder, concat_graphs
 from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
+from ..quat import quat_to_mat
+from ..scenes import set_contact_mode
+from .rigid_body import rigid_step
 
 
 def body_inertia(model: mujoco.MjModel, body: int) -> np.ndarray:

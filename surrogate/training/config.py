@@ -25,8 +25,8 @@ from pathlib import Path
 
 from ..config import apply_overrides, expand_env, get_dotted, load_yaml, merge, set_dotted
 from ..errors import ConfigError
-from ..paths import config_dir
 from ..paths import TRAINING_PATH_KEYS as PATH_KEYS  # the path rule's keys (one list, in core)
+from ..paths import config_dir
 from . import keys
 
 _TRAINER = {"accelerator": "cpu", "devices": 1, "strategy": "auto", "deterministic": True, "log_every_n_steps": 20,
@@ -155,7 +155,8 @@ def resolved_config(cfg: dict) -> dict:
         out["stages"] = {k: {**v, **(stages.get(k) or {})} for k, v in STAGE_DEFAULTS.items()}
         return _plain(out)
     from ..baselines.gns_data import DATA_DEFAULTS as GNS_DATA
-    from ..baselines.gns_lightning import LOSS_DEFAULTS as GNS_LOSS, OPTIM_DEFAULTS as GNS_OPTIM
+    from ..baselines.gns_lightning import LOSS_DEFAULTS as GNS_LOSS
+    from ..baselines.gns_lightning import OPTIM_DEFAULTS as GNS_OPTIM
 
     for sec, d in (("data", GNS_DATA), ("loss", GNS_LOSS), ("optim", GNS_OPTIM)):
         out[sec] = {**d, **(cfg.get(sec) or {})}
