@@ -13,10 +13,22 @@ Layers, lower first; each imports only from its own layer or below (tests/test_l
   rig       - the capture rig (reference physics and recorder)
   policies  - scripted grasp policies
   bench     - suites, ledger, report, videos and studies (gap, soak, speed)
-  training, quickstart, inspect, cli - entry points
+  training, quickstart, inspect, cli, hybrid_mjcf - entry points
+
+``surrogate.hybrid(model, owned=[...])``: the hybrid stepper on any MJCF (``hybrid_mjcf``).
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``surrogate.hybrid``, loaded on first use (PEP 562): ``import surrogate`` stays light (no torch, no MuJoCo
+    model code), and this package's core layer imports nothing above it (tests/test_layers.py)."""
+    if name == "hybrid":
+        import importlib
+
+        return importlib.import_module("surrogate.hybrid_mjcf").hybrid
+    raise AttributeError(f"module 'surrogate' has no attribute {name!r}")
 
 
 def _third_party_output() -> None:

@@ -32,7 +32,7 @@ LAYERS = [
     {"rig"},
     {"policies"},
     {"baselines", "bench"},  # the end-to-end peer beside the benchmarks that score it (bench imports it, not back)
-    {"training", "quickstart", "inspect", "cli"},
+    {"training", "quickstart", "inspect", "cli", "hybrid_mjcf"},  # hybrid_mjcf: surrogate.hybrid
 ]
 
 # The learned core never reaches up into stepping, training, environments, the rig or benchmarks.

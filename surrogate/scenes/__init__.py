@@ -11,6 +11,7 @@ See ``scene`` for how the switch works in MuJoCo 4.0 (pair margin and gap).
 """
 
 from surrogate.scenes.builder import CONES, HANDS, SETTINGS, TABLE_HEIGHT, build_scene, stable_quat
+from surrogate.scenes.from_model import scene_from_model
 from surrogate.scenes.hands import (
     BASE_JOINTS,
     HAND_BUILDERS,
@@ -40,6 +41,6 @@ __all__ = [
     "ANALYTIC_PREFIX", "BASE_JOINTS", "CONES", "HANDS", "HAND_BUILDERS", "MODES", "OBJECT_BODY", "OBJECT_JOINT",
     "OWNED_PREFIX", "ROLES", "SETTINGS", "TABLE_HEIGHT", "HandInfo", "Scene", "actuator_ids", "add_hand",
     "add_object_body", "add_parallel_jaw", "add_three_finger", "build_scene", "contact_modes",
-    "contact_pair_index", "contact_roles", "hand_ctrl", "owned_contacts", "piece_geom_name",
+    "contact_pair_index", "contact_roles", "hand_ctrl", "owned_contacts", "piece_geom_name", "scene_from_model",
     "set_contact_mode", "set_grip_force", "stable_quat",
 ]

@@ -13,7 +13,7 @@ from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.scenes.hands import BASE_BODY, add_hand
 from surrogate.scenes.object_body import OBJECT_BODY, OBJECT_JOINT, add_object_body, piece_geom_name
-from surrogate.scenes.scene import ANALYTIC_PREFIX, MODES, OWNED_PREFIX, Scene, pair_keys, set_contact_mode
+from surrogate.scenes.scene import ANALYTIC_PREFIX, MODES, OWNED_PREFIX, Scene, set_contact_mode, sorted_pair_keys
 
 SETTINGS = ("table", "ground")
 HANDS = ("none", "parallel_jaw", "three_finger")
@@ -204,10 +204,7 @@ def _scene(spec, model, obj, hand_info, *, setting, surface_z, owned_margin, own
            meta) -> Scene:
     """The ``Scene`` of a compiled model, with the sorted geom-pair keys of its owned pairs."""
     pair_ids = np.array([model.pair(n).id for n in owned], dtype=int)
-    keys = pair_keys(model, pair_ids)
-    order = np.argsort(keys)
-    if len(np.unique(keys)) != len(keys):  # pragma: no cover - names are unique per geom pair
-        raise ConfigError("two owned pairs share a geom pair", key="owned_pairs")
+    keys, order = sorted_pair_keys(model, pair_ids)
     jnt = model.joint(OBJECT_JOINT).id
     return Scene(
         spec=spec, model=model, obj=obj, hand=hand_info, setting=setting, surface_z=surface_z,
@@ -217,5 +214,5 @@ def _scene(spec, model, obj, hand_info, *, setting, surface_z, owned_margin, own
         object_qpos_adr=int(model.jnt_qposadr[jnt]), object_dof_adr=int(model.jnt_dofadr[jnt]),
         hand_actuator_ids=(np.array([model.actuator(n).id for n in hand_info.actuator_names], dtype=int)
                            if hand_info else np.zeros(0, dtype=int)),
-        meta=meta, _keys=keys[order], _key_pair=order,
+        meta=meta, _keys=keys, _key_pair=order,
     )

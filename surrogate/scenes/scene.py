@@ -1,5 +1,6 @@
 """A compiled scene (``Scene``) and its owned contact pairs: their names, roles and the switch between
-MuJoCo's analytic force and none (``set_contact_mode``). ``builder`` builds scenes.
+MuJoCo's analytic force and none (``set_contact_mode``). ``builder`` builds scenes, ``from_model`` makes one of
+a user's own model.
 
 Owned contact pairs
 -------------------
@@ -79,8 +80,8 @@ class Scene:
       model: compiled ``MjModel`` (starts in the mode given to ``build_scene``).
       obj: the object asset.
       hand: the hand's names and helpers, or None.
-      setting: ``table`` or ``ground``.
-      surface_z: m, height of the surface the object rests on.
+      setting: ``table`` or ``ground``; ``model`` for a user's own model (``from_model``).
+      surface_z: m, height of the surface the object rests on (NaN for a user's own model: not known).
       owned_margin: m, detection distance of owned pairs.
       owned_pairs: names of the pairs an external contact model owns.
       analytic_pairs: names of the always-analytic object pairs.
@@ -187,6 +188,16 @@ def pair_keys(model: mujoco.MjModel, pair_ids) -> np.ndarray:
     """[P] the unordered geom-pair key ``min(g1, g2) * ngeom + max(g1, g2)`` of each model pair."""
     g1, g2 = model.pair_geom1[pair_ids], model.pair_geom2[pair_ids]
     return np.minimum(g1, g2) * model.ngeom + np.maximum(g1, g2)
+
+
+def sorted_pair_keys(model: mujoco.MjModel, pair_ids) -> tuple[np.ndarray, np.ndarray]:
+    """([P] the owned pairs' geom-pair keys sorted, [P] the position in ``pair_ids`` of each): ``Scene._keys`` and
+    ``Scene._key_pair``. Two pairs of one geom pair are refused (a contact would belong to both)."""
+    keys = pair_keys(model, pair_ids)
+    if len(np.unique(keys)) != len(keys):
+        raise ConfigError("two owned pairs share a geom pair", key="owned_pairs")
+    order = np.argsort(keys)
+    return keys[order], order
 
 
 def match_pair_keys(geom: np.ndarray, ngeom: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
