@@ -103,8 +103,10 @@ def test_zero_force_equals_the_owned_contacts_excluded():
 
 
 def test_mujoco_contact_reproduces_mj_step_and_analytic_equals_the_users_model():
-    """Oracle (b): MuJoCo's own forces through the stepper reproduce ``mj_step`` on the user's model (the paddle hits
-    the box, the box hits the capsule); ``contact="analytic"`` is that ``mj_step`` exactly."""
+    """Oracle (b): MuJoCo's own forces through the stepper reproduce ``mj_step`` on the user's model over 2 s in which
+    the paddle hits the box and the capsule; ``contact="analytic"`` is that ``mj_step`` exactly.
+
+    Measured: box position within 4.6e-14 m (all qpos 5.5e-13) at the default tolerance, 1.7e-16 m at tolerance 0."""
     user = _spec().compile()
     for tol, atol in ((1e-8, 1e-6), (0.0, 1e-12)):
         user.opt.tolerance = tol
@@ -132,7 +134,7 @@ def test_hybrid_entry_point_released_law_settles_a_dropped_box_and_copies_equal_
         h.step(cp)
     box = np.array([d.qpos[:7] for d in ds])
     assert np.abs(np.array([d.qvel[:6] for d in ds])).max() < 1e-2  # settled
-    assert np.abs(box[:, 2] - 0.025).max() < 3e-3 and np.abs(box[:, :2] - [0.15, 0]).max() < 1e-3
+    assert np.abs(box[:, 2] - 0.025).max() < 5e-4 and np.abs(box[:, :2] - [0.15, 0]).max() < 1e-3
     # the box (the law's forces) agrees to 1e-12; the analytic capsule resting on its side to MuJoCo's rounding over
     # one MjData of the copies (9e-12 in its orientation here; the two separate MjData differ from each other by 2e-12)
     np.testing.assert_allclose(cp.qpos[:, :7], box, rtol=0, atol=1e-12)
@@ -153,6 +155,8 @@ def test_the_model_can_be_a_path_or_the_last_mjmodel_loaded(tmp_path):
     mujoco.MjModel.from_xml_string("<mujoco><worldbody/></mujoco>")  # now the last one loaded
     with pytest.raises(ConfigError, match="last model loaded from XML"):
         surrogate.hybrid(user, owned=["box_geom"], contact_model=ZeroContact())
+    with pytest.raises(ConfigError, match="1 pairs; the stepper's scene has .* 4: .*surrogate.hybrid returned"):
+        step(user, mujoco.MjData(user), h.stepper)  # the user's own model: the stepper's pairs are not in it
 
 
 @pytest.mark.parametrize("owned, message", [

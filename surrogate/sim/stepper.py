@@ -89,10 +89,12 @@ def _as_datas(data) -> list[mujoco.MjData]:
     return datas
 
 
-def _check_model(m: mujoco.MjModel, datas, builder: GraphBuilder) -> None:
-    if m.nbody != builder.nbody or m.ngeom != builder.ngeom:
-        raise ConfigError(f"model has {m.nbody} bodies / {m.ngeom} geoms; the stepper's scene has "
-                          f"{builder.nbody} / {builder.ngeom}: step a model of the stepper's scene", key="model")
+def _check_model(m: mujoco.MjModel, datas, builder: GraphBuilder, npair: int) -> None:
+    if m.nbody != builder.nbody or m.ngeom != builder.ngeom or m.npair != npair:
+        # the same bodies and geoms but other pairs: e.g. the user's own model instead of ``surrogate.hybrid``'s
+        raise ConfigError(f"model has {m.nbody} bodies / {m.ngeom} geoms / {m.npair} pairs; the stepper's scene has "
+                          f"{builder.nbody} / {builder.ngeom} / {npair}: step a model of the stepper's scene (the "
+                          "model surrogate.hybrid returned, not the one given to it)", key="model")
     for i, d in enumerate(datas):
         if d.qpos.shape[0] != m.nq or d.qvel.shape[0] != m.nv or d.ctrl.shape[0] != m.nu:
             raise ConfigError(f"data[{i}] does not belong to this model (nq/nv/nu differ)", key="data")
@@ -348,7 +350,7 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
         stepper._history_time = data.time.copy() if stepper.history is not None else None
         return
     datas = _as_datas(data)
-    _check_model(m, datas, stepper.builder)
+    _check_model(m, datas, stepper.builder, stepper.scene.model.npair)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
     views = views_for(stepper._views, datas)  # the batch's array views, made once per batch
