@@ -44,6 +44,7 @@ XML = """<mujoco model="paddle_world">
   </worldbody>
   <contact><pair geom1="box_geom" geom2="floor"/></contact>
   <actuator><velocity name="spin" joint="hinge" kv="0.5"/></actuator>
+  <keyframe><key name="raised" qpos="0.15 0 0.1 1 0 0 0  -0.15 0 0.0201 0.7071068 0.7071068 0 0  0 0"/></keyframe>
 </mujoco>"""
 
 
@@ -151,6 +152,7 @@ def test_the_model_can_be_a_path_or_the_last_mjmodel_loaded(tmp_path):
     h = surrogate.hybrid(user, owned=["box_geom"], contact_model=ZeroContact())
     assert h.model.geom_friction[h.model.geom("paddle").id, 0] == 0.3
     assert (h.model.nq, h.model.nv, h.model.nu) == (user.nq, user.nv, user.nu)
+    assert h.make_data(key="raised").qpos[2] == 0.1 and h.make_data().qpos[2] == 0.0251
     assert surrogate.hybrid(path, owned=["box_geom"], contact_model=ZeroContact()).model.npair == 4
     mujoco.MjModel.from_xml_string("<mujoco><worldbody/></mujoco>")  # now the last one loaded
     with pytest.raises(ConfigError, match="last model loaded from XML"):
