@@ -48,7 +48,8 @@ def mixed_pair_params(m: mujoco.MjModel, g1: int, g2: int) -> dict:
     solref the smaller; margin and gap the sums), as ``MjsPair`` fields."""
     if m.geom_priority[g1] != m.geom_priority[g2]:
         i = g1 if m.geom_priority[g1] > m.geom_priority[g2] else g2
-        condim, solref, solimp, fri = int(m.geom_condim[i]), m.geom_solref[i].copy(), m.geom_solimp[i].copy(), m.geom_friction[i].copy()
+        condim, solref = int(m.geom_condim[i]), m.geom_solref[i].copy()
+        solimp, fri = m.geom_solimp[i].copy(), m.geom_friction[i].copy()
     else:
         condim = int(max(m.geom_condim[g1], m.geom_condim[g2]))
         s1, s2 = float(m.geom_solmix[g1]), float(m.geom_solmix[g2])

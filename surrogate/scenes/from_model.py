@@ -88,7 +88,8 @@ def _check_same(user: mujoco.MjModel, ref: mujoco.MjModel) -> None:
     bad += [k for k in _TABLES if not np.allclose(getattr(user, k), getattr(ref, k), rtol=1e-12, atol=1e-15)]
     if bad:
         raise ConfigError(f"the MJCF recovered from this MjModel compiles to another model ({', '.join(bad)} differ: "
-                          "is it the last model loaded from XML?); pass the MJCF path or its MjSpec instead", key="model")
+                          "is it the last model loaded from XML?); pass the MJCF path or its MjSpec instead",
+                          key="model")
 
 
 def owned_geom_ids(m: mujoco.MjModel, owned: Sequence[str]) -> tuple[np.ndarray, int]:
@@ -111,13 +112,14 @@ def owned_geom_ids(m: mujoco.MjModel, owned: Sequence[str]) -> tuple[np.ndarray,
         return ", ".join(f"{m.geom(g).name!r} on body {m.body(int(m.geom_bodyid[g])).name!r}" for g in ids)
 
     if len(bodies) != 1:
-        raise ConfigError(f"owned geoms must belong to one free body (the object the law's units scale with): {where()}",
-                          key="owned")
+        raise ConfigError("owned geoms must belong to one free body (the object the law's units scale with): "
+                          f"{where()}", key="owned")
     b = bodies[0]
     free = m.body_jntnum[b] == 1 and m.jnt_type[m.body_jntadr[b]] == mujoco.mjtJoint.mjJNT_FREE
     if not free:
         raise ConfigError(f"owned geoms must belong to one free body (a body with one free joint): {where()}, and "
-                          f"body {m.body(b).name!r} has {int(m.body_jntnum[b])} joints, no free joint alone", key="owned")
+                          f"body {m.body(b).name!r} has {int(m.body_jntnum[b])} joints, no free joint alone",
+                          key="owned")
     return np.array(sorted(set(ids)), dtype=int), b
 
 
