@@ -178,3 +178,19 @@ def test_owned_contacts_with_a_margin_are_refused():
     xml = XML.replace('mass="0.2"/>', 'mass="0.2" margin="0.01"/>')
     with pytest.raises(ConfigError, match="margin 0.*own:cap_geom:box_geom"):
         surrogate.hybrid(_spec(xml), owned=["box_geom"], contact_model=ZeroContact())
+
+
+@pytest.mark.parametrize("geom", [
+    'type="box" size="0.03 0.02 0.025"', 'type="sphere" size="0.02"', 'type="capsule" size="0.02 0.04"',
+    'type="cylinder" size="0.02 0.04"', 'type="ellipsoid" size="0.03 0.02 0.01"', 'type="mesh" mesh="brick"',
+])
+def test_the_owned_body_as_an_object_asset_has_the_geoms_size(geom):
+    """The law's unit of length is the owned body's largest bounding-box side, whatever the geom type."""
+    xml = f"""<mujoco><asset><mesh name="brick" vertex="0 0 0  .05 0 0  0 .03 0  .05 .03 0  0 0 .02  .05 0 .02
+      0 .03 .02  .05 .03 .02"/></asset><worldbody><geom name="floor" type="plane" size="1 1 .1"/>
+      <body name="obj" pos="0 0 .1"><freejoint/><geom name="g" {geom} mass="0.1"/></body></worldbody></mujoco>"""
+    s = scene_from_model(_spec(xml), owned=["g"])
+    g = s.model.geom("g").id
+    assert s.obj.size == pytest.approx(2 * s.model.geom_aabb[g, 3:].max(), rel=1e-6)
+    assert s.obj.mass == pytest.approx(0.1) and s.pair_roles == {"own:floor:g": "object-ground"}
+    np.testing.assert_allclose(s.obj.combined_mesh().bounds.mean(axis=0), 0, atol=1e-9)  # about the COM
