@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from . import __version__
@@ -345,6 +346,27 @@ def _show_logs(quiet: bool) -> None:
     log.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
+def _own_warnings_once() -> None:
+    """The project's own warnings (``SurrogateWarning``: inputs outside a model's training range, fallbacks) as one
+    line each, the first of each kind only: a benchmark builds a stepper per replay, and each warned again with
+    its source line, dozens of lines saying one thing (the counts are in every ledger's stepper stats). Other
+    warnings print as Python prints them; ``--verbose`` shows every one."""
+    seen: set = set()
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        from .sim.hybrid_step import SurrogateWarning  # loaded by now: only the stepper warns so
+
+        if not issubclass(category, SurrogateWarning):
+            return default(message, category, filename, lineno, file, line)
+        kind = str(message).split(" at step")[0].split(":")[0]
+        if kind not in seen:
+            seen.add(kind)
+            print(f"warning: {message} (first of its kind; --verbose shows each)", file=sys.stderr)
+
+    warnings.showwarning = show
+
+
 def main(argv=None) -> int:
     # Headless rendering (videos, render_mode="rgb_array") without a display: MuJoCo reads this on import.
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -352,6 +374,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "verbose", False):  # read by the filters of known third-party noise (surrogate/__init__.py)
         os.environ["SURROGATE_VERBOSE"] = "1"
+    else:
+        _own_warnings_once()
     _show_logs(bool(getattr(args, "quiet", False)))
     try:
         args.func(args)
