@@ -355,11 +355,10 @@ def _own_warnings_once() -> None:
     default = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
-        from .sim.hybrid_step import SurrogateWarning  # loaded by now: only the stepper warns so
-
-        if not issubclass(category, SurrogateWarning):
+        hs = sys.modules.get("surrogate.sim.hybrid_step")  # no import here: a warning may come mid-import
+        if hs is None or not issubclass(category, hs.SurrogateWarning):
             return default(message, category, filename, lineno, file, line)
-        kind = str(message).split(" at step")[0].split(":")[0]
+        kind = getattr(message, "kind", None) or str(message).split(" at step")[0].split(":")[0]
         if kind not in seen:
             seen.add(kind)
             print(f"warning: {message} (first of its kind; --verbose shows each)", file=sys.stderr)

@@ -118,6 +118,8 @@ def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: 
                       "slipped_fraction": float(np.mean(slip)), "mean_return": float(np.mean(ret)),
                       "episodes": len(succ)})
         log(f"tune {source}: {c} score {score:.2f}")
+    if table is None:
+        raise ConfigError("no tuning object can be grasped by the hand", key="data.tune_objects")
     best = max(table, key=lambda r: (r["score"], r["mean_return"]))
     return {"best": {k: best[k] for k in ("grip_force", "close_time", "lift_speed")}, "grid": table}
 
@@ -245,7 +247,10 @@ def _tune_per_object(source, variants, objs, cands, **kw) -> dict:
         return _tune(source, variants(None), objs, cands, **kw)
     table = None
     for obj in objs:
-        part = _tune(source, variants(obj), [obj], cands, **kw)["grid"]
+        try:
+            part = _tune(source, variants(obj), [obj], cands, **kw)["grid"]
+        except ConfigError:  # this object cannot be grasped by the hand: skipped, as the other sources skip it
+            continue
         if table is None:
             table = [dict(r) for r in part]
             continue

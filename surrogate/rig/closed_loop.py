@@ -27,6 +27,7 @@ and ``captures`` turns the trace into a capture ``Episode`` through the rig's re
 
 from __future__ import annotations
 
+import copy
 import math
 
 import mujoco
@@ -213,7 +214,9 @@ class RigGraspVectorEnv(GraspVectorEnv):
 
 
 def _trimmed(rec: _Samples, n: int) -> _Samples:
-    """``rec`` cut to its first ``n`` frames (an episode that ended early)."""
+    """A copy of ``rec`` cut to its first ``n`` frames (an episode that ended early); the live trace is untouched, so
+    stepping may go on after a capture is taken."""
+    rec = copy.copy(rec)
     for key in ("times", "pose", "twist", "jpos", "jvel", "jcmd", "wrench", "hod", "rel_pos", "rel_quat", "rel_pad"):
         setattr(rec, key, getattr(rec, key)[:n])
     rec.points = rec.points[:n]

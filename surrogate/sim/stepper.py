@@ -240,7 +240,9 @@ class Stepper:
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            warnings.warn(message, SurrogateWarning, stacklevel=4)
+            w = SurrogateWarning(message)
+            w.kind = key.split(":")[0]  # what it is about, without the env or step (the CLI shows each kind once)
+            warnings.warn(w, stacklevel=4)
 
     # -- modes ------------------------------------------------------------------------------
     def set_mode(self, m: mujoco.MjModel, contact: str | None = None) -> None:
