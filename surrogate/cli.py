@@ -347,10 +347,8 @@ def _show_logs(quiet: bool) -> None:
 
 
 def _own_warnings_once() -> None:
-    """The project's own warnings (``SurrogateWarning``: inputs outside a model's training range, fallbacks) as one
-    line each, the first of each kind only: a benchmark builds a stepper per replay, and each warned again with
-    its source line, dozens of lines saying one thing (the counts are in every ledger's stepper stats). Other
-    warnings print as Python prints them; ``--verbose`` shows every one."""
+    """The stepper's own warnings (``SurrogateWarning``) as one line, the first of each kind only: a benchmark builds
+    a stepper per replay, and each warned again (the counts are in the ledgers); ``--verbose`` shows every one."""
     seen: set = set()
     default = warnings.showwarning
 

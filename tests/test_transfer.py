@@ -1,4 +1,4 @@
-"""The capture rig as a closed-loop environment (``rig.closed_loop``) and the policy transfer ledger
+"""The capture rig as a closed-loop environment (``bench.rig_env``) and the policy transfer ledger
 (``bench.transfer``)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from surrogate.bench.rig_env import RigGraspVectorEnv, rig_timestep
 from surrogate.bench.transfer_trace import (
     KINDS,
     Tape,
@@ -19,7 +20,6 @@ from surrogate.envs import GraspVectorEnv
 from surrogate.errors import ConfigError
 from surrogate.objects import make_object
 from surrogate.policies import ScriptedGraspPolicy, rollout
-from surrogate.rig.closed_loop import RigGraspVectorEnv, rig_timestep
 
 
 def test_rig_timestep_divides_frames_and_control():

@@ -66,12 +66,17 @@ def mujoco_log(folder):
 
     from .. import _third_party_output
 
+    created = not Path(folder).exists()
     Path(folder).mkdir(parents=True, exist_ok=True)
     before, env = mujoco.MjLogConfig.get(), os.environ.get("SURROGATE_MUJOCO_LOG")
     os.environ["SURROGATE_MUJOCO_LOG"] = str(Path(folder).resolve() / "mujoco.log")
     _third_party_output()
     try:
         yield
+    except BaseException:
+        if created:  # a run that failed before writing anything leaves no folder behind (only what it made)
+            _remove_if_empty(Path(folder))
+        raise
     finally:
         before.set()
         if env is None:
@@ -79,6 +84,15 @@ def mujoco_log(folder):
         else:
             os.environ["SURROGATE_MUJOCO_LOG"] = env
 
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Remove ``folder`` if it holds nothing, or only an empty ``mujoco.log`` (nothing was logged)."""
+    entries = list(folder.iterdir())
+    if all(e.name == "mujoco.log" and e.is_file() and e.stat().st_size == 0 for e in entries):
+        for e in entries:
+            e.unlink()
+        folder.rmdir()
 
 def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(), progress: bool = True,
               cache_dir: Path = CACHE_DIR, video: bool | None = None, backend: str = "local", workers: int | None = None,

@@ -14,7 +14,7 @@ over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under three
 * ``surrogate``: the hybrid stepper with the learned contact (the checkpoint; default ``rig_default``).
 
 Each source's best policy is then rolled out on the held-out objects (``data.objects``, ``data.poses`` poses
-each) in its own simulator and on the rig (``rig.closed_loop.RigGraspVectorEnv``) from the same reset
+each) in its own simulator and on the rig (``bench.rig_env.RigGraspVectorEnv``) from the same reset
 states (the same seeds). Outcomes come from the one outcome definition (``rig.scripts.episode_labels``, through
 ``policies.rollout``) on both sides. The ledger's ``transfer`` rows (``transfer_rows``) hold sim and rig
 success and slip rates, ``success_gap`` and ``slip_gap`` (sim minus rig) with 95 % bootstrap intervals over
@@ -84,7 +84,7 @@ def _sim_rollout(obj, cand: dict, variant, *, d: dict, poses: int, seed: int, mo
 
 def _rig_rollout(obj, cand: dict, *, d: dict, rig_cfg, poses: int, seed: int):
     from ..policies import GraspParams, ScriptedGraspPolicy, rollout
-    from ..rig.closed_loop import RigGraspVectorEnv
+    from .rig_env import RigGraspVectorEnv
 
     venv = RigGraspVectorEnv(poses, object=obj, hand=d["hand"], rig_config=rig_cfg, duration=float(d["duration"]),
                              grip_force=cand["grip_force"])

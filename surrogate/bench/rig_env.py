@@ -37,12 +37,12 @@ from ..capture import DatasetMeta, Episode
 from ..envs.grasp import GraspVectorEnv, _seed_list
 from ..envs.physics import arrays_of_datas
 from ..errors import ConfigError
-from .config import load_rig_config, recorder_rate_hz, validate_rig_config
-from .physics import RigPhysics
-from .recorder import record, recorder_rng
-from .recorder_config import validate_recorder_config
-from .regions import contact_region_seeds
-from .simulate import _Samples, _trace, episode_rng
+from ..rig.config import load_rig_config, recorder_rate_hz, validate_rig_config
+from ..rig.physics import RigPhysics
+from ..rig.recorder import record, recorder_rng
+from ..rig.recorder_config import validate_recorder_config
+from ..rig.regions import contact_region_seeds
+from ..rig.simulate import _Samples, _trace, episode_rng
 
 STAND_IN = ("closed-loop rollout of a policy on the capture rig's reference physics: a simulated stand-in "
             "for hardware, not a real robot")
