@@ -85,3 +85,41 @@ def test_the_bench_recipe_names_a_suite_and_a_checkpoint_that_exist(argv):
         ckpt = argv[argv.index("--checkpoint") + 1]
         if ckpt.startswith("checkpoints/"):
             assert (release_checkpoint(Path(ckpt).name) / "card.json").is_file(), ckpt
+
+
+def _documented_commands(*docs: str) -> list[tuple[str, list[str]]]:
+    """(file, argv) of every ``surrogate ...`` command in the shell blocks of ``docs`` (backslash continuations
+    joined, comments dropped); lines with placeholders (``...``, ``[--a | --b]`` alternatives) are left out."""
+    out = []
+    for doc in docs:
+        text = (ROOT / doc).read_text()
+        for block in re.findall(r"```(?:bash|sh)\n(.*?)```", text, flags=re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                argv = shlex.split(line, comments=True)
+                if argv[:1] == ["surrogate"] and "..." not in line and "[--" not in line:
+                    out.append((doc, argv))
+    return out
+
+
+DOCUMENTED = _documented_commands("README.md", "docs/benchmarks.md")
+
+
+@pytest.mark.parametrize("doc,argv", DOCUMENTED, ids=[f"{d}:{' '.join(a[1:3])}" for d, a in DOCUMENTED])
+def test_every_documented_command_parses_and_names_what_exists(doc, argv):
+    """Each command of the README and docs/benchmarks.md as written: the command line parses (every flag and choice
+    exists), its suite loads with its ``--set`` overrides applied (suite keys themselves are not checked yet), a
+    release or config it names is there. Running them is the suites' own tests' job (minutes each); this catches a
+    doc that drifted from the command line."""
+    from surrogate.cli import build_parser
+
+    try:
+        args = build_parser().parse_args(argv[1:])
+    except SystemExit:
+        pytest.fail(f"{doc}: `{shlex.join(argv)}` does not parse")
+    if argv[1] == "bench":
+        load_suite(args.suite, getattr(args, "set", None) or ())
+    for flag in ("--checkpoint", "--config"):
+        if flag in argv:
+            value = argv[argv.index(flag) + 1]
+            if value.startswith(("checkpoints/", "configs/")):
+                assert (ROOT / value).exists(), f"{doc}: {value} does not exist"
