@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
 # Headless rendering on CPU machines (CI has no display): EGL through PyOpenGL.
 os.environ.setdefault("MUJOCO_GL", "egl")
+# MuJoCo's warnings (tests blow simulations up on purpose) into a log file in the temporary folder, not the console
+# and MUJOCO_LOG.TXT in the checkout; read by surrogate._third_party_output on import, inherited by subprocesses
+os.environ.setdefault("SURROGATE_MUJOCO_LOG", os.path.join(tempfile.gettempdir(), f"contact-surrogate-tests-{os.getpid()}.log"))
 
 from surrogate.paths import shared_data_dir
 
