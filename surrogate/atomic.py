@@ -133,7 +133,7 @@ def clean_stale_partials(path: str | Path) -> list:
             continue
         # the builder's PID: in the marker, else in the name (a kill between the folder's creation and the marker's
         # write, or between the swap and the marker's rewrite, leaves only the name: ``.<name>.<pid>.<random>.partial``)
-        pid = _read_pid(marker) if marker.is_file() else _pid_in_name(cand.name, path.name)
+        pid = (_read_pid(marker) if marker.is_file() else None) or _pid_in_name(cand.name, path.name)  # or half-written
         if pid is None:
             continue  # not a folder this project made
         if pid is not None and pid != os.getpid() and pid_alive(pid):
