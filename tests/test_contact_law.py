@@ -68,6 +68,23 @@ def test_point_law_is_zero_at_separation_and_only_dissipates():
         np.testing.assert_allclose(x, y.numpy(), rtol=1e-12, atol=0)
 
 
+def stepper_toss(scene, model, frames: int):
+    """Two spinning cubes tossed onto the ground through the hybrid stepper, 4 physics steps a frame:
+    (stepper, reference COM positions [2, frames, 3], the twin's start states [2, 13]) for twin-vs-stepper parity."""
+    states = [([0, 0, 0.12], [0.9, 0.3, 0.2, 0.1], [0.8, 0.1, -0.3], [3.0, -4.0, 1.0]),
+              ([0.1, 0, 0.09], [0.5, -0.5, 0.5, 0.5], [-0.5, 0.4, 0.5], [-2.0, 6.0, 0.0])]
+    stepper = Stepper(scene, model)
+    ds = [_free_data(scene, *s) for s in states]
+    ref = np.zeros((len(ds), frames, 3))
+    qa = scene.object_qpos_adr
+    for f in range(frames):
+        ref[:, f] = [d.qpos[qa:qa + 3] for d in ds]
+        step(scene.model, ds, stepper, nstep=4)
+    s0 = torch.tensor(np.array([np.concatenate([s[0], np.asarray(s[1]) / np.linalg.norm(s[1]), s[2], s[3]])
+                                for s in states]))
+    return stepper, ref, s0
+
+
 def test_semi_implicit_friction_never_reverses_slip():
     """A sliding point under a huge friction damping ends the step slower, never reversed."""
     mass = torch.tensor([0.1], dtype=torch.float64)
@@ -338,18 +355,9 @@ def test_twin_matches_the_hybrid_stepper(friction_iterations, stribeck, correcti
     model = ContactLawGNN(prior=STRIBECK if stribeck else CUBE, corrections=corrections,
                           friction_iterations=friction_iterations, stribeck=stribeck)
     model = _perturbed(model, scale=0.5) if corrections else model.eval()
-    states = [([0, 0, 0.12], [0.9, 0.3, 0.2, 0.1], [0.8, 0.1, -0.3], [3.0, -4.0, 1.0]),
-              ([0.1, 0, 0.09], [0.5, -0.5, 0.5, 0.5], [-0.5, 0.4, 0.5], [-2.0, 6.0, 0.0])]
     F = 148
-    stepper = Stepper(scene, model)
-    ds = [_free_data(scene, *s) for s in states]
-    ref = np.zeros((len(ds), F, 3))
-    qa = scene.object_qpos_adr
-    for f in range(F):
-        ref[:, f] = [d.qpos[qa:qa + 3] for d in ds]
-        step(scene.model, ds, stepper, nstep=4)
+    stepper, ref, s0 = stepper_toss(scene, model, F)
     assert stepper.stats()["contacts"] > 0
-    s0 = torch.tensor([np.concatenate([s[0], np.asarray(s[1]) / np.linalg.norm(s[1]), s[2], s[3]]) for s in states])
     with torch.no_grad():
         pos, _ = Twin(scene).rollout(model, s0, F, substeps=4)
     np.testing.assert_allclose(pos.numpy(), ref, atol=1e-9)

@@ -27,6 +27,7 @@ from .test_contact_law import (
     _energy,
     _free_data,
     _perturbed,
+    stepper_toss,
 )
 
 torch.set_num_threads(1)
@@ -213,19 +214,9 @@ def test_twin_matches_the_stepper_with_the_spring(friction_iterations, correctio
     model = ContactLawGNN(prior=SPRING_CUBE, corrections=corrections, friction_iterations=friction_iterations,
                           history=history)
     model = _perturbed(model, scale=0.5) if corrections else model.eval()
-    states = [([0, 0, 0.12], [0.9, 0.3, 0.2, 0.1], [0.8, 0.1, -0.3], [3.0, -4.0, 1.0]),
-              ([0.1, 0, 0.09], [0.5, -0.5, 0.5, 0.5], [-0.5, 0.4, 0.5], [-2.0, 6.0, 0.0])]
     F = 148
-    stepper = Stepper(scene, model)
-    ds = [_free_data(scene, *s) for s in states]
-    ref = np.zeros((len(ds), F, 3))
-    qa = scene.object_qpos_adr
-    for f in range(F):
-        ref[:, f] = [d.qpos[qa:qa + 3] for d in ds]
-        step(scene.model, ds, stepper, nstep=4)
+    stepper, ref, s0 = stepper_toss(scene, model, F)
     assert len(stepper.history) > 0 and np.abs(stepper.history.z).max() > 1e-6  # the spring is loaded
-    s0 = torch.tensor(np.array([np.concatenate([s[0], np.asarray(s[1]) / np.linalg.norm(s[1]), s[2], s[3]])
-                                for s in states]))
     with torch.no_grad():
         pos, _ = Twin(scene).rollout(model, s0, F, substeps=4)
     np.testing.assert_allclose(pos.numpy(), ref, atol=1e-9)
