@@ -9,7 +9,11 @@
 2. Train the network's bounded corrections on top (prior frozen); keep the best epoch.
 3. Compare both on the same validation episodes (paired, per episode, with a bootstrap interval)
    and keep the corrections only if they help (the interval of the score difference lies below
-   zero); otherwise the release is the fitted constant law. Both rows go into the card.
+   zero); otherwise the release is the fitted constant law. Both rows go into the card. Where the training layer's
+   closed-loop stage runs (``training.run.closed_loop_stage``: grasps, the hand actuated as in the benchmark), it
+   decides again on replays, so the trained network is returned either way.
+
+A stage stops early after ``stages.<stage>.patience`` validated epochs without a better score (null: never).
 """
 
 from __future__ import annotations
@@ -32,17 +36,19 @@ from .objective import stepper_scores, window_loss
 # the prior parameters a grid can scan (static_friction, stribeck_speed: models with model.stribeck)
 GRID_KEYS = ("stiffness", "damping", "friction", "static_friction", "stribeck_speed")
 STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}},  # empty lists: off
-                  "prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1},
-                  "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1},
+                  # patience: stop a stage after this many validated epochs without a better whole-episode validation
+                  # score (early stopping; null: run every epoch). The best epoch is kept either way.
+                  "prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1, "patience": None},
+                  "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1, "patience": None},
                   # run after this fit by the training layer (it replays through the benchmarks' replays,
                   # surrogate.bench.law_selection): the pad friction chosen by closed-loop replays of this
                   # many validation episodes with a hand (0: off), over these scales of the fitted value
                   "closed_loop": {"episodes": 0, "friction_scales": [1.0, 0.8, 0.63, 0.5, 0.4]}}
 
 
-def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):
+def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict, patience: int | None = None):
     import lightning as L
-    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
     from .loggers import lr_monitor, run_loggers
 
@@ -50,7 +56,13 @@ def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict):
                            save_last=True, filename="best")
     kw = {k: v for k, v in trainer_cfg.items() if k not in ("max_epochs", "early_stopping_patience")}
     kw.setdefault("gradient_clip_val", 1.0)
-    trainer = L.Trainer(default_root_dir=str(out), max_epochs=int(epochs), callbacks=[ckpt, lr_monitor()], num_sanity_val_steps=0,
+    callbacks = [ckpt, lr_monitor()]
+    if patience is not None:
+        if not (isinstance(patience, int) and patience >= 1):
+            raise ConfigError(f"stages.{name}.patience must be a positive integer or null, got {patience!r}",
+                              key=f"stages.{name}.patience")
+        callbacks.append(EarlyStopping(monitor="val_score", mode="min", patience=int(patience)))
+    trainer = L.Trainer(default_root_dir=str(out), max_epochs=int(epochs), callbacks=callbacks, num_sanity_val_steps=0,
                         reload_dataloaders_every_n_epochs=1, logger=run_loggers(out, f"_{name}"), **kw)
     return trainer, ckpt
 
@@ -124,7 +136,7 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
                 getattr(model, f"log_{k}")[gi] = math.log(float(v))
         scores = stepper_scores(model.eval(), episodes, dm.capture.meta, margin=dm.cfg["margin"],
                                 substeps=dm.cfg["substeps"], init_frames=dm.cfg["init_frames"])
-        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **_summary(scores, rot_w)})
+        rows.append({**{k: float(v) for k, v in zip(names, combo)}, **score_summary(scores, rot_w)})
     best = min(rows, key=lambda r: r["score"])
     with torch.no_grad():
         for k in names:
@@ -132,7 +144,7 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
     return {"group": grid["group"], "best": best, "rows": rows}
 
 
-def _summary(rows: list[dict], rot_w: float) -> dict:
+def score_summary(rows: list[dict], rot_w: float) -> dict:
     pos = np.array([r["pos_pct"] for r in rows])
     rot = np.array([r["rot_deg"] for r in rows])
     return {"n": len(rows), "pos_pct_mean": float(pos.mean()), "pos_pct_median": float(np.median(pos)),
@@ -174,20 +186,21 @@ def fit_law(cfg: dict, *, out: Path, ready=None) -> dict:
         t = time.time()
         metrics["grid"] = {**grid_prior(m1.model, dm, stages["grid"], rot_w), "wall_s": time.time() - t}
     init_rows = validate(m1.model, dm)
-    tr, ck = _trainer(out, "prior", stages["prior"]["epochs"], cfg.get("trainer", {}))
+    tr, ck = _trainer(out, "prior", stages["prior"]["epochs"], cfg.get("trainer", {}), stages["prior"]["patience"])
     prior_rows = init_rows
     if stages["prior"]["epochs"] > 0:
         init_state = {k: v.clone() for k, v in m1.model.state_dict().items()}
         _fit(tr, m1, dm, ck, resume)
         prior_rows = _load_best(m1, ck, init_rows)
-        if _summary(prior_rows, rot_w)["score"] > _summary(init_rows, rot_w)["score"]:
+        if score_summary(prior_rows, rot_w)["score"] > score_summary(init_rows, rot_w)["score"]:
             # no epoch beat the initial law on whole validation episodes: keep it (normalizer statistics
             # from training are kept, they describe the training inputs)
             m1.model.load_state_dict({**m1.model.state_dict(), **{k: v for k, v in init_state.items() if k.startswith("log_")}})
             prior_rows = init_rows
-    metrics["prior"] = {"initial": _summary(init_rows, rot_w), "fitted": _summary(prior_rows, rot_w),
+    metrics["prior"] = {"initial": score_summary(init_rows, rot_w), "fitted": score_summary(prior_rows, rot_w),
                         "law": {grp: m1.model.prior(grp).to_json() for grp in ("surface", "body")}, "history": m1.val_history, "wall_s": time.time() - t1}
     release, rows = m1.model, prior_rows
+    network, network_rows = None, None
 
     # -- stage 2: the network's corrections ----------------------------------------------------
     if model_cfg.get("corrections", True) and stages["corrections"]["epochs"] > 0:
@@ -195,20 +208,25 @@ def fit_law(cfg: dict, *, out: Path, ready=None) -> dict:
         m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections", loss=loss, data=dm,
                               **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers
-        tr2, ck2 = _trainer(out, "corrections", stages["corrections"]["epochs"], cfg.get("trainer", {}))
+        tr2, ck2 = _trainer(out, "corrections", stages["corrections"]["epochs"], cfg.get("trainer", {}),
+                            stages["corrections"]["patience"])
         _fit(tr2, m2, dm, ck2, resume)
         corr_rows = _load_best(m2, ck2, prior_rows)
         for r in corr_rows + prior_rows:
             r["score"] = r["pos_pct"] + rot_w * r["rot_deg"]
         diff = {k: paired_difference(prior_rows, corr_rows, k) for k in ("score", "pos_pct", "rot_deg")}
         helps = diff["score"]["ci95"] is not None and diff["score"]["ci95"][1] < 0
-        metrics["corrections"] = {"fitted": _summary(corr_rows, rot_w), "paired_minus_prior": diff, "kept": bool(helps),
+        metrics["corrections"] = {"fitted": score_summary(corr_rows, rot_w), "paired_minus_prior": diff, "kept": bool(helps),
                                   "history": m2.val_history, "wall_s": time.time() - t2}
+        network, network_rows = m2.model, corr_rows
         if helps:
             release, rows = m2.model, corr_rows
-    metrics["release"] = {"structure": "law+corrections" if release.corrections else "law", **_summary(rows, rot_w)}
+    metrics["release"] = {"structure": "law+corrections" if release.corrections else "law", **score_summary(rows, rot_w)}
     accumulate_normalizers(m1.model, dm)
     accumulate_normalizers(release, dm)
     release.eval()
+    # the trained network is returned even where the twin's paired rule did not keep it: the closed-loop stage
+    # (training.run) decides again on the benchmark's own replays when it runs
     return {"model": release, "prior_model": m1.model.eval(), "data": dm, "metrics": metrics, "val_rows": rows,
-            "prior_val_rows": prior_rows}
+            "prior_val_rows": prior_rows, "network_model": None if network is None else network.eval(),
+            "network_val_rows": network_rows}

@@ -29,7 +29,7 @@ TRAINER_RESERVED = {
             "max_steps": "the end-to-end peer trains trainer.max_epochs epochs (its learning-rate schedule spans them)"},
     "law": {"default_root_dir": _BY_TRAINING, "logger": _BY_TRAINING, "callbacks": _BY_TRAINING,
             "max_epochs": _LAW_EPOCHS, "num_sanity_val_steps": _LAW_FIT, "reload_dataloaders_every_n_epochs": _LAW_FIT,
-            "early_stopping_patience": "the law fit keeps the best epoch on whole validation episodes (no early stopping)"},
+            "early_stopping_patience": "with model.kind: law early stopping is stages.prior.patience and stages.corrections.patience"},
 }
 
 

@@ -149,7 +149,11 @@ def fit_law(cfg: dict) -> dict:
     if "corrections" in metrics:
         out["corrections"] = {k: metrics["corrections"][k] for k in ("fitted", "paired_minus_prior", "kept")}
     if "closed_loop" in metrics:
-        out["closed_loop"] = {k: v for k, v in metrics["closed_loop"].items() if k not in ("per_episode", "episodes")}
+        out["closed_loop"] = {k: v for k, v in metrics["closed_loop"].items() if k not in ("per_episode", "episodes", "network")}
+        if "network" in metrics["closed_loop"]:
+            out["closed_loop"]["network"] = {k: v for k, v in metrics["closed_loop"]["network"].items() if k != "per_episode"}
+    if "ablation" in metrics:
+        out["ablation"] = metrics["ablation"]
     c = dm.cfg
     data = {"name": dm.capture.meta.name, "root": portable_path(c["root"]), "sha256": dataset_hash(c["root"]),
             "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
@@ -176,9 +180,11 @@ def fit_law(cfg: dict) -> dict:
 
 def closed_loop_stage(cfg: dict, res: dict) -> None:
     """``stages.closed_loop``: choose the pad friction of the fitted law by closed-loop replays of validation
-    episodes (``surrogate.bench.law_selection``); updates ``res`` (model, and the prior model if the release
-    is the law itself) and records the candidates and the paired comparison in ``res["metrics"]``."""
-    from ..learn.fit import STAGE_DEFAULTS
+    episodes (``surrogate.bench.law_selection``), and of the trained network likewise where there is one; the
+    network is the release only if its replays beat the law's by a paired interval below zero (the benchmark's own
+    replays decide, not the kinematic twin). Updates ``res`` (model; the prior model becomes the law at its selected
+    friction) and records both selections, the paired comparison and the ablation rows in ``res["metrics"]``."""
+    from ..learn.fit import STAGE_DEFAULTS, score_summary
     from ..learn.lightning import LOSS_DEFAULTS
 
     st = {**STAGE_DEFAULTS["closed_loop"], **((cfg.get("stages") or {}).get("closed_loop") or {})}
@@ -186,6 +192,7 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     if n <= 0:
         return
     from ..bench.law_selection import select_pad_friction
+    from ..metrics import paired_difference
 
     dm = res["data"]
     by_id = {e.episode_id: e for e in dm.capture.episodes}
@@ -195,12 +202,46 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
         return
     t0 = time.time()
     rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
-    sel = select_pad_friction(res["model"], eps, dm.capture.meta, scales=st["friction_scales"],
-                              substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]), rot_weight=rot_w)
-    if res["prior_model"] is res["model"]:
-        res["prior_model"] = sel["model"]
-    res["model"] = sel["model"]
-    res["metrics"]["closed_loop"] = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")}
-    res["metrics"]["closed_loop"].update(episodes=[str(e.episode_id) for e in eps], wall_s=time.time() - t0,
-                                         per_episode=sel["per_episode"])
-    res["metrics"]["release"]["pad_friction"] = sel["friction"]
+    kw = dict(scales=st["friction_scales"], substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]), rot_weight=rot_w)
+    sel = select_pad_friction(res["prior_model"], eps, dm.capture.meta, **kw)
+    res["prior_model"] = res["model"] = sel["model"]
+    cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")}
+    cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"])
+    structure, pad_friction = "law", sel["friction"]
+    net = res.get("network_model")
+    if net is not None:
+        nsel = select_pad_friction(net, eps, dm.capture.meta, **kw)
+        diff = paired_difference(sel["per_episode"], nsel["per_episode"], "score")
+        kept = diff["ci95"] is not None and diff["ci95"][1] < 0
+        cl["network"] = {**{k: nsel[k] for k in ("scale", "friction", "candidates", "paired_minus_fitted")},
+                         "paired_minus_law": diff, "kept": bool(kept), "per_episode": nsel["per_episode"]}
+        if kept:
+            res["model"], res["val_rows"] = nsel["model"], res["network_val_rows"]
+            structure, pad_friction = "law+corrections", nsel["friction"]
+        else:
+            res["val_rows"] = res["prior_val_rows"]
+    cl["wall_s"] = time.time() - t0
+    res["metrics"]["closed_loop"] = cl
+    res["metrics"]["release"].update(structure=structure, pad_friction=pad_friction,
+                                     kept_by="closed-loop replays" if net is not None else "law only")
+    res["metrics"]["ablation"] = rows = ablation_rows(res["metrics"], history=bool(cfg["model"].get("history")))
+    # the release's whole-episode twin validation summary, and its replay score
+    res["metrics"]["release"].update(**score_summary(res["val_rows"], rot_w),
+                                     replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
+
+
+def ablation_rows(metrics: dict, *, history: bool = False) -> list[dict]:
+    """The card's ablation: each trained model on the same validation episodes, by the twin (whole episodes, kinematic
+    hand) and by closed-loop replays (actuated hand, the benchmark's replays) at its selected pad friction."""
+    cl = metrics.get("closed_loop", {})
+    mean = lambda rows: float(sum(r["score"] for r in rows) / len(rows)) if rows else None  # noqa: E731
+    rows = [{"row": "law", "twin_val_score": metrics["prior"]["fitted"]["score"], "replay_score": mean(cl.get("per_episode")),
+             "pad_friction": cl.get("friction")}]
+    if "corrections" in metrics:
+        net = cl.get("network", {})
+        rows.append({"row": "network with history" if history else "network without history",
+                     "twin_val_score": metrics["corrections"]["fitted"]["score"],
+                     "twin_paired_minus_law": metrics["corrections"]["paired_minus_prior"]["score"],
+                     "replay_score": mean(net.get("per_episode")), "replay_paired_minus_law": net.get("paired_minus_law"),
+                     "pad_friction": net.get("friction"), "kept": net.get("kept")})
+    return rows
