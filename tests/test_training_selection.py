@@ -40,7 +40,8 @@ def _no_longer_plateau_than(history: list[dict], patience: int, epochs: int) -> 
 
 def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists_the_ablation(grasps, tmp_path):
     cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=4", "stages.corrections.patience=1",
-                  "stages.corrections.lr=0.01", "stages.closed_loop.episodes=2", "stages.closed_loop.friction_scales=[1.0, 0.7]")
+                  "stages.corrections.lr=0.01", "stages.closed_loop.episodes=2", "stages.closed_loop.friction_scales=[1.0, 0.7]",
+                  f"export.prior_dir={tmp_path / 'law'}", f"export.network_dir={tmp_path / 'net'}")
     fit(cfg)
     card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
     m = card["training"]["metrics"]
@@ -50,6 +51,12 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     assert net["kept"] == (hi < 0)  # the paired rule on the replays
     assert m["release"]["structure"] == ("law+corrections" if net["kept"] else "law")
     assert card["model"]["hparams"]["corrections"] is net["kept"]  # what is exported is what was decided
+    # the ablation's checkpoints, each at its own selected pad friction: the law alone and the network
+    law_card = json.loads((tmp_path / "law" / "card.json").read_text())
+    net_card = json.loads((tmp_path / "net" / "card.json").read_text())
+    assert law_card["model"]["hparams"]["corrections"] is False and net_card["model"]["hparams"]["corrections"] is True
+    assert law_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(m["closed_loop"]["friction"], rel=1e-5)
+    assert net_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(net["friction"], rel=1e-5)
     rows = {r["row"]: r for r in m["ablation"]}
     assert set(rows) == {"law", "network without history"}
     for r in rows.values():  # both rows scored on the same validation episodes, by the twin and by the replays

@@ -5,7 +5,7 @@
 wheel.
 
 Path rule for ``out_dir``, ``ckpt_path``, ``data.root``, ``export.dir``, ``export.release_dir``,
-``export.prior_dir``:
+``export.prior_dir``, ``export.network_dir``:
 
 - a relative path **on the command line** (``--set out_dir=runs/x``) is relative to the current folder;
 - a relative path **in a config file** is relative to the project the file belongs to: for a file under
@@ -33,7 +33,7 @@ _TRAINER = {"accelerator": "cpu", "devices": 1, "strategy": "auto", "determinist
             "enable_progress_bar": True}
 LAW_DEFAULTS = {  # model.kind: law (contact model v2; the default kind): epochs and learning rates per stage
     "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "stages": {},
-    "trainer": dict(_TRAINER), "export": {"dir": None, "release_dir": None, "prior_dir": None},
+    "trainer": dict(_TRAINER), "export": {"dir": None, "release_dir": None, "prior_dir": None, "network_dir": None},
 }
 GNS_DEFAULTS = {  # model.kind: gns (the end-to-end peer, no MuJoCo)
     "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "optim": {},

@@ -64,7 +64,8 @@ def gns_spec() -> dict:
             "optim": _leaves(OPTIM_DEFAULTS), "trainer": trainer_spec("gns"),
             "export": {"dir": None, "release_dir": None,
                        "eval_rollouts": "the end-to-end peer scores whole validation episodes every validation epoch",
-                       "prior_dir": "only the law fit (model.kind: law) has a prior law to export"},
+                       "prior_dir": "only the law fit (model.kind: law) has a prior law to export",
+                       "network_dir": "only the law fit (model.kind: law) trains a network of corrections to export"},
             "stages": "training stages belong to model.kind: law; the end-to-end peer trains one stage (optim, trainer)",
             "ckpt_path": "the end-to-end peer does not resume from a Lightning checkpoint (model.kind: gns)",
             "resume_changed": "the end-to-end peer does not resume (model.kind: gns)"}
@@ -84,7 +85,7 @@ def spec_for(kind: str) -> dict:
         return {"seed": None, "out_dir": None, "threads": None, "data": data, "model": model,
                 "loss": _leaves(LOSS_DEFAULTS), "stages": {k: _leaves(v) for k, v in STAGE_DEFAULTS.items()},
                 "trainer": trainer_spec(kind),
-                "export": {"dir": None, "release_dir": None, "prior_dir": None,
+                "export": {"dir": None, "release_dir": None, "prior_dir": None, "network_dir": None,
                            "eval_rollouts": "the law fit scores whole validation episodes every epoch"},
                 "optim": "with model.kind: law the learning rates are stages.prior.lr and stages.corrections.lr",
                 "ckpt_path": None,

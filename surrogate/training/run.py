@@ -174,6 +174,15 @@ def fit_law(cfg: dict) -> dict:
                                     "metrics": {k: metrics[k] for k in ("prior", "train_wall_s")},
                                     "val_per_episode": res["prior_val_rows"], "role": "the fitted prior law of the release"})
         out["exported_prior"] = str(cfg["export"]["prior_dir"])
+    if cfg["export"].get("network_dir") and res.get("network_model") is not None:
+        # the trained network whether or not it ships: the ablation's own row in the benchmarks (surrogate.rows)
+        net = res.get("network_selected") or res["network_model"]  # at its closed-loop pad friction where that ran
+        export_checkpoint(net, cfg["export"]["network_dir"], data=data,
+                          training={"config": portable_paths(cfg, PATH_KEYS), "metrics": metrics,
+                                    "val_per_episode": res["network_val_rows"], "role": "the trained network of the run "
+                                    "(its pad friction chosen by the closed-loop stage where it ran); shipped only if "
+                                    "training.metrics.release.structure says law+corrections"})
+        out["exported_network"] = str(cfg["export"]["network_dir"])
     write_json_atomic(Path(cfg["out_dir"]) / RUN_CONFIG, resolved_config(cfg))
     return out
 
@@ -213,6 +222,7 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
         nsel = select_pad_friction(net, eps, dm.capture.meta, **kw)
         diff = paired_difference(sel["per_episode"], nsel["per_episode"], "score")
         kept = diff["ci95"] is not None and diff["ci95"][1] < 0
+        res["network_selected"] = nsel["model"]
         cl["network"] = {**{k: nsel[k] for k in ("scale", "friction", "candidates", "paired_minus_fitted")},
                          "paired_minus_law": diff, "kept": bool(kept), "per_episode": nsel["per_episode"]}
         if kept:

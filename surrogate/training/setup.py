@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-OUTPUT_KEYS = ("out_dir", "export.dir", "export.prior_dir")  # export.release_dir: with --release (run.export_dir)
+OUTPUT_KEYS = ("out_dir", "export.dir", "export.prior_dir", "export.network_dir")  # export.release_dir: with --release (run.export_dir)
 
 
 def _get(cfg: dict, dotted: str):
