@@ -1,6 +1,6 @@
 """Issue #13, "nothing lost, nothing mixed, every bad input named": one test per reported case.
 
-Each test is named after its case in the issue. Rig tests use the analytic fixture of
+Each test is named for the behaviour it guards (the issue's case numbers are gone from the names). Rig tests use the analytic fixture of
 ``test_rig_generate`` (fast, seeded), except the orphan test, whose fixture sleeps so that a
 worker is surely busy when its run is killed; training tests use ``test_model``'s tiny capture.
 """
@@ -35,7 +35,7 @@ def _parts(tmp_path, name="ds") -> Path:
 # ----------------------------------------------------------------------------- case 2: resume checks its shards; one writer
 
 
-def test_case2_resume_refuses_shards_of_another_run(tmp_path):
+def test_resume_refuses_shards_of_another_run(tmp_path):
     gen(tmp_path, "ds", **fake(), episodes=3, workers=0, keep_parts=True)  # seed 3
     shutil.rmtree(tmp_path / "ds")
     (_parts(tmp_path) / "run.json").unlink()  # the manifest is gone: only the shards can tell
@@ -47,7 +47,7 @@ def test_case2_resume_refuses_shards_of_another_run(tmp_path):
     assert report.reused == 3 and report.simulated == 0 and report.written == 3
 
 
-def test_case2_second_concurrent_writer_is_refused(tmp_path):
+def test_second_concurrent_writer_is_refused(tmp_path):
     lock = Path(f"{tmp_path / 'ds'}.lock")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -65,7 +65,7 @@ def test_case2_second_concurrent_writer_is_refused(tmp_path):
 # ----------------------------------------------------------------------------- case 3: a corrupt shard is regenerated
 
 
-def test_case3_corrupt_shard_is_regenerated(tmp_path):
+def test_corrupt_shard_is_regenerated(tmp_path):
     gen(tmp_path, "ds", **fake(), episodes=4, workers=0, keep_parts=True)
     shutil.rmtree(tmp_path / "ds")  # as if the run had been killed before assembling
     shard_path(_parts(tmp_path), 0).write_bytes(b"garbage")
@@ -102,7 +102,7 @@ def _gone(proc) -> bool:
         return True
 
 
-def test_case4_workers_exit_when_the_run_is_killed(tmp_path):
+def test_workers_exit_when_the_run_is_killed(tmp_path):
     psutil = pytest.importorskip("psutil")
     code = f"from tests.test_reliability import slow_gen; slow_gen({str(tmp_path)!r})"
     child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
@@ -137,7 +137,7 @@ def _toss_folder(folder, n=2):
     return folder
 
 
-def test_case1_overwrite_refuses_a_foreign_folder(tmp_path, capsys):
+def test_overwrite_refuses_a_foreign_folder(tmp_path, capsys):
     src = _toss_folder(tmp_path / "src")
     x = tmp_path / "X"
     x.mkdir()
@@ -151,7 +151,7 @@ def test_case1_overwrite_refuses_a_foreign_folder(tmp_path, capsys):
     assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "ds"), "--overwrite", "--quiet"]) == 0
 
 
-def test_case1_writer_and_rig_refuse_a_foreign_folder(tmp_path):
+def test_writer_and_rig_refuse_a_foreign_folder(tmp_path):
     from surrogate.capture import write_dataset
 
     x = tmp_path / "X"
@@ -179,7 +179,7 @@ def _skips(report):
     return {s["episode"]: s for s in report.skipped}
 
 
-def test_case6_directory_named_pt_is_skipped(tmp_path):
+def test_directory_named_pt_is_skipped(tmp_path):
     from surrogate.importers.contactnets import import_contactnets
 
     src = _toss_folder(tmp_path / "src")
@@ -189,7 +189,7 @@ def test_case6_directory_named_pt_is_skipped(tmp_path):
     assert [e.episode_id for e in read_dataset(tmp_path / "out").episodes] == ["1", "2"]
 
 
-def test_case6_symlink_loop_and_dangling_link_are_skipped(tmp_path):
+def test_symlink_loop_and_dangling_link_are_skipped(tmp_path):
     from surrogate.importers.contactnets import import_contactnets
 
     src = _toss_folder(tmp_path / "src")
@@ -226,7 +226,7 @@ def _toss_bytes(seed, **kw):
     return buf.getvalue()
 
 
-def test_case6_same_toss_twice_in_an_archive_keeps_the_first(tmp_path):
+def test_same_toss_twice_in_an_archive_keeps_the_first(tmp_path):
     from surrogate.importers.contactnets import import_contactnets
 
     archive = _tar_gz(tmp_path / "up.tar.gz", {
@@ -239,7 +239,7 @@ def test_case6_same_toss_twice_in_an_archive_keeps_the_first(tmp_path):
     assert [e.episode_id for e in read_dataset(tmp_path / "out").episodes] == ["3", "4"]
 
 
-def test_case6_truncated_tar_gz_stops_naming_the_archive(tmp_path, capsys):
+def test_truncated_tar_gz_stops_naming_the_archive(tmp_path, capsys):
     members = {f"a/data/tosses_processed/{i}.pt": _toss_bytes(i, T=400) for i in range(1, 5)}
     archive = _tar_gz(tmp_path / "up.tar.gz", members)
     data = archive.read_bytes()
@@ -252,7 +252,7 @@ def test_case6_truncated_tar_gz_stops_naming_the_archive(tmp_path, capsys):
 
 @pytest.mark.parametrize("params, field", [
     ({"dt": 0}, "dt"), ({"dt": "abc"}, "dt"), ({"mass": "x"}, "mass"), ({"mu": None}, "mu"), ([0.01, 0.37], None)])
-def test_case6_bad_experiment_json_stops_naming_the_field(tmp_path, capsys, params, field):
+def test_bad_experiment_json_stops_naming_the_field(tmp_path, capsys, params, field):
     src = _toss_folder(tmp_path / "src")
     (src / "experiment.json").write_text(json.dumps(params))
     assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "out"), "--quiet"]) == 2
@@ -265,7 +265,7 @@ def test_case6_bad_experiment_json_stops_naming_the_field(tmp_path, capsys, para
 # ----------------------------------------------------------------------------- case 8: every input bad: say why for each
 
 
-def test_case8_all_bad_inputs_print_each_reason(tmp_path, capsys):
+def test_all_bad_inputs_print_each_reason(tmp_path, capsys):
     src = tmp_path / "src"
     src.mkdir()
     (src / "1.pt").write_bytes(b"garbage")
@@ -298,7 +298,7 @@ def _consistent_tosses(folder, dt=1 / 148, n=3):
     return folder
 
 
-def test_case9_dt_contradicting_the_tosses_is_rejected(tmp_path, capsys):
+def test_dt_contradicting_the_tosses_is_rejected(tmp_path, capsys):
     src = _consistent_tosses(tmp_path / "src")
     (src / "experiment.json").write_text(json.dumps({"dt": 1.0}))
     assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "out"), "--quiet"]) == 2
@@ -327,7 +327,7 @@ def poses_setup(tmp_path):
     return src, _config(tmp_path, mesh)
 
 
-def test_case7_non_utf8_and_header_only_csv_are_skipped(tmp_path, poses_setup):
+def test_non_utf8_and_header_only_csv_are_skipped(tmp_path, poses_setup):
     from surrogate.importers.poses import import_poses
 
     src, cfg = poses_setup
@@ -341,7 +341,7 @@ def test_case7_non_utf8_and_header_only_csv_are_skipped(tmp_path, poses_setup):
     assert skips["header_only"]["field"] == "rows" and "no data rows" in skips["header_only"]["reason"]
 
 
-def test_case7_utf8_bom_header_is_accepted(tmp_path, poses_setup):
+def test_utf8_bom_header_is_accepted(tmp_path, poses_setup):
     from surrogate.importers.poses import import_poses
 
     src, cfg = poses_setup
@@ -354,7 +354,7 @@ def test_case7_utf8_bom_header_is_accepted(tmp_path, poses_setup):
     ("environment.height=abc", "environment.height"), ("environment.height=1e9", "environment.height"),
     ("environment.foo=1", "environment.foo"), ("environment.gravity=abc", "environment.gravity"),
     ("object.mass=heavy", "object.mass"), ("rate_hz=-5", "rate_hz"), ("provenance.real=maybe", "provenance.real")])
-def test_case7_bad_config_values_name_the_key(tmp_path, poses_setup, capsys, override, key):
+def test_bad_config_values_name_the_key(tmp_path, poses_setup, capsys, override, key):
     src, cfg = poses_setup
     rc = main(["import", "poses", str(src), "--out", str(tmp_path / "out"), "--config", str(cfg), "--set", override, "--quiet"])
     err = capsys.readouterr().err
@@ -362,7 +362,7 @@ def test_case7_bad_config_values_name_the_key(tmp_path, poses_setup, capsys, ove
     assert not (tmp_path / "out").exists()
 
 
-def test_case7_numeric_text_is_read_as_a_number(tmp_path, poses_setup):
+def test_numeric_text_is_read_as_a_number(tmp_path, poses_setup):
     from surrogate.importers.poses import load_config
 
     _, cfg = poses_setup
@@ -387,7 +387,7 @@ def _edit_json(path, fn):
 
 
 @pytest.mark.parametrize("fps", [0, -5, "148"])
-def test_case9_info_fps_must_be_positive(tmp_path, fps):
+def test_info_fps_must_be_positive(tmp_path, fps):
     from surrogate.errors import CaptureError
 
     ds = _cube_dataset(tmp_path)
@@ -396,7 +396,7 @@ def test_case9_info_fps_must_be_positive(tmp_path, fps):
         read_dataset(ds)
 
 
-def test_case9_capture_rate_hz_must_be_positive(tmp_path):
+def test_capture_rate_hz_must_be_positive(tmp_path):
     from surrogate.errors import CaptureError
 
     ds = _cube_dataset(tmp_path)
@@ -405,7 +405,7 @@ def test_case9_capture_rate_hz_must_be_positive(tmp_path):
         read_dataset(ds)
 
 
-def test_case9_removed_feature_description_is_rejected(tmp_path):
+def test_removed_feature_description_is_rejected(tmp_path):
     from surrogate.errors import CaptureError
 
     ds = _cube_dataset(tmp_path)
@@ -415,7 +415,7 @@ def test_case9_removed_feature_description_is_rejected(tmp_path):
 
 
 @pytest.mark.parametrize("missing", ["meta/stats.json", "meta/episodes/chunk-000/file-000.parquet"])
-def test_case9_missing_stats_or_episodes_parquet_is_rejected(tmp_path, missing):
+def test_missing_stats_or_episodes_parquet_is_rejected(tmp_path, missing):
     from surrogate.errors import CaptureError
 
     ds = _cube_dataset(tmp_path)
@@ -424,7 +424,7 @@ def test_case9_missing_stats_or_episodes_parquet_is_rejected(tmp_path, missing):
         read_dataset(ds)
 
 
-def test_case9_absurd_twist_is_rejected(tmp_path):
+def test_absurd_twist_is_rejected(tmp_path):
     import torch
 
     from surrogate.importers.contactnets import import_contactnets
@@ -441,7 +441,7 @@ def test_case9_absurd_twist_is_rejected(tmp_path):
 # ----------------------------------------------------------------------------- case 13: modes, stale temporary trees, messages
 
 
-def test_case13_datasets_get_the_users_umask(tmp_path):
+def test_datasets_get_the_users_umask(tmp_path):
     old = os.umask(0o022)
     try:
         ds = _cube_dataset(tmp_path)
@@ -459,7 +459,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
-def test_case13_stale_partial_folders_are_cleaned_up(tmp_path):
+def test_stale_partial_folders_are_cleaned_up(tmp_path):
     from surrogate.atomic import PARTIAL_MARKER
 
     ours = tmp_path / ".ds.crashed1.partial"  # left by a write whose process died
@@ -477,7 +477,7 @@ def test_case13_stale_partial_folders_are_cleaned_up(tmp_path):
     assert not (ds / PARTIAL_MARKER).exists()  # the marker never ships in a dataset
 
 
-def test_case13_messages_print_plain_numbers(tmp_path, poses_setup, capsys):
+def test_messages_print_plain_numbers(tmp_path, poses_setup, capsys):
     src, cfg = poses_setup
     text = (src / "good.csv").read_text().splitlines()
     text[11] = text[10]  # a repeated timestamp
@@ -504,7 +504,7 @@ def _tiny_checkpoint(folder):
 @pytest.mark.parametrize("key, value", [
     ("hidden", 1e7), ("steps", -1), ("steps", 100), ("hidden", "abc"), ("mlp_layers", 17), ("mu_max", 0),
     ("bounds", [1.0, 2.0]), ("bounds", [1.0, 2.0, 1e3]), ("friction_iterations", 1000), ("prior", "stiff")])
-def test_case10_bad_card_hyperparameters_are_refused_naming_the_key(tmp_path, key, value):
+def test_bad_card_hyperparameters_are_refused_naming_the_key(tmp_path, key, value):
     from surrogate.model.checkpoint import CheckpointError, load_checkpoint
 
     ckpt = _tiny_checkpoint(tmp_path / "ckpt")
@@ -515,7 +515,7 @@ def test_case10_bad_card_hyperparameters_are_refused_naming_the_key(tmp_path, ke
     assert str(ckpt / "card.json") in str(e.value) and f"model.hparams.{key}" in str(e.value), str(e.value)
 
 
-def test_case10_bench_with_a_corrupt_checkpoint_fails_before_any_baseline(tmp_path, monkeypatch):
+def test_bench_with_a_corrupt_checkpoint_fails_before_any_baseline(tmp_path, monkeypatch):
     from surrogate.bench import cube_real
     from surrogate.bench.run import run_suite
     from surrogate.model.checkpoint import CheckpointError
@@ -546,7 +546,7 @@ def _reset_count_run(stepper, scene, ds, nstep=3):
     return [str(x.message) for x in w if "MuJoCo reset" in str(x.message)]
 
 
-def test_case12_mujoco_resets_are_counted_per_environment():
+def test_mujoco_resets_are_counted_per_environment():
     from surrogate.objects import make_object
     from surrogate.scenes import build_scene
     from surrogate.sim import MuJoCoContact, Stepper
@@ -567,7 +567,7 @@ def test_case12_mujoco_resets_are_counted_per_environment():
         assert np.isfinite(ds[0].qvel).all() and ds[0].time == pytest.approx(9 * s.model.opt.timestep)
 
 
-def test_case12_a_huge_finite_force_reset_is_counted_for_that_env_only():
+def test_a_huge_finite_force_reset_is_counted_for_that_env_only():
     import torch
 
     from surrogate.objects import make_object
@@ -590,7 +590,7 @@ def test_case12_a_huge_finite_force_reset_is_counted_for_that_env_only():
 
 
 @needs_shared("contactnets_cube")
-def test_case13_downloaded_archive_is_removed(tmp_path, monkeypatch):
+def test_downloaded_archive_is_removed(tmp_path, monkeypatch):
     """An import from a URL downloads the archive into a temporary folder of its own and removes it."""
     import io
     import tempfile
@@ -624,7 +624,7 @@ def test_case13_downloaded_archive_is_removed(tmp_path, monkeypatch):
     assert (tmp_path / "out" / "meta" / "contact.json").exists() and report is not None
 
 
-def test_case11_flipped_bytes_and_non_finite_weights_are_refused(tmp_path):
+def test_flipped_bytes_and_non_finite_weights_are_refused(tmp_path):
     """A checkpoint records its weights' content hash; flipped bytes, and non-finite weights, are refused naming the file."""
     import torch
     from safetensors.torch import load_file, save_file
