@@ -128,11 +128,19 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])
     assert ms["analytic_identified"]["params"]["delay_s"] >= 0
     assert ledger["result"]["verdict"] in ("supported", "falsified", "tie")
-    assert [r["variant"] for r in ledger["attribution"]["rows"]] == ["all_on", "without_friction_map"]
+    rows = ledger["attribution"]["rows"]
+    assert [r["variant"] for r in rows] == ["all_on", "without_friction_map"]
+    # the learned models on the same held-out grasps of each variant; the same checkpoint twice gives the same errors
+    assert set(rows[1]["learned"]) == {"surrogate", "same_checkpoint"}
+    assert rows[1]["learned"]["surrogate"] == rows[1]["learned"]["same_checkpoint"]
+    base = rows[0]["learned"]["surrogate"]["pos_pct_size"]
+    assert rows[0]["learned"]["surrogate"]["residual_removed_pct"] is None
+    assert rows[1]["learned"]["surrogate"]["residual_removed_pct"] == pytest.approx(
+        100.0 * (base - rows[1]["learned"]["surrogate"]["pos_pct_size"]) / base)
     assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
-    assert "| same_checkpoint |" in report
+    assert "| same_checkpoint |" in report and "| variant | surrogate | same_checkpoint |" in report
     # videos of the median and worst acceptance-set episode, with the hand, replayed as the suite did
     vids = ledger["videos"]["videos"]
     assert [v["which"] for v in vids] == ["median", "worst"] and all(v["episode"].startswith("heldout_families/") for v in vids)

@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
 from .ledger import metric_words  # noqa: E402
 from .report_tables import (  # noqa: E402
+    attribution_lines,
     divergence_lines,
     ensemble_lines,
     evaluated_models,
@@ -370,20 +371,7 @@ def _tail_lines(ledger, out, plots) -> list[str]:
         for k, v in ledger["models"].items():
             if "overall" not in v:
                 lines.append(f"| {k} | — | {v.get('status')}: {v.get('reason')} | | |")
-    att = ledger.get("attribution")
-    if att:
-        h = f"{float(ledger['config']['acceptance']['horizon_s']):g}"
-        lines += ["", "## Gap attribution", "",
-                  "Each rig effect switched off in turn; MuJoCo re-identified on training grasps of that variant and scored on "
-                  "held-out grasps of it. Residual removed: how much lower the identified model's error is than with all effects on.", "",
-                  f"| variant | identified, % of size | identified at {h} s | nominal, % of size | identified rotation, deg | unstable (identified) | residual removed |",
-                  "|---|---|---|---|---|---|---|"]
-        for r in att["rows"]:
-            rr = r["residual_removed_pct"]
-            at = r.get(f"identified_pos_pct_size_at_{h}s")
-            lines.append(f"| {r['variant']} | {r['identified_pos_pct_size']:.1f} | {'—' if at is None else f'{at:.1f}'} | "
-                         f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {r.get('identified_unstable', 0)} | "
-                         f"{'—' if rr is None else f'{rr:+.0f} %'} |")
+    lines += attribution_lines(ledger)
     if evaluated_models(ledger) and any(m["overall"].get("unstable_rate") for _, m in evaluated_models(ledger)):
         lines += ["", "Unstable: fraction of rollouts that blew up (the one blow-up rule, `evaluate.episode_errors`): from the "
                   f"first frame that is non-finite or more than {ledger['config'].get('metrics', {}).get('max_error_m')} m from "

@@ -202,8 +202,10 @@ def _learned_row(ex: Executor, name: str, path, model, card, *, test, sim, score
 
 # ----------------------------------------------------------------------------- attribution
 
-def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, progress) -> dict:
-    """Identified and nominal MuJoCo on the rig variant with effect ``off`` switched off (None: all on)."""
+def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, progress, learned=None) -> dict:
+    """Identified and nominal MuJoCo on the rig variant with effect ``off`` switched off (None: all on), and the
+    learned models of ``learned`` ({name: (checkpoint, model, card)}, trained on the all-on rig) on the same held-out
+    grasps: an effect whose absence lowers a learned model's error is one it does not capture."""
     ac, sim = cfg["attribution"], cfg["simulation"]
     h = f"{float(cfg['acceptance']['horizon_s']):g}"
     vrig = dict(rig)
@@ -229,6 +231,17 @@ def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, 
         row[f"{label}_pos_pct_size_at_{h}s"] = float(np.mean(at)) if at else None
         row[f"{label}_rot_deg"] = float(np.mean([s["rot_deg"] for s in scores]))
         row[f"{label}_unstable"] = int(sum(bool(s["unstable"]) for s in scores))
+    row["learned"] = {}
+    for lname, (path, net, card) in (learned or {}).items():
+        test = [(f"attr-{name}/{ep.episode_id}", ep, eds.meta) for ep in eds.episodes]
+        margin = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))  # the model's own, as in its row
+        preds, _ = _surrogate(ex, path, net, test, {**sim, "surrogate_margin": margin})
+        scores = [sc.score(preds[k][0]) for sc, (k, _, _) in zip(scorers, test)]
+        at = [s["horizon_pos_pct_size"][h] for s in scores if s["horizon_pos_pct_size"][h] is not None]
+        row["learned"][lname] = {"pos_pct_size": float(np.mean([s["pos_pct_size"] for s in scores])),
+                                 f"pos_pct_size_at_{h}s": float(np.mean(at)) if at else None,
+                                 "rot_deg": float(np.mean([s["rot_deg"] for s in scores])),
+                                 "unstable": int(sum(bool(s["unstable"]) for s in scores))}
     return row
 
 
@@ -243,18 +256,21 @@ def attribution_effects(effects, rig: dict) -> list[str]:
     return [e for e in variants(load_rig_config(rig["config"], rig["overrides"])).values() if e]
 
 
-def attribution(cfg, *, rig, cache_dir, workers, progress, ex: Executor | None = None) -> dict:
-    """Residual of identified (and nominal) MuJoCo with each rig effect switched off in turn.
+def attribution(cfg, *, rig, cache_dir, workers, progress, ex: Executor | None = None, learned=None) -> dict:
+    """Residual of identified (and nominal) MuJoCo, and of the ``learned`` models, with each rig effect switched off in
+    turn.
 
     Returns {"rows": [{variant, effect_off, nominal/identified position error (% size, mean and
-    at the acceptance horizon), share of the all-on residual removed}], "settings": {...}}.
+    at the acceptance horizon), share of the all-on residual removed, learned: {name: the same of that model}}],
+    "settings": {...}}.
     """
     ex = ex or Executor(progress=progress)
     ac = cfg["attribution"]
     effects = attribution_effects(ac.get("effects", "all"), rig)
     rows = []
     for name, off in [("all_on", None)] + [(f"without_{e}", e) for e in effects]:
-        row = _variant_row(ex, name, off, cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
+        row = _variant_row(ex, name, off, cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
+                           learned=learned)
         rows.append(row)
         logger.info("attribution %s: identified %.1f %% of size, nominal %.1f %%", name, row["identified_pos_pct_size"],
                     row["nominal_pos_pct_size"])
@@ -262,6 +278,10 @@ def attribution(cfg, *, rig, cache_dir, workers, progress, ex: Executor | None =
     for row in rows:
         row["residual_removed_pct"] = None if row["effect_off"] is None or base <= 0 else \
             100.0 * (base - row["identified_pos_pct_size"]) / base
+        for lname, lr in row["learned"].items():
+            lbase = rows[0]["learned"][lname]["pos_pct_size"]
+            lr["residual_removed_pct"] = None if row["effect_off"] is None or lbase <= 0 else \
+                100.0 * (lbase - lr["pos_pct_size"]) / lbase
     return {"rows": rows, "settings": {k: v for k, v in ac.items() if k != "enabled"}}
 
 
@@ -353,6 +373,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
            "models": models, "recorded_outcomes": recorded}
     out["pad_force_traces"] = force_traces(models, replays, traces)
     if cfg.get("attribution", {}).get("enabled") and not test_data:
-        out["attribution"] = attribution(cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, ex=ex)
+        out["attribution"] = attribution(cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, ex=ex,
+                                         learned=learned)
     out["wall_s"] = time.time() - t0
     return out
