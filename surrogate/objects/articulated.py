@@ -258,14 +258,15 @@ def load_articulation(urdf_path: str | Path, *, mesh_root: str | Path | None = N
                         sha256=hashlib.sha256(raw).hexdigest(), friction=_friction(root))
 
 
-def articulation_from_json(geo: dict) -> Articulation:
+def articulation_from_json(geo: dict, *, pieces: bool = True) -> Articulation:
     """The ``Articulation`` of a capture's ``ObjectSpec.geometry`` (``kind: articulated``, ``Articulation.to_json``):
-    link masses, centres of mass and inertias as stored; pieces rebuilt from the shapes."""
+    link masses, centres of mass and inertias as stored; pieces rebuilt from the shapes (``pieces=False``: none,
+    the kinematics alone, e.g. for metrics)."""
     links = []
     for lk in geo["links"]:
-        made = make_link(lk["name"], float(lk["mass"]), lk["shapes"], file=geo.get("urdf"))
+        made = make_link(lk["name"], float(lk["mass"]), lk["shapes"], file=geo.get("urdf")) if pieces else None
         links.append(Link(lk["name"], float(lk["mass"]), np.asarray(lk["com"], float), np.asarray(lk["inertia"], float),
-                          made.pieces, lk["shapes"], float(lk.get("size", made.size))))
+                          made.pieces if made else (), lk["shapes"], float(lk["size"] if "size" in lk else made.size)))
     joints = [Joint(j["name"], j["type"], j["parent"], j["child"], tuple(j["xyz"]), tuple(j["rpy"]), tuple(j["axis"]),
                     None if j.get("limit") is None else tuple(j["limit"])) for j in geo.get("joints", [])]
     return Articulation(name=geo.get("name", "articulated"), links=tuple(links), joints=tuple(joints),
