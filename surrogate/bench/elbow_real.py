@@ -15,8 +15,9 @@ out the rest of the toss. Scores: the first (tracked) link's position in % of it
 ``pos_pct_size`` / ``rot_deg``), the joint-angle error beside them (``joint_deg``), per link (``links``), horizons
 and first divergence (pose or joint).
 
-The surrogate row needs the hybrid stepper to own the contacts of every link; its contact graph
-(``model.batch_graph``) has one object body, so the row reports why it was not evaluated (docs/benchmarks.md).
+The surrogate row is the ``--checkpoint`` contact model in the hybrid stepper, owning the floor contacts of every
+link (``sim.link_graph``), all test tosses stepped as one batch. The few-shot surrogate (fine-tuned from the cube
+release on N elbow tosses through the differentiable twin) is not here: the twin (``sim.twin``) is one rigid body.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..metrics import paired_difference
 from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet
-from .cube_real import load_episodes, simulator, toss_scorer, toss_stability
+from .cube_real import given_training, load_episodes, simulator, toss_scorer, toss_stability
 from .identify import identify
 from .predictors import object_scene
 from .rows import analytic_rows, nominal_params, scored
@@ -47,9 +48,6 @@ logger = logging.getLogger(__name__)
 TEXT = {"nominal": "MuJoCo analytic contact with the URDF's nominal friction and MuJoCo's default solref/solimp, "
                    "pyramidal cone",
         "randomized": "ensemble of {n} MuJoCo models randomized around the values identified on the cube"}
-NOT_EVALUATED = {"status": "not evaluated",
-                 "reason": "the hybrid stepper's contact graph (surrogate/model/batch_graph.py) has one object body; "
-                           "owning the contacts of every link of an articulated object needs it extended there"}
 
 
 def load_elbow(cfg: dict, *, cache_dir: Path, progress: bool):
@@ -114,20 +112,24 @@ def _identify_on(episodes, cfg, ic, *, ex, progress, seed: int):
                     popsize=ic["popsize"], seed=seed, progress=progress, ex=ex)
 
 
-def _cube_identified(cfg, *, cache_dir, ex, progress):
-    """(parameters identified on the cube's training tosses, the row's fields, the cube tosses they were fitted on)."""
+def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
+    """(parameters identified on the cube's training tosses, the row's fields, the cube tosses they were fitted on):
+    the ``--checkpoint`` surrogate's own cube training tosses (its card's, as ``cube-real`` does: like with like),
+    else ``cube.train_size`` of cube-real's split."""
     cc = cfg["cube"]
     cube = load_episodes(cc["source"], cache_dir=cache_dir, progress=progress)
     eps, sp = suite_split(cube.episodes, cc, [int(cc["train_size"])])
     by_id = {e.episode_id: e for e in eps}
-    ids = list(sp["train"][int(cc["train_size"])])
+    given = given_training(checkpoint, by_id, set(sp["test"]))
+    ids = list(given or sp["train"][int(cc["train_size"])])
     ic = cfg["baselines"]["identified"]
     if len(ids) > ic["max_episodes"]:
         ids = list(np.random.default_rng(int(cc["train_size"])).choice(ids, ic["max_episodes"], replace=False))
     train = [by_id[i] for i in ids]
     params, info = _identify_on(train, cfg, ic, ex=ex, progress=progress, seed=int(cc["train_size"]))
     extra = {"identification": {**info, "identified_on": len(train), "object": "contactnets_cube"},
-             "train_size": len(train), "trained_on": "cube", "cube_data_hash": dataset_hash(cube.root)}
+             "train_size": len(given or ids), "trained_on": "cube", "cube_data_hash": dataset_hash(cube.root),
+             "same_data_as_surrogate": bool(given)}
     return params, extra, train
 
 
@@ -156,6 +158,64 @@ def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, anchor: di
     return rows
 
 
+def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int) -> tuple[dict, dict]:
+    """({episode id: [T, 7 + J] base pose and joints}, card): ``episodes`` rolled out together (one batch of MjData, one
+    contact-model call per physics step) with the checkpoint's contact model owning the floor contacts of every
+    link (``sim.link_graph``), from the suite's first-state estimate."""
+    import mujoco
+
+    from ..model.checkpoint import load_checkpoint
+    from ..sim import Stepper, step
+    from ..sim.rollout import STATE_SPEC, object_states
+    from .predictors import DEFAULT_MARGIN
+
+    model, card = load_checkpoint(checkpoint)
+    margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
+    scene = object_scene(episodes[0], substeps=substeps, mode="external", margin=margin)
+    m = scene.model
+    tosses = TossSet.from_episodes(episodes, substeps=substeps, k=init_frames)
+    states = object_states(scene, tosses.qpos0, tosses.qvel0)
+    datas = [mujoco.MjData(m) for _ in episodes]
+    for d, st in zip(datas, states):
+        mujoco.mj_setState(m, d, st, STATE_SPEC)
+        mujoco.mj_forward(m, d)
+    stepper = Stepper(scene, model, on_bad_force="fallback")
+    a = scene.object_qpos_adr
+    cols = list(range(a, a + 7)) + list(scene.meta["object_joint_qpos_adr"])
+    F = int(tosses.n_frames.max())
+    out = np.zeros((len(datas), F, len(cols)))
+    out[:, 0] = [d.qpos[cols] for d in datas]
+    for f in range(1, F):
+        step(m, datas, stepper, nstep=substeps)
+        out[:, f] = [d.qpos[cols] for d in datas]
+    return {e.episode_id: out[i, :e.num_frames] for i, e in enumerate(episodes)}, card
+
+
+def _surrogate_row(checkpoint, test, cfg, scorer) -> dict:
+    """The released cube surrogate predicting the elbow (its card's contact model in the hybrid stepper)."""
+    from .predictors import learned_for
+    from .rows import learned_row
+
+    if checkpoint is None:
+        return {"status": "not evaluated", "reason": "no --checkpoint given"}
+    learned, structure = learned_for(checkpoint)
+    if learned.predict.__name__ != "surrogate_predict":  # an end-to-end peer has no contact model to put in MuJoCo
+        return {"status": "not evaluated", "reason": f"{structure} is not a contact model for the hybrid stepper"}
+    sim = cfg["simulation"]
+    preds = {}
+    groups = {}
+    for e in test:
+        groups.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
+    card = {}
+    for group in groups.values():
+        p, card = surrogate_predict(checkpoint, group, substeps=sim["substeps"], init_frames=sim["init_frames"])
+        preds.update(p)
+    return learned_row(description=f"the released cube surrogate, learned contact inside MuJoCo (hybrid stepper, every "
+                                   f"link's floor contacts): {structure}", checkpoint=checkpoint, card=card, seen=[],
+                       metrics=scored(scorer, preds), trained_on="cube",
+                       train_size=len((card.get("data") or {}).get("train_episodes") or []) or None)
+
+
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True,
         ex: Executor | None = None) -> dict:
     """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
@@ -173,14 +233,14 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         data_info["test_data"] = test_info
     scorer = toss_scorer(test, cfg, set_of)
     simulate = simulator(ex, test, cfg["simulation"])
-    params, extra, cube_train = _cube_identified(cfg, cache_dir=cache_dir, ex=ex, progress=progress)
+    params, extra, cube_train = _cube_identified(cfg, cache_dir=cache_dir, ex=ex, progress=progress, checkpoint=checkpoint)
     stable, timestep = toss_stability(cube_train, cfg, threads=ex.threads)
     text = {**TEXT, "identified": f"MuJoCo analytic contact, friction/solref/solimp and cone identified by differential "
                                   f"evolution on {len(cube_train)} real CUBE tosses (never the elbow)"}
     models = analytic_rows(cfg["baselines"], simulate=simulate, scorer=scorer, text=text,
                            nominal_json=nominal_params(test[0], cfg["baselines"]["nominal"]).to_json(),
                            identified=(params, extra), stable=stable, timestep=timestep)
-    models["surrogate"] = dict(NOT_EVALUATED, checkpoint=None if checkpoint is None else str(checkpoint))
+    models["surrogate"] = _surrogate_row(checkpoint, test, cfg, scorer)
     if test_info is None:  # few-shot rows train on the split's pool: only with the suite's own test split
         by_id = {e.episode_id: e for e in eps}
         models.update(_few_shot(cfg, by_id, sp, simulate=simulate, scorer=scorer, ex=ex, progress=progress,

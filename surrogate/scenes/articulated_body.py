@@ -82,6 +82,6 @@ def articulation_meta(model: mujoco.MjModel, obj: ObjectAsset) -> dict:
         return {}
     jids = [model.joint(j.name).id for j in art.joints]
     return {"object_link_bodies": [int(model.body(link_body_name(art, i)).id) for i in range(len(art.links))],
-            "object_joints": [j.name for j in art.joints],
+            "object_joints": [j.name for j in art.joints], "object_link_size": float(art.links[0].size),
             "object_joint_qpos_adr": [int(model.jnt_qposadr[j]) for j in jids],
             "object_joint_dof_adr": [int(model.jnt_dofadr[j]) for j in jids]}
