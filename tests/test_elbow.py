@@ -182,3 +182,10 @@ def test_scene_for_captured_elbow_episode(elbow_ds):
     s = scene_for_episode(ep, DatasetMeta(), margin=0.02, substeps=4, contact_mode="analytic")
     assert s.model.nq == 8 and s.model.body_mass[s.meta["object_link_bodies"]].tolist() == [0.37, 0.37]
     assert s.model.opt.timestep == pytest.approx(1 / 148 / 4)
+
+
+def test_inspect_names_links_and_joints(elbow_ds, capsys):
+    assert main(["inspect", str(elbow_ds.root)]) == 0
+    text = capsys.readouterr().out
+    assert "links elbow_1, elbow_2; joints hinge_1_to_2 (continuous)" in text
+    assert "observation.object_joint_pos" in text

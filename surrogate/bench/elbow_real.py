@@ -133,9 +133,10 @@ def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
     return params, extra, train
 
 
-def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, anchor: dict) -> dict:
-    """Rows ``analytic_identified_elbow_<N>``: MuJoCo identified on N elbow training tosses, paired against the
-    cube-identified row (``anchor``) and against the previous N."""
+def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, refs: dict) -> dict:
+    """Rows ``analytic_identified_elbow_<N>``: MuJoCo identified on N elbow training tosses, each with ``paired``: the
+    row minus each reference (``refs`` {name: row}: the cube-identified row, the cube surrogate) and minus the
+    previous N's row, per metric, over the same test episodes."""
     fs = cfg.get("few_shot") or {}
     rows, prev = {}, None
     pool = sp["pool"]
@@ -150,18 +151,18 @@ def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, anchor: di
         row = {"description": f"MuJoCo analytic contact identified on {k} elbow training tosses (few-shot)",
                "params": params.to_json(), "identification": {**info, "identified_on": k}, "train_size": k,
                "trained_on": "elbow", **m}
-        row["paired"] = {key: {"vs": name, **paired_difference(ref["per_episode"], m["per_episode"], key)}
-                         for name, ref in (("analytic_identified", anchor), ("previous few-shot row", prev or {}))
-                         if ref for key in ("pos_pct_size", "rot_deg", "joint_deg") if "per_episode" in ref}
+        against = {**{n: r for n, r in refs.items() if "per_episode" in r}, **({prev[0]: prev[1]} if prev else {})}
+        row["paired"] = [{"metric": key, "vs": name, **paired_difference(ref["per_episode"], m["per_episode"], key)}
+                         for name, ref in against.items() for key in ("pos_pct_size", "rot_deg", "joint_deg")]
         rows[f"analytic_identified_elbow_{k}"] = row
-        prev = m
+        prev = (f"analytic_identified_elbow_{k}", m)
     return rows
 
 
-def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int) -> tuple[dict, dict]:
-    """({episode id: [T, 7 + J] base pose and joints}, card): ``episodes`` rolled out together (one batch of MjData, one
-    contact-model call per physics step) with the checkpoint's contact model owning the floor contacts of every
-    link (``sim.link_graph``), from the suite's first-state estimate."""
+def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int) -> tuple[dict, dict, dict]:
+    """({episode id: [T, 7 + J] base pose and joints}, card, the stepper's counts): ``episodes`` rolled out together
+    (one batch of MjData, one contact-model call per physics step) with the checkpoint's contact model owning the
+    floor contacts of every link (``sim.link_graph``), from the suite's first-state estimate."""
     import mujoco
 
     from ..model.checkpoint import load_checkpoint
@@ -188,7 +189,9 @@ def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int) 
     for f in range(1, F):
         step(m, datas, stepper, nstep=substeps)
         out[:, f] = [d.qpos[cols] for d in datas]
-    return {e.episode_id: out[i, :e.num_frames] for i, e in enumerate(episodes)}, card
+    st = stepper.stats()
+    counts = {k: st[k] for k in ("env_steps", "contacts", "fallbacks", "bad_force_events", "mujoco_resets")}
+    return {e.episode_id: out[i, :e.num_frames] for i, e in enumerate(episodes)}, card, counts
 
 
 def _surrogate_row(checkpoint, test, cfg, scorer) -> dict:
@@ -206,13 +209,14 @@ def _surrogate_row(checkpoint, test, cfg, scorer) -> dict:
     groups = {}
     for e in test:
         groups.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
-    card = {}
+    card, counts = {}, {}
     for group in groups.values():
-        p, card = surrogate_predict(checkpoint, group, substeps=sim["substeps"], init_frames=sim["init_frames"])
+        p, card, c = surrogate_predict(checkpoint, group, substeps=sim["substeps"], init_frames=sim["init_frames"])
         preds.update(p)
+        counts = {k: counts.get(k, 0) + v for k, v in c.items()}
     return learned_row(description=f"the released cube surrogate, learned contact inside MuJoCo (hybrid stepper, every "
                                    f"link's floor contacts): {structure}", checkpoint=checkpoint, card=card, seen=[],
-                       metrics=scored(scorer, preds), trained_on="cube",
+                       metrics=scored(scorer, preds), trained_on="cube", stepper=counts,
                        train_size=len((card.get("data") or {}).get("train_episodes") or []) or None)
 
 
@@ -244,6 +248,6 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     if test_info is None:  # few-shot rows train on the split's pool: only with the suite's own test split
         by_id = {e.episode_id: e for e in eps}
         models.update(_few_shot(cfg, by_id, sp, simulate=simulate, scorer=scorer, ex=ex, progress=progress,
-                                anchor=models["analytic_identified"]))
+                                refs={n: models[n] for n in ("analytic_identified", "surrogate")}))
     split = {k: v for k, v in sp.items() if k != "pool"} | {"pool_size": len(sp["pool"])}
     return {"data": data_info, "split": split, "models": models, "wall_s": time.time() - t0}

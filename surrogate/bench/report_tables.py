@@ -215,7 +215,8 @@ def articulated_lines(ledger) -> list[str]:
         out += ["", "Few-shot rows, paired differences over the same test episodes (row minus reference; negative: "
                     "the row is lower), mean [95 % interval]:", "", "| row | metric | reference | difference |", "|---|---|---|---|"]
         for n, p in paired:
-            for key, d in p.items():
+            for d in p:
                 if d.get("n"):
-                    out.append(f"| {n} | {key} | {d['vs']} | {d['mean']:+.2f} [{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}] |")
+                    out.append(f"| {n} | {d['metric']} | {d['vs']} | {d['mean']:+.2f} [{d['ci95'][0]:+.2f}, "
+                               f"{d['ci95'][1]:+.2f}] |")
     return out
