@@ -215,7 +215,8 @@ def _validate_object(ep, file):
         _fail(f"must be in [0, 10), got {_num(o.friction)}", ep, "object.friction", file)
     kind = o.geometry.get("kind") if isinstance(o.geometry, dict) else None
     if kind not in ("box", "mesh", "procedural", "articulated"):
-        _fail(f"geometry.kind must be box, mesh, procedural or articulated, got {kind!r}", ep, "object.geometry", file)
+        _fail(f"geometry.kind must be box, mesh or procedural (or articulated: an object with joints), got {kind!r}", ep,
+              "object.geometry", file)
     if kind == "articulated":
         _validate_links(ep, o.geometry, file)
 
