@@ -81,3 +81,24 @@ def test_mujoco_contact_reproduces_mj_step_on_both_links():
         seen |= {int(s.model.geom_bodyid[g]) for g in d.contact.geom[:d.ncon].ravel()}
     assert set(links) <= seen
     assert 0.02 < ref[-1, 2] < 0.06  # on the floor, not through it
+
+
+def test_cube_release_law_settles_the_elbow_on_both_links():
+    """The released cube law (a constant law) owning both links' floor contacts: a dropped elbow comes to rest flat,
+    both links on the floor at a small penetration, no fallback."""
+    from pathlib import Path
+
+    from surrogate.model.checkpoint import load_checkpoint
+
+    ckpt = Path(__file__).resolve().parents[1] / "checkpoints" / "cube_tosses"
+    s = _scene()
+    stepper = Stepper(s, load_checkpoint(ckpt)[0], on_bad_force="raise")
+    d = s.make_data(drop_height=0.08)
+    d.qpos[7] = 0.4
+    for _ in range(148 * 4 * 2):
+        step(s.model, d, stepper)
+    assert np.abs(d.qvel).max() < 0.02
+    assert abs(d.qpos[7]) < 0.05  # the hinge fell flat
+    for g in s.object_geom_ids:  # each link's box centre about half its 50 mm height up (measured 0.2 mm lower)
+        assert d.geom_xpos[g][2] == pytest.approx(0.025, abs=1e-3)
+    assert stepper.stats()["fallbacks"] == 0 and stepper.stats()["contacts"] > 0
