@@ -189,3 +189,10 @@ def test_inspect_names_links_and_joints(elbow_ds, capsys):
     text = capsys.readouterr().out
     assert "links elbow_1, elbow_2; joints hinge_1_to_2 (continuous)" in text
     assert "observation.object_joint_pos" in text
+
+
+def test_elbow_dataset_has_lerobots_feature_mapping(elbow_ds):
+    """The joint features (shape (1,) for one hinge: scalar columns) are what LeRobot 0.4.x loads."""
+    from .test_lerobot_compat import layout_problems
+
+    assert layout_problems(elbow_ds.root) == []
