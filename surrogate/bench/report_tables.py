@@ -200,13 +200,13 @@ def articulated_lines(ledger) -> list[str]:
     out = ["", "## Articulated object: joint angle and every link", "",
            "Joint-angle error (deg, wrapped) and each link's position (% of its own size, at its centre of mass) and "
            "rotation (deg): mean [95 % interval] / median over test episodes; the joint error at each horizon (mean).", "",
-           "| model | joint, deg | " + " | ".join(f"{lk} position % / rotation deg" for lk in links) + " | "
+           "| model | joint, deg | " + " | ".join(f"{lk} position, % | {lk} rotation, deg" for lk in links) + " | "
            + " | ".join(f"joint at {h} s" for h in hs) + " |",
-           "|---|---|" + "---|" * (len(links) + len(hs))]
+           "|---|---|" + "---|" * (2 * len(links) + len(hs))]
     for name, m in rows:
         o = m["overall"]
         out.append(f"| {name} | {fmt_summary(o['joint_deg'])} | "
-                   + " | ".join(f"{fmt_summary(o['links'][lk]['pos_pct_size'])} / {fmt_summary(o['links'][lk]['rot_deg'])}"
+                   + " | ".join(f"{fmt_summary(o['links'][lk]['pos_pct_size'])} | {fmt_summary(o['links'][lk]['rot_deg'])}"
                                 for lk in links) + " | "
                    + " | ".join("—" if o["horizons_joint_deg"][h]["mean"] is None else f"{o['horizons_joint_deg'][h]['mean']:.1f}"
                                 for h in hs) + " |")
