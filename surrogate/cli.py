@@ -20,7 +20,7 @@ from .errors import ConfigError, SurrogateError
 def _cmd_import_contactnets(a):
     from .importers.contactnets import import_contactnets
 
-    report = import_contactnets(a.src, a.out, overwrite=a.overwrite, progress=not a.quiet)
+    report = import_contactnets(a.src, a.out, overwrite=a.overwrite, progress=not a.quiet, urdf=a.urdf)
     print(report.summary())
 
 
@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = imp.add_parser("contactnets", help="the real ContactNets cube tosses (folder, upstream archive or URL)")
     c.add_argument("src", help="folder of N.pt tosses, the upstream repository archive (.zip/.tar.gz) or its URL")
     c.add_argument("--out", required=True, help="capture dataset directory to write")
+    c.add_argument("--urdf", help="the tosses are of this URDF object (DAIR dair_pll layout, e.g. the elbow), not the cube")
     c.set_defaults(func=_cmd_import_contactnets)
     c = imp.add_parser("poses", help="a folder of tracked object trajectories (CSV, NPZ, torch) + mesh and mass")
     c.add_argument("src", help="folder with one trajectory file per episode")

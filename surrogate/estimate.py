@@ -56,6 +56,54 @@ def initial_free_state(ep, *, k: int = 5, gravity=None) -> tuple[np.ndarray, np.
     return np.concatenate([p0, q0]), np.concatenate([v0, w_body])
 
 
+FREE_FLIGHT_WINDOW = 7  # frames of the acceleration fit that tells free flight from a hand still acting
+FREE_FLIGHT_TOL = 6.0  # m/s^2: a fitted acceleration farther than this from gravity is not free flight
+FREE_FLIGHT_MAX_START = 20  # frames searched for the start of free flight
+
+
+def free_flight_start(ep, *, window: int = FREE_FLIGHT_WINDOW, tol: float = FREE_FLIGHT_TOL,
+                      max_start: int = FREE_FLIGHT_MAX_START, gravity=None) -> dict:
+    """The first frame from which a toss is in free flight, and how far its first frames are from it.
+
+    A toss that does not start in free flight (the first frames still accelerate, as if held, or the tracker
+    settles) is detected by fitting a parabola (unconstrained acceleration) to the positions of each window of
+    ``window`` frames from frame s = 0, 1, ...: the first s whose fitted acceleration is within ``tol`` m/s^2 of
+    gravity starts free flight. Tracked poses of ~1 mm noise give ~1-4 m/s^2 on clean starts.
+
+    Returns:
+      {"start": frame (0 for a clean start; 0 too when no window within ``max_start`` frames is free flight),
+       "accel_dev0": |a - g| of the first window (m/s^2), "free": whether a free-flight window was found}.
+    """
+    g = np.asarray(ep.environment.gravity if gravity is None else gravity, dtype=float)
+    t, p = ep.timestamps, ep.object_pose[:, :3]
+    dev = []
+    for s in range(0, max(1, min(max_start, ep.num_frames - window) + 1)):
+        idx = np.arange(s, min(s + window, ep.num_frames))
+        if len(idx) < 4:
+            break
+        A = np.vander(t[idx] - t[idx[0]], 3, increasing=True)
+        c, *_ = np.linalg.lstsq(A, p[idx], rcond=None)
+        dev.append(float(np.linalg.norm(2.0 * c[2] - g)))
+        if dev[-1] <= tol:
+            return {"start": s, "accel_dev0": dev[0], "free": True}
+    return {"start": 0, "accel_dev0": dev[0] if dev else float("nan"), "free": False}
+
+
+def initial_joint_state(ep, *, k: int = 5, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """An articulated object's joint coordinates and rates at frame ``start``: a line fitted to the (unwrapped)
+    recorded joint positions of frames ``start .. start + k - 1`` (recorded rates are differences: not used).
+
+    Returns:
+      q [J] (rad or m, wrapped as recorded near frame ``start``), qd [J].
+    """
+    k = int(min(k, ep.num_frames - start))
+    t = ep.timestamps[start:start + k] - ep.timestamps[start]
+    q = np.unwrap(np.asarray(ep.object_joint_pos[start:start + k], float), axis=0)
+    A = np.stack([np.ones_like(t), t], axis=1)
+    coef, *_ = np.linalg.lstsq(A, q, rcond=None)
+    return coef[0], coef[1]
+
+
 DEFAULT_WINDOW = 9
 DEFAULT_ORDER = 3
 

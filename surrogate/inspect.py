@@ -28,6 +28,14 @@ def rest_height(ep) -> float | None:
     return float(np.median(p[:, 2]) - ep.environment.height)
 
 
+def _articulation(geo) -> dict:
+    """An articulated object's links and joints (``{"links": [names], "joints": [[name, type]]}``); {} for a rigid one."""
+    if not isinstance(geo, dict) or geo.get("kind") != "articulated":
+        return {}
+    return {"links": [lk.get("name") for lk in geo.get("links", [])],
+            "joints": [[j.get("name"), j.get("type")] for j in geo.get("joints", [])]}
+
+
 def summarize(root: str | Path) -> dict:
     """Summary dict of the dataset at ``root`` (the JSON ``inspect --json`` prints)."""
     ds = read_dataset(root, on_error="skip")
@@ -64,7 +72,9 @@ def summarize(root: str | Path) -> dict:
         "sources": sorted({e.provenance.source for e in eps}),
         "fields": fields,
         "objects": [{"name": n, "episodes": c, "mass_kg": ds.episodes[[e.object.name for e in eps].index(n)].object.mass,
-                     "size_m": ds.episodes[[e.object.name for e in eps].index(n)].object.size} for n, c in sorted(objects.items())],
+                     "size_m": ds.episodes[[e.object.name for e in eps].index(n)].object.size,
+                     **_articulation(ds.episodes[[e.object.name for e in eps].index(n)].object.geometry)}
+                    for n, c in sorted(objects.items())],
         "rest_height_m": None if not rests else {"episodes_at_rest": len(rests), "median": float(np.median(rests)),
                                                  "p10": float(np.percentile(rests, 10)), "p90": float(np.percentile(rests, 90))},
         "labels": dict(labels),
@@ -89,7 +99,9 @@ def format_summary(s: dict) -> str:
         lines.append(f"  {k:34s} {f['dtype']:8s} {str(f['shape']):6s}{units}{extra}")
     lines.append("objects:")
     for o in s["objects"]:
-        lines.append(f"  {o['name']:28s} {o['episodes']:5d} episodes   mass {o['mass_kg']:.3g} kg   size {o['size_m']:.3g} m")
+        lines.append(f"  {o['name']:28s} {o['episodes']:5d} episodes   mass {o['mass_kg']:.3g} kg   size {o['size_m']:.3g} m"
+                     + (f"   (base link) links {', '.join(o['links'])}; joints "
+                        + ", ".join(f"{n} ({t})" for n, t in o["joints"]) if "links" in o else ""))
     if s["rest_height_m"]:
         r = s["rest_height_m"]
         lines.append(f"rest height above surface: median {r['median']:.4f} m (p10 {r['p10']:.4f}, p90 {r['p90']:.4f}) over {r['episodes_at_rest']} episodes ending at rest")

@@ -43,6 +43,31 @@ def pose_errors(pred: np.ndarray, true: np.ndarray, valid: np.ndarray | None = N
     return {"pos_m": pos, "rot_deg": rot, "valid": v}
 
 
+def link_errors(pred_links: np.ndarray, true_links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-step, per-link errors of an articulated object's predicted link poses.
+
+    Args:
+      pred_links, true_links: [T, L, 7] every link's pose (position of its centre of mass, m; quaternion w x y z).
+    Returns:
+      ([T, L] position error m, [T, L] rotation error deg).
+    """
+    return (np.linalg.norm(pred_links[..., :3] - true_links[..., :3], axis=-1),
+            geodesic_deg(pred_links[..., 3:7], true_links[..., 3:7]))
+
+
+def joint_errors(pred_q: np.ndarray, true_q: np.ndarray, revolute) -> np.ndarray:
+    """[T, J] joint coordinate errors: revolute joints in degrees, the difference wrapped to [0, 180] (recorded
+    angles are wrapped to (-pi, pi]); prismatic ones in metres.
+
+    Args:
+      pred_q, true_q: [T, J]; revolute: [J] bool.
+    """
+    d = np.asarray(pred_q, float) - np.asarray(true_q, float)
+    rev = np.asarray(revolute, bool)
+    wrapped = np.degrees(np.abs((d + np.pi) % (2 * np.pi) - np.pi))
+    return np.where(rev[None, :], wrapped, np.abs(d))
+
+
 def horizon_errors(err: np.ndarray, valid: np.ndarray, times: np.ndarray, horizons) -> dict:
     """Error at each horizon (the last valid frame at or before it) and the integrated error.
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import mujoco
 import numpy as np
 
-from ..estimate import initial_free_state  # noqa: F401  (the one first-state estimate; re-exported)
+from ..estimate import initial_free_state, initial_joint_state  # noqa: F401  (the one first-state estimate; re-exported)
 from ..scenes import CONES, set_contact_mode
 from ..sim.rollout import STATE_SPEC, object_states, rollout  # noqa: F401  (STATE_SPEC re-exported)
 
@@ -73,7 +73,7 @@ def apply_params(model: mujoco.MjModel, scene, p: AnalyticParams, *, base_mass=N
     model.pair_solimp[ids, :3] = np.asarray(p.solimp, dtype=float)
     model.pair_solimp[ids, 3:] = (0.5, 2.0)
     model.opt.cone = CONES[p.cone]
-    b = scene.object_body_id
+    b = scene.meta.get("object_link_bodies") or scene.object_body_id  # every link of an articulated object
     m0 = model.body_mass[b] if base_mass is None else base_mass
     i0 = model.body_inertia[b].copy() if base_inertia is None else base_inertia
     model.body_mass[b] = m0 * p.mass_scale
@@ -84,7 +84,11 @@ def apply_params(model: mujoco.MjModel, scene, p: AnalyticParams, *, base_mass=N
 def models_for(scene, params: list[AnalyticParams]) -> list[mujoco.MjModel]:
     """One model copy per parameter set (all the same size signature, as rollout needs)."""
     base = scene.model
-    m0, i0 = float(base.body_mass[scene.object_body_id]), base.body_inertia[scene.object_body_id].copy()
+    b = scene.meta.get("object_link_bodies")
+    if b:  # an articulated object: every link's
+        m0, i0 = base.body_mass[b].copy(), base.body_inertia[b].copy()
+    else:
+        m0, i0 = float(base.body_mass[scene.object_body_id]), base.body_inertia[scene.object_body_id].copy()
     out = []
     for p in params:
         m = copy.copy(base)
@@ -109,7 +113,11 @@ class TossSet:
 
     @classmethod
     def from_episodes(cls, episodes, *, substeps: int = 4, k: int = 5) -> TossSet:
+        """An articulated object's (``object_joint_pos``): qpos0 [N, 7 + J], qvel0 [N, 6 + J] (``initial_joint_state``)."""
         states = [initial_free_state(e, k=k) for e in episodes]
+        if episodes and getattr(episodes[0], "object_joint_pos", None) is not None:
+            joints = [initial_joint_state(e, k=k) for e in episodes]
+            states = [(np.concatenate([q, jq]), np.concatenate([v, jv])) for (q, v), (jq, jv) in zip(states, joints)]
         return cls(list(episodes), np.stack([s[0] for s in states]), np.stack([s[1] for s in states]),
                    np.array([e.num_frames for e in episodes]), substeps)
 
@@ -123,12 +131,15 @@ def simulate_tosses(scene, params: list[AnalyticParams], tosses: TossSet, *, thr
 
     Returns:
       [P, N, F_max, 7] predicted poses at the capture frames (rows past a toss's length are
-      padding, filled with the last pose; use ``tosses.n_frames``).
+      padding, filled with the last pose; use ``tosses.n_frames``); [P, N, F_max, 7 + J] for an articulated
+      object (its joint coordinates after the base link's pose).
     """
     P, N = len(params), len(tosses.episodes)
     models = models_for(scene, params)
     F = int(tosses.n_frames.max())
-    out = np.zeros((P, N, F, 7))
+    a = scene.object_qpos_adr
+    cols = list(range(a, a + 7)) + list(scene.meta.get("object_joint_qpos_adr", []))[: tosses.qpos0.shape[1] - 7]
+    out = np.zeros((P, N, F, len(cols)))
     order = np.argsort(tosses.n_frames, kind="stable")
     for start in range(0, N, bucket):
         idx = order[start:start + bucket]
@@ -136,8 +147,7 @@ def simulate_tosses(scene, params: list[AnalyticParams], tosses: TossSet, *, thr
         batch_models = [models[p] for p in range(P) for _ in idx]
         state0 = np.tile(object_states(scene, tosses.qpos0[idx], tosses.qvel0[idx]), (P, 1))
         traj = rollout(scene, state0, substeps=tosses.substeps, frames=f, models=batch_models, threads=threads)
-        a = scene.object_qpos_adr
-        frames = traj.qpos[:, :, a:a + 7].reshape(P, len(idx), f, 7)
+        frames = traj.qpos[:, :, cols].reshape(P, len(idx), f, len(cols))
         out[:, idx, :f] = frames
         out[:, idx, f:] = frames[:, :, -1:]
     return out

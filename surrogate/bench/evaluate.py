@@ -73,8 +73,11 @@ def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: di
     limits = {"pose_position": divergence["pos_frac"], "pose_rotation": divergence["rot_deg"]}
     for name, (x, thr) in (extra_series or {}).items():
         series[name], limits[name] = np.asarray(x, float)[:T], float(thr)
+    art = articulated_scores(pred[:T], ep, v, t, horizons, e["blew_up_at"]) if is_articulated(pred, ep) else None
+    if art is not None:  # the joints diverge too: the first frame any joint is more than joint_deg off
+        series["joint"], limits["joint"] = art.pop("_joint_series"), float(divergence.get("joint_deg", 30.0))
     div = first_divergence(series, limits, v)
-    return {
+    return {**(art or {}),
         "id": ep.episode_id,
         "object": ep.object.name,
         "pos_m": float(e["pos_m"][v].mean()),
@@ -91,6 +94,52 @@ def score_episode(pred: np.ndarray, ep, *, size: float, horizons, divergence: di
         "unstable": unstable,
         "unstable_at_s": float(t[e["blew_up_at"]]) if unstable else None,
     }
+
+
+def is_articulated(pred: np.ndarray, ep) -> bool:
+    """Whether ``pred`` [T, 7 + J] predicts an articulated object's joints too (and ``ep`` records them)."""
+    return getattr(ep, "object_joint_pos", None) is not None and pred.ndim == 2 and pred.shape[1] > 7
+
+
+def articulated_scores(pred: np.ndarray, ep, valid: np.ndarray, t: np.ndarray, horizons, blew_up_at) -> dict:
+    """An articulated object's extra scalars: ``joint_deg`` (mean over tracked frames and joints of the joint error,
+    deg; m for a prismatic joint), ``horizon_joint_deg``, and per link (``links``: name -> ``pos_pct_size`` of the
+    link's own size, at its centre of mass, and ``rot_deg``), from the one forward kinematics
+    (``Articulation.link_poses``); from a blow-up on, every link counts the blow-up rule's error (its position error
+    capped by nothing: the rule already flags the row ``unstable``) and joints 180 deg."""
+    from ..metrics import joint_errors, link_errors
+    from ..objects.articulated import articulation_from_json
+
+    art = articulation_from_json(ep.object.geometry, pieces=False)
+    T = len(pred)
+    true_q = np.asarray(ep.object_joint_pos[:T], float)
+    true_links = np.concatenate([art.com_positions(ep.object_pose[:T], true_q),
+                                 art.link_poses(ep.object_pose[:T], true_q)[..., 3:7]], axis=-1)
+    pq = np.nan_to_num(pred[:, 7:], nan=0.0, posinf=0.0, neginf=0.0)
+    pp = np.nan_to_num(pred[:, :7], nan=0.0, posinf=0.0, neginf=0.0)
+    pp[:, 3] = np.where(np.linalg.norm(pp[:, 3:7], axis=1) > 0, pp[:, 3], 1.0)
+    pred_links = np.concatenate([art.com_positions(pp, pq), art.link_poses(pp, pq)[..., 3:7]], axis=-1)
+    pos, rot = link_errors(pred_links, true_links)
+    jerr = joint_errors(pred[:, 7:], true_q, [j.type != "prismatic" for j in art.joints])
+    if blew_up_at is not None:
+        rot[blew_up_at:], jerr[blew_up_at:] = 180.0, 180.0
+    per_frame = jerr.mean(axis=1)
+    links = {lk.name: {"pos_pct_size": float(pos[valid, i].mean() / lk.size * 100.0), "rot_deg": float(rot[valid, i].mean())}
+             for i, lk in enumerate(art.links)}
+    return {"joint_deg": float(per_frame[valid].mean()), "links": links,
+            "horizon_joint_deg": horizon_errors(per_frame, valid, t, horizons)["at"], "_joint_series": per_frame}
+
+
+def _articulated_aggregate(scores: list[dict], *, horizons, seed: int) -> dict:
+    """``aggregate``'s extra metrics of an articulated object's scores (none for rigid ones: their metrics are as before)."""
+    if not scores or "joint_deg" not in scores[0]:
+        return {}
+    names = list(scores[0]["links"])
+    return {"joint_deg": summarize([s["joint_deg"] for s in scores], seed=seed),
+            "links": {n: {k: summarize([s["links"][n][k] for s in scores], seed=seed) for k in ("pos_pct_size", "rot_deg")}
+                      for n in names},
+            "horizons_joint_deg": {f"{h:g}": summarize([s["horizon_joint_deg"].get(f"{h:g}") for s in scores], seed=seed)
+                                   for h in horizons}}
 
 
 def aggregate(scores: list[dict], *, horizons, seed: int = 0) -> dict:
@@ -122,6 +171,7 @@ def aggregate(scores: list[dict], *, horizons, seed: int = 0) -> dict:
         },
         # fraction of rollouts that blew up or left the scene (an ensemble's episode counts its members' fraction)
         "unstable_rate": float(np.mean([float(s.get("unstable") or 0.0) for s in scores])) if scores else None,
+        **_articulated_aggregate(scores, horizons=horizons, seed=seed),
     }
 
 
@@ -142,9 +192,14 @@ def ensemble_mean_score(rows: list[dict]) -> dict:
     for key in ("penetration_m", "pad_force_weights"):
         vals = [r.get(key) for r in rows if r.get(key) is not None]
         s[key] = float(np.mean(vals)) if vals else None
-    for key in ("horizon_pos_pct_size", "horizon_rot_deg", "integrated_pos_pct_size"):
+    for key in ("horizon_pos_pct_size", "horizon_rot_deg", "integrated_pos_pct_size") + (
+            ("horizon_joint_deg",) if "joint_deg" in s else ()):
         s[key] = {h: (None if any(r[key][h] is None for r in rows) else float(np.mean([r[key][h] for r in rows])))
                   for h in rows[0][key]}
+    if "joint_deg" in s:  # an articulated object's members: their mean joint and per-link errors
+        s["joint_deg"] = float(np.mean([r["joint_deg"] for r in rows]))
+        s["links"] = {n: {k: float(np.mean([r["links"][n][k] for r in rows])) for k in ("pos_pct_size", "rot_deg")}
+                      for n in rows[0]["links"]}
     return s
 
 

@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 from ..atomic import write_bytes_atomic, write_text_atomic  # noqa: E402
 from .ledger import metric_words  # noqa: E402
 from .report_tables import (  # noqa: E402
+    articulated_lines,
     attribution_lines,
     divergence_lines,
     ensemble_lines,
@@ -325,7 +326,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                   f"{ident['identification']['optimizer']}; training loss per cone: "
                   + ", ".join(f"{c} {v['loss']:.4f}" for c, v in ident["identification"]["per_cone"].items()), "",
                   "```json", __import__("json").dumps(ident["params"], indent=1), "```"]
-    lines += ensemble_lines(ledger)
+    lines += ensemble_lines(ledger) + articulated_lines(ledger)
     lines += _tail_lines(ledger, out, plots)
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")

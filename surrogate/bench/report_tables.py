@@ -220,3 +220,36 @@ def attribution_lines(ledger) -> list[str]:
                 cells.append(f"{x['pos_pct_size']:.1f} ({'—' if at is None else f'{at:.1f}'}) {pct(x.get('residual_removed_pct'))}")
             lines.append(f"| {r['variant']} | " + " | ".join(cells) + " |")
     return lines
+
+
+def articulated_lines(ledger) -> list[str]:
+    """An articulated object's joint and per-link errors, horizons and the few-shot rows' paired differences (none
+    for rigid objects: their reports are as before)."""
+    rows = [(n, m) for n, m in evaluated_models(ledger) if "joint_deg" in m["overall"]]
+    if not rows:
+        return []
+    links = list(rows[0][1]["overall"]["links"])
+    hs = list(rows[0][1]["overall"]["horizons_joint_deg"])
+    out = ["", "## Articulated object: joint angle and every link", "",
+           "Joint-angle error (deg, wrapped) and each link's position (% of its own size, at its centre of mass) and "
+           "rotation (deg): mean [95 % interval] / median over test episodes; the joint error at each horizon (mean).", "",
+           "| model | joint, deg | " + " | ".join(f"{lk} position, % | {lk} rotation, deg" for lk in links) + " | "
+           + " | ".join(f"joint at {h} s" for h in hs) + " |",
+           "|---|---|" + "---|" * (2 * len(links) + len(hs))]
+    for name, m in rows:
+        o = m["overall"]
+        out.append(f"| {name} | {fmt_summary(o['joint_deg'])} | "
+                   + " | ".join(f"{fmt_summary(o['links'][lk]['pos_pct_size'])} | {fmt_summary(o['links'][lk]['rot_deg'])}"
+                                for lk in links) + " | "
+                   + " | ".join("—" if o["horizons_joint_deg"][h]["mean"] is None else f"{o['horizons_joint_deg'][h]['mean']:.1f}"
+                                for h in hs) + " |")
+    paired = [(n, m["paired"]) for n, m in rows if m.get("paired")]
+    if paired:
+        out += ["", "Few-shot rows, paired differences over the same test episodes (row minus reference; negative: "
+                    "the row is lower), mean [95 % interval]:", "", "| row | metric | reference | difference |", "|---|---|---|---|"]
+        for n, p in paired:
+            for d in p:
+                if d.get("n"):
+                    out.append(f"| {n} | {d['metric']} | {d['vs']} | {d['mean']:+.2f} [{d['ci95'][0]:+.2f}, "
+                               f"{d['ci95'][1]:+.2f}] |")
+    return out

@@ -23,6 +23,9 @@ def _runner(kind: str):
     if kind == "cube-real":
         from . import cube_real
         return cube_real.run
+    if kind == "elbow-real":
+        from . import elbow_real
+        return elbow_real.run
     if kind == "rig-grasp":
         from . import rig_grasp
         return rig_grasp.run
@@ -32,7 +35,7 @@ def _runner(kind: str):
     if kind == "transfer":
         from . import transfer
         return transfer.run
-    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'rig-grasp', 'policy', 'transfer']",
+    raise ConfigError(f"unknown suite kind {kind!r}; known: ['cube-real', 'elbow-real', 'rig-grasp', 'policy', 'transfer']",
                       key="suite")
 
 
@@ -41,7 +44,7 @@ def _check_checkpoint(kind: str, checkpoint) -> None:
     (``predictors.learned_for``); the grasp suites need a contact model for the hybrid stepper."""
     from .predictors import check_contact_model, learned_for
 
-    if kind == "cube-real":
+    if kind in ("cube-real", "elbow-real"):
         learned_for(checkpoint)[0].check(checkpoint)
     else:
         check_contact_model(checkpoint)
@@ -151,7 +154,8 @@ def summary_lines(ledger: dict) -> list[str]:
             continue
         lines.append(f"  {name:22s} position {o['pos_pct_size']['mean']:6.2f} % of size (median {o['pos_pct_size']['median']:6.2f})"
                      f"   rotation {o['rot_deg']['mean']:6.2f} deg (median {o['rot_deg']['median']:6.2f})   n={o['episodes']}"
-                     + (f"   unstable {o['unstable_rate']:.2f}" if o.get("unstable_rate") is not None else ""))
+                     + (f"   unstable {o['unstable_rate']:.2f}" if o.get("unstable_rate") is not None else "")
+                     + (f"   joint {o['joint_deg']['mean']:6.2f} deg" if o.get("joint_deg") else ""))
     for r in ledger.get("transfer") or []:  # the transfer suite: sim vs rig of each source's tuned policy
         def f(x):
             return "—" if x is None else f"{x:+.2f}"

@@ -96,6 +96,9 @@ class Episode:
       wrench: [T, S, 6] or None; force (N) and torque (N m) per sensor in the sensor frame.
       tactile: [T, K] or None; taxel readings in the unit the dataset's meta names.
       contact_regions: [T, R] or None; 1 where region r of the object surface is in contact.
+      object_joint_pos, object_joint_vel: [T, Jo] or None; the object's own joints (an articulated object:
+        rad or m per joint of its URDF, named by the dataset's ``object_joint_names``; rad/s or m/s).
+        ``object_pose`` is then the pose of its base link's frame.
       truth: name -> [T, ...] exact physical state (generated data only). Evaluation only:
         training code never reads it, and readers only load it when asked.
     """
@@ -114,6 +117,8 @@ class Episode:
     wrench: np.ndarray | None = None
     tactile: np.ndarray | None = None
     contact_regions: np.ndarray | None = None
+    object_joint_pos: np.ndarray | None = None
+    object_joint_vel: np.ndarray | None = None
     grasp_type: int | None = None
     task: str = ""
     labels: dict = field(default_factory=dict)
@@ -145,7 +150,7 @@ def hold_last_valid(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
 # The optional per-frame arrays, in the order the writer stores them.
 OPTIONAL_ARRAYS = (
     "object_pose_valid", "object_twist", "joint_pos", "joint_vel", "joint_cmd",
-    "wrench", "tactile", "contact_regions",
+    "wrench", "tactile", "contact_regions", "object_joint_pos", "object_joint_vel",
 )
 
 
@@ -164,6 +169,7 @@ class DatasetMeta:
       contact_region_seeds: object name -> [R, 3] seed points (body frame, m); region r is the
         part of the surface nearest seed r (a Voronoi partition of the surface).
       skipped: [{"file", "episode", "field", "reason"}] inputs an importer skipped.
+      object_joint_names: [Jo] names of an articulated object's joints (its URDF's), or None (rigid objects).
     """
 
     name: str = "capture"
@@ -175,3 +181,4 @@ class DatasetMeta:
     angular_frame: str = "world"
     contact_region_seeds: dict = field(default_factory=dict)
     skipped: list = field(default_factory=list)
+    object_joint_names: list | None = None

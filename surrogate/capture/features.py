@@ -54,6 +54,11 @@ def feature_layout(ep: Episode, meta: DatasetMeta) -> dict:
         elif name == "tactile":
             K = np.asarray(arr).shape[1]
             layout[key] = (name, "float32", [f"taxel{i}" for i in range(K)], [meta.tactile_unit or "1"] * K, "sensor")
+        elif name in ("object_joint_pos", "object_joint_vel"):
+            Jo = np.asarray(arr).shape[1]
+            names = list(meta.object_joint_names) if meta.object_joint_names else [f"object_joint{i}" for i in range(Jo)]
+            suffix, unit = ("pos", "rad|m") if name == "object_joint_pos" else ("vel", "rad/s|m/s")
+            layout[key] = (name, "float32", [f"{n}.{suffix}" for n in names], [unit] * Jo, "object joint")
         elif name == "contact_regions":
             R = np.asarray(arr).shape[1]
             layout[key] = (name, "float32", [f"region{i}" for i in range(R)], ["1"] * R, "object")

@@ -127,6 +127,7 @@ def _meta_from_contact(contact: dict) -> DatasetMeta:
         angular_frame=contact.get("angular_frame", "world"),
         contact_region_seeds=contact.get("contact_region_seeds", {}),
         skipped=list(contact.get("skipped", [])),
+        object_joint_names=contact.get("object_joint_names"),
     )
 
 

@@ -39,6 +39,8 @@ FEATURE_KEYS = {
     "wrench": "observation.wrench",
     "tactile": "observation.tactile",
     "contact_regions": "annotation.contact_regions",
+    "object_joint_pos": "observation.object_joint_pos",
+    "object_joint_vel": "observation.object_joint_velocity",
 }
 # The object pose again under the key LeRobot's policies (ACT, Diffusion) read as the
 # environment state; derived on write, ignored on read (``observation.object_pose`` is the source).

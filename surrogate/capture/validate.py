@@ -97,6 +97,7 @@ def _check_other_arrays(ep: Episode, meta: DatasetMeta | None, file) -> None:
             J = arr.shape[1]
     if J is not None and meta is not None and meta.joint_names is not None and len(meta.joint_names) != J:
         _fail(f"has {J} joints but the dataset names {len(meta.joint_names)}", ep, "joint_pos", file)
+    _check_object_joints(ep, meta, file)
     if ep.wrench is not None:
         w = _check_array(ep, "wrench", ep.wrench, (None, 6), file)
         if meta is not None and meta.wrench_sensors is not None and w.shape[1] != len(meta.wrench_sensors):
@@ -119,6 +120,28 @@ def _check_other_arrays(ep: Episode, meta: DatasetMeta | None, file) -> None:
             _fail(f"has {a.shape[:1]} frames, expected {ep.num_frames}", ep, f"truth.{name}", file)
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             _fail("non-finite values", ep, f"truth.{name}", file)
+
+
+def _check_object_joints(ep: Episode, meta: DatasetMeta | None, file) -> None:
+    """An articulated object's joint arrays: [T, Jo] each, one width, as many joints as the dataset names and as
+    the object's geometry (``kind: articulated``) defines."""
+    Jo = None
+    for name in ("object_joint_pos", "object_joint_vel"):
+        arr = getattr(ep, name)
+        if arr is not None:
+            arr = _check_array(ep, name, arr, (None,), file)
+            if Jo is not None and arr.shape[1] != Jo:
+                _fail(f"has {arr.shape[1]} joints, object_joint_pos has {Jo}", ep, name, file)
+            Jo = arr.shape[1]
+    if Jo is None:
+        return
+    if meta is not None and meta.object_joint_names is not None and len(meta.object_joint_names) != Jo:
+        _fail(f"has {Jo} joints but the dataset names {len(meta.object_joint_names)}", ep, "object_joint_pos", file)
+    geo = ep.object.geometry if isinstance(ep.object.geometry, dict) else {}
+    joints = geo.get("joints") if geo.get("kind") == "articulated" else None
+    if not isinstance(joints, list) or len(joints) != Jo:
+        _fail(f"has {Jo} joints but the object's geometry defines {len(joints) if isinstance(joints, list) else 'none'} "
+              "(an articulated object needs geometry.kind 'articulated')", ep, "object_joint_pos", file)
 
 
 def _validate_setting(ep: Episode, file) -> None:
@@ -191,8 +214,41 @@ def _validate_object(ep, file):
     if o.friction is not None and not (_is_number(o.friction) and 0 <= o.friction < 10):
         _fail(f"must be in [0, 10), got {_num(o.friction)}", ep, "object.friction", file)
     kind = o.geometry.get("kind") if isinstance(o.geometry, dict) else None
-    if kind not in ("box", "mesh", "procedural"):
-        _fail(f"geometry.kind must be box, mesh or procedural, got {kind!r}", ep, "object.geometry", file)
+    if kind not in ("box", "mesh", "procedural", "articulated"):
+        _fail(f"geometry.kind must be box, mesh or procedural (or articulated: an object with joints), got {kind!r}", ep,
+              "object.geometry", file)
+    if kind == "articulated":
+        _validate_links(ep, o.geometry, file)
+
+
+def _validate_links(ep, geo: dict, file) -> None:
+    """An articulated object's links (mass, inertia, collision boxes or meshes) and joints (type, parent, child, axis)."""
+    links = geo.get("links")
+    if not isinstance(links, list) or not links:
+        _fail("an articulated object needs a non-empty list of links", ep, "object.geometry.links", file)
+    names = []
+    for i, link in enumerate(links):
+        where = f"object.geometry.links[{i}]"
+        if not isinstance(link, dict) or not link.get("name"):
+            _fail("each link needs a name", ep, where, file)
+        m = link.get("mass")
+        if not (_is_number(m) and math.isfinite(m) and 0 < m < 1e4):
+            _fail(f"mass must be in (0, 1e4) kg, got {_num(m)}", ep, f"{where}.mass", file)
+        inertia = np.asarray(link.get("inertia", []), dtype=float)
+        if inertia.shape != (3, 3) or not np.isfinite(inertia).all() or np.linalg.eigvalsh(inertia).min() <= 0:
+            _fail("inertia must be a finite positive-definite 3x3 matrix", ep, f"{where}.inertia", file)
+        if not link.get("shapes"):
+            _fail("a link needs collision shapes", ep, f"{where}.shapes", file)
+        names.append(link["name"])
+    for j, joint in enumerate(geo.get("joints") or []):
+        where = f"object.geometry.joints[{j}]"
+        if not isinstance(joint, dict) or joint.get("type") not in ("continuous", "revolute", "prismatic"):
+            _fail("type must be continuous, revolute or prismatic", ep, f"{where}.type", file)
+        if joint.get("parent") not in names or joint.get("child") not in names:
+            _fail(f"parent and child must be links of the object {names}", ep, where, file)
+        axis = np.asarray(joint.get("axis", []), dtype=float)
+        if axis.shape != (3,) or not np.isfinite(axis).all() or np.linalg.norm(axis) < 1e-9:
+            _fail("axis must be a non-zero 3-vector", ep, f"{where}.axis", file)
 
 
 def validate_meta(meta: DatasetMeta, *, file=None) -> None:

@@ -305,6 +305,8 @@ class CaptureWriter:
             "episodes": self._episode_meta,
             "skipped": list(self.meta.skipped),
         }
+        if self.meta.object_joint_names is not None:  # articulated objects only: rigid datasets keep their bytes
+            contact["object_joint_names"] = list(self.meta.object_joint_names)
         # contact.json is written last: a tree without it is not a capture dataset.
         write_json_atomic(tmp / CONTACT_META, contact)
         self._ctx.__exit__(None, None, None)

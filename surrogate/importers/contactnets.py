@@ -62,7 +62,7 @@ class ExperimentFile:
         self.name, self.raw = name, raw
 
 
-def _read_tensor(raw: bytes, name: str) -> np.ndarray:
+def _read_tensor(raw: bytes, name: str, columns: int = N_COLUMNS) -> np.ndarray:
     try:
         t = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except Exception as e:  # truncated or corrupt zip/pickle, or a non-tensor object
@@ -72,8 +72,9 @@ def _read_tensor(raw: bytes, name: str) -> np.ndarray:
     a = t.detach().to(torch.float64).numpy()
     if a.ndim == 3 and a.shape[0] == 1:
         a = a[0]
-    if a.ndim != 2 or a.shape[1] != N_COLUMNS:
-        raise CaptureError(f"shape {list(t.shape)}, expected [1, T, {N_COLUMNS}]", file=name, field="tensor")
+    if a.ndim != 2 or a.shape[1] != columns:
+        want = f"[1, T, {columns}]" if columns == N_COLUMNS else f"[T, {columns}]"
+        raise CaptureError(f"shape {list(t.shape)}, expected {want}", file=name, field="tensor")
     return a
 
 
@@ -196,10 +197,10 @@ def _load_experiment(exp: ExperimentFile | None) -> dict:
     return params
 
 
-def _implied_dt(a: np.ndarray) -> float | None:
+def _implied_dt(a: np.ndarray, pos: int = 0, vel: int = 7) -> float | None:
     """The time step the toss's own velocities imply (they are backward differences of its
-    positions): least squares of dp = v dt; None when the cube hardly moves."""
-    dp, v = np.diff(a[:, 0:3], axis=0), a[1:, 7:10]
+    positions, columns ``pos:pos+3`` and ``vel:vel+3``): least squares of dp = v dt; None when the object hardly moves."""
+    dp, v = np.diff(a[:, pos:pos + 3], axis=0), a[1:, vel:vel + 3]
     vv = float((v * v).sum())
     if len(v) < 2 or not np.isfinite(vv) or vv < 1e-6 * len(v):
         return None
@@ -207,10 +208,10 @@ def _implied_dt(a: np.ndarray) -> float | None:
     return d if math.isfinite(d) else None
 
 
-def check_dt(params: dict, arrays: list) -> None:
+def check_dt(params: dict, arrays: list, *, pos: int = 0, vel: int = 7) -> None:
     """Stop if ``dt`` contradicts the tosses (e.g. dt = 1 s for 148 Hz data: every velocity and
     acceleration would be off by 148x): the median implied step must be within DT_TOLERANCE."""
-    implied = [d for d in (_implied_dt(a) for a in arrays) if d is not None and d > 0]
+    implied = [d for d in (_implied_dt(a, pos, vel) for a in arrays) if d is not None and d > 0]
     if not implied:
         return
     med, dt = float(np.median(implied)), float(params["dt"])
@@ -270,7 +271,7 @@ def _toss_id(name: str) -> str:
     return TOSS_FILE.match(Path(name.split("!")[-1]).name).group(1)
 
 
-def _read_tosses(tosses, report: ImportReport, *, progress: bool) -> list:
+def _read_tosses(tosses, report: ImportReport, *, progress: bool, columns: int = N_COLUMNS) -> list:
     """[(name, toss id, [T, 19] array)] of the readable tosses; the rest are skipped and reported,
     as is a second file of a toss id already seen (the first one is kept)."""
     seen, out = {}, []
@@ -281,7 +282,7 @@ def _read_tosses(tosses, report: ImportReport, *, progress: bool) -> list:
                 raise CaptureError(f"toss {toss_id} appears twice; kept {seen[toss_id]}", file=name, episode=toss_id, field="file")
             if isinstance(raw, CaptureError):
                 raise raw
-            a = _read_tensor(raw, name)
+            a = _read_tensor(raw, name, columns)
         except CaptureError as e:
             report.skip(e, file=name, episode=toss_id)
             continue
@@ -290,12 +291,17 @@ def _read_tosses(tosses, report: ImportReport, *, progress: bool) -> list:
     return out
 
 
-def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = True) -> ImportReport:
+def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = True, urdf=None) -> ImportReport:
     """Convert ContactNets tosses at ``src`` into a capture dataset at ``out``.
 
     Upstream toss numbers are kept as episode ids; bad files are skipped and reported
     (and listed under ``skipped`` in meta/contact.json). Returns the ImportReport.
+    ``urdf``: the tosses are of that URDF object in the DAIR Lab's dair_pll layout (``dair_urdf``), not the cube.
     """
+    if urdf is not None:
+        from .dair_urdf import import_urdf_tosses
+
+        return import_urdf_tosses(src, out, urdf, overwrite=overwrite, progress=progress)
     report = ImportReport(out=Path(out))
     report.check_output(overwrite=overwrite)
     items = list(_sources(src))

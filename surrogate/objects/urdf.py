@@ -66,36 +66,26 @@ def mesh_candidates(filename: str, urdf_dir: Path, mesh_root: Path | None) -> li
     return list(dict.fromkeys(out))
 
 
-def _parse_urdf(path: Path, mesh_root) -> tuple[str, float, list[_Collision]]:
-    """(robot name, mass kg, collision geometries) of a one-link URDF."""
-    if not path.is_file():
-        raise AssetError("file does not exist", file=path, field="path")
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as exc:
-        raise AssetError(f"not valid XML: {exc}", file=path, field="xml") from exc
-    if root.tag != "robot":
-        raise AssetError(f"root element is <{root.tag}>, expected <robot>", file=path, field="robot")
-    links = root.findall("link")
-    if len(links) != 1:
-        raise AssetError(
-            f"expected exactly one <link> (a rigid object), found {len(links)}", file=path, field="link"
-        )
-    link = links[0]
-
+def link_mass(link, path: Path, prefix: str = "") -> float:
+    """The ``<inertial><mass>`` of a URDF ``<link>`` element (kg); AssetError naming ``prefix`` + the element."""
     mass_el = link.find("inertial/mass")
     if mass_el is None or mass_el.get("value") is None:
-        raise AssetError("no <inertial><mass value=...>; the object's mass is needed", file=path, field="inertial.mass")
+        raise AssetError("no <inertial><mass value=...>; the object's mass is needed", file=path, field=f"{prefix}inertial.mass")
     try:
         mass = float(mass_el.get("value"))
     except ValueError:
-        raise AssetError(f"mass {mass_el.get('value')!r} is not a number", file=path, field="inertial.mass") from None
+        raise AssetError(f"mass {mass_el.get('value')!r} is not a number", file=path, field=f"{prefix}inertial.mass") from None
     if not np.isfinite(mass) or mass <= 0:
-        raise AssetError(f"mass must be positive, got {mass}", file=path, field="inertial.mass")
+        raise AssetError(f"mass must be positive, got {mass}", file=path, field=f"{prefix}inertial.mass")
 
+    return mass
+
+
+def link_collisions(link, path: Path, mesh_root, prefix: str = "") -> list[_Collision]:
+    """The collision geometries of a URDF ``<link>`` element (``prefix`` starts the names of bad elements)."""
     collisions = []
     for i, col in enumerate(link.findall("collision")):
-        fld = f"collision[{i}]"
+        fld = f"{prefix}collision[{i}]"
         origin = col.find("origin")
         xyz = _floats(None if origin is None else origin.get("xyz"), 3, (0, 0, 0), file=path, fld=f"{fld}.origin.xyz")
         rpy = _floats(None if origin is None else origin.get("rpy"), 3, (0, 0, 0), file=path, fld=f"{fld}.origin.rpy")
@@ -126,7 +116,29 @@ def _parse_urdf(path: Path, mesh_root) -> tuple[str, float, list[_Collision]]:
         else:
             raise AssetError(f"unsupported collision geometry <{shape.tag}>", file=path, field=f"{fld}.geometry")
     if not collisions:
-        raise AssetError("link has no <collision> geometry", file=path, field="collision")
+        raise AssetError("link has no <collision> geometry", file=path, field=f"{prefix}collision")
+    return collisions
+
+
+def _parse_urdf(path: Path, mesh_root) -> tuple[str, float, list[_Collision]]:
+    """(robot name, mass kg, collision geometries) of a one-link URDF."""
+    if not path.is_file():
+        raise AssetError("file does not exist", file=path, field="path")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise AssetError(f"not valid XML: {exc}", file=path, field="xml") from exc
+    if root.tag != "robot":
+        raise AssetError(f"root element is <{root.tag}>, expected <robot>", file=path, field="robot")
+    links = root.findall("link")
+    if len(links) != 1:
+        raise AssetError(
+            f"expected exactly one <link> (a rigid object), found {len(links)}", file=path, field="link"
+        )
+    link = links[0]
+
+    mass = link_mass(link, path)
+    collisions = link_collisions(link, path, mesh_root)
     return root.get("name") or path.stem, mass, collisions
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
+from surrogate.scenes.articulated_body import add_articulated_body, articulation_meta, articulation_of
 from surrogate.scenes.hands import BASE_BODY, add_hand
 from surrogate.scenes.object_body import OBJECT_BODY, OBJECT_JOINT, add_object_body, piece_geom_name
 from surrogate.scenes.scene import ANALYTIC_PREFIX, MODES, OWNED_PREFIX, Scene, set_contact_mode, sorted_pair_keys
@@ -113,7 +114,10 @@ def build_scene(
     low, high = _z_extent(obj, quat)
     rest_z = surface_z - low + _REST_CLEARANCE
     spec, surfaces = _world(f"{obj.name}_{hand}_{setting}", setting, timestep=timestep, cone=cone)
-    add_object_body(spec, obj, pos=[xy[0], xy[1], rest_z], quat=quat)
+    if articulation_of(obj) is not None:  # links and joints of a URDF object, the base link's frame at the pose
+        add_articulated_body(spec, obj, pos=[xy[0], xy[1], rest_z], quat=quat)
+    else:
+        add_object_body(spec, obj, pos=[xy[0], xy[1], rest_z], quat=quat)
     pieces = [piece_geom_name(i) for i in range(len(obj.pieces))]
     hand_info, meta = None, {}
     if hand != "none":
@@ -129,7 +133,7 @@ def build_scene(
     meta.update(name=spec.modelname, object=obj.name, hand=hand, setting=setting, surface_z=surface_z,
                 table_height=TABLE_HEIGHT if setting == "table" else None,
                 object_rest_pos=[float(xy[0]), float(xy[1]), float(rest_z)], object_rest_quat=[float(q) for q in quat],
-                timestep=timestep, owned_margin=owned_margin, condim=condim, cone=cone)
+                timestep=timestep, owned_margin=owned_margin, condim=condim, cone=cone, **articulation_meta(model, obj))
     scene = _scene(spec, model, obj, hand_info, setting=setting, surface_z=surface_z, owned_margin=owned_margin,
                    owned=owned, analytic=analytic, roles=roles, pieces=pieces, meta=meta)
     set_contact_mode(model, scene, contact_mode)

@@ -19,6 +19,10 @@ def asset_from_spec(spec) -> ObjectAsset:
     geo = spec.geometry
     kind = geo.get("kind")
     friction = float(spec.friction or 0.8)
+    if kind == "articulated":  # links, joints and per-link mass properties as the capture stored them
+        from ..objects.articulated import articulation_from_json
+
+        return articulation_from_json(geo).asset(friction=friction)
     if kind == "box":
         pieces = [trimesh.creation.box(extents=2 * np.asarray(geo["half_extents"], float))]
         asset = ObjectAsset.from_pieces(safe_name(spec.name), "box", pieces, source=f"capture:{spec.name}",

@@ -53,7 +53,12 @@ def contact_jacobians(builder, cb) -> np.ndarray:
     (``GraphBuilder.dof_rotates``: a sliding dof's column is ``s L``, the same for every point), remain. The
     signs and the columns any contact uses are derived once per contact set (``ContactSet.solve``).
 
-    ``cb`` must carry ``dynamics`` (``GraphBuilder.build(..., dynamics=True)``)."""
+    ``cb`` must carry ``dynamics`` (``GraphBuilder.build(..., dynamics=True)``). An articulated object's builder
+    (``link_graph.LinkGraphBuilder``): each contact with the dofs of the link it touches (``link_jacobians``)."""
+    if hasattr(builder, "body_chain"):
+        from .link_graph import link_jacobians
+
+        return link_jacobians(builder, cb)
     pos, cdof, _, _, dof_com = cb.dynamics
     cs, nv, K = cb.contact_set, cdof.shape[1], cb.K
     tab = cs.solve.get("jacobian")

@@ -74,13 +74,17 @@ def states_from_qpos(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) 
 
 def object_states(scene, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
     """[B, nstate] the scene's initial state with the object's free joint at ``qpos`` [B, 7] (m; w x y z)
-    and ``qvel`` [B, 6] (m/s world; rad/s body); every other joint at the model's ``qpos0``."""
+    and ``qvel`` [B, 6] (m/s world; rad/s body); every other joint at the model's ``qpos0``. An articulated object:
+    ``qpos`` [B, 7 + J] and ``qvel`` [B, 6 + J], its joints' coordinates and rates after the free joint's."""
     m = scene.model
     qpos, qvel = np.atleast_2d(qpos), np.atleast_2d(qvel)
     qa, da = scene.object_qpos_adr, scene.object_dof_adr
     full_q = np.tile(m.qpos0, (len(qpos), 1))
     full_v = np.zeros((len(qpos), m.nv))
-    full_q[:, qa:qa + 7], full_v[:, da:da + 6] = qpos, qvel
+    full_q[:, qa:qa + 7], full_v[:, da:da + 6] = qpos[:, :7], qvel[:, :6]
+    if qpos.shape[1] > 7:  # an articulated object: its joint coordinates and rates follow (scene meta's addresses)
+        full_q[:, scene.meta["object_joint_qpos_adr"]] = qpos[:, 7:]
+        full_v[:, scene.meta["object_joint_dof_adr"]] = qvel[:, 6:]
     return states_from_qpos(m, full_q, full_v)
 
 

@@ -157,8 +157,15 @@ class Stepper:
         self.check_inputs = bool(check_inputs)
         ids = [pid for name, pid in zip(scene.owned_pairs, scene.owned_pair_ids) if scene.pair_roles[name] in roles]
         self.pair_ids = np.asarray(ids, dtype=int)
-        self.builder = GraphBuilder(scene.model, object_body=scene.object_body_id, length=scene.obj.size,
-                                    owned_pair_ids=self.pair_ids)
+        links = scene.meta.get("object_link_bodies") or []
+        if len(links) > 1:  # an articulated object: the contacts of every link (link_graph)
+            from .link_graph import LinkGraphBuilder
+
+            self.builder = LinkGraphBuilder(scene.model, object_bodies=links, owned_pair_ids=self.pair_ids,
+                                            length=float(scene.meta.get("object_link_size", scene.obj.size)))
+        else:
+            self.builder = GraphBuilder(scene.model, object_body=scene.object_body_id, length=scene.obj.size,
+                                        owned_pair_ids=self.pair_ids)
         self.input_range = InputRange.from_model(contact_model, k=ood_std) if contact_model is not None else None
         # Stepped from the batch's numpy arrays (no torch) when the model is a constant law (no network).
         # Law models solve their forces semi-implicitly in float64 (``ContactLawGNN.graph_dtype``).
@@ -346,6 +353,8 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
     if contact == "surrogate" and stepper.contact_model is None:
         raise ConfigError("this stepper has no contact model: contact must be 'analytic'", key="contact")
     if isinstance(data, Copies):  # the fast path: B copies in one MjData (sim/copies.py)
+        if hasattr(stepper.builder, "body_chain"):
+            raise ConfigError("an articulated object's stepper steps a list of MjData, not Copies", key="data")
         if contact == "surrogate":
             _sync_history(stepper, data.views, data.time)
         step_copies(m, data, stepper, nstep=int(nstep), contact=contact)

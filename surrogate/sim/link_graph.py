@@ -1,0 +1,76 @@
+"""The hybrid stepper's contacts of an articulated object (several links: ``scenes.articulated_body``).
+
+``model.batch_graph.GraphBuilder`` orients every owned contact towards ONE object body: a contact whose geom2 is
+not on it is read the other way round, so a floor contact of a second link would have the floor as the "object"
+and the link as the "other" body, and its Jacobian would mix the base link's dofs in. ``LinkGraphBuilder`` keeps
+every table of the base class and changes two things:
+
+* ``contact_set``: the object side of a contact is the geom on ANY link of the object (``object_bodies``);
+* ``body_chain`` [nbody, nv]: each body's dof chain, from which ``law_solve.contact_jacobians`` builds every
+  contact's relative-velocity Jacobian with the dofs of the link it touches (``link_jacobians``): the base's free
+  joint and every joint between the base and that link, minus the other body's chain.
+
+What stays base-link centred: the object node of the contact graph (its features and ``node_wrenches``, whose
+object row sums every link's contact forces with lever arms about the base link's centre of mass), the
+law's reference mass (the base link's) and length (``length``). A constant law (no network: the releases so far)
+reads none of the graph's features, so its forces and their generalized forces ``J^T F`` are exact per link;
+``tests/test_elbow_stepper.py`` checks MuJoCo's own forces through this path against ``mj_step``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+import numpy as np
+
+from ..model.batch_graph import ContactSet, GraphBuilder, _dof_chain
+from ..model.law import cross
+from ..scenes.scene import match_pair_keys
+
+
+class LinkGraphBuilder(GraphBuilder):
+    """A ``GraphBuilder`` whose object is every body of ``object_bodies`` (the base link first)."""
+
+    def __init__(self, model: mujoco.MjModel, *, object_bodies: Sequence[int], length: float,
+                 owned_pair_ids: Sequence[int]):
+        super().__init__(model, object_body=int(object_bodies[0]), length=length, owned_pair_ids=owned_pair_ids)
+        self.object_bodies = np.asarray(object_bodies, dtype=np.int64)
+        self.on_object = np.zeros(model.nbody, dtype=bool)
+        self.on_object[self.object_bodies] = True
+        self.body_chain = np.stack([_dof_chain(model, b) for b in range(model.nbody)]).astype(np.float64)
+
+    def contact_set(self, ncon: np.ndarray, geom: np.ndarray) -> ContactSet:
+        key = (ncon.tobytes(), geom.tobytes())
+        if self._set is not None and self._set[0] == key:
+            return self._set[1]
+        B, C = len(ncon), int(ncon.sum())
+        geom = geom.astype(np.int64, copy=False)
+        env = np.repeat(np.arange(B, dtype=np.int64), ncon)
+        cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
+        owned, _ = match_pair_keys(geom, self.ngeom, self.keys)
+        rows = slice(None) if owned.all() else np.flatnonzero(owned)
+        env, cid, geom = env[rows], cid[rows], geom[rows]
+        b2_is_obj = self.on_object[self.geom_body[geom[:, 1]]]  # geom2 on any link: the object is geom2
+        g_oth = np.where(b2_is_obj, geom[:, 0], geom[:, 1])
+        local = self.node_of[self.geom_body[g_oth]]
+        counts = np.bincount(env, minlength=B)
+        cs = ContactSet(rows=rows, env=env, cid=cid, sign=np.where(b2_is_obj, 1.0, -1.0),
+                        g_obj=np.where(b2_is_obj, geom[:, 1], geom[:, 0]), g_oth=g_oth, local=local,
+                        node=env * self.K + local, counts=counts, start=np.cumsum(counts) - counts,
+                        oth_static=self.static[local][:, None] > 0)
+        self._set = (key, cs)
+        return cs
+
+
+def link_jacobians(builder: LinkGraphBuilder, cb) -> np.ndarray:
+    """[E, 3, nv] every contact's relative-velocity Jacobian (the object link's point minus the other body's), as
+    ``mj_jac`` computes it: ``J[:, j] = s_j (cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(j)]))`` with
+    ``s_j`` = (j moves the touched link) - (j moves the other body)."""
+    pos, cdof, _, _, dof_com = cb.dynamics
+    cs = cb.contact_set
+    gb = builder.geom_body
+    sign = builder.body_chain[gb[cs.g_obj]] - builder.body_chain[gb[cs.g_oth]]  # [E, nv]
+    cd = cdof[cs.env]  # [E, nv, 6]: (angular, linear)
+    cols = cd[..., 3:] + cross(cd[..., :3], pos[:, None, :] - dof_com[cs.env])  # [E, nv, 3]
+    return np.ascontiguousarray((sign[..., None] * cols).transpose(0, 2, 1))

@@ -1,0 +1,71 @@
+"""``surrogate bench elbow-real-small``: cube-trained models predicting the real elbow tosses, few-shot rows, and
+``--test-data`` with another elbow dataset (where hidden tosses are scored)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from surrogate.cli import main
+
+from .conftest import SHARED, needs_shared
+
+ELBOW = SHARED / "contactnets_elbow"
+CKPT = Path(__file__).resolve().parents[1] / "checkpoints" / "cube_tosses"
+
+
+@needs_shared("contactnets_elbow")
+@needs_shared("contactnets_cube")
+def test_elbow_real_small_end_to_end(tmp_path, capsys):
+    out = tmp_path / "bench"
+    assert main(["bench", "elbow-real-small", "--checkpoint", str(CKPT), "--out", str(out), "--quiet",
+                 "--set", "data.n_test=6"]) == 0
+    led = json.loads((out / "ledger.json").read_text())  # written through the schema's validation
+    assert led["suite"] == "elbow-real" and led["suite_name"] == "elbow-real-small"
+    models = led["models"]
+    assert {"analytic_nominal", "analytic_identified", "analytic_randomized", "surrogate",
+            "analytic_identified_elbow_8"} <= set(models)
+    assert models["analytic_identified"]["trained_on"] == "cube" and models["analytic_identified"]["same_data_as_surrogate"]
+    assert models["analytic_nominal"]["params"]["friction"] == pytest.approx(0.3)  # the URDF's
+    for name in ("analytic_nominal", "analytic_identified", "surrogate", "analytic_identified_elbow_8"):
+        o = models[name]["overall"]
+        assert o["episodes"] == 6 and o["pos_pct_size"]["mean"] > 0 and o["joint_deg"]["mean"] > 0
+        assert set(o["links"]) == {"elbow_1", "elbow_2"} and o["unstable_rate"] == 0
+        assert o["divergence"]["time_s"]["median"] < 0.5  # everything diverges at the first impact
+    paired = {(d["vs"], d["metric"]): d for d in models["analytic_identified_elbow_8"]["paired"]}
+    assert set(paired) == {(v, k) for v in ("analytic_identified", "surrogate") for k in ("pos_pct_size", "rot_deg", "joint_deg")}
+    assert all(d["n"] == 6 for d in paired.values())
+    st = models["surrogate"]["stepper"]  # the release stepped every link's floor contacts, with no fallback
+    assert st["contacts"] > 0 and st["fallbacks"] == 0 and st["mujoco_resets"] == 0
+    # the first link's figures are the ledger's pos_pct_size (link 1's frame is its centre of mass)
+    s = models["surrogate"]["overall"]
+    assert s["links"]["elbow_1"]["pos_pct_size"]["mean"] == pytest.approx(s["pos_pct_size"]["mean"], rel=1e-9)
+    report = (out / "report.md").read_text()
+    assert "## Articulated object: joint angle and every link" in report
+    assert "joint" in capsys.readouterr().out
+
+
+@needs_shared("contactnets_elbow")
+@needs_shared("contactnets_cube")
+def test_elbow_real_takes_other_elbow_test_data(tmp_path):
+    src = tmp_path / "other"
+    src.mkdir()
+    for n in ("0", "9", "18", "27"):
+        shutil.copy(ELBOW / f"{n}.pt", src / f"{n}.pt")
+    ds = tmp_path / "other_ds"
+    assert main(["import", "contactnets", str(src), "--urdf", str(ELBOW / "contactnets_elbow.urdf"), "--out", str(ds),
+                 "--quiet"]) == 0
+    out = tmp_path / "bench"
+    assert main(["bench", "elbow-real-small", "--out", str(out), "--test-data", str(ds), "--quiet"]) == 0
+    led = json.loads((out / "ledger.json").read_text())
+    assert led["data"]["test_data"]["episodes"] == 4
+    assert led["models"]["analytic_identified"]["overall"]["episodes"] == 4
+    assert led["models"]["surrogate"]["status"] == "not evaluated"  # no --checkpoint
+    assert not [k for k in led["models"] if k.startswith("analytic_identified_elbow")]  # few-shot: own split only
+    # a rigid (cube) dataset is refused, naming it
+    assert main(["import", "contactnets", str(SHARED / "contactnets_cube"), "--out", str(tmp_path / "cube"), "--quiet"]) == 0
+    assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "b2"), "--test-data", str(tmp_path / "cube"),
+                 "--quiet"]) != 0
