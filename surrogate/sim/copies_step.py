@@ -19,12 +19,12 @@ import time
 import mujoco
 import numpy as np
 
-from .hybrid_step import contact_stage
+from .hybrid_step import contact_stage, phase_times
 
 
 def physics_step_surrogate_copies(copies, stepper) -> None:
     """One physics step of all copies with the contact model owning its pairs (module docstring)."""
-    T, m, D = stepper._time, copies.model, copies.data
+    m, D = copies.model, copies.data
     law = stepper.law_model
     t0 = time.perf_counter()
     D.qfrc_applied.fill(0.0)  # before the contact model runs: a model reading the data must not see last step's
@@ -47,10 +47,8 @@ def physics_step_surrogate_copies(copies, stepper) -> None:
     t6 = time.perf_counter()
     mujoco.mj_step2(m, D)
     t7 = time.perf_counter()
-    stepper._stats["contacts"] += E
-    for k, dt in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"),
-                     (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6)):
-        T[k] += dt
+    stepper.count("contacts", E)
+    stepper.add_times(phase_times(t0, t1, t2, t3, t4, t5, t6, t7))
 
 
 def physics_step_analytic_copies(copies, stepper) -> None:
@@ -59,8 +57,8 @@ def physics_step_analytic_copies(copies, stepper) -> None:
     t0 = time.perf_counter()
     copies.data.qfrc_applied.fill(0.0)
     mujoco.mj_step(copies.model, copies.data)
-    stepper._time["analytic"] += time.perf_counter() - t0
-    stepper._set_last(None, None)
+    stepper.add_times({"analytic": time.perf_counter() - t0})
+    stepper.set_last(None, None)
 
 
 def _fallback(copies, stepper, bad_env) -> None:
@@ -71,10 +69,7 @@ def _fallback(copies, stepper, bad_env) -> None:
         mujoco.mj_step1(copies.model, copies.data)
     finally:
         copies.set_mode_of(bad, "external", roles=stepper.roles)
-    for i in bad:
-        stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
-    stepper._stats["fallbacks"] += len(bad)
-    stepper.reset_history(bad)  # their stored state came from forces that were not applied
+    stepper.fell_back(bad)
 
 
 def reset_bad(copies, stepper, step_no: int, *, inputs: bool) -> None:
@@ -87,13 +82,10 @@ def reset_bad(copies, stepper, step_no: int, *, inputs: bool) -> None:
         return
     envs = np.flatnonzero(bad)
     copies.reset(envs)
-    stepper.reset_history(envs)
     if not inputs:
         mujoco.mj_forward(copies.model, copies.data)
-    stepper._stats["mujoco_resets"] += len(envs)
-    for i in envs:
-        stepper._reset_envs[int(i)] = stepper._reset_envs.get(int(i), 0) + 1
-    stepper._warn_once("mujoco_reset", f"env {int(envs[0])} reached a bad state (NaN, Inf or huge qpos/qvel/qacc) at "
+    stepper.was_reset(envs)
+    stepper.warn_once("mujoco_reset", f"env {int(envs[0])} reached a bad state (NaN, Inf or huge qpos/qvel/qacc) at "
                                        f"step {step_no}: it went back to the model's initial state; counted in "
                                        f"stats()['mujoco_resets'] and stats()['mujoco_reset_envs']")
 
@@ -111,12 +103,12 @@ def step_copies(m, copies, stepper, *, nstep: int, contact: str) -> None:
     if contact == "surrogate":
         copies.set_mode("external", roles=stepper.roles)
     one = physics_step_surrogate_copies if contact == "surrogate" else physics_step_analytic_copies
-    stepper._views = copies.views
+    stepper.use_views(copies.views)
     dt = m.opt.timestep
     for _ in range(int(nstep)):
-        reset_bad(copies, stepper, stepper._stats["physics_steps"], inputs=True)
+        reset_bad(copies, stepper, stepper.step_number, inputs=True)
         one(copies, stepper)
         copies.time += dt
-        reset_bad(copies, stepper, stepper._stats["physics_steps"], inputs=False)
-        stepper._stats["physics_steps"] += 1
-        stepper._stats["env_steps"] += copies.copies
+        reset_bad(copies, stepper, stepper.step_number, inputs=False)
+        stepper.count("physics_steps")
+        stepper.count("env_steps", copies.copies)

@@ -52,9 +52,9 @@ def _contact_forces(m, datas, stepper, cb):
     if stepper.input_range is not None and stepper.check_inputs and hasattr(model, "features"):
         with torch.inference_mode():  # computed once: the network's input and the range check's
             feats = model.features(cb.graph)
-    stepper._stats["network_calls"] += 1
+    stepper.count("network_calls")
     if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
-        forces, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper._views,
+        forces, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper.views,
                                   accelerated=True, history=stepper.history)
         return forces, qfrc, feats
     # any other contact model (the oracles ``contact.MuJoCoContact``, ``ZeroContact``) returns forces
@@ -88,39 +88,38 @@ def _bad_force_envs(m, stepper, cb, forces: np.ndarray) -> np.ndarray:
         return bad_env
     norm = np.sqrt(np.einsum("ej,ej->e", forces, forces))
     bad_edge = ~(norm <= limit)
-    st, step_no = stepper._stats, stepper._stats["physics_steps"]
+    step_no = stepper.step_number
     e = int(np.flatnonzero(bad_edge)[0])
     env = int(cb.env[e])
-    body = stepper._body_names[int(cb.node[e]) % cb.K]
-    st["bad_force_events"] += int(bad_edge.sum())
+    body = stepper.body_name(int(cb.node[e]) % cb.K)
+    stepper.count("bad_force_events", int(bad_edge.sum()))
     msg = (f"contact model force {norm[e]:.4g} N on the object from body '{body}' (env {env}, step {step_no}) is "
            f"{'not finite' if not np.isfinite(norm[e]) else f'above the limit {limit:.4g} N ({stepper.max_force:g} x the object weight)'}")
     if stepper.on_bad_force == "raise":
         raise SurrogateStepError(msg + "; pass on_bad_force='fallback' to continue with analytic contact there",
                                  env=env, step=step_no, body=body, force=float(norm[e]))
     bad_env[cb.env[bad_edge]] = True
-    stepper._warn_once("fallback", msg + "; falling back to analytic contact for that env and step "
+    stepper.warn_once("fallback", msg + "; falling back to analytic contact for that env and step "
                                          "(counted in stats()['fallbacks'])")
     return bad_env
 
 
 def _check_inputs(stepper, cb, feats) -> None:
     """Count (and warn once about) inputs outside the model's training range."""
-    st, g = stepper._stats, cb.graph
+    g = cb.graph
     r = stepper.input_range.check(g, *(feats or (None, None)))
     ne, nn = int(r["edge"].sum()), int(r["node"].sum())
     if not (ne or nn):
         return
-    st["ood_edges"] += ne
-    st["ood_nodes"] += nn
+    stepper.count("ood_edges", ne)
+    stepper.count("ood_nodes", nn)
     envs = np.zeros(cb.num_envs, dtype=bool)
     envs[cb.env[r["edge"]]] = True
     envs[g.batch.numpy()[r["node"]]] = True
-    st["ood_env_steps"] += int(envs.sum())
-    stepper._ood_edge_features += r["edge_features"]
-    stepper._ood_node_features += r["node_features"]
-    stepper._warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "
-                              f"at step {st['physics_steps']}: {ne} contacts, {nn} bodies; counted in stats()['ood_*']")
+    stepper.count("ood_env_steps", int(envs.sum()))
+    stepper.count_out_of_range(r["edge_features"], r["node_features"])
+    stepper.warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "
+                             f"at step {stepper.step_number}: {ne} contacts, {nn} bodies; counted in stats()['ood_*']")
 
 
 def node_wrenches(cb, forces: np.ndarray) -> np.ndarray:
@@ -142,11 +141,9 @@ def _fallback(m, datas, stepper, bad_env) -> None:
         stepper.set_mode(m, "analytic")
         for i in np.flatnonzero(bad_env):
             mujoco.mj_step(m, datas[i])
-            stepper._fallback_envs[int(i)] = stepper._fallback_envs.get(int(i), 0) + 1
     finally:
         m.pair_margin[ids], m.pair_gap[ids] = saved
-    stepper._stats["fallbacks"] += int(bad_env.sum())
-    stepper.reset_history(np.flatnonzero(bad_env))  # their stored state came from forces that were not applied
+    stepper.fell_back(np.flatnonzero(bad_env))
 
 
 def contact_stage(m, datas, stepper, views):
@@ -167,15 +164,14 @@ def contact_stage(m, datas, stepper, views):
     if stepper.input_range is not None and stepper.check_inputs and E:
         _check_inputs(stepper, cb, feats)
     t_checks = time.perf_counter()
-    stepper._set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if bad_env.any() else forces)  # NaN-free
+    stepper.set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if bad_env.any() else forces)  # NaN-free
     return cb, forces, qfrc, bad_env, (t_graph, t_model, t_checks)
 
 
 def physics_step_surrogate(m, datas, stepper) -> None:
     """One physics step of the batch with the contact model owning its pairs (module docstring, steps 1-6)."""
-    T = stepper._time
     t0 = time.perf_counter()
-    views = stepper._views  # the batch's array views (``views_for``, made by ``step`` for this batch)
+    views = stepper.views  # the batch's array views (``views_for``, made by ``step`` for this batch)
     law = stepper.law_model
     for d, applied in zip(datas, views.qfrc_applied):
         # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
@@ -208,7 +204,10 @@ def physics_step_surrogate(m, datas, stepper) -> None:
         for i in good:
             mujoco.mj_step2(m, datas[i])
     t7 = time.perf_counter()
-    stepper._stats["contacts"] += E
-    for k, dt in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"),
-                     (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6)):
-        T[k] += dt
+    stepper.count("contacts", E)
+    stepper.add_times(phase_times(t0, t1, t2, t3, t4, t5, t6, t7))
+
+
+def phase_times(*clock) -> dict:
+    """{phase: s} of one surrogate physics step from the clock read after each of its phases (``PHASES``' order)."""
+    return {k: b - a for k, a, b in zip(("step1", "graph", "network", "checks", "apply", "fallback", "step2"), clock, clock[1:])}

@@ -62,17 +62,12 @@ from .contact import InputRange
 from .copies import Copies
 from .copies_step import step_copies
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
+from .mujoco_resets import NO_BAD_STATE, bad_state_reader, count_resets
 
 CONTACT_MODES = ("analytic", "surrogate")
 BAD_FORCE_POLICIES = ("raise", "fallback")
 PHASES = ("step1", "graph", "network", "checks", "apply", "step2", "fallback", "analytic")
 # The warnings MuJoCo raises when it resets an MjData itself (NaN, Inf or huge qpos / qvel / qacc).
-BAD_STATE_WARNINGS = {int(mujoco.mjtWarning.mjWARN_BADQPOS): "qpos", int(mujoco.mjtWarning.mjWARN_BADQVEL): "qvel",
-                      int(mujoco.mjtWarning.mjWARN_BADQACC): "qacc"}
-_BAD_STATE_IDS = np.array(sorted(BAD_STATE_WARNINGS))
-_BAD_STATE_SLICE = (slice(int(_BAD_STATE_IDS[0]), int(_BAD_STATE_IDS[-1]) + 1)
-                    if _BAD_STATE_IDS[-1] - _BAD_STATE_IDS[0] == len(_BAD_STATE_IDS) - 1 else None)
-_NO_BAD_STATE = np.zeros(len(_BAD_STATE_IDS), dtype=np.int32).tobytes()
 
 
 def _check_choice(name, value, allowed):
@@ -191,8 +186,58 @@ class Stepper:
             self._wrench = node_wrenches(*self._last)
         return self._wrench
 
-    def _set_last(self, cb, forces) -> None:
+    # -- what the step functions (sim.hybrid_step, sim.copies_step) record: ``stats`` reads it; nothing else writes it
+    def set_last(self, cb, forces) -> None:
+        """The last surrogate step's contacts and forces (None, None after an analytic step): ``last_wrench``'s source."""
         self._last, self._wrench = ((cb, forces) if cb is not None else None), None
+
+    @property
+    def views(self):
+        """The array views of the batch being stepped (``data_views.DataViews`` or ``copies.CopiesViews``)."""
+        return self._views
+
+    def use_views(self, views) -> None:
+        self._views = views
+
+    @property
+    def step_number(self) -> int:
+        """Physics steps taken since construction (or ``reset_stats``)."""
+        return self._stats["physics_steps"]
+
+    def count(self, key: str, n: int = 1) -> None:
+        """Add ``n`` to the counter ``key`` of ``stats``."""
+        self._stats[key] += int(n)
+
+    def add_times(self, seconds: dict) -> None:
+        """Add wall time (s) per phase (``PHASES``)."""
+        for k, dt in seconds.items():
+            self._time[k] += dt
+
+    def fell_back(self, envs) -> None:
+        """``envs`` took this step with analytic contact after a bad force: counted per environment, and their contact
+        state forgotten (it came from forces that were not applied)."""
+        envs = [int(i) for i in envs]
+        for i in envs:
+            self._fallback_envs[i] = self._fallback_envs.get(i, 0) + 1
+        self._stats["fallbacks"] += len(envs)
+        self.reset_history(envs)
+
+    def was_reset(self, envs) -> None:
+        """``envs`` went back to the model's initial state (MuJoCo's reset, or the copies' guard): counted per
+        environment, and their contact state forgotten."""
+        envs = [int(i) for i in envs]
+        for i in envs:
+            self._reset_envs[i] = self._reset_envs.get(i, 0) + 1
+        self._stats["mujoco_resets"] += len(envs)
+        self.reset_history(envs)
+
+    def count_out_of_range(self, edge_features: np.ndarray, node_features: np.ndarray) -> None:
+        """Per input feature, how many contacts / bodies were outside the training range in this step."""
+        self._ood_edge_features += edge_features
+        self._ood_node_features += node_features
+
+    def body_name(self, node: int) -> str:
+        return self._body_names[int(node)]
 
     def reset_history(self, envs=None) -> None:
         """Forget the per-contact state (``model.history``) of ``envs`` (None: all). The stepper also does this by
@@ -244,7 +289,8 @@ class Stepper:
         s["time_s"] = dict(self._time)
         return s
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def warn_once(self, key: str, message: str) -> None:
+        """Warn about ``key`` (a kind, optionally ``kind:detail``) once per stepper (a ``SurrogateWarning``)."""
         if key not in self._warned:
             self._warned.add(key)
             w = SurrogateWarning(message)
@@ -274,46 +320,13 @@ class Stepper:
         return out
 
 
-def _bad_state_reader(views):
-    """A function returning each MjData's bad qpos / qvel / qacc warning counters, as bytes (cheap to
-    read and compare: slices of the batch's ``DataViews``, read once per physics step)."""
-    if _BAD_STATE_SLICE is not None:
-        parts = [w[_BAD_STATE_SLICE] for w in views.warning_number]
-        return lambda: [v.tobytes() for v in parts]
-    return lambda: [w[_BAD_STATE_IDS].tobytes() for w in views.warning_number]
-
-
-def _count_resets(datas, stepper: Stepper, before: list, after: list, times, step_no: int) -> None:
-    """Count the environments MuJoCo reset in this physics step.
-
-    The counters change only when MuJoCo warns about a bad state, and it then resets the MjData
-    (``mj_resetData`` zeroes every counter before counting the one that caused it). So a changed
-    counter is a reset, and so is a positive counter on a clock that did not advance (a second
-    reset of the same kind leaves its counter at 1).
-    """
-    reset = [i for i, (b, a) in enumerate(zip(before, after))
-             if a != b or (times is not None and a != _NO_BAD_STATE and datas[i].time <= times[i])]
-    if not reset:
-        return
-    stepper._stats["mujoco_resets"] += len(reset)
-    stepper.reset_history(reset)
-    for i in reset:
-        stepper._reset_envs[i] = stepper._reset_envs.get(i, 0) + 1
-    i = reset[0]
-    counts = np.frombuffer(after[i], dtype=np.int32)
-    kinds = [BAD_STATE_WARNINGS[int(w)] for w, n in zip(_BAD_STATE_IDS, counts) if n] or ["state"]
-    stepper._warn_once("mujoco_reset", f"MuJoCo reset env {i} at step {step_no} (NaN, Inf or huge {'/'.join(kinds)}): "
-                                       f"its state went back to the model's initial one; counted in "
-                                       f"stats()['mujoco_resets'] and stats()['mujoco_reset_envs']")
-
-
 def _sync_history(stepper: Stepper, views, times: np.ndarray) -> None:
     """Before a surrogate step: forget the contact history of the environments that did not continue from the last
     surrogate step (another batch: all; a time other than where that step left it: a reset or a restored state)."""
     if stepper.history is None:
         return
     last = stepper._history_time
-    if views is not stepper._views or last is None or len(last) != len(times):
+    if views is not stepper.views or last is None or len(last) != len(times):
         stepper.history.clear()
     else:
         moved = np.flatnonzero(times != last)
@@ -325,11 +338,11 @@ def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
     if stepper.history is not None:  # the contact model's state does not survive MuJoCo's contact
         stepper.history.clear()
     t0 = time.perf_counter()
-    for d, applied in zip(datas, stepper._views.qfrc_applied):  # the views: made by ``step``
+    for d, applied in zip(datas, stepper.views.qfrc_applied):  # the views: made by ``step``
         applied.fill(0.0)
         mujoco.mj_step(m, d)
-    stepper._time["analytic"] += time.perf_counter() - t0
-    stepper._set_last(None, None)
+    stepper.add_times({"analytic": time.perf_counter() - t0})
+    stepper.set_last(None, None)
 
 
 def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: str | None = None) -> None:
@@ -364,20 +377,20 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
     _check_model(m, datas, stepper.builder, stepper.scene.model.npair)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
-    views = views_for(stepper._views, datas)  # the batch's array views, made once per batch
+    views = views_for(stepper.views, datas)  # the batch's array views, made once per batch
     if contact == "surrogate" and stepper.history is not None:
         _sync_history(stepper, views, np.array([d.time for d in datas]))
-    stepper._views = views
-    read = _bad_state_reader(stepper._views)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
+    stepper.use_views(views)
+    read = bad_state_reader(views)  # MuJoCo's own resets of an MjData (bad qpos/qvel/qacc) are counted
     counts = read()
     for _ in range(int(nstep)):
-        times = [d.time for d in datas] if any(c != _NO_BAD_STATE for c in counts) else None
+        times = [d.time for d in datas] if any(c != NO_BAD_STATE for c in counts) else None
         one(m, datas, stepper)
         after = read()
         if after != counts or times is not None:
-            _count_resets(datas, stepper, counts, after, times, stepper._stats["physics_steps"])
+            count_resets(datas, stepper, counts, after, times, stepper.step_number)
         counts = after
-        stepper._stats["physics_steps"] += 1
-        stepper._stats["env_steps"] += len(datas)
+        stepper.count("physics_steps")
+        stepper.count("env_steps", len(datas))
     if stepper.history is not None:
         stepper._history_time = np.array([d.time for d in datas])
