@@ -93,6 +93,16 @@ def link_rollout(model, scene, tosses: TossSet) -> tuple[np.ndarray, dict]:
     return out, {k: st[k] for k in ("env_steps", "contacts", "fallbacks", "bad_force_events", "mujoco_resets")}
 
 
+def toss_loss(model, scene, tosses: TossSet, size: float) -> float:
+    """MuJoCo's identification loss (``identify.loss_of``) of ``model``'s rollouts of ``tosses``; ``UNSTABLE_LOSS``
+    for a law outside ``law_ranges``."""
+    if range_problems(model.prior("surface").to_json(), mu_max=model.mu_max):
+        return UNSTABLE_LOSS
+    pred, _ = link_rollout(model, scene, tosses)
+    pos, rot = toss_errors(pred[None, :, :, :7], tosses, size)
+    return float(loss_of(pos, rot)[0])
+
+
 def refit_law(model, episodes, *, substeps: int, init_frames: int, margin: float = DEFAULT_MARGIN, maxiter: int = 20,
               popsize: int = 8, seed: int = 0, span: dict | None = None):
     """(a copy of ``model`` with its floor law refitted on ``episodes``, info): see the module docstring. info:
@@ -109,11 +119,7 @@ def refit_law(model, episodes, *, substeps: int, init_frames: int, margin: float
     def loss(x) -> float:
         evals[0] += 1
         set_law(m, keys, x)
-        if range_problems({**m.prior("surface").to_json()}, mu_max=m.mu_max):
-            return UNSTABLE_LOSS
-        pred, _ = link_rollout(m, scene, tosses)
-        pos, rot = toss_errors(pred[None, :, :, :7], tosses, size)
-        return float(loss_of(pos, rot)[0])
+        return toss_loss(m, scene, tosses, size)
 
     x0 = np.log([start[k] for k in keys])
     start_loss = loss(x0)
