@@ -1,5 +1,6 @@
-"""``surrogate bench elbow-real-small``: cube-trained models predicting the real elbow tosses, few-shot rows, and
-``--test-data`` with another elbow dataset (where hidden tosses are scored)."""
+"""``surrogate bench elbow-real-small``: cube-trained models predicting the real elbow tosses, few-shot rows (MuJoCo
+identified and the release's law refitted on N elbow tosses), and ``--test-data`` with another elbow dataset (where
+hidden tosses are scored)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from surrogate.bench.analytic import TossSet
+from surrogate.bench.elbow_fewshot import law_values, refit_law, toss_loss
+from surrogate.bench.predictors import DEFAULT_MARGIN, object_scene
+from surrogate.capture import read_dataset
 from surrogate.cli import main
+from surrogate.model.checkpoint import load_checkpoint
+from surrogate.model.law_ranges import check_model, range_problems
 
 from .conftest import SHARED, needs_shared
 
@@ -43,9 +50,50 @@ def test_elbow_real_small_end_to_end(tmp_path, capsys):
     # the first link's figures are the ledger's pos_pct_size (link 1's frame is its centre of mass)
     s = models["surrogate"]["overall"]
     assert s["links"]["elbow_1"]["pos_pct_size"]["mean"] == pytest.approx(s["pos_pct_size"]["mean"], rel=1e-9)
+    _check_finetuned(led)
     report = (out / "report.md").read_text()
     assert "## Articulated object: joint angle and every link" in report
+    assert "| surrogate_finetuned_elbow_8 |" in report and "Few-shot, N = 8" in led["result"]["detail"]
     assert "joint" in capsys.readouterr().out
+
+
+def _check_finetuned(led: dict) -> None:
+    """The small suite's fine-tuned row: fitted on 8 training tosses (never a test one), from the release's law, never
+    worse than it on those tosses, inside the law's ranges, paired against MuJoCo identified on the same 8."""
+    ft = led["models"]["surrogate_finetuned_elbow_8"]
+    release = json.loads((CKPT / "card.json").read_text())["model"]["hparams"]
+    assert "law refit, derivative-free, the network is not retrained" in ft["description"]
+    fit = ft["refit"]
+    assert ft["train_size"] == 8 and len(set(fit["episodes"])) == 8
+    assert not set(fit["episodes"]) & set(led["split"]["test"]) and ft["test_episodes_seen_in_training"] == []
+    assert fit["start"] == pytest.approx({k: release["prior"][k] for k in fit["keys"]})
+    assert fit["loss"] <= fit["start_loss"]
+    assert range_problems(ft["law"], mu_max=release["mu_max"]) == []
+    assert all(lo <= fit["fitted"][k] <= hi for k, (lo, hi) in fit["bounds"].items())
+    assert ft["overall"]["episodes"] == 6 and ft["stepper"]["fallbacks"] == 0
+    paired = {(d["vs"], d["metric"]) for d in ft["paired"] if d["n"] == 6}
+    assert {(v, k) for v in ("analytic_identified_elbow_8", "surrogate") for k in ("pos_pct_size", "rot_deg", "joint_deg")} <= paired
+
+
+@needs_shared("contactnets_elbow")
+def test_elbow_law_refit_starts_at_the_release_and_is_never_worse(tmp_path):
+    src = tmp_path / "raw"
+    src.mkdir()
+    for n in ("0", "9", "18"):
+        shutil.copy(ELBOW / f"{n}.pt", src / f"{n}.pt")
+    assert main(["import", "contactnets", str(src), "--urdf", str(ELBOW / "contactnets_elbow.urdf"), "--out",
+                 str(tmp_path / "ds"), "--quiet"]) == 0
+    eps = read_dataset(tmp_path / "ds").episodes
+    release, _ = load_checkpoint(CKPT)
+    before = law_values(release)
+    fitted, info = refit_law(release, eps, substeps=4, init_frames=5, maxiter=1, popsize=1, seed=0)
+    assert law_values(release) == before  # the release itself is untouched
+    assert info["start"] == before and info["loss"] <= info["start_loss"] and info["evaluations"] > 2
+    check_model(fitted)  # inside law_ranges
+    scene = object_scene(eps[0], substeps=4, mode="external", margin=DEFAULT_MARGIN)
+    tosses = TossSet.from_episodes(eps, substeps=4, k=5)
+    assert toss_loss(fitted, scene, tosses, 0.1) == pytest.approx(info["loss"], rel=1e-9)
+    assert toss_loss(release, scene, tosses, 0.1) == pytest.approx(info["start_loss"], rel=1e-9)
 
 
 @needs_shared("contactnets_elbow")

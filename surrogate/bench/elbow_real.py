@@ -16,8 +16,10 @@ out the rest of the toss. Scores: the first (tracked) link's position in % of it
 and first divergence (pose or joint).
 
 The surrogate row is the ``--checkpoint`` contact model in the hybrid stepper, owning the floor contacts of every
-link (``sim.link_graph``), all test tosses stepped as one batch. The few-shot surrogate (fine-tuned from the cube
-release on N elbow tosses through the differentiable twin) is not here: the twin (``sim.twin``) is one rigid body.
+link (``sim.link_graph``), all test tosses stepped as one batch. The few-shot surrogate rows
+``surrogate_finetuned_elbow_<N>`` (``elbow_fewshot``): the release's floor law refitted on the same N elbow tosses as
+MuJoCo's few-shot identification, derivative-free through the hybrid stepper (the differentiable twin, ``sim.twin``,
+is one rigid body): a law refit, the network is not retrained; paired against identified MuJoCo at the same N.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet
 from .cube_real import given_training, load_episodes, simulator, toss_scorer, toss_stability
+from .elbow_fewshot import few_shot_detail, finetuned_rows, link_rollout
 from .identify import identify
+from .ledger import suite_verdict
 from .predictors import object_scene
 from .rows import analytic_rows, nominal_params, scored
 from .testsets import as_paths, describe, keyed, set_names
@@ -163,34 +167,13 @@ def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int) 
     """({episode id: [T, 7 + J] base pose and joints}, card, the stepper's counts): ``episodes`` rolled out together
     (one batch of MjData, one contact-model call per physics step) with the checkpoint's contact model owning the
     floor contacts of every link (``sim.link_graph``), from the suite's first-state estimate."""
-    import mujoco
-
     from ..model.checkpoint import load_checkpoint
-    from ..sim import Stepper, step
-    from ..sim.rollout import STATE_SPEC, object_states
     from .predictors import DEFAULT_MARGIN
 
     model, card = load_checkpoint(checkpoint)
     margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
     scene = object_scene(episodes[0], substeps=substeps, mode="external", margin=margin)
-    m = scene.model
-    tosses = TossSet.from_episodes(episodes, substeps=substeps, k=init_frames)
-    states = object_states(scene, tosses.qpos0, tosses.qvel0)
-    datas = [mujoco.MjData(m) for _ in episodes]
-    for d, st in zip(datas, states):
-        mujoco.mj_setState(m, d, st, STATE_SPEC)
-        mujoco.mj_forward(m, d)
-    stepper = Stepper(scene, model, on_bad_force="fallback")
-    a = scene.object_qpos_adr
-    cols = list(range(a, a + 7)) + list(scene.meta["object_joint_qpos_adr"])
-    F = int(tosses.n_frames.max())
-    out = np.zeros((len(datas), F, len(cols)))
-    out[:, 0] = [d.qpos[cols] for d in datas]
-    for f in range(1, F):
-        step(m, datas, stepper, nstep=substeps)
-        out[:, f] = [d.qpos[cols] for d in datas]
-    st = stepper.stats()
-    counts = {k: st[k] for k in ("env_steps", "contacts", "fallbacks", "bad_force_events", "mujoco_resets")}
+    out, counts = link_rollout(model, scene, TossSet.from_episodes(episodes, substeps=substeps, k=init_frames))
     return {e.episode_id: out[i, :e.num_frames] for i, e in enumerate(episodes)}, card, counts
 
 
@@ -249,5 +232,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         by_id = {e.episode_id: e for e in eps}
         models.update(_few_shot(cfg, by_id, sp, simulate=simulate, scorer=scorer, ex=ex, progress=progress,
                                 refs={n: models[n] for n in ("analytic_identified", "surrogate")}))
+        models.update(finetuned_rows(cfg, by_id, sp, checkpoint=checkpoint, test=test, scorer=scorer, models=models))
     split = {k: v for k, v in sp.items() if k != "pool"} | {"pool_size": len(sp["pool"])}
-    return {"data": data_info, "split": split, "models": models, "wall_s": time.time() - t0}
+    result = suite_verdict(cfg, models)
+    few = few_shot_detail(models)
+    if few:
+        result = {**result, "detail": result["detail"].rstrip(". ") + ". " + few}
+    return {"data": data_info, "split": split, "models": models, "result": result, "wall_s": time.time() - t0}
