@@ -43,7 +43,7 @@ def test_a_split_without_validation_episodes_is_refused_before_any_work(tmp_path
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("key", ["out_dir", "export.dir", "export.prior_dir"])
+@pytest.mark.parametrize("key", ["out_dir", "export.dir", "export.prior_dir", "export.network_dir"])
 def test_an_output_folder_that_is_a_file_is_refused_naming_the_key(tmp_path, key):
     """Defect C: ``out_dir`` a file gave a traceback; ``export.dir`` a file failed only after training."""
     f = tmp_path / "a_file"
