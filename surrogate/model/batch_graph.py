@@ -222,6 +222,11 @@ class GraphBuilder:
         index = _dense_M_index(self._model)
         return np.maximum(index, 0), index >= 0
 
+    def on_object_body(self, bodies: np.ndarray) -> np.ndarray:
+        """[n] bool: which of ``bodies`` belong to the object (one body here; every link of an articulated one in
+        ``sim.link_graph.LinkGraphBuilder``)."""
+        return bodies == self.object_body
+
     def contact_set(self, ncon: np.ndarray, geom: np.ndarray) -> ContactSet:
         """The ``ContactSet`` of a batch whose environments have ``ncon`` [B] contacts with geoms ``geom`` [C, 2]
         (all of them, in order); the last one is kept and reused while the same pairs are in contact."""
@@ -236,7 +241,7 @@ class GraphBuilder:
         owned, _ = match_pair_keys(geom, self.ngeom, self.keys)
         rows = slice(None) if owned.all() else np.flatnonzero(owned)
         env, cid, geom = env[rows], cid[rows], geom[rows]
-        b2_is_obj = self.geom_body[geom[:, 1]] == self.object_body
+        b2_is_obj = self.on_object_body(self.geom_body[geom[:, 1]])
         g_oth = np.where(b2_is_obj, geom[:, 0], geom[:, 1])
         local = self.node_of[self.geom_body[g_oth]]
         counts = np.bincount(env, minlength=B)

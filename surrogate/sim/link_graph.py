@@ -24,9 +24,8 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-from ..model.batch_graph import ContactSet, GraphBuilder, _dof_chain
+from ..model.batch_graph import GraphBuilder, _dof_chain
 from ..model.law import cross
-from ..scenes.scene import match_pair_keys
 
 
 class LinkGraphBuilder(GraphBuilder):
@@ -40,27 +39,8 @@ class LinkGraphBuilder(GraphBuilder):
         self.on_object[self.object_bodies] = True
         self.body_chain = np.stack([_dof_chain(model, b) for b in range(model.nbody)]).astype(np.float64)
 
-    def contact_set(self, ncon: np.ndarray, geom: np.ndarray) -> ContactSet:
-        key = (ncon.tobytes(), geom.tobytes())
-        if self._set is not None and self._set[0] == key:
-            return self._set[1]
-        B, C = len(ncon), int(ncon.sum())
-        geom = geom.astype(np.int64, copy=False)
-        env = np.repeat(np.arange(B, dtype=np.int64), ncon)
-        cid = np.arange(C, dtype=np.int64) - np.repeat(np.cumsum(ncon) - ncon, ncon)
-        owned, _ = match_pair_keys(geom, self.ngeom, self.keys)
-        rows = slice(None) if owned.all() else np.flatnonzero(owned)
-        env, cid, geom = env[rows], cid[rows], geom[rows]
-        b2_is_obj = self.on_object[self.geom_body[geom[:, 1]]]  # geom2 on any link: the object is geom2
-        g_oth = np.where(b2_is_obj, geom[:, 0], geom[:, 1])
-        local = self.node_of[self.geom_body[g_oth]]
-        counts = np.bincount(env, minlength=B)
-        cs = ContactSet(rows=rows, env=env, cid=cid, sign=np.where(b2_is_obj, 1.0, -1.0),
-                        g_obj=np.where(b2_is_obj, geom[:, 1], geom[:, 0]), g_oth=g_oth, local=local,
-                        node=env * self.K + local, counts=counts, start=np.cumsum(counts) - counts,
-                        oth_static=self.static[local][:, None] > 0)
-        self._set = (key, cs)
-        return cs
+    def on_object_body(self, bodies: np.ndarray) -> np.ndarray:
+        return self.on_object[bodies]  # a contact on any link is the object's
 
 
 def link_jacobians(builder: LinkGraphBuilder, cb) -> np.ndarray:
