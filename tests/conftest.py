@@ -22,3 +22,26 @@ def needs_shared(sub: str):
     """Mark a test that reads ``<shared data>/<sub>``; it says plainly that it did not run without it."""
     return pytest.mark.skipif(not (SHARED / sub).exists(),
                               reason=f"sample data {SHARED / sub} is absent (set SURROGATE_DATA to the shared data folder)")
+
+
+def trajectory(m, datas, n: int, stepper=None, *, contact=None, control=None):
+    """[n, B, nq + nv] qpos and qvel of ``datas`` (B ``MjData`` of ``m``) after each of ``n`` physics steps under the
+    hybrid ``stepper``, or plain ``mj_step`` without one; ``control(k, d)`` sets an ``MjData``'s controls before step
+    k. The loop of the stepper's oracle tests (zero force == owned pairs excluded; MuJoCo's forces == ``mj_step``)."""
+    import mujoco
+    import numpy as np
+
+    from surrogate.sim import step
+
+    out = np.zeros((n, len(datas), m.nq + m.nv))
+    for k in range(n):
+        if control is not None:
+            for d in datas:
+                control(k, d)
+        if stepper is None:
+            for d in datas:
+                mujoco.mj_step(m, d)
+        else:
+            step(m, datas, stepper, contact=contact)
+        out[k] = [np.concatenate([d.qpos, d.qvel]) for d in datas]
+    return out

@@ -15,7 +15,7 @@ from surrogate.objects.articulated import load_articulation
 from surrogate.scenes import build_scene, set_contact_mode
 from surrogate.sim import MuJoCoContact, Stepper, ZeroContact, step
 
-from .conftest import SHARED
+from .conftest import SHARED, trajectory
 
 URDF = SHARED / "contactnets_elbow" / "contactnets_elbow.urdf"
 pytestmark = pytest.mark.skipif(not URDF.exists(), reason=f"sample data {URDF} is absent (set SURROGATE_DATA)")
@@ -39,15 +39,8 @@ def _data(s):
 
 
 def _run(s, stepper, n):
-    d = _data(s)
-    out = np.zeros((n, s.model.nq + s.model.nv))
-    for k in range(n):
-        if stepper is None:
-            mujoco.mj_step(s.model, d)
-        else:
-            step(s.model, d, stepper)
-        out[k] = np.concatenate([d.qpos, d.qvel])
-    return out
+    """[n, nq + nv] the toss of ``_data`` under the stepper (plain ``mj_step`` without one)."""
+    return trajectory(s.model, [_data(s)], n, stepper)[:, 0]
 
 
 def test_zero_contact_equals_external_mode_exactly():

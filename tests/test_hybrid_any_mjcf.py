@@ -14,6 +14,8 @@ from surrogate.scenes import scene_from_model
 from surrogate.scenes.collisions import dynamic_geom_pairs
 from surrogate.sim import MuJoCoContact, Stepper, ZeroContact, step
 
+from .conftest import trajectory
+
 torch.set_num_threads(1)
 
 # A free box and a capsule (with a hinged tag: its parent filter) on a plane, a geom that collides with nothing of
@@ -59,17 +61,10 @@ def _ctrl(k):
 
 def _run(m, ds, n, stepper=None, *, contact=None):
     """[n, B, nq + nv] trajectory of the paddle sweep (plain ``mj_step`` without a stepper)."""
-    out = np.zeros((n, len(ds), m.nq + m.nv))
-    for k in range(n):
-        for d in ds:
-            d.ctrl[:] = _ctrl(k)
-        if stepper is None:
-            for d in ds:
-                mujoco.mj_step(m, d)
-        else:
-            step(m, ds, stepper, contact=contact)
-        out[k] = [np.concatenate([d.qpos, d.qvel]) for d in ds]
-    return out
+    def control(k, d):
+        d.ctrl[:] = _ctrl(k)
+
+    return trajectory(m, ds, n, stepper, contact=contact, control=control)
 
 
 def test_owned_pairs_are_every_contact_mujoco_would_test_with_the_owned_geom():

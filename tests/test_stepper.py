@@ -16,6 +16,8 @@ from surrogate.objects import load_split, make_object
 from surrogate.scenes import build_scene, hand_ctrl, set_contact_mode
 from surrogate.sim import MuJoCoContact, Stepper, SurrogateStepError, SurrogateWarning, ZeroContact, step
 
+from .conftest import trajectory
+
 TINY = dict(hidden=16, steps=2, mlp_layers=2)
 TABLE = dict(stiffness=1e6, damping=5.0, friction=0.8, slip_eps=1e-3, units="si")
 PAD = dict(stiffness=1e5, damping=5.0, friction=1.0, slip_eps=1e-3, units="si")
@@ -35,19 +37,12 @@ def _ctrl(scene, k):
 
 def _run(scene, stepper, n, *, datas=None, contact=None):
     """qpos/qvel trajectory [n, B, nq + nv] of the scripted grasp under the stepper (or plain mj_step if None)."""
-    m = scene.model
     ds = datas if datas is not None else [scene.make_data()]
-    out = np.zeros((n, len(ds), m.nq + m.nv))
-    for k in range(n):
-        for d in ds:
-            d.ctrl[scene.hand_actuator_ids] = _ctrl(scene, k)
-        if stepper is None:
-            for d in ds:
-                mujoco.mj_step(m, d)
-        else:
-            step(m, ds, stepper, contact=contact)
-        out[k] = [np.concatenate([d.qpos, d.qvel]) for d in ds]
-    return out
+
+    def control(k, d):
+        d.ctrl[scene.hand_actuator_ids] = _ctrl(scene, k)
+
+    return trajectory(scene.model, ds, n, stepper, contact=contact, control=control)
 
 
 def _tiny(seed=0):
