@@ -87,14 +87,7 @@ def _check_other_arrays(ep: Episode, meta: DatasetMeta | None, file) -> None:
     """Twist, joints, wrench, tactile, contact regions and truth: shapes, finite values, and agreement with the meta."""
     if ep.object_twist is not None:
         _check_twist(ep, _check_array(ep, "object_twist", ep.object_twist, (6,), file), file)
-    J = None
-    for name in ("joint_pos", "joint_vel", "joint_cmd"):
-        arr = getattr(ep, name)
-        if arr is not None:
-            arr = _check_array(ep, name, arr, (None,), file)
-            if J is not None and arr.shape[1] != J:
-                _fail(f"has {arr.shape[1]} joints, other joint arrays have {J}", ep, name, file)
-            J = arr.shape[1]
+    J = _joint_width(ep, ("joint_pos", "joint_vel", "joint_cmd"), "other joint arrays have", file)
     if J is not None and meta is not None and meta.joint_names is not None and len(meta.joint_names) != J:
         _fail(f"has {J} joints but the dataset names {len(meta.joint_names)}", ep, "joint_pos", file)
     _check_object_joints(ep, meta, file)
@@ -122,17 +115,24 @@ def _check_other_arrays(ep: Episode, meta: DatasetMeta | None, file) -> None:
             _fail("non-finite values", ep, f"truth.{name}", file)
 
 
-def _check_object_joints(ep: Episode, meta: DatasetMeta | None, file) -> None:
-    """An articulated object's joint arrays: [T, Jo] each, one width, as many joints as the dataset names and as
-    the object's geometry (``kind: articulated``) defines."""
-    Jo = None
-    for name in ("object_joint_pos", "object_joint_vel"):
+def _joint_width(ep: Episode, names, others: str, file) -> int | None:
+    """The one width J of the joint arrays ``names`` ([T, J] each; None where the episode has none of them); a
+    different width is an error naming the array (``others``: how the message names the width it differs from)."""
+    J = None
+    for name in names:
         arr = getattr(ep, name)
         if arr is not None:
             arr = _check_array(ep, name, arr, (None,), file)
-            if Jo is not None and arr.shape[1] != Jo:
-                _fail(f"has {arr.shape[1]} joints, object_joint_pos has {Jo}", ep, name, file)
-            Jo = arr.shape[1]
+            if J is not None and arr.shape[1] != J:
+                _fail(f"has {arr.shape[1]} joints, {others} {J}", ep, name, file)
+            J = arr.shape[1]
+    return J
+
+
+def _check_object_joints(ep: Episode, meta: DatasetMeta | None, file) -> None:
+    """An articulated object's joint arrays: [T, Jo] each, one width, as many joints as the dataset names and as
+    the object's geometry (``kind: articulated``) defines."""
+    Jo = _joint_width(ep, ("object_joint_pos", "object_joint_vel"), "object_joint_pos has", file)
     if Jo is None:
         return
     if meta is not None and meta.object_joint_names is not None and len(meta.object_joint_names) != Jo:
