@@ -68,29 +68,22 @@ def search_bounds(model, span: dict | None = None) -> list[tuple[float, float]]:
 
 def link_rollout(model, scene, tosses: TossSet) -> tuple[np.ndarray, dict]:
     """([N, F, 7 + J] base pose and joints at the capture frames, the stepper's counts): ``tosses`` rolled out together
-    (one batch of MjData, one contact-model call per physics step), ``model`` owning every link's floor contacts."""
-    import mujoco
+    through the rollout API (one batch of MjData, one contact-model call per physics step), ``model`` owning every
+    link's floor contacts."""
+    from ..sim import Stepper
+    from ..sim.rollout import object_states, rollout
 
-    from ..sim import Stepper, step
-    from ..sim.rollout import STATE_SPEC, object_states
-
-    m = scene.model
-    states = object_states(scene, tosses.qpos0, tosses.qvel0)
-    datas = [mujoco.MjData(m) for _ in tosses.episodes]
-    for d, st in zip(datas, states):
-        mujoco.mj_setState(m, d, st, STATE_SPEC)
-        mujoco.mj_forward(m, d)
     stepper = Stepper(scene, model, on_bad_force="fallback")
+    try:
+        traj = rollout(scene, object_states(scene, tosses.qpos0, tosses.qvel0), contact=stepper,
+                       substeps=tosses.substeps, frames=int(tosses.n_frames.max()))
+    finally:
+        stepper.close()
     a = scene.object_qpos_adr
     cols = list(range(a, a + 7)) + list(scene.meta["object_joint_qpos_adr"])
-    F = int(tosses.n_frames.max())
-    out = np.zeros((len(datas), F, len(cols)))
-    out[:, 0] = [d.qpos[cols] for d in datas]
-    for f in range(1, F):
-        step(m, datas, stepper, nstep=tosses.substeps)
-        out[:, f] = [d.qpos[cols] for d in datas]
-    st = stepper.stats()
-    return out, {k: st[k] for k in ("env_steps", "contacts", "fallbacks", "bad_force_events", "mujoco_resets")}
+    st = traj.stats
+    return traj.qpos[:, :, cols], {k: st[k] for k in ("env_steps", "contacts", "fallbacks", "bad_force_events",
+                                                        "mujoco_resets")}
 
 
 def toss_loss(model, scene, tosses: TossSet, size: float) -> float:

@@ -194,7 +194,8 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
     out = np.zeros((len(state0), F, state0.shape[1]))
     out[:, 0] = state0
     pads = None if pad_sites is None else np.zeros((len(state0), F, len(pad_sites), 3))
-    copies = _use_copies(m, len(state0), pad_sites) and stepper.scene is scene
+    # copies: of this very Scene, and of a single-body object (an articulated one steps a list of MjData)
+    copies = _use_copies(m, len(state0), pad_sites) and stepper.scene is scene and not hasattr(stepper.builder, "body_chain")
     datas = [] if copies else [mujoco.MjData(m) for _ in range(len(state0))]
     for d, s in zip(datas, state0):
         mujoco.mj_setState(m, d, s, STATE_SPEC)
