@@ -5,6 +5,7 @@ in the card."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,8 @@ from surrogate.errors import ConfigError
 from surrogate.rig.generate import generate
 from surrogate.training.config import load_config
 from surrogate.training.run import fit
+
+RELEASE = Path(__file__).resolve().parents[1] / "checkpoints" / "rig_default"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +44,8 @@ def _no_longer_plateau_than(history: list[dict], patience: int, epochs: int) -> 
 def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists_the_ablation(grasps, tmp_path):
     cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=4", "stages.corrections.patience=1",
                   "stages.corrections.lr=0.01", "stages.closed_loop.episodes=2", "stages.closed_loop.friction_scales=[1.0, 0.7]",
-                  f"export.prior_dir={tmp_path / 'law'}", f"export.network_dir={tmp_path / 'net'}")
+                  f"export.prior_dir={tmp_path / 'law'}", f"export.network_dir={tmp_path / 'net'}",
+                  f"stages.closed_loop.reference={RELEASE}")
     fit(cfg)
     card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
     m = card["training"]["metrics"]
@@ -58,13 +62,27 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     assert law_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(m["closed_loop"]["friction"], rel=1e-5)
     assert net_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(net["friction"], rel=1e-5)
     rows = {r["row"]: r for r in m["ablation"]}
+    ref_row = rows.pop("reference checkpoints/rig_default")  # the previous release, replayed on the same episodes
     assert set(rows) == {"law", "network without history"}
     for r in rows.values():  # both rows scored on the same validation episodes, by the twin and by the replays
         assert r["twin_val_score"] > 0 and r["replay_score"] > 0
+    release = json.loads((RELEASE / "card.json").read_text())["model"]["hparams"]["prior_body"]["friction"]
+    assert ref_row["pad_friction"] == pytest.approx(release, rel=1e-6)  # at its own friction, not re-selected
+    ref = m["closed_loop"]["reference"]
+    assert [r["id"] for r in ref["per_episode"]] == m["closed_loop"]["episodes"]
+    diffs = [r["score"] - law["score"] for r, law in zip(ref["per_episode"], m["closed_loop"]["per_episode"])]
+    assert ref_row["replay_paired_minus_law"]["mean"] == pytest.approx(sum(diffs) / len(diffs))
+    assert ref_row["replay_score"] == pytest.approx(sum(r["score"] for r in ref["per_episode"]) / 2)
     assert rows["network without history"]["replay_paired_minus_law"]["n"] == len(m["closed_loop"]["episodes"]) == 2
     # the law's own row is its replays' mean at its selected friction
     law_cl = [c for c in m["closed_loop"]["candidates"] if c["scale"] == m["closed_loop"]["scale"]][0]
     assert rows["law"]["replay_score"] == pytest.approx(law_cl["score"])
+
+
+def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_training(grasps, tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="stages.closed_loop.reference"):
+        _config(grasps, tmp_path / "run", f"stages.closed_loop.reference={tmp_path / 'empty'}")
 
 
 def test_early_stopping_patience_is_checked(grasps, tmp_path):

@@ -149,7 +149,8 @@ def fit_law(cfg: dict) -> dict:
     if "corrections" in metrics:
         out["corrections"] = {k: metrics["corrections"][k] for k in ("fitted", "paired_minus_prior", "kept")}
     if "closed_loop" in metrics:
-        out["closed_loop"] = {k: v for k, v in metrics["closed_loop"].items() if k not in ("per_episode", "episodes", "network")}
+        out["closed_loop"] = {k: v for k, v in metrics["closed_loop"].items()
+                              if k not in ("per_episode", "episodes", "network", "reference")}
         if "network" in metrics["closed_loop"]:
             out["closed_loop"]["network"] = {k: v for k, v in metrics["closed_loop"]["network"].items() if k != "per_episode"}
     if "ablation" in metrics:
@@ -216,6 +217,8 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     res["prior_model"] = res["model"] = sel["model"]
     cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")}
     cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"])
+    if st.get("reference"):
+        cl["reference"] = reference_replays(st["reference"], eps, dm.capture.meta, sel["per_episode"], kw)
     structure, pad_friction = "law", sel["friction"]
     net = res.get("network_model")
     if net is not None:
@@ -240,6 +243,21 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
                                      replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
 
 
+def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> dict:
+    """``stages.closed_loop.reference``: another checkpoint (e.g. the previous release) replayed on the same
+    episodes at its own pad friction, paired against this run's law, so that the card compares models across runs
+    on the same replays: {checkpoint, pad_friction, replay_score, replay_paired_minus_law, per_episode}."""
+    from ..bench.law_selection import replay_scores
+    from ..metrics import paired_difference
+    from ..model.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(path)
+    rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"])
+    return {"checkpoint": portable_path(path), "pad_friction": model.prior("body").friction,
+            "replay_score": float(sum(r["score"] for r in rows) / len(rows)),
+            "replay_paired_minus_law": paired_difference(law_rows, rows, "score"), "per_episode": rows}
+
+
 def ablation_rows(metrics: dict, *, history: bool = False) -> list[dict]:
     """The card's ablation: each trained model on the same validation episodes, by the twin (whole episodes, kinematic
     hand) and by closed-loop replays (actuated hand, the benchmark's replays) at its selected pad friction."""
@@ -247,6 +265,10 @@ def ablation_rows(metrics: dict, *, history: bool = False) -> list[dict]:
     mean = lambda rows: float(sum(r["score"] for r in rows) / len(rows)) if rows else None  # noqa: E731
     rows = [{"row": "law", "twin_val_score": metrics["prior"]["fitted"]["score"], "replay_score": mean(cl.get("per_episode")),
              "pad_friction": cl.get("friction")}]
+    if "reference" in cl:  # a checkpoint of another run (the previous release), replayed on the same episodes
+        ref = cl["reference"]
+        rows.append({"row": f"reference {ref['checkpoint']}", "replay_score": ref["replay_score"],
+                     "replay_paired_minus_law": ref["replay_paired_minus_law"], "pad_friction": ref["pad_friction"]})
     if "corrections" in metrics:
         net = cl.get("network", {})
         rows.append({"row": "network with history" if history else "network without history",

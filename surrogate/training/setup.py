@@ -49,6 +49,24 @@ def check_setup(cfg: dict, *, file=None) -> None:
                               key=f"data.{key}")
     for key in OUTPUT_KEYS:
         check_output_dir(_get(cfg, key), key=key, file=file)
+    check_reference(_get(cfg, "stages.closed_loop.reference"), file=file)
+
+
+def check_reference(path, *, file=None) -> None:
+    """``stages.closed_loop.reference`` (a checkpoint replayed beside the run's models) is a readable checkpoint:
+    checked before training starts, not when the closed-loop stage reaches it an hour later."""
+    if not path:
+        return
+    from ..model.checkpoint import CheckpointError, is_end_to_end, read_card
+
+    key = "stages.closed_loop.reference"
+    try:
+        card = read_card(path)
+    except (CheckpointError, OSError) as e:
+        raise ConfigError(f"not a readable checkpoint: {e}", file=file, key=key) from None
+    if is_end_to_end(card):
+        raise ConfigError(f"{path} is the end-to-end peer: closed-loop replays need a contact model (a law "
+                          "checkpoint) for the hybrid stepper", file=file, key=key)
 
 
 def check_output_dir(path, *, key: str, file=None) -> None:
