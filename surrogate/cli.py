@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .errors import ConfigError, SurrogateError
+from .errors import SurrogateError
 
 
 def _cmd_import_contactnets(a):
@@ -87,43 +87,15 @@ def _cmd_bench(a):
 
 
 def _cmd_render(a):
-    import json
+    from .bench.video import render_command
 
-    from .bench import video as V
+    render_command(a)
 
-    out = Path(a.out)
-    for path in (out, a.still, a.gif):
-        if path is not None and Path(path).exists() and not a.overwrite:
-            raise FileExistsError(f"{path}: already exists (pass --overwrite to replace it)")
-    if a.env:
-        clip = V.env_clip(a.env, checkpoint=a.checkpoint, object=a.object, object_seed=a.object_seed, seed=a.seed,
-                          duration=a.duration, contacts=("analytic",) if a.checkpoint is None else ("analytic", "surrogate"))
-    else:
-        if a.ledger:
-            ledger, lf = V.load_ledger(a.ledger)
-        else:
-            if not a.episode:
-                raise ConfigError("--suite needs --episode ID (--which needs a ledger's per-episode errors: give --ledger, "
-                                  "the --out folder of `surrogate bench`)", key="episode")
-            ledger, lf = V.suite_ledger(a.suite, overrides=a.set or [], test_data=a.test_data, progress=not a.quiet), None
-            a.episode = V.suite_episode_key(ledger, a.episode) if a.episode else a.episode
-        clip = V.benchmark_clip(ledger, episode=a.episode, which=a.which, analytic=a.analytic, checkpoint=a.checkpoint,
-                                ledger_file=lf, progress=not a.quiet)
-    res = V.render_to_files(clip, out, still=a.still, gif=a.gif, width=a.width, height=a.height, fps=a.fps,
-                            speed=a.speed, max_seconds=a.max_seconds, still_at=a.still_at, gif_width=a.gif_width)
-    if a.json:
-        print(json.dumps(res, indent=1))
-        return
-    print(f"wrote {res['video']} ({res['frames']} frames, {res['seconds']:.1f} s): {clip.title}")
-    for label, err in (res.get("panels") or {}).items():
-        print(f"  {label:24s} mean position error " + ("— (the rollout blew up)" if err is None else f"{err:.2f} % of object size"))
-    if res.get("ledger_pos_pct_size") is not None:
-        print(f"  the ledger's figure for this episode ({res['ranked_by']}): {res['ledger_pos_pct_size']:.2f} % of object size")
-    for label, outcome in (res.get("outcomes") or {}).items():
-        print(f"  {label:24s} {outcome}")
-    for k in ("still", "gif"):
-        if res.get(k):
-            print(f"  {k}: {res[k]}")
+
+def _cmd_jaco(a):
+    from .bench.jaco_grasp import run
+
+    run(a)
 
 
 def _cmd_speed(a):
@@ -309,6 +281,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print what was written as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.set_defaults(func=_cmd_render)
+
+    c = sub.add_parser("jaco", help="the Kinova Jaco (dm_control's MJCF) grasps held-out objects: analytic vs learned contact")
+    c.add_argument("--objects", default="heldout", help="object split (default heldout: families never trained on)")
+    c.add_argument("--count", type=int, default=8, help="objects of the split, spread over its families (default 8)")
+    c.add_argument("--checkpoint", help="the learned contact (default: the released rig_default)")
+    c.add_argument("--assets", help="dm_control's third_party/kinova folder (default: $SURROGATE_JACO_ASSETS, else the "
+                   "installed dm_control: pip install --no-deps dm-control)")
+    c.add_argument("--video", help="write a side-by-side MP4 (analytic | learned) of the first object here")
+    c.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    c.set_defaults(func=_cmd_jaco)
 
     c = sub.add_parser("speed", help="environment steps per second: analytic vs hybrid stepping")
     from .bench.speed import build_parser as speed_parser  # cheap: the study imports MuJoCo and torch when it runs

@@ -257,6 +257,9 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                    help="wall time (default) or this process's CPU time (steadier on a machine other jobs share)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object (for scripts) instead of the table")
+    p.add_argument("--robot", choices=["gripper", "jaco"], default="gripper",
+                   help="gripper: the built-in hands (--hand); jaco: the Kinova Jaco arm and hand of dm_control holding a "
+                        "held-out object, batch 1 (assets: `surrogate jaco --help`)")
     p.add_argument("--env", action="store_true",
                    help="time the Gymnasium environments instead (random actions; batch 1: the single env, B > 1: "
                         "the vector env on copies and on B MjData; --min-seconds default 2 there)")
@@ -274,6 +277,8 @@ def run(args) -> list[dict]:
     model = load_checkpoint(args.checkpoint)[0]
     clock = getattr(args, "clock", "wall")
     env = getattr(args, "env", False)
+    if getattr(args, "robot", "gripper") == "jaco":
+        return _jaco(model, args, clock)
     if env:
         rows = measure_env(model, batches=args.batches, hand=args.hand, family=args.family, clock=clock,
                            min_seconds=args.min_seconds if args.min_seconds is not None else 2.0)
@@ -291,6 +296,22 @@ def run(args) -> list[dict]:
           f"clock {clock}" + (", Gymnasium environments, uniform random actions" if env else ""))
     print(format_env_table(rows) if env else format_table(rows))
     return rows
+
+
+def _jaco(model, args, clock: str) -> list[dict]:
+    from .jaco_grasp import jaco_speed
+
+    row = jaco_speed(model, min_seconds=args.min_seconds if args.min_seconds is not None else 1.0, timer=CLOCKS[clock])
+    if getattr(args, "json", False):
+        import json
+
+        print(json.dumps({"checkpoint": str(args.checkpoint), "threads": args.threads, "clock": clock, "rows": [row]}))
+        return [row]
+    print(f"checkpoint {args.checkpoint}, torch threads {args.threads}, Kinova Jaco (dm_control) holding {row['object']}, "
+          f"{row['contacts']} owned contacts, clock {clock}")
+    print("| robot | analytic steps/s | hybrid steps/s | hybrid / analytic |\n|---|---:|---:|---:|")
+    print(f"| jaco | {row['analytic']:,.0f} | {row['surrogate']:,.0f} | {row['ratio']:.2f} |")
+    return [row]
 
 
 def main(argv=None) -> int:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import SurrogateError
+from ..errors import ConfigError, SurrogateError
 from .video_clips import Clip, Panel, benchmark_clip, env_clip
 from .video_render import (
     HEADER_PX,
@@ -126,3 +126,42 @@ def suite_videos(ledger: dict, out_dir, *, checkpoint=None, settings: dict | Non
     except (SurrogateError, OSError, RuntimeError, ValueError, KeyError) as e:
         return {"skipped": f"rendering failed ({type(e).__name__}: {e})", "videos": vids}
     return {"videos": vids}
+
+
+def render_command(a) -> None:
+    """``surrogate render``: a benchmark episode or an env rollout as a side-by-side video (``a``: its arguments)."""
+    import json
+
+    out = Path(a.out)
+    for path in (out, a.still, a.gif):
+        if path is not None and Path(path).exists() and not a.overwrite:
+            raise FileExistsError(f"{path}: already exists (pass --overwrite to replace it)")
+    if a.env:
+        clip = env_clip(a.env, checkpoint=a.checkpoint, object=a.object, object_seed=a.object_seed, seed=a.seed,
+                        duration=a.duration, contacts=("analytic",) if a.checkpoint is None else ("analytic", "surrogate"))
+    else:
+        if a.ledger:
+            ledger, lf = load_ledger(a.ledger)
+        else:
+            if not a.episode:
+                raise ConfigError("--suite needs --episode ID (--which needs a ledger's per-episode errors: give --ledger, "
+                                  "the --out folder of `surrogate bench`)", key="episode")
+            ledger, lf = suite_ledger(a.suite, overrides=a.set or [], test_data=a.test_data, progress=not a.quiet), None
+            a.episode = suite_episode_key(ledger, a.episode) if a.episode else a.episode
+        clip = benchmark_clip(ledger, episode=a.episode, which=a.which, analytic=a.analytic, checkpoint=a.checkpoint,
+                              ledger_file=lf, progress=not a.quiet)
+    res = render_to_files(clip, out, still=a.still, gif=a.gif, width=a.width, height=a.height, fps=a.fps,
+                          speed=a.speed, max_seconds=a.max_seconds, still_at=a.still_at, gif_width=a.gif_width)
+    if a.json:
+        print(json.dumps(res, indent=1))
+        return
+    print(f"wrote {res['video']} ({res['frames']} frames, {res['seconds']:.1f} s): {clip.title}")
+    for label, err in (res.get("panels") or {}).items():
+        print(f"  {label:24s} mean position error " + ("— (the rollout blew up)" if err is None else f"{err:.2f} % of object size"))
+    if res.get("ledger_pos_pct_size") is not None:
+        print(f"  the ledger's figure for this episode ({res['ranked_by']}): {res['ledger_pos_pct_size']:.2f} % of object size")
+    for label, outcome in (res.get("outcomes") or {}).items():
+        print(f"  {label:24s} {outcome}")
+    for k in ("still", "gif"):
+        if res.get(k):
+            print(f"  {k}: {res[k]}")
