@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from surrogate.errors import ConfigError
 from surrogate.rig.generate import generate
@@ -100,3 +101,8 @@ def test_prior_stage_stops_early_after_patience_epochs_without_improvement(grasp
     history = card["training"]["metrics"]["prior"]["history"]
     _no_longer_plateau_than(history, 1, 6)
     assert len(history) < 6  # it did stop early here (seeded and deterministic: 4 epochs)
+    # a resume continues from the last validated epoch, not from the best one (it would run the others again)
+    best = min(range(len(history)), key=lambda i: history[i]["score"])
+    assert best < len(history) - 1  # the last epoch did not improve: the case Lightning's save_last got wrong
+    last = torch.load(tmp_path / "run" / "checkpoints" / "prior" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert last["epoch"] == len(history) - 1

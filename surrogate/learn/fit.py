@@ -53,10 +53,14 @@ def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict, patience: int
     from .loggers import lr_monitor, run_loggers
 
     ckpt = ModelCheckpoint(dirpath=out / "checkpoints" / name, monitor="val_score", mode="min", save_top_k=1,
-                           save_last=True, filename="best")
+                           filename="best")
+    # last.ckpt after every validated epoch, improved or not: Lightning's save_last on the monitored checkpoint
+    # writes it only when a better epoch is saved, and a resume from it ran the unimproved epochs again
+    last = ModelCheckpoint(dirpath=out / "checkpoints" / name, monitor=None, save_top_k=1, filename="last",
+                           enable_version_counter=False)
     kw = {k: v for k, v in trainer_cfg.items() if k not in ("max_epochs", "early_stopping_patience")}
     kw.setdefault("gradient_clip_val", 1.0)
-    callbacks = [ckpt, lr_monitor()]
+    callbacks = [ckpt, last, lr_monitor()]
     if patience is not None:
         if not (isinstance(patience, int) and patience >= 1):
             raise ConfigError(f"stages.{name}.patience must be a positive integer or null, got {patience!r}",
