@@ -260,34 +260,40 @@ class ContactLawGNN(nn.Module):
             out["kz"] = kz
         return out
 
-    def constant_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float,
-                           with_spring: bool = False):
-        """``(f0, a, b, mu, eps)`` [E] (``mu`` [E, 3] with ``stribeck``) of the law without corrections, in numpy
-        (float64): what ``law_terms`` gives for a model with ``corrections=False``, without building a graph. The
-        hybrid stepper takes this path for a constant law (no network), where torch's per-call overhead would be
-        most of the step. ``with_spring``: also the normal force ``fn`` [E] (``point_law``) and the presliding
-        stiffness ``kz`` [E] (N/m; zero for a group without a spring), which ``presliding.with_presliding`` needs.
+    def numpy_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float,
+                        with_spring: bool = False, params=None):
+        """``(f0, a, b, mu, eps)`` [E] (``mu`` [E, 3] with ``stribeck``) of the law, in numpy (float64): what
+        ``law_terms`` gives, without its torch calls (whose per-call overhead would be most of a small step). The
+        hybrid stepper takes this path for every law: a constant law (no network) needs no graph at all; a network's
+        per-contact parameters come in ``params``. ``with_spring``: also the normal force ``fn`` [E]
+        (``point_law``) and the presliding stiffness ``kz`` [E] (N/m; zero for a group without a spring), which
+        ``presliding.with_presliding`` needs.
 
         Args:
           depth, vn, speed: [E] penetration (m), normal and tangential relative speed (m/s).
           moving: [E] bool, the other side is a moving body (prior group ``body``) rather than a static surface.
           length, mass, gravity: the object's size (m), mass (kg) and |g| (m/s^2): the ``weight`` units.
           dt: the physics step (s).
+          params: [E, 3] (k, c, mu), [E, 4] with the spring (k_z too), in the prior's units: ``law_parameters`` of
+            this model's network (numpy); None: the constant law, which a model with corrections does not have.
         """
         import numpy as np
 
-        if self.corrections:
-            raise ValueError("constant_law_terms is the law without corrections; this model has a network")
-        params = (self.log_stiffness, self.log_damping, self.log_friction) + \
+        if self.corrections and params is None:
+            raise ValueError("numpy_law_terms of a model with a network needs its law_parameters (params)")
+        globals_ = (self.log_stiffness, self.log_damping, self.log_friction) + \
             ((self.log_static_friction, self.log_stribeck_speed) if self.stribeck else ()) + \
             ((self.log_presliding,) if self.presliding else ())
         # per (surface, body) group, cached until a parameter changes (an optimizer step or an in-place edit
         # bumps the tensor's version counter)
-        version = tuple((id(t), t._version) for t in params)
+        version = tuple((id(t), t._version) for t in globals_)
         if getattr(self, "_constant_cache", (None,))[0] != version:
             with torch.no_grad():
-                self._constant_cache = (version, np.exp(np.stack([t.detach().double().numpy() for t in params])))
+                self._constant_cache = (version, np.exp(np.stack([t.detach().double().numpy() for t in globals_])))
         per = self._constant_cache[1][:, moving.astype(np.int64)]
+        if params is not None:  # the network's: k, c, mu (and k_z, already zero for a group without a spring)
+            per = np.concatenate([params[:, :3].T, per[3:-1] if self.presliding else per[3:],
+                                  params[:, 3:4].T if self.presliding else per[:0]])
         k, c, mu = per[:3]
         p = self.exponent
         L, V, F0 = (1.0, 1.0, 1.0) if self.units == "si" else (length, math.sqrt(max(gravity, 1e-6) * length), mass * max(gravity, 1e-6))

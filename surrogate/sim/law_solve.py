@@ -103,42 +103,43 @@ def _jacobian_table(builder, cs, nv: int) -> tuple:
 
 def constant_law(model) -> bool:
     """Whether ``model`` is a law without a network (``ContactLawGNN`` with ``corrections=False``): its terms come
-    from the contact arrays alone (``constant_law_terms``), so its step needs no graph."""
-    return not getattr(model, "corrections", True) and hasattr(model, "constant_law_terms")
+    from the contact arrays alone (``numpy_law_terms``), so its step needs no graph."""
+    return not getattr(model, "corrections", True) and hasattr(model, "numpy_law_terms")
+
+
+def _network_parameters(model, cb, features, state) -> np.ndarray:
+    """[E, 3] or [E, 4] the per-contact law parameters the model's network gives on the batch's graph (numpy)."""
+    kw = {} if state is None else {"state": ContactState(*(torch.from_numpy(x) for x in state))}
+    with torch.inference_mode():
+        return model.law_parameters(cb.graph, features=features, **kw).double().numpy()
 
 
 def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=None):
-    """``(f0, w0, a, b, n, mu, eps, spring)`` of every contact: numpy directly for a constant law (no network), else the
-    model's ``law_terms`` on the batch's graph (``features``: its precomputed inputs, as the stepper checks them);
-    ``spring``: None, or ``(z, kz, a_spring)`` [E, 3], [E], [E] of the presliding spring (``presliding.with_presliding``),
-    from the contacts' ``state`` (a ``history.ContactState``, z in world axes; None: fresh contacts)."""
+    """``(f0, w0, a, b, n, mu, eps, spring)`` of every contact, in numpy (``ContactLawGNN.numpy_law_terms``): the
+    constant law's from the contact arrays alone, a network's from its per-contact parameters on the batch's graph
+    (``features``: its precomputed inputs, as the stepper checks them); ``spring``: None, or ``(z, kz, a_spring)``
+    [E, 3], [E], [E] of the presliding spring (``presliding.with_presliding``), from the contacts' ``state`` (a
+    ``history.ContactState``, z in world axes; None: fresh contacts)."""
     presliding = getattr(model, "presliding", False)
-    if constant_law(model):
-        cs = cb.contact_set
-        v = contact_velocities(J, cb.dynamics[3], cs.counts, cs.env)  # the relative velocity at each contact, J qvel
-        n = cb.normal
-        vn = np.einsum("ej,ej->e", v, n)
-        vt = v - vn[:, None] * n
-        speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
-        dt = m.opt.timestep
-        t = model.constant_law_terms(-cb.dist, vn, speed, builder.static[cs.local] < 0.5, length=builder.length,
-                                     mass=float(m.body_mass[builder.object_body]),
-                                     gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)), dt=dt,
-                                     with_spring=presliding)
-        if not presliding:
-            f0, a, b, mu, eps = t
-            return f0, f0[:, None] * n, a, b, n, mu, eps, None  # mu [E] (per prior group), eps a scalar
-        f0, a, b, mu, eps, fn, kz = t
-        z, k_last = (np.zeros((len(f0), 3)), None) if state is None else (state.z, state.k_last)
-        w0, a, b, a_z, z = with_presliding(f0, a, b, n, fn, mu, speed * speed, kz, z, k_last, dt)
-        return f0, w0, a, b, n, mu, eps, (z, kz, a_z)
-    kw = {} if state is None else {"state": ContactState(*(torch.from_numpy(x) for x in state))}
-    with torch.inference_mode():
-        t = model.law_terms(cb.graph, features=features, **kw)
-    w0 = t["w0"].numpy() if "w0" in t else (t["f0"][:, None] * t["n"]).numpy()  # a law without the spring's terms
-    out = tuple(t[k].numpy() if t[k].ndim else float(t[k]) for k in ("f0", "a", "b", "n", "mu", "eps"))
-    out = out[:1] + (w0,) + out[1:]
-    return out + ((None,) if t.get("kz") is None else (tuple(t[k].numpy() for k in ("z", "kz", "a_spring")),))
+    params = None if constant_law(model) else _network_parameters(model, cb, features, state)
+    cs = cb.contact_set
+    v = contact_velocities(J, cb.dynamics[3], cs.counts, cs.env)  # the relative velocity at each contact, J qvel
+    n = cb.normal
+    vn = np.einsum("ej,ej->e", v, n)
+    vt = v - vn[:, None] * n
+    speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
+    dt = m.opt.timestep
+    t = model.numpy_law_terms(-cb.dist, vn, speed, builder.static[cs.local] < 0.5, length=builder.length,
+                              mass=float(m.body_mass[builder.object_body]),
+                              gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)), dt=dt, with_spring=presliding,
+                              params=params)
+    if not presliding:
+        f0, a, b, mu, eps = t
+        return f0, f0[:, None] * n, a, b, n, mu, eps, None  # mu [E] (or [E, 3] with stribeck), eps a scalar
+    f0, a, b, mu, eps, fn, kz = t
+    z, k_last = (np.zeros((len(f0), 3)), None) if state is None else (state.z, state.k_last)
+    w0, a, b, a_z, z = with_presliding(f0, a, b, n, fn, mu, speed * speed, kz, z, k_last, dt)
+    return f0, w0, a, b, n, mu, eps, (z, kz, a_z)
 
 
 def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None, accelerated: bool = False,
