@@ -3,7 +3,7 @@ under the learned contact, both through the public entry point ``surrogate.hybri
 ``surrogate jaco`` prints the outcome of each and their time per physics step, and can write a side-by-side video.
 
 The script: the arm starts above the object (damped-least-squares IK of the pinch site, the hand pointing down,
-fingers open), descends to the object's centre, closes the fingers (their servos saturate at the grip torque), lifts
+fingers open), descends to just below the object's centre, closes the fingers (their servos saturate at the grip torque), lifts
 by ``LIFT`` and holds. The outcome is the one outcome definition (``rig.scripts.episode_labels``: lifted, dropped,
 slipped) read from the trajectory as ``rig.outcomes`` reads every grasp, the fingertip frames standing in for pads.
 
@@ -90,11 +90,12 @@ def grasp_yaw(points: np.ndarray, *, n: int = 72) -> float:
 
 
 def grasp_plan(m: mujoco.MjModel, js: JacoScene, *, below: float = GRASP_BELOW) -> dict:
-    """Arm joint targets [6] of the script's three poses: ``above`` (start), ``grasp`` (the pinch site at the
+    """Arm joint targets [6] of the script's three poses: ``above`` (start), ``grasp`` (the pinch site ``below`` the
     object's centre, the fingers closing across its narrowest width) and ``lifted`` (``LIFT`` above it); each solved
     from the previous one, so the arm moves along a continuous branch."""
     centre = np.asarray(js.object_pos, dtype=float) - [0.0, 0.0, below]
-    c, s = np.cos(grasp_yaw(js.object_points)), np.sin(grasp_yaw(js.object_points))
+    yaw = grasp_yaw(js.object_points)
+    c, s = np.cos(yaw), np.sin(yaw)
     rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ DOWN
     above = arm_ik(m, centre + [0, 0, APPROACH], rot)
     grasp = arm_ik(m, centre, rot, q0=above)
@@ -132,39 +133,48 @@ def start_state(h: Hybrid, js: JacoScene, plan: dict) -> mujoco.MjData:
     return d
 
 
+def script_controls(plan: dict, js: JacoScene, m: mujoco.MjModel) -> np.ndarray:
+    """[1, S, nu] the script's actuator targets per physics step (held over each control period), for ``sim.rollout``."""
+    nsub = round(CONTROL_DT / m.opt.timestep)
+    n = int(round(PHASES["hold"][1] / CONTROL_DT))
+    per_frame = np.stack([grasp_controls((k + 1) * CONTROL_DT, plan, js, m) for k in range(n)])
+    return np.repeat(per_frame, nsub, axis=0)[None]
+
+
 def run_grasp(h: Hybrid, js: JacoScene, plan: dict, *, contact: str) -> dict:
-    """The scripted grasp under ``contact`` (``analytic`` or ``surrogate``).
+    """The scripted grasp under ``contact`` (``analytic`` or ``surrogate``), through the one rollout API
+    (``sim.rollout``: ``mujoco.rollout`` for analytic, the hybrid stepper ``h.stepper`` for surrogate).
 
     Returns:
       {"qpos": [F, nq], "times": [F] s, "labels": ``episode_labels``' dict, "step_s": s of wall time per physics
-       step, "stats": the stepper's counters}.
+       step}.
     """
+    from ..sim.rollout import rollout, states_from_qpos
+
     m = h.model
     d = start_state(h, js, plan)
+    controls = script_controls(plan, js, m)
     nsub = round(CONTROL_DT / m.opt.timestep)
-    n_frames = int(round(PHASES["hold"][1] / CONTROL_DT)) + 1
+    state0 = states_from_qpos(m, d.qpos[None], d.qvel[None])
+    t0 = time.perf_counter()
+    traj = rollout(h.scene, state0, controls, contact="analytic" if contact == "analytic" else h.stepper,
+                   substeps=nsub, threads=1)
+    wall = time.perf_counter() - t0
+    qpos = traj.qpos[0]
     ob, base = m.body("object").id, m.body("hand/hand").id
     sites = [m.site(s).id for s in TIP_SITES]
-    qpos, series = np.zeros((n_frames, m.nq)), {k: [] for k in ("object_pos", "rel_pad", "rel_pos", "rel_quat")}
-    wall = 0.0
-    for k in range(n_frames):
-        if k:
-            d.ctrl[:] = grasp_controls(k * CONTROL_DT, plan, js, m)
-            t0 = time.perf_counter()
-            h.step(d, nstep=nsub, contact=contact)
-            wall += time.perf_counter() - t0
-        qpos[k] = d.qpos
+    series = {k: [] for k in ("object_pos", "rel_pad", "rel_pos", "rel_quat")}
+    for q in qpos:
+        d.qpos[:] = q
         mujoco.mj_kinematics(m, d)
-        rel = relative_pose(d, ob, base, sites)
-        for key, v in zip(series, (d.xpos[ob].copy(), *rel)):
+        for key, v in zip(series, (d.xpos[ob].copy(), *relative_pose(d, ob, base, sites))):
             series[key].append(v)
     fingers = [m.geom(f"hand/finger_{p}_{i}").id for p in ("knuckle", "tip") for i in range(1, 4)]
     dist = hand_object_distance(m, d, fingers, [m.geom(g).id for g in js.object_geoms])
-    times = np.arange(n_frames) * CONTROL_DT
-    labels = episode_labels(times, *(np.asarray(series[k]) for k in series), np.full(n_frames, dist),
+    times = np.arange(len(qpos)) * CONTROL_DT
+    labels = episode_labels(times, *(np.asarray(series[k]) for k in series), np.full(len(qpos), dist),
                             {k: list(v) for k, v in PHASES.items()}, default_rig_config()["script"])
-    return {"qpos": qpos, "times": times, "labels": labels, "step_s": wall / ((n_frames - 1) * nsub),
-            "stats": h.stepper.stats()}
+    return {"qpos": qpos, "times": times, "labels": labels, "step_s": wall / controls.shape[1]}
 
 
 def jaco_hybrid(js: JacoScene, *, checkpoint=None, contact_model=None) -> Hybrid:
