@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from surrogate.bench.analytic import TossSet
-from surrogate.bench.elbow_fewshot import law_values, refit_law, toss_loss
+from surrogate.bench.elbow_fewshot import refit_keys, refit_law, toss_loss
+from surrogate.bench.law_refit import law_values
 from surrogate.bench.predictors import DEFAULT_MARGIN, object_scene
 from surrogate.capture import read_dataset
 from surrogate.cli import main
@@ -85,9 +86,9 @@ def test_elbow_law_refit_starts_at_the_release_and_is_never_worse(tmp_path):
                  str(tmp_path / "ds"), "--quiet"]) == 0
     eps = read_dataset(tmp_path / "ds").episodes
     release, _ = load_checkpoint(CKPT)
-    before = law_values(release)
+    before = law_values(release, refit_keys(release))
     fitted, info = refit_law(release, eps, substeps=4, init_frames=5, maxiter=1, popsize=1, seed=0)
-    assert law_values(release) == before  # the release itself is untouched
+    assert law_values(release, refit_keys(release)) == before  # the release itself is untouched
     assert info["start"] == before and info["loss"] <= info["start_loss"] and info["evaluations"] > 2
     check_model(fitted)  # inside law_ranges
     scene = object_scene(eps[0], substeps=4, mode="external", margin=DEFAULT_MARGIN)

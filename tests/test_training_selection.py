@@ -106,3 +106,23 @@ def test_prior_stage_stops_early_after_patience_epochs_without_improvement(grasp
     assert best < len(history) - 1  # the last epoch did not improve: the case Lightning's save_last got wrong
     last = torch.load(tmp_path / "run" / "checkpoints" / "prior" / "last.ckpt", map_location="cpu", weights_only=False)
     assert last["epoch"] == len(history) - 1
+
+
+def test_closed_loop_refit_of_the_law_on_training_replays_is_kept_only_if_validation_improves(grasps, tmp_path):
+    cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=0", "stages.closed_loop.episodes=2",
+                  "stages.closed_loop.friction_scales=[1.0]", "stages.closed_loop.refit_episodes=1",
+                  "stages.closed_loop.refit_maxiter=1", "stages.closed_loop.refit_popsize=1")
+    fit(cfg)
+    card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
+    cl = card["training"]["metrics"]["closed_loop"]
+    refit = cl["refit"]
+    assert refit["evaluations"] > 2 and refit["loss"] <= refit["start_loss"]  # the start is in the first population
+    assert set(refit["fitted"]) == {"stiffness[body]", "damping[body]", "friction[body]", "friction[surface]"}
+    assert set(refit["train_episodes"]).isdisjoint(cl["episodes"])  # fitted on training, judged on validation
+    assert refit["kept"] == (refit["val_score"] < refit["val_score_start"])
+    shipped = card["model"]["hparams"]["prior_body"]
+    chosen = refit["fitted"] if refit["kept"] else refit["start"]
+    assert shipped["friction"] == pytest.approx(chosen["friction[body]"], rel=1e-5)
+    assert shipped["stiffness"] == pytest.approx(chosen["stiffness[body]"], rel=1e-5)
+    assert card["training"]["metrics"]["ablation"][0]["replay_score"] == pytest.approx(
+        refit["val_score"] if refit["kept"] else refit["val_score_start"])

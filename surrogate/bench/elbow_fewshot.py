@@ -15,55 +15,25 @@ rotation error / 100) on the same training tosses, from the same first-state est
 
 from __future__ import annotations
 
-import copy
-import time
-
 import numpy as np
-from scipy.optimize import differential_evolution
 
 from ..metrics import paired_difference
-from ..model.law_ranges import bounds as law_bounds
-from ..model.law_ranges import check_model, range_problems
+from ..model.law_ranges import range_problems
 from .analytic import TossSet
 from .identify import UNSTABLE_LOSS, loss_of, toss_errors
+from .law_refit import refit_search
 from .predictors import DEFAULT_MARGIN, object_scene
 from .rows import scored
 
 GROUP = 0  # contact_law.GROUPS[0]: static surfaces (the floor)
-SPAN = {"stiffness": 4.0, "damping": 4.0, "friction": 2.0, "static_friction": 2.0, "stribeck_speed": 4.0}
 METRICS = ("pos_pct_size", "rot_deg", "joint_deg")
 
 
-def refit_keys(model) -> list[str]:
-    """The floor group's global parameters a refit searches (the Stribeck pair only with ``model.stribeck``)."""
-    return ["stiffness", "damping", "friction"] + (["static_friction", "stribeck_speed"] if model.stribeck else [])
-
-
-def law_values(model) -> dict:
-    """{key: the floor group's current value} of ``refit_keys``."""
-    return {k: float(getattr(model, f"log_{k}")[GROUP].detach().exp()) for k in refit_keys(model)}
-
-
-def set_law(model, keys, x) -> None:
-    """Set the floor group's log-parameters ``keys`` to ``x`` (in place)."""
-    import torch
-
-    with torch.no_grad():
-        for k, v in zip(keys, x):
-            getattr(model, f"log_{k}")[GROUP] = float(v)
-
-
-def search_bounds(model, span: dict | None = None) -> list[tuple[float, float]]:
-    """Log-space bounds of ``refit_keys``: ``span`` (factors) around the release's values, inside ``law_ranges``
-    (friction also below ``mu_max``); the release's value always lies inside."""
-    span = {**SPAN, **(span or {})}
-    out = []
-    for k, v in law_values(model).items():
-        lo, hi = law_bounds(k, model.units)
-        if k == "friction":
-            hi = min(hi, model.mu_max)
-        out.append((float(np.log(max(v / span[k], lo))), float(np.log(min(v * span[k], hi)))))
-    return out
+def refit_keys(model) -> list[tuple[str, int]]:
+    """The floor group's global parameters a refit searches, ``(name, group)`` (the Stribeck pair only with
+    ``model.stribeck``)."""
+    names = ["stiffness", "damping", "friction"] + (["static_friction", "stribeck_speed"] if model.stribeck else [])
+    return [(k, GROUP) for k in names]
 
 
 def link_rollout(model, scene, tosses: TossSet) -> tuple[np.ndarray, dict]:
@@ -98,38 +68,16 @@ def toss_loss(model, scene, tosses: TossSet, size: float) -> float:
 
 def refit_law(model, episodes, *, substeps: int, init_frames: int, margin: float = DEFAULT_MARGIN, maxiter: int = 20,
               popsize: int = 8, seed: int = 0, span: dict | None = None):
-    """(a copy of ``model`` with its floor law refitted on ``episodes``, info): see the module docstring. info:
-    ``keys``, ``start`` / ``fitted`` values, ``bounds`` (values), ``start_loss``, ``loss`` (<= ``start_loss``),
-    ``evaluations``, ``optimizer``, ``episodes`` (their ids), ``wall_s``."""
-    t0 = time.time()
-    m = copy.deepcopy(model).eval()
-    keys, start = refit_keys(m), law_values(m)
+    """(a copy of ``model`` with its floor law refitted on ``episodes``, info): see the module docstring and
+    ``law_refit.refit_search`` (info: ``keys``, ``start`` / ``fitted`` values, ``bounds``, ``start_loss``, ``loss``
+    (<= ``start_loss``), ``evaluations``, ``optimizer``, ``wall_s``; here also ``group`` and ``episodes``)."""
     scene = object_scene(episodes[0], substeps=substeps, mode="external", margin=margin)
     tosses = TossSet.from_episodes(episodes, substeps=substeps, k=init_frames)
     size = float(episodes[0].object.size)
-    evals = [0]
-
-    def loss(x) -> float:
-        evals[0] += 1
-        set_law(m, keys, x)
-        return toss_loss(m, scene, tosses, size)
-
-    x0 = np.log([start[k] for k in keys])
-    start_loss = loss(x0)
-    bnds = search_bounds(m, span)
-    res = differential_evolution(lambda X: np.array([loss(X[:, s]) for s in range(X.shape[1])]), bnds, x0=x0,
-                                 maxiter=maxiter, popsize=popsize, seed=seed, tol=1e-3, polish=False, vectorized=True,
-                                 updating="deferred", init="sobol")
-    best, best_loss = (res.x, float(res.fun)) if res.fun <= start_loss else (x0, start_loss)
-    set_law(m, keys, best)
-    check_model(m, where="the refitted elbow law")
-    info = {"keys": keys, "group": "surface", "start": start, "fitted": law_values(m),
-            "bounds": {k: [float(np.exp(lo)), float(np.exp(hi))] for k, (lo, hi) in zip(keys, bnds)},
-            "start_loss": start_loss, "loss": best_loss, "evaluations": evals[0],
-            "optimizer": f"scipy differential_evolution (popsize {popsize}, maxiter {maxiter}, seed {seed}; the "
-                         f"release's law in the first population)",
-            "episodes": [str(e.episode_id) for e in episodes], "wall_s": time.time() - t0}
-    return m.eval(), info
+    fitted, info = refit_search(model, refit_keys(model), lambda m: toss_loss(m, scene, tosses, size), span=span,
+                                maxiter=maxiter, popsize=popsize, seed=seed, where="the refitted elbow law")
+    info.update(group="surface", episodes=[str(e.episode_id) for e in episodes])
+    return fitted, info
 
 
 def predict_groups(model, episodes, *, substeps: int, init_frames: int, margin: float) -> tuple[dict, dict]:
@@ -172,7 +120,8 @@ def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dic
                                        margin=margin)
         m = scored(scorer, preds)
         row = {"description": f"the cube release's contact law refitted on {k} elbow training tosses (law refit, "
-                              f"derivative-free, the network is not retrained): the floor's {', '.join(info['keys'])} "
+                              f"derivative-free, the network is not retrained): the floor's "
+                              f"{', '.join(k.split('[')[0] for k in info['keys'])} "
                               f"by differential evolution through the hybrid stepper",
                "checkpoint": str(checkpoint), "refit": info, "law": fitted.prior("surface").to_json(),
                "train_size": k, "trained_on": "cube, then elbow (law refit)", "stepper": counts,

@@ -214,9 +214,11 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
     kw = dict(scales=st["friction_scales"], substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]), rot_weight=rot_w)
     sel = select_pad_friction(res["prior_model"], eps, dm.capture.meta, **kw)
-    res["prior_model"] = res["model"] = sel["model"]
     cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")}
-    cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"])
+    if int(st["refit_episodes"]) > 0:
+        sel = refit_stage(st, sel, [by_id[i] for i in dm.train_ids if by_id[i].joint_pos is not None], eps, dm, kw, cl)
+    res["prior_model"] = res["model"] = sel["model"]
+    cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"], friction=sel["friction"])
     if st.get("reference"):
         cl["reference"] = reference_replays(st["reference"], eps, dm.capture.meta, sel["per_episode"], kw)
     structure, pad_friction = "law", sel["friction"]
@@ -241,6 +243,24 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     # the release's whole-episode twin validation summary, and its replay score
     res["metrics"]["release"].update(**score_summary(res["val_rows"], rot_w),
                                      replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
+
+
+def refit_stage(st: dict, sel: dict, train_eps: list, val_eps: list, dm, kw: dict, cl: dict) -> dict:
+    """``stages.closed_loop.refit_episodes``: the selected law's pads (k, c, mu) and table mu refitted on closed-loop
+    replays of the first training episodes (``bench.law_refit.refit_grasp_law``: the actuated hand, the stepper's own
+    solve, which the kinematic twin cannot train through); kept if its validation replays' mean is lower (as the
+    friction selection chooses). Records ``cl["refit"]``; returns the selection to continue with."""
+    from ..bench.law_refit import refit_grasp_law
+
+    fitted, info = refit_grasp_law(sel["model"], train_eps[:int(st["refit_episodes"])], val_eps, dm.capture.meta,
+                                   substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"],
+                                   maxiter=int(st["refit_maxiter"]), popsize=int(st["refit_popsize"]),
+                                   val_rows=sel["per_episode"])
+    kept = info["val_score"] < info["val_score_start"]
+    cl["refit"] = {**{k: v for k, v in info.items() if k != "per_episode"}, "kept": bool(kept)}
+    if not kept:
+        return sel
+    return {**sel, "model": fitted, "per_episode": info["per_episode"], "friction": fitted.prior("body").friction}
 
 
 def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> dict:
