@@ -50,6 +50,11 @@ def check_setup(cfg: dict, *, file=None) -> None:
     for key in OUTPUT_KEYS:
         check_output_dir(_get(cfg, key), key=key, file=file)
     check_reference(_get(cfg, "stages.closed_loop.reference"), file=file)
+    for key, least in (("refit_episodes", 0), ("refit_maxiter", 1), ("refit_popsize", 1)):
+        v = _get(cfg, f"stages.closed_loop.{key}")
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= least):
+            raise ConfigError(f"stages.closed_loop.{key} must be an integer >= {least}, got {v!r}", file=file,
+                              key=f"stages.closed_loop.{key}")
 
 
 def check_reference(path, *, file=None) -> None:
