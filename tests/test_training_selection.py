@@ -52,8 +52,8 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     m = card["training"]["metrics"]
     _no_longer_plateau_than(m["corrections"]["history"], 1, 4)
     net = m["closed_loop"]["network"]
-    lo, hi = net["paired_minus_law"]["ci95"]
-    assert net["kept"] == (hi < 0)  # the paired rule on the replays
+    hi, ref_hi = net["paired_minus_law"]["ci95"][1], net["paired_minus_reference"]["ci95"][1]
+    assert net["kept"] == (hi < 0 and ref_hi < 0)  # the paired rule on the replays, against the law and the reference
     assert m["release"]["structure"] == ("law+corrections" if net["kept"] else "law")
     assert card["model"]["hparams"]["corrections"] is net["kept"]  # what is exported is what was decided
     # the ablation's checkpoints, each at its own selected pad friction: the law alone and the network

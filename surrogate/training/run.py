@@ -226,10 +226,15 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     if net is not None:
         nsel = select_pad_friction(net, eps, dm.capture.meta, **kw)
         diff = paired_difference(sel["per_episode"], nsel["per_episode"], "score")
-        kept = diff["ci95"] is not None and diff["ci95"][1] < 0
+        kept = _below_zero(diff)
         res["network_selected"] = nsel["model"]
         cl["network"] = {**{k: nsel[k] for k in ("scale", "friction", "candidates", "paired_minus_fitted")},
-                         "paired_minus_law": diff, "kept": bool(kept), "per_episode": nsel["per_episode"]}
+                         "paired_minus_law": diff, "per_episode": nsel["per_episode"]}
+        if "reference" in cl:  # and never a release that does not beat the previous one on the same replays
+            cl["network"]["paired_minus_reference"] = ref_diff = paired_difference(
+                cl["reference"]["per_episode"], nsel["per_episode"], "score")
+            kept = kept and _below_zero(ref_diff)
+        cl["network"]["kept"] = bool(kept)
         if kept:
             res["model"], res["val_rows"] = nsel["model"], res["network_val_rows"]
             structure, pad_friction = "law+corrections", nsel["friction"]
@@ -243,6 +248,11 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     # the release's whole-episode twin validation summary, and its replay score
     res["metrics"]["release"].update(**score_summary(res["val_rows"], rot_w),
                                      replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
+
+
+def _below_zero(diff: dict) -> bool:
+    """The paired rule: the interval of a paired difference lies below zero."""
+    return diff["ci95"] is not None and diff["ci95"][1] < 0
 
 
 def refit_stage(st: dict, sel: dict, train_eps: list, val_eps: list, dm, kw: dict, cl: dict) -> dict:
