@@ -55,7 +55,6 @@ class JacoScene:
       object_geoms: the object's geom names (``owned`` for ``surrogate.hybrid``).
       arm_actuators, finger_actuators: actuator names, in joint order.
       object_pos: [3] the object's initial position (m), resting on the table.
-      object_half_height: m, half the object's vertical extent as it rests.
       object_points: [V, 3] the object's vertices as it rests, relative to its COM (m, world axes).
     """
 
@@ -64,7 +63,6 @@ class JacoScene:
     arm_actuators: tuple[str, ...]
     finger_actuators: tuple[str, ...]
     object_pos: tuple[float, float, float]
-    object_half_height: float
     object_points: np.ndarray
 
 
@@ -113,7 +111,7 @@ def jaco_spec(obj: ObjectAsset, *, assets=None, grip_torque: float = 1.5, timest
     spec.compiler.degree = False
     spec.option.timestep = float(timestep)
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST  # stiff servos stay stable
-    for body in spec.worldbody.find_all(mujoco.mjtObj.mjOBJ_BODY):
+    for body in spec.worldbody.find_all(mujoco.mjtObj.mjOBJ_BODY):  # the robot's bodies (the object comes later)
         body.gravcomp = 1.0  # the servos track; they do not hold the arm up
     world = spec.worldbody
     world.add_light(name="sun", pos=[0, 0.5, 2.5], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
@@ -128,7 +126,7 @@ def jaco_spec(obj: ObjectAsset, *, assets=None, grip_torque: float = 1.5, timest
     for name, joint in zip(finger_acts, FINGER_JOINTS):
         _servo(spec, name, joint, kp=_FINGER_KP, torque=grip_torque, ctrlrange=FINGER_RANGE)
     quat = stable_quat(obj)
-    z_lo, z_hi = z_extent(obj, quat)
+    z_lo, _ = z_extent(obj, quat)
     pos = (float(object_xy[0]), float(object_xy[1]), -z_lo + 1e-4)  # resting on the top, 0.1 mm above it
     add_object_body(spec, obj, pos=pos, quat=quat)
     geoms = tuple(g.name for g in spec.body("object").geoms)
@@ -137,7 +135,7 @@ def jaco_spec(obj: ObjectAsset, *, assets=None, grip_torque: float = 1.5, timest
         g.condim = 4  # torsional friction too, as the fingertips' own geoms (jaco_hand.xml)
         g.friction = [obj.friction, 0.005, 0.0001]
     return JacoScene(spec=spec, object_geoms=geoms, arm_actuators=arm_acts, finger_actuators=finger_acts,
-                     object_pos=pos, object_half_height=0.5 * (z_hi - z_lo), object_points=_rotated(obj, quat))
+                     object_pos=pos, object_points=_rotated(obj, quat))
 
 
 def _rotated(obj: ObjectAsset, quat) -> np.ndarray:
