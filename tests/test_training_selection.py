@@ -106,7 +106,7 @@ def test_prior_stage_stops_early_after_patience_epochs_without_improvement(grasp
     # a resume continues from the last validated epoch, not from the best one (it would run the others again)
     best = min(range(len(history)), key=lambda i: history[i]["score"])
     assert best < len(history) - 1  # the last epoch did not improve: the case Lightning's save_last got wrong
-    last = torch.load(tmp_path / "run" / "checkpoints" / "prior" / "last.ckpt", map_location="cpu", weights_only=False)
+    last = torch.load(tmp_path / "run" / "checkpoints" / "prior" / "last.ckpt", map_location="cpu", weights_only=True)
     assert last["epoch"] == len(history) - 1
 
 

@@ -188,12 +188,17 @@ def jaco_hybrid(js: JacoScene, *, checkpoint=None, contact_model=None) -> Hybrid
 def held_state(h: Hybrid, js: JacoScene, plan: dict) -> mujoco.MjData:
     """An ``MjData`` of ``h.model`` holding the object lifted (the script run under the learned contact to the
     start of its hold phase): the state ``step_rates`` times."""
+    from ..sim.rollout import STATE_SPEC, rollout, states_from_qpos
+
     m = h.model
     d = start_state(h, js, plan)
     nsub = round(CONTROL_DT / m.opt.timestep)
-    for k in range(1, int(round(PHASES["hold"][0] / CONTROL_DT)) + 1):
-        d.ctrl[:] = grasp_controls(k * CONTROL_DT, plan, js, m)
-        h.step(d, nstep=nsub)
+    frames = int(round(PHASES["hold"][0] / CONTROL_DT)) + 1
+    traj = rollout(h.scene, states_from_qpos(m, d.qpos[None], d.qvel[None]), script_controls(plan, js, m),
+                   contact=h.stepper, substeps=nsub, frames=frames)
+    mujoco.mj_setState(m, d, traj.state[0, -1], STATE_SPEC)
+    d.ctrl[:] = grasp_controls((frames - 1) * CONTROL_DT, plan, js, m)  # the last period's targets, held
+    mujoco.mj_forward(m, d)
     return d
 
 

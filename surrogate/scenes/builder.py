@@ -52,12 +52,17 @@ def stable_quat(obj: ObjectAsset) -> np.ndarray:
     return quat
 
 
-def z_extent(obj: ObjectAsset, quat: Sequence[float]) -> tuple[float, float]:
-    """(lowest, highest) z (m) of the object's vertices when rotated by ``quat`` about its COM."""
+def rotated_vertices(obj: ObjectAsset, quat: Sequence[float]) -> np.ndarray:
+    """[V, 3] the object's vertices (every piece) rotated by ``quat`` about its COM (m)."""
     mat = np.zeros(9)
     mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=float))
     verts = np.concatenate([np.asarray(p.vertices) for p in obj.pieces])
-    z = (verts @ mat.reshape(3, 3).T)[:, 2]
+    return verts @ mat.reshape(3, 3).T
+
+
+def _z_extent(obj: ObjectAsset, quat: Sequence[float]) -> tuple[float, float]:
+    """(lowest, highest) z (m) of the object's vertices when rotated by ``quat`` about its COM."""
+    z = rotated_vertices(obj, quat)[:, 2]
     return float(z.min()), float(z.max())
 
 
@@ -111,7 +116,7 @@ def build_scene(
     quat = _initial_quat(obj, object_quat)
     xy = np.zeros(2) if object_pos is None else np.asarray(object_pos, dtype=float)[:2]
     surface_z = TABLE_HEIGHT if setting == "table" else 0.0
-    low, high = z_extent(obj, quat)
+    low, high = _z_extent(obj, quat)
     rest_z = surface_z - low + _REST_CLEARANCE
     spec, surfaces = _world(f"{obj.name}_{hand}_{setting}", setting, timestep=timestep, cone=cone)
     if articulation_of(obj) is not None:  # links and joints of a URDF object, the base link's frame at the pose

@@ -29,7 +29,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..objects.asset import ObjectAsset
-from .builder import stable_quat, z_extent
+from .builder import rotated_vertices, stable_quat
+from .hand_parts import add_position_actuator
 from .object_body import add_object_body
 
 ASSETS_ENV = "SURROGATE_JACO_ASSETS"
@@ -121,13 +122,13 @@ def jaco_spec(obj: ObjectAsset, *, assets=None, grip_torque: float = 1.5, timest
                    pos=[TABLE_CENTRE[0], TABLE_CENTRE[1], -TABLE_HALF[2]], rgba=[0.6, 0.45, 0.3, 1])
     arm_acts = tuple(f"arm_{i}" for i in range(1, 7))
     for name, joint, kp, torque in zip(arm_acts, ARM_JOINTS, _ARM_KP, _ARM_TORQUE):
-        _servo(spec, name, joint, kp=kp, torque=torque, ctrlrange=(-2 * np.pi, 2 * np.pi))
+        add_position_actuator(spec, name, joint, kp=kp, force=torque, ctrlrange=(-2 * np.pi, 2 * np.pi))
     finger_acts = tuple(f"finger_{i}" for i in range(1, 4))
     for name, joint in zip(finger_acts, FINGER_JOINTS):
-        _servo(spec, name, joint, kp=_FINGER_KP, torque=grip_torque, ctrlrange=FINGER_RANGE)
+        add_position_actuator(spec, name, joint, kp=_FINGER_KP, force=grip_torque, ctrlrange=FINGER_RANGE)
     quat = stable_quat(obj)
-    z_lo, _ = z_extent(obj, quat)
-    pos = (float(object_xy[0]), float(object_xy[1]), -z_lo + 1e-4)  # resting on the top, 0.1 mm above it
+    points = rotated_vertices(obj, quat)
+    pos = (float(object_xy[0]), float(object_xy[1]), -float(points[:, 2].min()) + 1e-4)  # on the top, 0.1 mm above
     add_object_body(spec, obj, pos=pos, quat=quat)
     geoms = tuple(g.name for g in spec.body("object").geoms)
     for g in spec.body("object").geoms:
@@ -135,20 +136,5 @@ def jaco_spec(obj: ObjectAsset, *, assets=None, grip_torque: float = 1.5, timest
         g.condim = 4  # torsional friction too, as the fingertips' own geoms (jaco_hand.xml)
         g.friction = [obj.friction, 0.005, 0.0001]
     return JacoScene(spec=spec, object_geoms=geoms, arm_actuators=arm_acts, finger_actuators=finger_acts,
-                     object_pos=pos, object_points=_rotated(obj, quat))
-
-
-def _rotated(obj: ObjectAsset, quat) -> np.ndarray:
-    R = np.zeros(9)
-    mujoco.mju_quat2Mat(R, np.asarray(quat, dtype=float))
-    return np.asarray(obj.combined_mesh().vertices) @ R.reshape(3, 3).T
-
-
-def _servo(spec, name, joint, *, kp, torque, ctrlrange):
-    act = spec.add_actuator(name=name, target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-    act.set_to_position(kp=kp, dampratio=1.0)  # critically damped whatever the reflected inertia
-    act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    act.ctrlrange = list(ctrlrange)
-    act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    act.forcerange = [-torque, torque]
+                     object_pos=pos, object_points=points)
 

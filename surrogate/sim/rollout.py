@@ -32,6 +32,7 @@ from mujoco import rollout as mj_rollout
 
 from ..errors import ConfigError
 from ..scenes import set_contact_mode
+from .link_graph import LinkGraphBuilder
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS  # time, qpos, qvel, act, mocap, userdata, plugin state
 
@@ -195,7 +196,8 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
     out[:, 0] = state0
     pads = None if pad_sites is None else np.zeros((len(state0), F, len(pad_sites), 3))
     # copies: of this very Scene, and of a single-body object (an articulated one steps a list of MjData)
-    copies = _use_copies(m, len(state0), pad_sites) and stepper.scene is scene and not hasattr(stepper.builder, "body_chain")
+    copies = (_use_copies(m, len(state0), pad_sites) and stepper.scene is scene
+              and not isinstance(stepper.builder, LinkGraphBuilder))
     datas = [] if copies else [mujoco.MjData(m) for _ in range(len(state0))]
     for d, s in zip(datas, state0):
         mujoco.mj_setState(m, d, s, STATE_SPEC)
