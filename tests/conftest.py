@@ -9,6 +9,11 @@ import pytest
 
 # Headless rendering on CPU machines (CI has no display): EGL through PyOpenGL.
 os.environ.setdefault("MUJOCO_GL", "egl")
+# The README runs the suite on two pytest-xdist workers (one per core of CI's machine): one thread of BLAS/OpenMP each
+# (inherited by the subprocesses the tests start), so the workers do not oversubscribe the cores.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
 # MuJoCo's warnings (tests blow simulations up on purpose) into a log file in the temporary folder, not the console
 # and MUJOCO_LOG.TXT in the checkout; read by surrogate._third_party_output on import, inherited by subprocesses
 os.environ.setdefault("SURROGATE_MUJOCO_LOG", os.path.join(tempfile.gettempdir(), f"contact-surrogate-tests-{os.getpid()}.log"))
