@@ -10,6 +10,13 @@ baselines identified at the same sizes.
     python eval/cube_sweep.py --out runs/cube_sweep                 # sizes 8 ... 256, the full suite
     python eval/cube_sweep.py --sizes 8 32 --suite cube-real-small  # quick
 
+**Clean by default** (issue 25): every size chooses its starting law from its own training tosses (``CLEAN_GRID``:
+whole-toss rollouts of at most 64 of them score every combination; the best starts the gradient fit) and selects its
+epochs and whether the corrections ship on the same tosses (``bench_split.validation: training``), so the surrogate
+at size N has seen exactly N tosses, as MuJoCo identified on the same N has. ``--from-config`` runs the earlier
+protocol instead: the config's starting law (chosen on the 64-toss training set) and 50 validation tosses of the pool
+beyond the N, which carries information from more tosses than N into the small sizes.
+
 The largest size's checkpoint is the one the verdict uses. ``--gns`` also trains the end-to-end
 learned peer (``configs/train/gns_cube.yaml``, GNS style, no MuJoCo) on the same tosses at every size
 and scores it as the row ``end_to_end_gns``.
@@ -27,23 +34,38 @@ from pathlib import Path
 from surrogate.paths import config_dir
 
 
+# The clean sweep's starting-law grid: ranges a reader can choose without the data (a 0.1 m cube on a floor: k of
+# 1e3-1e4 F0/L^p, damping 1-3 /V, Coulomb mu 0.1-0.3, friction at low slip 0.4x the kinetic or none); the shape
+# constants (exponent 1.5, slip_eps 1e-3 V, stribeck_speed 0.2 V) stay the config's. 36 laws.
+CLEAN_GRID = {"stiffness": [1000.0, 3000.0, 10000.0], "damping": [1.0, 3.0], "friction": [0.1, 0.2, 0.3],
+              "static_friction": [0.4, 1.0], "max_episodes": 64}
+
+
 def stage_epochs(n: int, steps: int, batch: int = 8, *, lo: int = 2, hi: int = 30) -> int:
     """Epochs that give about ``steps`` Adam steps on ``n`` training tosses (one window each, ``batch`` a step)."""
     return int(min(hi, max(lo, round(steps * batch / max(n, 1)))))
 
 
-def train_size(n: int, *, out: Path, suite: str, data_root: str, steps: int) -> tuple[Path, Path]:
-    """Train the v2 contact law on the suite's N training tosses: (release checkpoint, its fitted prior law alone)."""
+def train_overrides(n: int, *, out: Path, suite: str, data_root: str, steps: int, clean: bool = True) -> list[str]:
+    """The ``--set`` overrides of ``configs/train/cube_tosses.yaml`` that train size N (``train_size``)."""
+    sets = [f"data.bench_split={{suite: {suite}, size: {n}, validation: {'training' if clean else 'pool'}}}",
+            "data.max_train_episodes=null", f"data.root={data_root}", f"out_dir={out / f'train_{n}'}",
+            f"export.dir={out / f'checkpoint_{n}'}", f"export.prior_dir={out / f'prior_{n}'}",
+            f"stages.prior.epochs={stage_epochs(n, steps)}", f"stages.corrections.epochs={stage_epochs(n, steps // 2, lo=1)}",
+            "trainer.enable_progress_bar=false"]
+    return sets + ([f"stages.grid={json.dumps(CLEAN_GRID)}"] if clean else [])
+
+
+def train_size(n: int, *, out: Path, suite: str, data_root: str, steps: int, clean: bool = True) -> tuple[Path, Path]:
+    """Train the v2 contact law on the suite's N training tosses: (release checkpoint, its fitted prior law alone).
+    ``clean``: the starting law from ``CLEAN_GRID`` on these tosses, validation on them too (module docstring)."""
     ckpt, prior = out / f"checkpoint_{n}", out / f"prior_{n}"
     if (ckpt / "card.json").is_file() and (prior / "card.json").is_file():
         print(f"size {n}: reusing {ckpt}")
         return ckpt, prior
-    cmd = [sys.executable, "-m", "surrogate.cli", "train", "--config", str(config_dir() / "train" / "cube_tosses.yaml"),
-           "--set", f"data.bench_split={{suite: {suite}, size: {n}}}", "--set", "data.max_train_episodes=null",
-           "--set", f"data.root={data_root}", "--set", f"out_dir={out / f'train_{n}'}", "--set", f"export.dir={ckpt}",
-           "--set", f"export.prior_dir={prior}", "--set", f"stages.prior.epochs={stage_epochs(n, steps)}",
-           "--set", f"stages.corrections.epochs={stage_epochs(n, steps // 2, lo=1)}",
-           "--set", "trainer.enable_progress_bar=false"]
+    cmd = [sys.executable, "-m", "surrogate.cli", "train", "--config", str(config_dir() / "train" / "cube_tosses.yaml")]
+    for s in train_overrides(n, out=out, suite=suite, data_root=data_root, steps=steps, clean=clean):
+        cmd += ["--set", s]
     t0 = time.time()
     subprocess.run(cmd, check=True)
     print(f"size {n}: trained in {time.time() - t0:.0f} s -> {ckpt}", flush=True)
@@ -74,6 +96,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=96, help="Adam steps of the prior stage per size (half for the corrections)")
     p.add_argument("--data", default=None, help="imported tosses (default: the suite's source, imported into datasets/cache)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a suite value")
+    p.add_argument("--from-config", action="store_true",
+                   help="the earlier protocol: the config's starting law and 50 validation tosses beyond the N")
     p.add_argument("--gns", action="store_true", help="also train and score the end-to-end peer (row end_to_end_gns)")
     args = p.parse_args(argv)
 
@@ -86,7 +110,8 @@ def main(argv=None) -> int:
     data_root = args.data or str(load_episodes(cfg["data"]["source"], cache_dir=CACHE_DIR).root)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    trained = {n: train_size(n, out=out, suite=args.suite, data_root=data_root, steps=args.steps) for n in sizes}
+    trained = {n: train_size(n, out=out, suite=args.suite, data_root=data_root, steps=args.steps,
+                             clean=not args.from_config) for n in sizes}
     rows = {"law_prior": {str(n): str(p) for n, (_, p) in trained.items()}}
     if args.gns:
         rows["end_to_end_gns"] = {str(n): str(train_gns_size(n, out=out, suite=args.suite, data_root=data_root))
@@ -99,7 +124,8 @@ def main(argv=None) -> int:
     for key, entry in ledger["models"]["surrogate"]["by_train_size"].items():
         o = entry["overall"]
         print(f"  surrogate trained on {key:>5s} tosses: {o['pos_pct_size']['mean']:6.2f} % of width, "
-              f"{o['rot_deg']['mean']:6.2f} deg; test tosses seen in training: {len(entry['test_episodes_seen_in_training'])}")
+              f"{o['rot_deg']['mean']:6.2f} deg; tosses it saw (fit and selection): {entry.get('episodes_seen')}, "
+              f"test tosses among them: {len(entry['test_episodes_seen_in_training'])}")
     return 0
 
 

@@ -230,7 +230,10 @@ def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
         preds, card = learned_predict(ex, path, test, cfg["simulation"])
         m = scored(scorer, preds)
         # A checkpoint trained on another split may have seen some test episodes: say how many.
-        trained_on = {str(i) for i in (card.get("data", {}) or {}).get("train_episodes", [])}
+        data = card.get("data", {}) or {}
+        trained_on = {str(i) for i in data.get("train_episodes", [])}
+        # everything that shaped it (fitted on, or selected its epochs and corrections on): the clean sweep's count
+        seen = trained_on | {str(i) for i in data.get("val_episodes", [])}
         overlap = sorted(k for k, i in trained_ids.items() if i in trained_on)
         if overlap:
             logger.warning("checkpoint %s was trained on %d of the %d test episodes", path, len(overlap), len(test))
@@ -238,7 +241,7 @@ def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
         size = int(key) if key.isdigit() else (len(trained_on) or None)
         by_size[key] = {"checkpoint": str(path), "train_size": size,
                         "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
-                        "test_episodes_seen_in_training": overlap, "overall": m["overall"]}
+                        "test_episodes_seen_in_training": overlap, "episodes_seen": len(seen), "overall": m["overall"]}
         main[key] = (path, card, m)
     key = "given" if "given" in by_size else max(by_size, key=lambda k: int(k) if k.isdigit() else -1)
     path, card, m = main[key]

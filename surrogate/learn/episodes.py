@@ -36,18 +36,27 @@ def split_episodes(ids, *, val_fraction: float, seed: int) -> tuple[list, list]:
 def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list, list]:
     """Training and validation ids that follow a benchmark suite's split (``cube-real``).
 
-    ``spec`` = {"suite": name, "size": N}: training is the suite's training set of size N (the
-    first N of its shuffled pool), validation the next ``val_fraction`` x N pool episodes, so
-    that no test episode of the suite is ever trained or validated on and the checkpoint
-    scores cleanly in ``surrogate bench`` at that size.
+    ``spec`` = {"suite": name, "size": N, "validation": "pool" | "training"}: training is the suite's training set
+    of size N (the first N of its shuffled pool). Validation (which epoch, and whether the network's corrections
+    ship) is by default the next ``val_fraction`` x N pool episodes, so that no test episode of the suite is ever
+    trained or validated on and the checkpoint scores cleanly in ``surrogate bench`` at that size; with
+    ``validation: training`` it is the N training episodes themselves, so that the model has seen exactly N
+    episodes, as MuJoCo identified on the same N has (the clean data-efficiency sweep, ``eval/cube_sweep.py``).
     """
     if not isinstance(spec, dict) or "suite" not in spec or "size" not in spec:
-        raise ConfigError("bench_split must be {suite: NAME, size: N}", key="data.bench_split")
+        raise ConfigError("bench_split must be {suite: NAME, size: N[, validation: pool | training]}",
+                          key="data.bench_split")
+    validation = spec.get("validation") or "pool"
+    if validation not in ("pool", "training"):
+        raise ConfigError(f"bench_split.validation must be 'pool' or 'training', got {validation!r}",
+                          key="data.bench_split.validation")
     n = int(spec["size"])
     _, sp = suite_split(episodes, load_suite(spec["suite"])["data"], [n])
     if n not in sp["train"]:
         raise ConfigError(f"bench_split size {n} exceeds the {len(sp['pool'])} episodes of the suite's training pool",
                           key="data.bench_split.size")
+    if validation == "training":
+        return list(sp["train"][n]), list(sp["train"][n])
     n_val = max(1, int(round(val_fraction * n)))
     return list(sp["train"][n]), list(sp["pool"][n:n + n_val])
 

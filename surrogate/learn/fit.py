@@ -35,7 +35,8 @@ from .objective import stepper_scores, window_loss
 
 # the prior parameters a grid can scan (static_friction, stribeck_speed: models with model.stribeck)
 GRID_KEYS = ("stiffness", "damping", "friction", "static_friction", "stribeck_speed")
-STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}},  # empty lists: off
+# grid: empty lists are off; max_episodes scores the grid on the first that many training episodes (null: all)
+STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}, "max_episodes": None},
                   # patience: stop a stage after this many validated epochs without a better whole-episode validation
                   # score (early stopping; null: run every epoch). The best epoch is kept either way.
                   "prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1, "patience": None},
@@ -118,7 +119,8 @@ def accumulate_normalizers(model: ContactLawGNN, dm: RolloutData) -> None:
 def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) -> dict:
     """Score every combination of ``grid``'s values of one prior group (``grid["group"]``: surface or body;
     ``stiffness``, ``damping``, ``friction``: lists, in the prior's units; an empty list keeps the current
-    value) by whole-episode rollouts of the training episodes, and set the best in ``model``. The rollouts are
+    value) by whole-episode rollouts of the training episodes (the first ``grid["max_episodes"]`` of them, when set),
+    and set the best in ``model``. The rollouts are
     the hybrid stepper's (``objective.stepper_scores``, scored as validation and the benchmarks score; the twin
     gives the same trajectories, ``tests/test_contact_law.py``, at about 3x the cost without gradients).
     Returns {"best": {...}, "rows": [every candidate's values and summary]}."""
@@ -130,8 +132,13 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
     for k in names:
         if not all(isinstance(v, (int, float)) and v > 0 for v in grid[k]):
             raise ConfigError(f"stages.grid.{k} must be a list of positive numbers, got {grid[k]!r}", key=f"stages.grid.{k}")
+    cap = grid.get("max_episodes")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ConfigError(f"stages.grid.max_episodes must be a positive integer or null, got {cap!r}",
+                          key="stages.grid.max_episodes")
     gi = GROUPS.index(grid["group"])
-    episodes = [e for chunk in dm.train_episode_items for _, e in chunk]
+    by_id = {e.episode_id: e for chunk in dm.train_episode_items for _, e in chunk}
+    episodes = [by_id[i] for i in dm.train_ids[: grid.get("max_episodes") or None]]  # the training order
     held = [e.episode_id for e in episodes if e.joint_pos is not None]
     if held:
         raise ConfigError(f"stages.grid scores free-object tosses; episode {held[0]} has a hand (grasps: the closed-loop "

@@ -73,7 +73,7 @@ class RolloutData(L.LightningDataModule):
         c = self.cfg
         by_id = {e.episode_id: e for e in cap.episodes}
         train, val = set(self.train_ids), set(self.val_ids)
-        chosen = [by_id[i] for i in self.train_ids + self.val_ids]
+        chosen = [by_id[i] for i in dict.fromkeys(self.train_ids + self.val_ids)]  # validation may be training's
         self.groups = group_episodes(chosen, cap.meta, margin=c["margin"], substeps=c["substeps"])
         self.twins = [Twin(g.scene) for g in self.groups]
         self.windows = []

@@ -59,7 +59,7 @@ def gns_spec() -> dict:
     from ..baselines.gns_lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
 
     return {"seed": None, "out_dir": None, "threads": None,
-            "data": {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None}},
+            "data": {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None, "validation": None}},
             "model": {**_leaves(_init_args(GNSNet)), "kind": None}, "loss": _leaves(LOSS_DEFAULTS),
             "optim": _leaves(OPTIM_DEFAULTS), "trainer": trainer_spec("gns"),
             "export": {"dir": None, "release_dir": None,
@@ -81,7 +81,7 @@ def spec_for(kind: str) -> dict:
 
         prior = _leaves(LawPrior.__dataclass_fields__)
         model = {**_leaves(_init_args(ContactLawGNN)), "kind": None, "prior": prior, "prior_body": prior}
-        data = {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None}}
+        data = {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None, "validation": None}}
         return {"seed": None, "out_dir": None, "threads": None, "data": data, "model": model,
                 "loss": _leaves(LOSS_DEFAULTS), "stages": {k: _leaves(v) for k, v in STAGE_DEFAULTS.items()},
                 "trainer": trainer_spec(kind),
