@@ -163,8 +163,9 @@ def test_out_of_range_inputs_counted_and_warned_once():
 
     net, _ = load_checkpoint("checkpoints/cube_tosses")  # trained on a cube on the ground: pads are new to it
     s = _scene()
-    assert Stepper(s, net).check_inputs is net.corrections  # default: checked only where a network reads the inputs
-    st = Stepper(s, net, on_bad_force="fallback", check_inputs=True)
+    allow = {"untrained_groups": "allow"}  # its pad law is an unfitted prior: refused unless allowed (test_contact_scope)
+    assert Stepper(s, net, **allow).check_inputs is net.corrections  # default: checked only where a network reads inputs
+    st = Stepper(s, net, on_bad_force="fallback", check_inputs=True, **allow)
     ds = [s.make_data(), s.make_data()]
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")

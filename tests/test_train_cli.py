@@ -158,6 +158,8 @@ def test_one_epoch_law_run_leaves_checkpoints_unchanged(tmp_path, monkeypatch):
             "stages.prior.epochs=1", "stages.corrections.epochs=0", "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "out_dir=run"]
     assert cli(["train", "-c", "cube_tosses", *[a for s in sets for a in ("--set", s)]]) == 0
     assert (tmp_path / "run" / "export" / "card.json").is_file()
+    groups = json.loads((tmp_path / "run" / "export" / "card.json").read_text())["data"]["contact_groups"]
+    assert groups["surface"]["trained"] and not groups["body"]["trained"]  # tosses: no hand, so no pad law was fitted
     tags = _scalar_tags(tmp_path / "run" / "tb_prior")
     assert any(t.startswith("lr-") for t in tags) and "hp_metric" not in tags and "val_score" in tags, tags
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cube", "run", "src"]

@@ -60,6 +60,10 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     law_card = json.loads((tmp_path / "law" / "card.json").read_text())
     net_card = json.loads((tmp_path / "net" / "card.json").read_text())
     assert law_card["model"]["hparams"]["corrections"] is False and net_card["model"]["hparams"]["corrections"] is True
+    for c in (card, law_card, net_card):  # grasps: both groups trained, the pads those of the captures' hand, in SI
+        groups = c["data"]["contact_groups"]
+        assert groups["surface"]["trained"] and groups["body"]["trained"] and groups["body"]["units"] == "si"
+        assert groups["body"]["hand"] == "parallel_jaw"
     assert law_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(m["closed_loop"]["friction"], rel=1e-5)
     assert net_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(net["friction"], rel=1e-5)
     rows = {r["row"]: r for r in m["ablation"]}

@@ -277,7 +277,21 @@ def load_checkpoint(path):
     model.eval()
     if isinstance(model, ContactLawGNN):
         _check_law(model, card["model"]["hparams"], p / CARD)
+        model.contact_groups = _contact_groups(card, p / CARD)  # what the law assumes: the stepper checks it
     return model, card
+
+
+def _contact_groups(card: dict, path: Path) -> dict | None:
+    """The card's ``data.contact_groups`` ({group: {"trained": bool, "against", "units", ...}}; None on cards written
+    before it was stated), checked for shape, naming the field."""
+    groups = (card.get("data") or {}).get("contact_groups")
+    if groups is None:
+        return None
+    if not isinstance(groups, dict) or not all(isinstance(groups.get(g), dict) and isinstance(groups[g].get("trained"), bool)
+                                               for g in groups) or not set(groups) <= {"surface", "body"}:
+        raise CheckpointError(f"{path}: data.contact_groups must map surface / body to {{trained: true|false, against, "
+                              f"units}}, got {groups!r}")
+    return groups
 
 
 def _check_law(model: ContactLawGNN, hp: dict, card: Path) -> None:

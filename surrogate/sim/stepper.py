@@ -59,6 +59,7 @@ from ..model.data_views import views_for
 from ..model.history import ContactHistory
 from ..scenes import ROLES, set_contact_mode
 from .contact import InputRange
+from .contact_scope import check_contact_groups
 from .copies import Copies
 from .copies_step import step_copies
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
@@ -101,8 +102,7 @@ class Stepper:
     Args:
       scene: the ``Scene`` (its owned pairs and object).
       contact_model: a ``ContactLawGNN``, another ``ContactModel`` (``contact.MuJoCoContact``, ...), or a
-        checkpoint folder; needed
-        for ``contact="surrogate"``.
+        checkpoint folder; needed for ``contact="surrogate"``.
       contact: ``surrogate`` or ``analytic``.
       roles: owned-pair roles the contact model takes over (default all: pads, table, ground);
         the other owned pairs stay analytic.
@@ -117,11 +117,13 @@ class Stepper:
         the graphs are small, and on a shared 2-core machine two OpenMP threads made one call
         ~80x slower (437 ms vs 5.6 ms for 4 envs) by contending with MuJoCo and other processes.
         None leaves torch's setting alone.
+      untrained_groups: ``refuse`` (a ``ConfigError``) owned pairs of a contact group the checkpoint's card says it
+        never trained on (``contact_scope``), or ``allow`` them (its unfitted prior steps them).
     """
 
     def __init__(self, scene, contact_model=None, *, contact: str = "surrogate", roles: Sequence[str] | None = None,
                  on_bad_force: str = "raise", max_force: float = 1000.0, ood_std: float = 6.0,
-                 check_inputs: bool | None = None, num_threads: int | None = 1):
+                 check_inputs: bool | None = None, num_threads: int | None = 1, untrained_groups: str = "refuse"):
         _check_choice("contact", contact, CONTACT_MODES)
         _check_choice("on_bad_force", on_bad_force, BAD_FORCE_POLICIES)
         roles = tuple(ROLES if roles is None else roles)
@@ -135,10 +137,10 @@ class Stepper:
             contact_model = load_checkpoint(contact_model)[0]
         if contact == "surrogate" and contact_model is None:
             raise ConfigError("contact='surrogate' needs a contact_model (a ContactLawGNN, a ContactModel or a "
-                              "checkpoint)",
-                              key="contact_model")
+                              "checkpoint)", key="contact_model")
         if contact_model is not None and not callable(contact_model):
             raise ConfigError("contact_model must be callable: graph -> [E, 3] forces", key="contact_model")
+        check_contact_groups(getattr(contact_model, "contact_groups", None), scene, roles, untrained=untrained_groups)
         if num_threads is not None:
             torch.set_num_threads(int(num_threads))
         self.scene = scene

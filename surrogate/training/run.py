@@ -132,6 +132,8 @@ def fit_law(cfg: dict) -> dict:
     from ..learn.fit import fit_law as run
     from ..model import law_ranges
     from ..model.checkpoint import export_checkpoint
+    from ..model.contact_law import GROUPS
+    from ..sim.contact_scope import contact_groups_of
 
     resolved = resolved_config(cfg)
     check_resume(cfg, resolved)  # before any work: a resume under a changed config is refused
@@ -161,7 +163,8 @@ def fit_law(cfg: dict) -> dict:
             "bench_split": c["bench_split"], "margin_m": c["margin"], "substeps": c["substeps"],
             "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
             "initial_state": "frame 0: ballistic / constant-rate fit over the first frames (as the benchmarks); "
-                             "later windows: Savitzky-Golay smoothed pose"}
+                             "later windows: Savitzky-Golay smoothed pose",
+            "contact_groups": contact_groups_of(dm.capture.meta, units={g: res["model"].prior(g).units for g in GROUPS})}
     for m in {id(res["model"]): res["model"], id(res["prior_model"]): res["prior_model"]}.values():
         if law_ranges.clamp_friction(m):  # the constant law obeys mu_max, as the network's corrections do
             metrics["release"]["friction_clamped_at_mu_max"] = m.mu_max
