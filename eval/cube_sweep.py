@@ -33,7 +33,6 @@ from pathlib import Path
 
 from surrogate.paths import config_dir
 
-
 # The clean sweep's starting-law grid: ranges a reader can choose without the data (a 0.1 m cube on a floor: k of
 # 1e3-1e4 F0/L^p, damping 1-3 /V, Coulomb mu 0.1-0.3, friction at low slip 0.4x the kinetic or none); the shape
 # constants (exponent 1.5, slip_eps 1e-3 V, stribeck_speed 0.2 V) stay the config's. 36 laws.

@@ -99,7 +99,7 @@ def test_transfer_suite_writes_its_ledger(tmp_path):
 
     sets = ["data.max_tune_objects=1", "data.max_objects=1", "data.poses=1", "data.tune_poses=1", "data.duration=1.8",
             "policy.grid.grip_force=[4.0]", "policy.grid.close_time=[0.4]", "policy.grid.lift_speed=[0.05, 0.2]",
-            "baselines.randomized.n=2", "n_boot=50"]
+            "baselines.randomized.n=2", "n_boot=50", "video.width=160", "video.height=120", "video.max_seconds=1.0"]
     led = run_suite("transfer-small", out=tmp_path, overrides=sets, progress=False)
     validate_ledger(led)
     rows = {r["source"]: r for r in led["transfer"]}
@@ -115,6 +115,17 @@ def test_transfer_suite_writes_its_ledger(tmp_path):
     assert (led["result"]["verdict"] == "supported") == better
     text = (tmp_path / "report.md").read_text()
     assert "Policy transfer to the rig" in text and (tmp_path / "transfer.png").is_file()
+    # the median and worst held-out object of the surrogate-tuned policy, hybrid simulator beside the rig
+    from surrogate.bench.video import rendering_unavailable
+
+    v = led["videos"]
+    if rendering_unavailable() is None:
+        assert [x["which"] for x in v["videos"]] == ["median", "worst"], v
+        obj = next(iter(s["per_object"]))
+        assert all(x["episode"] == f"{obj}/0" and (tmp_path / x["video"]).is_file() for x in v["videos"])
+        assert "videos/median.mp4" in text
+    else:
+        assert "skipped" in v
 
 
 def test_rollout_goes_on_when_every_copy_has_terminated():

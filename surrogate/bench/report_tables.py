@@ -155,6 +155,10 @@ def video_lines(ledger) -> list[str]:
         if ledger["suite"] == "policy":
             what = (f"rollout of {r['episode'].split('/')[0]} (the object with the {r['which']} success-rate gap, "
                     f"{r['success_rate_gap']:+.2f}), analytic / surrogate")
+        elif ledger["suite"] == "transfer":
+            what = (f"the policy tuned under the learned contact on {r['episode'].split('/')[0]} (the held-out object "
+                    f"with the {r['which']} sim − rig success gap, {r['success_gap']:+.2f}), hybrid simulator / rig "
+                    "from the same reset")
         else:
             fig = r.get("ledger_pos_pct_size")
             what = (f"episode `{r['episode']}`, the {r['which']} test episode by {r['ranked_by']} position error "
@@ -163,6 +167,9 @@ def video_lines(ledger) -> list[str]:
                   "", f"  ![{r['which']} episode]({r['still']})", ""]
     if v.get("skipped"):
         lines.append(f"Videos not rendered: {v['skipped']}.")
+    elif ledger["suite"] == "transfer":
+        lines.append("Left: the hybrid simulator the policy was tuned in; right: the capture rig, the stand-in for "
+                     "hardware (its own contact laws); the first divergence of each rollout is in the table above.")
     else:
         lines.append("Each panel: the model's object, its centre-of-mass path (the recorded path in white for reference), "
                      "the time and its pose error against the recording at that frame; render any episode with "

@@ -62,7 +62,7 @@ def _candidates(grid: dict) -> list[dict]:
     return [dict(zip(keys, map(float, v))) for v in itertools.product(*(grid[k] for k in keys))]
 
 
-def _sim_rollout(obj, cand: dict, variant, *, d: dict, poses: int, seed: int, model, tape: bool = False):
+def sim_rollout(obj, cand: dict, variant, *, d: dict, poses: int, seed: int, model, tape: bool = False):
     """``policies.rollout`` of candidate ``cand`` on ``poses`` copies of ``obj`` in one simulator ``variant``
     (None: nominal analytic; an ``AnalyticParams``; ``"surrogate"``). Returns (result, Tape or None)."""
     from ..envs import GraspVectorEnv
@@ -82,7 +82,7 @@ def _sim_rollout(obj, cand: dict, variant, *, d: dict, poses: int, seed: int, mo
     return res, rec, pol
 
 
-def _rig_rollout(obj, cand: dict, *, d: dict, rig_cfg, poses: int, seed: int):
+def rig_rollout(obj, cand: dict, *, d: dict, rig_cfg, poses: int, seed: int):
     from ..policies import GraspParams, ScriptedGraspPolicy, rollout
     from .rig_env import RigGraspVectorEnv
 
@@ -104,7 +104,7 @@ def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: 
         for obj in objs:
             for v in variants:
                 try:
-                    res, _, _ = _sim_rollout(obj, c, v, d=d, poses=int(d["tune_poses"]), seed=int(d["seed"]),
+                    res, _, _ = sim_rollout(obj, c, v, d=d, poses=int(d["tune_poses"]), seed=int(d["seed"]),
                                              model=model)
                 except UngraspableObject:
                     continue
@@ -124,19 +124,24 @@ def _tune(source: str, variants: list, objs, cands, *, d: dict, model, penalty: 
     return {"best": {k: best[k] for k in ("grip_force", "close_time", "lift_speed")}, "grid": table}
 
 
+def deploy_seed(d: dict) -> int:
+    """The reset seed of the deployment on held-out objects (copy i: this + i), apart from the tuning's."""
+    return int(d["seed"]) + 10_000
+
+
 def _deploy(source: str, variants: list, best: dict, objs, *, d: dict, model, rig_cfg, thr: dict) -> dict:
     """The tuned policy on the held-out objects: in its sims (every variant) and on the rig, same seeds."""
     from ..rig.scripts import UngraspableObject
 
-    seed, poses = int(d["seed"]) + 10_000, int(d["poses"])
+    seed, poses = deploy_seed(d), int(d["poses"])
     per_obj, divs, skipped = {}, [], {}
     for obj in objs:
         try:
-            rig_res, rig_tape, pol, _ = _rig_rollout(obj, best, d=d, rig_cfg=rig_cfg, poses=poses, seed=seed)
+            rig_res, rig_tape, pol, _ = rig_rollout(obj, best, d=d, rig_cfg=rig_cfg, poses=poses, seed=seed)
         except UngraspableObject as e:
             skipped[obj.name] = str(e)
             continue
-        sims = [_sim_rollout(obj, best, v, d=d, poses=poses, seed=seed, model=model, tape=(k == 0))
+        sims = [sim_rollout(obj, best, v, d=d, poses=poses, seed=seed, model=model, tape=(k == 0))
                 for k, v in enumerate(variants)]
         per_obj[obj.name] = {"sim": rates([s[0] for s in sims]), "rig": rates([rig_res])}
         sim_tape = sims[0][1]
@@ -166,6 +171,7 @@ def _row(source: str, tuned: dict, dep: dict, *, ranges, seed: int, n_boot: int)
                                  "kinds": {k: kinds.count(k) for k in sorted(set(kinds))},
                                  "never": sum(x["kind"] is None for x in dep["divergence"]),
                                  "per_rollout": dep["divergence"]},
+            "per_object": {k: {"sim": v["sim"], "rig": v["rig"]} for k, v in po.items()},
             "skipped_objects": dep["skipped"]}
 
 

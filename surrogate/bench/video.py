@@ -82,6 +82,11 @@ def _clips_of(ledger: dict, checkpoint):
             clip.info.update({"which": which, "episode": f"{name}/0", "success_rate_gap": gap})
             yield which, clip
         return
+    if ledger.get("suite") == "transfer":
+        from .transfer_video import transfer_clips
+
+        yield from transfer_clips(ledger, checkpoint)
+        return
     for which in WHICH:
         yield which, benchmark_clip(ledger, which=which, checkpoint=checkpoint)
 
@@ -91,7 +96,9 @@ def suite_videos(ledger: dict, out_dir, *, checkpoint=None, settings: dict | Non
 
     ``rig-grasp`` / ``cube-real``: the episodes of median and largest surrogate position error
     (``pick_episode``), recorded / analytic / surrogate; ``policy``: rollouts of the objects of
-    median and largest success-rate gap, analytic / surrogate. Written to
+    median and largest success-rate gap, analytic / surrogate; ``transfer``: the surrogate-tuned policy on the
+    held-out objects of median and largest sim-minus-rig success gap, hybrid simulator / rig
+    (``transfer_video``). Written to
     ``out_dir/videos/{median,worst}.mp4`` with a PNG still each. ``settings``: the suite's
     ``video`` section (enabled, width, height, fps, speed, max_seconds).
 
@@ -106,6 +113,11 @@ def suite_videos(ledger: dict, out_dir, *, checkpoint=None, settings: dict | Non
     if suite == "policy":
         if not policy_picks(ledger):
             return {"skipped": "the surrogate was not evaluated: no success-rate gap to pick rollouts by"}
+    elif suite == "transfer":
+        from .transfer_video import transfer_picks
+
+        if not transfer_picks(ledger):
+            return {"skipped": "no held-out object has sim and rig success rates of the surrogate-tuned policy"}
     elif suite not in ("cube-real", "rig-grasp"):
         return {"skipped": f"suite {suite!r} has no episodes to render"}
     elif ranking_model(ledger) is None:

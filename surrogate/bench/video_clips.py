@@ -200,6 +200,14 @@ def _grasp_clip(ep, meta, params, a_label, ckpt, sim, *, max_error_m=None) -> Cl
     return Clip(r.scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
 
 
+def outcome_note(res: dict, i: int = 0) -> str:
+    """A panel's note for copy ``i`` of a ``policies.rollout`` result: its outcome and final rise."""
+    out = "held" if res["success"][i] else ("dropped" if res["dropped"][i] else
+                                           ("lifted" if res["lifted"][i] else "not lifted"))
+    out += ", slipped" if res["slipped"][i] else ""
+    return f"{out}; rise {res['final_rise_m'][i] * 100:.1f} cm"
+
+
 def env_clip(env_id: str = "ContactSurrogate/GripperGrasp-v0", *, checkpoint=None, object="box",
              object_seed: int = 0, seed: int = 0, duration: float = 3.0, contacts=("analytic", "surrogate")) -> Clip:
     """Closed-loop rollouts of the scripted grasp policy in a Gymnasium environment, one panel per
@@ -231,11 +239,7 @@ def env_clip(env_id: str = "ContactSurrogate/GripperGrasp-v0", *, checkpoint=Non
             task = venv.task
             clip_model, adr, dt = task.model, task.scene.object_qpos_adr, task.control_dt
             size = float(max(task.scene.obj.extents))
-            out = "held" if res["success"][0] else ("dropped" if res["dropped"][0] else
-                                                   ("lifted" if res["lifted"][0] else "not lifted"))
-            out += ", slipped" if res["slipped"][0] else ""
-            panels.append(Panel(f"{contact}", contact, np.stack([r[0] for r in rec]),
-                                note=f"{out}; rise {res['final_rise_m'][0] * 100:.1f} cm"))
+            panels.append(Panel(f"{contact}", contact, np.stack([r[0] for r in rec]), note=outcome_note(res)))
         finally:
             venv.close()
     F = min(len(p.qpos) for p in panels)
