@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -11,9 +13,14 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "egl")
 # The README runs the suite on two pytest-xdist workers (one per core of CI's machine): one thread of BLAS/OpenMP each
 # (inherited by the subprocesses the tests start), so the workers do not oversubscribe the cores.
+# Each worker also gets its own benchmark cache (imported tosses, generated test sets), so that two workers never
+# import into the same folder at once; run serially, the tests share the checkout's cache as before.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    if "SURROGATE_CACHE" not in os.environ:
+        os.environ["SURROGATE_CACHE"] = tempfile.mkdtemp(prefix=f"contact-surrogate-cache-{os.environ['PYTEST_XDIST_WORKER']}-")
+        atexit.register(shutil.rmtree, os.environ["SURROGATE_CACHE"], ignore_errors=True)
 # MuJoCo's warnings (tests blow simulations up on purpose) into a log file in the temporary folder, not the console
 # and MUJOCO_LOG.TXT in the checkout; read by surrogate._third_party_output on import, inherited by subprocesses
 os.environ.setdefault("SURROGATE_MUJOCO_LOG", os.path.join(tempfile.gettempdir(), f"contact-surrogate-tests-{os.getpid()}.log"))
