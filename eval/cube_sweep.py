@@ -125,6 +125,10 @@ def main(argv=None) -> int:
         print(f"  surrogate trained on {key:>5s} tosses: {o['pos_pct_size']['mean']:6.2f} % of width, "
               f"{o['rot_deg']['mean']:6.2f} deg; tosses it saw (fit and selection): {entry.get('episodes_seen')}, "
               f"test tosses among them: {len(entry['test_episodes_seen_in_training'])}")
+        d = (entry.get("paired_minus_identified") or {}).get("pos_pct_size")
+        if d and d.get("mean") is not None:
+            print(f"    minus MuJoCo identified on the same {key} tosses, paired: {d['mean']:+.2f} "
+                  f"[{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}] % of width")
     return 0
 
 

@@ -69,3 +69,27 @@ def test_a_clean_size_fits_selects_and_starts_on_its_own_tosses_only(tmp_path):
     cfg["stages"]["grid"]["max_episodes"] = 0
     with pytest.raises(ConfigError, match="stages.grid.max_episodes"):
         fit_law(cfg, out=tmp_path / "run2")
+
+
+@needs_shared("contactnets_cube")
+def test_cube_real_pairs_each_training_size_with_mujoco_identified_at_that_size(tmp_path):
+    """A data-efficiency curve is compared size by size in one run: every learned size has its paired difference
+    against MuJoCo identified on the same size, over the same test tosses (mean of differences = difference of means
+    there), and no per-episode scratch data is left in the ledger."""
+    from surrogate.bench.run import run_suite
+
+    ckpt = str(REPO_ROOT / "checkpoints" / "cube_tosses")
+    over = ["data.n_test=6", "data.train_sizes=[8, 16]", "baselines.identified.sizes=[8, 16]",
+            "baselines.identified.maxiter=1", "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]",
+            "baselines.randomized.n=2", f'surrogate.checkpoints={{"8": "{ckpt}", "16": "{ckpt}"}}']
+    ledger = run_suite("cube-real-small", out=tmp_path / "report", overrides=over, progress=False,
+                       cache_dir=tmp_path / "cache", video=False)
+    learned, ident = ledger["models"]["surrogate"]["by_train_size"], ledger["models"]["analytic_identified"]["by_train_size"]
+    for k in ("8", "16"):
+        for key in ("pos_pct_size", "rot_deg"):
+            d = learned[k]["paired_minus_identified"][key]
+            assert d["n"] == 6
+            assert d["mean"] == pytest.approx(learned[k]["overall"][key]["mean"] - ident[k]["overall"][key]["mean"])
+            assert d["ci95"][0] <= d["mean"] <= d["ci95"][1]
+    assert ident["8"]["overall"]["pos_pct_size"]["mean"] != ident["16"]["overall"]["pos_pct_size"]["mean"]
+    assert '"_per_episode"' not in (tmp_path / "report" / "ledger.json").read_text()

@@ -24,7 +24,7 @@ import numpy as np
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from ..errors import ConfigError
-from ..metrics import box_penetration
+from ..metrics import box_penetration, paired_difference
 from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet, simulate_tosses
@@ -207,12 +207,13 @@ def _identified(cfg, sp, by_id, *, ex, simulate, scorer, progress, given=None):
         by_size[row[0]]["on"] = "the surrogate's own training tosses (its card's data.train_episodes)"
     for k, p, _, _, _ in fits:  # the row's own figures are filled in by ``complete``
         if k != row[0]:
-            by_size[k]["overall"] = scored(scorer, simulate(lambda e, p=p: [p], f"identified on {k}")[0])["overall"]
+            m = scored(scorer, simulate(lambda e, p=p: [p], f"identified on {k}")[0])
+            by_size[k]["overall"], by_size[k][_PER_EPISODE] = m["overall"], m["per_episode"]
     k, params, info, n, train = row
     info = {**info, "identified_on": n, "train_size": int(k)}
 
     def complete(r):
-        by_size[k]["overall"] = r["overall"]
+        by_size[k]["overall"], by_size[k][_PER_EPISODE] = r["overall"], r["per_episode"]
 
     what = "the surrogate's own" if given else "the suite's"
     text = ("MuJoCo analytic contact, friction/solref/solimp and cone identified by differential evolution on "
@@ -220,6 +221,28 @@ def _identified(cfg, sp, by_id, *, ex, simulate, scorer, progress, given=None):
     return params, {"identification": info, "train_size": int(k), "by_train_size": by_size,
                     "same_data_as_surrogate": bool(given)}, text, complete, \
         toss_stability(train, cfg, threads=ex.threads)
+
+
+_PER_EPISODE = "_per_episode"  # per-size episode scores, kept only until ``paired_by_train_size`` has used them
+
+
+def paired_by_train_size(models: dict) -> None:
+    """Each learned row's ``by_train_size[N]`` gains ``paired_minus_identified``: its per-episode position and rotation
+    errors minus those of MuJoCo identified at the same size N, paired over the same test episodes (``metrics.
+    paired_difference``: mean and 95 % bootstrap interval; negative, the learned row is lower), so that a
+    data-efficiency curve is compared size by size in one run. The per-episode scores are then dropped."""
+    ident = (models.get("analytic_identified") or {}).get("by_train_size") or {}
+    for name, m in models.items():
+        if name.startswith("analytic") or not m.get("by_train_size"):
+            continue
+        for k, v in m["by_train_size"].items():
+            ref = (ident.get(k) or {}).get(_PER_EPISODE)
+            if ref is not None and v.get(_PER_EPISODE) is not None:
+                v["paired_minus_identified"] = {key: paired_difference(ref, v[_PER_EPISODE], key)
+                                                for key in ("pos_pct_size", "rot_deg")}
+    for m in models.values():
+        for v in (m.get("by_train_size") or {}).values():
+            v.pop(_PER_EPISODE, None)
 
 
 def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
@@ -241,7 +264,8 @@ def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
         size = int(key) if key.isdigit() else (len(trained_on) or None)
         by_size[key] = {"checkpoint": str(path), "train_size": size,
                         "card_data": {k: v for k, v in card.get("data", {}).items() if not k.endswith("episodes")},
-                        "test_episodes_seen_in_training": overlap, "episodes_seen": len(seen), "overall": m["overall"]}
+                        "test_episodes_seen_in_training": overlap, "episodes_seen": len(seen), "overall": m["overall"],
+                        _PER_EPISODE: m["per_episode"]}
         main[key] = (path, card, m)
     key = "given" if "given" in by_size else max(by_size, key=lambda k: int(k) if k.isdigit() else -1)
     path, card, m = main[key]
@@ -320,6 +344,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         ident[3](models["analytic_identified"])
     trained_ids = {e.episode_id: e.episode_id.split("/", 1)[-1] if set_of else e.episode_id for e in test}
     models.update(_learned_rows(cfg, checkpoint, test, scorer=scorer, ex=ex, trained_ids=trained_ids))
+    paired_by_train_size(models)
     split = {k: v for k, v in sp.items() if k != "pool"}
     if set_of:
         split["sets"] = {n: [k for k, s in set_of.items() if s == n] for n in dict.fromkeys(set_of.values())}
