@@ -10,7 +10,7 @@ import numpy as np
 from .policy import _objects
 from .transfer import deploy_seed, rig_rollout, sim_rollout
 from .video_clips import Clip, Panel, outcome_note
-from .video_select import resolve_checkpoint
+from .video_select import median_and_worst, resolve_checkpoint
 
 
 def transfer_picks(ledger: dict, source: str = "surrogate") -> list[tuple[str, str, float]]:
@@ -18,14 +18,8 @@ def transfer_picks(ledger: dict, source: str = "surrogate") -> list[tuple[str, s
     of an even count is the lower middle); [] without that row or its per-object rates."""
     row = next((r for r in ledger.get("transfer") or [] if r.get("source") == source), None)
     po = (row or {}).get("per_object") or {}
-    gaps = sorted(((abs(v["sim"]["success_rate"] - v["rig"]["success_rate"]), k,
-                    v["sim"]["success_rate"] - v["rig"]["success_rate"]) for k, v in po.items()
-                   if v["sim"]["success_rate"] is not None and v["rig"]["success_rate"] is not None),
-                  key=lambda x: (x[0], x[1]))
-    if not gaps:
-        return []
-    med, worst = gaps[(len(gaps) - 1) // 2], gaps[-1]
-    return [("median", med[1], med[2]), ("worst", worst[1], worst[2])]
+    return median_and_worst({k: v["sim"]["success_rate"] - v["rig"]["success_rate"] for k, v in po.items()
+                             if v["sim"]["success_rate"] is not None and v["rig"]["success_rate"] is not None})
 
 
 def transfer_clips(ledger: dict, checkpoint=None):

@@ -183,9 +183,14 @@ def policy_picks(ledger: dict) -> list[tuple[str, str, float]]:
     object (by the size of the gap; the median of an even count is the lower middle)."""
     ms = ledger.get("models") or {}
     s, a = (ms.get("surrogate") or {}).get("per_object") or {}, (ms.get("analytic_nominal") or {}).get("per_object") or {}
-    gaps = sorted(((abs(s[o]["success_rate"] - a[o]["success_rate"]), o, s[o]["success_rate"] - a[o]["success_rate"])
-                   for o in s if o in a), key=lambda x: (x[0], x[1]))
-    if not gaps:
+    return median_and_worst({o: s[o]["success_rate"] - a[o]["success_rate"] for o in s if o in a})
+
+
+def median_and_worst(gaps: dict) -> list[tuple[str, str, float]]:
+    """(which, name, gap) of the names of median and largest |gap| ({name: signed gap}; ties by name; the median of
+    an even count is the lower middle); [] for no gaps. The one pick of the suites' median and worst videos."""
+    ranked = sorted(((abs(g), k, g) for k, g in gaps.items()), key=lambda x: (x[0], x[1]))
+    if not ranked:
         return []
-    med, worst = gaps[(len(gaps) - 1) // 2], gaps[-1]
+    med, worst = ranked[(len(ranked) - 1) // 2], ranked[-1]
     return [("median", med[1], med[2]), ("worst", worst[1], worst[2])]
