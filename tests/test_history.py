@@ -113,8 +113,6 @@ def test_spring_off_is_the_law_without_it():
     model = ContactLawGNN(prior=CUBE, corrections=True)
     assert not model.presliding and not hasattr(model, "log_presliding") and "history" not in model.hparams
     assert "presliding_stiffness" not in model.hparams["prior"]
-    with pytest.raises(ValueError, match="presliding"):
-        ContactLawGNN(prior=CUBE, history=True)
     assert not ContactLawGNN(prior=SPRING_CUBE, corrections=False, history=True).history  # no network: the law
     with pytest.raises(ValueError, match="presliding_stiffness"):
         ContactLawGNN(prior=dict(CUBE, presliding_stiffness=-1.0))
@@ -340,3 +338,48 @@ def test_history_model_trains_through_the_twin_and_round_trips(tmp_path):
     state = ContactState(torch.full((E, 3), 1e-5), torch.full((E,), 0.2), torch.full((E,), 3.0), torch.full((E,), 1e4))
     with torch.no_grad():
         torch.testing.assert_close(back.solve(g, state=state)[0], model.solve(g, state=state)[0])
+
+
+def test_history_network_without_a_spring_corrects_the_spring_free_law():
+    """History on a prior without a spring: no spring parameter and no k_z head; the network reads the time under
+    load and the last normal force (damping and friction change with them, the stiffness never does). With saturated
+    corrections and arbitrary time and force stored every 20 steps in contact, a dropped spinning cube never gains
+    energy and impacts dissipate; the twin carries the same state as the stepper (the same toss to 1e-9 m)."""
+    model = _perturbed(ContactLawGNN(prior=CUBE, corrections=True, history=True, friction_iterations=1), seed=5)
+    assert model.history and not model.presliding and not hasattr(model, "log_presliding")
+    assert [m for m in model.decoder if isinstance(m, torch.nn.Linear)][-1].out_features == 2
+    g = _ground_graph()
+    E = g.edge_index.shape[1]
+    rng = np.random.default_rng(5)
+    T = torch.from_numpy
+    state = ContactState(torch.zeros(E, 3, dtype=torch.float64), T(rng.uniform(0, 1, E)), T(rng.uniform(0, 5, E)),
+                         torch.zeros(E, dtype=torch.float64))
+    mild = _perturbed(ContactLawGNN(prior=CUBE, corrections=True, history=True, friction_iterations=1), scale=0.3,
+                      seed=5)
+    with torch.no_grad():
+        prm, fresh = mild.law_parameters(g, state=state), mild.law_parameters(g)
+    assert prm.shape == (E, 3) and not torch.allclose(prm[:, 1:], fresh[:, 1:])  # c and mu read the state
+    torch.testing.assert_close(prm[:, 0], fresh[:, 0])  # the stiffness head never does
+
+    scene = _cube_scene()
+    stepper = Stepper(scene, model)
+    d = _free_data(scene, [0, 0, 0.0524 * 1.8 + 0.05], rng.normal(size=4), [0.4, -0.2, 0.0], rng.normal(0, 6, 3))
+    e0 = _energy(scene, d)
+    worst, injections, touched = -np.inf, 0, 0
+    for _k in range(600):
+        step(scene.model, d, stepper)
+        worst = max(worst, _energy(scene, d) - e0)
+        if len(stepper.history):
+            touched += 1
+            assert not stepper.history.z.any()  # no spring: no displacement is stored
+            if touched % 20 == 1:
+                P = len(stepper.history)
+                stepper.history.age, stepper.history.fn_last = rng.uniform(0, 5, P), rng.uniform(0, 100, P)
+                injections += 1
+    assert injections >= 5 and worst <= 1e-4 * abs(e0) and _energy(scene, d) < e0 - 0.1
+
+    stepper, ref, s0 = stepper_toss(scene, mild.eval(), 148)
+    assert len(stepper.history) > 0 and (stepper.history.age > 0).all()
+    with torch.no_grad():
+        pos, _ = Twin(scene).rollout(mild, s0, 148, substeps=4)
+    np.testing.assert_allclose(pos.numpy(), ref, atol=1e-9)

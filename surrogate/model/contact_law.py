@@ -72,9 +72,11 @@ class ContactLawGNN(nn.Module):
         group, the prior's ``static_friction`` (static / kinetic ratio) and ``stribeck_speed``, fitted with the
         others in the prior stage (False: Coulomb with one coefficient, the prior's ``static_friction`` must be 1).
       history: the network (with ``corrections``) also sees each contact's history (``graph.HISTORY_FEATURES``, from the state
-        ``model.history`` carries across steps) and a fourth bounded head scales the presliding stiffness k_z around
-        the prior's ``presliding_stiffness`` (which must be > 0 for a group: the spring is on for the groups whose
-        prior has one, with or without ``history``; a prior without any builds exactly the law before the spring).
+        ``model.history`` carries across steps). With the presliding spring (a prior ``presliding_stiffness`` > 0 for
+        a group: the spring is on for the groups whose prior has one, with or without ``history``) a fourth bounded
+        head scales its stiffness k_z; without one the network sees the time under load and the last normal force
+        (the displacement features are zero) and corrects the spring-free law, which a prior without any builds
+        exactly as before the spring.
       presliding_bound: s_z, the log-bound of the k_z correction.
     """
 
@@ -108,8 +110,6 @@ class ContactLawGNN(nn.Module):
             # a group whose prior has no spring keeps none (k_z = 0 exactly), the others a learnable log k_z
             self.register_buffer("presliding_on", kz > 0, persistent=False)
             self.log_presliding = nn.Parameter(torch.where(kz > 0, kz, torch.ones_like(kz)).log())
-        if history and not self.presliding:
-            raise ValueError("history needs a presliding spring (a prior presliding_stiffness > 0) for its k_z head")
         if history or presliding_bound != 2.0:
             self._hparams.update(history=bool(history), presliding_bound=float(presliding_bound))
         # without corrections there is no network to see the history (the prior stage of a history model): the law
@@ -128,7 +128,7 @@ class ContactLawGNN(nn.Module):
             self.node_enc = mlp(nN, hidden, hidden, mlp_layers)
             self.layers = nn.ModuleList([InteractionLayer(hidden, mlp_layers, update_nodes=k < steps - 1)
                                          for k in range(steps)])
-            self.decoder = mlp(hidden, hidden, 2 + int(self.history), mlp_layers, layer_norm=False)
+            self.decoder = mlp(hidden, hidden, 2 + int(self.history and self.presliding), mlp_layers, layer_norm=False)
             _zero_last(self.stiffness_mlp)
             _zero_last(self.decoder)
 
@@ -207,7 +207,7 @@ class ContactLawGNN(nn.Module):
             x, e = layer(x, g.edge_index, e)
         o = self.decoder(e)
         corr = [s_k * torch.tanh(o_k), s_c * torch.tanh(o[:, 0]), s_mu * torch.tanh(o[:, 1])]
-        if self.history:
+        if self.history and self.presliding:
             corr.append(self.presliding_bound * torch.tanh(o[:, 2]))
         elif self.presliding:
             corr.append(torch.zeros_like(o_k))
