@@ -15,7 +15,13 @@ import mujoco
 import numpy as np
 
 from ..scenes import set_grip_force
-from ..scenes.from_capture import recorded_joint_columns, scene_for_episode, sensor_pads
+from ..scenes.from_capture import (
+    recorded_commands,
+    recorded_grip_force,
+    recorded_joint_columns,
+    scene_for_episode,
+    sensor_pads,
+)
 from ..sim.rollout import STATE_SPEC, rollout
 from .analytic import AnalyticParams, models_for
 
@@ -56,24 +62,11 @@ def joint_qpos_columns(model, joint_names) -> list[tuple[int, int]]:
     return [(c, adr) for c, adr, _ in recorded_joint_columns(model, joint_names)]
 
 
-def _actuated_columns(model, joint_names) -> list[tuple[int, int]]:
-    """(actuator id, column of the joint it drives in the recorded arrays)."""
-    cols = {n: i for i, n in enumerate(joint_names)}
-    out = []
-    for a in range(model.nu):
-        if model.actuator_trntype[a] != mujoco.mjtTrn.mjTRN_JOINT:
-            continue
-        jname = model.joint(int(model.actuator_trnid[a, 0])).name
-        if jname in cols:
-            out.append((a, cols[jname]))
-    return out
-
-
 def prepare_replay(ep, meta, *, substeps: int = 4, margin: float = 0.005, mode: str = "analytic") -> Replay:
     """Scene, initial state and command sequence of a recorded hand episode."""
     scene = scene_for_episode(ep, meta, margin=margin, substeps=substeps, contact_mode=mode)
     m = scene.model
-    grip = ((ep.provenance.generator or {}).get("script") or {}).get("grip_force")
+    grip = recorded_grip_force(ep)
     if grip is not None and scene.hand is not None:
         set_grip_force(m, scene.hand, float(grip))
     d = mujoco.MjData(m)
@@ -88,13 +81,9 @@ def prepare_replay(ep, meta, *, substeps: int = 4, margin: float = 0.005, mode: 
     init = np.zeros(mujoco.mj_stateSize(m, STATE_SPEC))
     mujoco.mj_getState(m, d, init, STATE_SPEC)
     F = ep.num_frames
-    ctrl = np.zeros((max(F - 1, 1) * substeps, m.nu))
-    if ep.joint_cmd is not None:
-        hold = np.repeat(np.arange(F - 1), substeps)
-        for act, col in _actuated_columns(m, names):
-            ctrl[:, act] = ep.joint_cmd[hold, col]
-    else:
-        ctrl[:] = d.ctrl
+    ctrl = recorded_commands(ep, m, names, np.arange(max(F, 2)), substeps)
+    if ctrl is None:
+        ctrl = np.repeat(d.ctrl[None], max(F - 1, 1) * substeps, axis=0)
     sensors = tuple(sensor_pads(scene, meta)) if ep.wrench is not None else ()
     return Replay(ep, scene, init, ctrl, substeps, None if grip is None else float(grip), tuple(names), sensors)
 

@@ -23,15 +23,18 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
+from ..errors import ConfigError
 from ..model.contact_law import ContactLawGNN
 from ..sim.twin import Twin
+from .actuated import actuated_window_loss, episode_scene
 from .episodes import checked_data_config, load_split
 from .objective import episode_scores, rollout_episodes, window_loss
-from .windows import batches, episode_windows, group_episodes
+from .windows import batches, episode_batches, episode_windows, group_episodes
 
 DATA_DEFAULTS = dict(root=None, val_fraction=0.2, val_min=50, split_seed=0, bench_split=None, margin=0.02, substeps=4,
                      window_frames=64, window_stride=32, detach_every=0, init_frames=5, batch_size=32, max_episodes=None,
-                     max_train_episodes=None, max_val_episodes=None)
+                     max_train_episodes=None, max_val_episodes=None, hand="kinematic")
+HANDS = ("kinematic", "actuated")  # data.hand: how the training windows move the hand (learn.actuated)
 LOSS_DEFAULTS = dict(rot_weight=0.5, rot_weight_val=0.5, force_weight=0.0)
 STAGES = ("prior", "corrections")
 
@@ -57,6 +60,8 @@ class RolloutData(L.LightningDataModule):
     def __init__(self, **cfg):
         super().__init__()
         self.cfg = checked_data_config(cfg, DATA_DEFAULTS)
+        if self.cfg["hand"] not in HANDS:
+            raise ConfigError(f"data.hand must be one of {list(HANDS)}, got {self.cfg['hand']!r}", key="data.hand")
         self.capture = None
         self.groups = None
         self.epoch = 0
@@ -83,6 +88,10 @@ class RolloutData(L.LightningDataModule):
                     self.windows += episode_windows(e, cap.meta, g.scene, frames=c["window_frames"], stride=c["window_stride"],
                                                     substeps=c["substeps"], init_frames=c["init_frames"], group=gi,
                                                     with_force=True)
+        # actuated windows: each training episode's own scene (its grip force bound), its windows one batch
+        self.episode_scenes = {e.episode_id: episode_scene(e, cap.meta, margin=c["margin"], substeps=c["substeps"])
+                               for g in self.groups for e in g.episodes
+                               if e.episode_id in train and c["hand"] == "actuated"}
         val_eps = [(gi, e) for gi, g in enumerate(self.groups) for e in g.episodes if e.episode_id in val]
         val_eps.sort(key=lambda x: x[1].num_frames)
         self.val_items = [val_eps[k:k + 16] for k in range(0, len(val_eps), 16)]
@@ -100,6 +109,8 @@ class RolloutData(L.LightningDataModule):
 
     def train_items(self, epoch: int) -> list:
         rng = np.random.default_rng((int(self.cfg["split_seed"]), epoch))
+        if self.cfg["hand"] == "actuated":
+            return episode_batches(self.windows, int(self.cfg["batch_size"]), rng=rng)
         return batches(self.windows, int(self.cfg["batch_size"]), rng=rng)
 
     def steps_per_epoch(self) -> int:
@@ -157,6 +168,12 @@ class RolloutLightning(L.LightningModule):
         self.model.train()
 
     def training_step(self, windows, _):
+        if self.data.cfg["hand"] == "actuated":  # through the stepper's own step, the hand on its servos
+            loss = actuated_window_loss([self.data.episode_scenes[w.episode_id] for w in windows], self.model, windows,
+                                        substeps=self.data.cfg["substeps"], rot_weight=self.loss_cfg["rot_weight"],
+                                        force_weight=float(self.loss_cfg["force_weight"]))
+            self.log("train/pose_loss", loss, prog_bar=True, batch_size=len(windows))
+            return loss
         loss = window_loss(self.data.twins, self.model, windows, substeps=self.data.cfg["substeps"],
                            rot_weight=self.loss_cfg["rot_weight"], detach_every=int(self.data.cfg["detach_every"]),
                            force_weight=float(self.loss_cfg["force_weight"]))

@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 
 from ..estimate import DEFAULT_ORDER, DEFAULT_WINDOW, initial_free_state, smooth_pose
-from ..scenes.from_capture import recorded_joint_columns, scene_for_episode, sensor_pads
+from ..scenes.from_capture import recorded_commands, recorded_joint_columns, scene_for_episode, sensor_pads
 
 
 @dataclass
@@ -41,6 +41,8 @@ class Window:
       pad_body: [P] MuJoCo body ids of the pads with a force sensor, or None.
       pad_force: [W + 1, P, 3] measured force on each pad (N, world axes; the sensors read the force
         the object exerts on the pad), or None.
+      ctrl: [S, nu] the recorded joint commands per physics step (``scenes.from_capture.recorded_commands``), which
+        drive the hand where it is actuated (``learn.actuated``), or None without recorded commands.
     """
 
     episode_id: str
@@ -54,6 +56,7 @@ class Window:
     group: int = 0
     pad_body: np.ndarray | None = None
     pad_force: np.ndarray | None = None
+    ctrl: np.ndarray | None = None
 
 
 @dataclass
@@ -153,8 +156,10 @@ def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int,
         qpos, qvel = hand_trajectory(ep, meta, scene, np.arange(s, s + W + 1), substeps)
         pad_body, pad_force = (pad_forces(ep, meta, scene, np.arange(s, s + W + 1), qpos, substeps) if with_force
                                else (None, None))
+        ctrl = recorded_commands(ep, scene.model, meta.joint_names, np.arange(s, s + W + 1), substeps)
         out.append(Window(str(ep.episode_id), s, float(ep.object.size), state_at(ep, s, init_frames=init_frames, smooth=sm),
-                          np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel, group, pad_body, pad_force))
+                          np.asarray(ep.object_pose[sl], float), valid[sl].copy(), qpos, qvel, group, pad_body, pad_force,
+                          ctrl))
     return out
 
 
@@ -169,3 +174,19 @@ def batches(windows: list[Window], batch_size: int, *, rng: np.random.Generator 
     if rng is not None:
         out = [out[i] for i in rng.permutation(len(out))]
     return out
+
+
+def episode_batches(windows: list[Window], batch_size: int, *, rng: np.random.Generator) -> list[list[Window]]:
+    """Batches of whole episodes' windows (``learn.actuated`` steps each episode's scene as one batch): episodes
+    shuffled with ``rng``, then packed in order until the next would pass ``batch_size`` windows."""
+    by_ep: dict[str, list[Window]] = {}
+    for w in windows:
+        by_ep.setdefault(w.episode_id, []).append(w)
+    out, cur = [], []
+    for i in rng.permutation(len(by_ep)):
+        ws = list(by_ep.values())[i]
+        if cur and len(cur) + len(ws) > batch_size:
+            out.append(cur)
+            cur = []
+        cur = cur + ws
+    return out + ([cur] if cur else [])

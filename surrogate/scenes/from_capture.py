@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import mujoco
 import numpy as np
 import trimesh
 
@@ -112,6 +113,29 @@ def recorded_joint_columns(model, joint_names) -> list[tuple[int, int, int]]:
             continue
         out.append((c, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
     return out
+
+
+def recorded_grip_force(ep) -> float | None:
+    """The fingertip force bound (N) the episode's controller ran with (its generator script's ``grip_force``)."""
+    grip = ((ep.provenance.generator or {}).get("script") or {}).get("grip_force")
+    return None if grip is None else float(grip)
+
+
+def recorded_commands(ep, model, joint_names, frames, substeps: int):
+    """[(len(frames) - 1) * substeps, nu] the episode's recorded joint commands (``joint_cmd``) as actuator controls
+    per physics step from ``frames[0]`` (zero-order hold over each frame), for the joint actuators whose joint was
+    recorded (the others 0); None without recorded commands."""
+    if ep.joint_cmd is None:
+        return None
+    cols = {n: i for i, n in enumerate(joint_names or [])}
+    hold = np.repeat(np.asarray(frames[:-1], dtype=np.int64), substeps)
+    ctrl = np.zeros((len(hold), model.nu))
+    for a in range(model.nu):
+        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT:
+            name = model.joint(int(model.actuator_trnid[a, 0])).name
+            if name in cols:
+                ctrl[:, a] = ep.joint_cmd[hold, cols[name]]
+    return ctrl
 
 
 def sensor_pads(scene, meta) -> list[tuple[int, int, int]]:

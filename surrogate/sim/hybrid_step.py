@@ -35,10 +35,11 @@ class SurrogateWarning(UserWarning):
 
 def needs_graph(stepper) -> bool:
     """Whether a surrogate step builds the contact graph: not for a constant law (``law_solve.constant_law``) whose
-    inputs are not checked, which is stepped from the contact arrays alone (its ``ContactBatch`` is built with
+    inputs are not checked and whose solve is not recorded (``Stepper.tape``), which is stepped from the contact arrays alone (its ``ContactBatch`` is built with
     ``graph=False``: it skips reading the node velocities and the object's frame)."""
     checked = stepper.input_range is not None and stepper.check_inputs
-    return checked or not (stepper.law_model and constant_law(stepper.contact_model))
+    taped = stepper.tape is not None  # training through the step solves it again from the graph
+    return checked or taped or not (stepper.law_model and constant_law(stepper.contact_model))
 
 
 def _contact_forces(m, datas, stepper, cb):
@@ -55,7 +56,7 @@ def _contact_forces(m, datas, stepper, cb):
     stepper.count("network_calls")
     if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
         forces, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper.views,
-                                  accelerated=True, history=stepper.history)
+                                  accelerated=True, history=stepper.history, tape=stepper.tape)
         return forces, qfrc, feats
     # any other contact model (the oracles ``contact.MuJoCoContact``, ``ZeroContact``) returns forces
     with torch.inference_mode():

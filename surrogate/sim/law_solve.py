@@ -30,6 +30,7 @@ Jacobians' signs and columns, the layout) is derived once per set (``batch_graph
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -101,6 +102,26 @@ def _jacobian_table(builder, cs, nv: int) -> tuple:
             slice(None) if len(cols) == nv else cols, rot, cols[rot].tolist())
 
 
+class SolveRecord(NamedTuple):
+    """One surrogate step's solved system (``law_forces`` with a ``tape``), numpy: the ``ContactBatch`` ``cb`` (all
+    E contacts; its graph), the contacts' ``state`` (``history.ContactState`` or None), ``rows`` (None: every
+    contact; else the contact rows of the environments that solved), ``envs`` (``slice(None)`` or the indices of
+    the nB environments that solved), ``counts`` [nB] their contacts; of those rows and environments the
+    Jacobians ``J`` [R, 3, nv], the inertia ``M`` [nB, nv, nv], the free velocity ``qv`` [nB, nv] and the solution
+    ``F`` [R, 3], ``v1`` [nB, nv]."""
+
+    cb: object
+    J: np.ndarray
+    M: np.ndarray
+    qv: np.ndarray
+    state: object
+    rows: np.ndarray | None
+    envs: object
+    counts: np.ndarray
+    F: np.ndarray
+    v1: np.ndarray
+
+
 def constant_law(model) -> bool:
     """Whether ``model`` is a law without a network (``ContactLawGNN`` with ``corrections=False``): its terms come
     from the contact arrays alone (``numpy_law_terms``), so its step needs no graph."""
@@ -143,7 +164,7 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=N
 
 
 def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None, accelerated: bool = False,
-               history=None):
+               history=None, tape=None):
     """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
     ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
     (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
@@ -157,6 +178,8 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     ``history``: the ``model.history.ContactHistory`` of the batch, for a model with the presliding spring (or
     history features): the contacts' state is looked up before the solve and the state after it stored (None: every
     contact starts fresh and nothing is kept).
+    ``tape``: a list that each solve appends its system to (``SolveRecord``), for training through this step
+    (``learn.actuated`` solves it again in torch); None: nothing is kept.
     Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
     padded to the largest count; a padded or separated contact has K = 0 and gets no force).
     """
@@ -204,6 +227,8 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
                                           counts=counts, a_spring=a_z)
     except np.linalg.LinAlgError:  # one singular system stops numpy's batched solve: each env alone, NaN where
         F, v1 = _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its, a_z)  # singular (the fallback)
+    if tape is not None:
+        tape.append(SolveRecord(cb, J, M, qv, state, rows, envs, counts, F, v1))
     if stateful:
         _store_state(history, keys, state, spring, F, contact_velocities(J, v1, counts), n, mu, dt, rows, E)
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces

@@ -178,6 +178,7 @@ class Stepper:
         stateful = getattr(contact_model, "presliding", False) or getattr(contact_model, "history", False)
         self.history = ContactHistory() if stateful and self.law_model else None
         self._history_time = None  # [B] each environment's time after the last surrogate step (``_sync_history``)
+        self.tape: list | None = None  # a list: every law solve appends its system (``law_solve.SolveRecord``)
         self.reset_stats()
 
     @property

@@ -153,7 +153,7 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
             poses.append(pos)
             quats.append(quat)
             if fb is not None:
-                pad_forces.append(_body_forces(g, forces, fb))
+                pad_forces.append(body_forces(g, forces, fb))
             if detach_every > 0 and (len(poses) - 1) % detach_every == 0:
                 pos, quat, vel, om_b = pos.detach(), quat.detach(), vel.detach(), om_b.detach()
     if fb is not None:
@@ -181,7 +181,7 @@ def _scene_groups(twins: list[Twin]) -> tuple[list[tuple[Twin, list[int]]], list
         datas.append(ds)
     return groups, datas
 
-def _body_forces(g, forces: torch.Tensor, bodies: torch.Tensor) -> torch.Tensor:
+def body_forces(g, forces: torch.Tensor, bodies: torch.Tensor) -> torch.Tensor:
     """[B, P, 3] the force the object exerts on each of ``bodies`` [B, P] (minus the summed contact
     forces [E, 3] on the object of the edges whose other node is that body)."""
     B, P = bodies.shape
