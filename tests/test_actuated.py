@@ -13,8 +13,8 @@ import torch
 from surrogate.errors import ConfigError
 from surrogate.learn.actuated import _resolve, _start, actuated_rollout, episode_scene
 from surrogate.learn.episodes import load_capture
-from surrogate.learn.lightning import RolloutData
-from surrogate.learn.objective import stack_forces
+from surrogate.learn.lightning import RolloutData, validate_chunk
+from surrogate.learn.objective import episode_scores, stack_forces
 from surrogate.learn.windows import episode_windows
 from surrogate.model.checkpoint import load_checkpoint
 from surrogate.model.contact_law import ContactLawGNN
@@ -116,6 +116,26 @@ def test_actuated_rollout_is_the_stepper_closed_loop_with_gradients(grasps):
     assert float(model.log_friction.grad.abs().sum()) > 0
 
 
+def _closed_loop(scene, ep, dm):
+    """A function of a model: the episode's object poses [T, 7] stepped by the hybrid stepper from its whole-episode
+    window's first state with the hand on its recorded commands (what actuated validation must score)."""
+    w = episode_windows(ep, dm.capture.meta, scene, frames=0, stride=0, substeps=4, init_frames=dm.cfg["init_frames"])[0]
+    a = scene.object_qpos_adr
+
+    def run(model):
+        stepper = Stepper(scene, model, on_bad_force="fallback", check_inputs=False)
+        d = _start(scene, w)
+        out = [d.qpos[a:a + 7].copy()]
+        for s in range(len(w.ctrl)):
+            d.ctrl[:] = w.ctrl[s]
+            step(scene.model, [d], stepper)
+            if (s + 1) % 4 == 0:
+                out.append(d.qpos[a:a + 7].copy())
+        return np.array(out)
+
+    return run
+
+
 def test_actuated_training_fits_on_whole_episode_batches(grasps, tmp_path):
     """``data.hand: actuated`` trains the network through the stepper (whole episodes per batch, each with its own
     scene) and exports; an unknown ``data.hand`` is refused by name."""
@@ -130,7 +150,16 @@ def test_actuated_training_fits_on_whole_episode_batches(grasps, tmp_path):
     for b in items:  # an episode's windows are never split across batches
         for e in {w.episode_id for w in b}:
             assert sum(w.episode_id == e for w in b) == sum(w.episode_id == e for w in dm.windows)
-    assert set(dm.episode_scenes) == set(dm.train_ids)
+    assert set(dm.episode_scenes) == set(dm.train_ids) | set(dm.val_ids)
+    # validation scores whole episodes in closed loop (the stepper, the hand on its servos), not through the twin
+    chunk = dm.val_items[0]
+    model = _network()
+    eps = [e for _, e in chunk]
+    closed = {e.episode_id: _closed_loop(dm.episode_scenes[e.episode_id], e, dm) for e in eps}
+    assert validate_chunk(model, dm, chunk) == episode_scores({k: closed[k](model) for k in closed}, eps)
+    kin = RolloutData(**{**cfg["data"], "hand": "kinematic"})
+    kin.setup()
+    assert validate_chunk(model, kin, chunk) != validate_chunk(model, dm, chunk)
     fit(cfg)
     card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
     hist = card["training"]["metrics"]["corrections"]["history"]

@@ -32,6 +32,7 @@ from ..scenes.from_capture import recorded_grip_force, scene_for_episode
 from ..sim import Stepper, step
 from ..sim.twin import body_forces
 from .objective import force_loss, pose_loss, stack_forces, stack_windows
+from .windows import episode_windows
 
 
 def episode_scene(ep, meta, *, margin: float, substeps: int):
@@ -98,7 +99,7 @@ def actuated_rollout(model, scenes: list, windows: list, n_frames: int, *, subst
     for ids in by_scene.values():
         scene = scenes[ids[0]]
         st = Stepper(scene, model, on_bad_force="fallback", check_inputs=False)
-        st.tape = []
+        st.tape = [] if torch.is_grad_enabled() else None  # no gradient wanted: the stepper alone
         runs.append((scene, st, [_start(scene, windows[i]) for i in ids], torch.as_tensor(ids)))
     nv = runs[0][0].model.nv
     carry = torch.zeros(B, nv, dtype=torch.float64)
@@ -116,9 +117,10 @@ def actuated_rollout(model, scenes: list, windows: list, n_frames: int, *, subst
                 c = windows[i].ctrl
                 if c is not None:
                     d.ctrl[:] = c[min(s, len(c) - 1)]
-            st.tape.clear()
+            if st.tape is not None:
+                st.tape.clear()
             step(scene.model, datas, st)
-            for rec in st.tape:
+            for rec in st.tape or ():
                 carry, forces = _resolve(model, rec, carry, idx, scene.model.opt.timestep)
                 if pad is not None:
                     pad = pad.index_add(0, idx, body_forces(rec.cb.graph, forces, fb[idx]))
@@ -131,6 +133,18 @@ def actuated_rollout(model, scenes: list, windows: list, n_frames: int, *, subst
     pos = torch.stack([p for p, _ in poses], 1)
     quat = torch.stack([q for _, q in poses], 1)
     return (pos, quat) if fb is None else (pos, quat, torch.stack(pads, 1))
+
+
+@torch.no_grad()
+def actuated_episodes(model, episodes, meta, scenes: list, *, substeps: int, init_frames: int = 5) -> dict:
+    """{episode_id: [T, 7] predicted poses} of whole episodes from the benchmarks' first-state estimate, the hand
+    actuated by the recorded commands (``actuated_rollout`` without gradients: the hybrid stepper alone), each in
+    its scene (``episode_scene``); what validation scores with ``data.hand: actuated``."""
+    wins = [episode_windows(e, meta, s, frames=0, stride=0, substeps=substeps, init_frames=init_frames)[0]
+            for e, s in zip(episodes, scenes)]
+    pos, quat = actuated_rollout(model, scenes, wins, max(len(w.target) for w in wins), substeps=substeps)
+    pred = torch.cat([pos, quat], -1).numpy()
+    return {w.episode_id: pred[i, :len(w.target)] for i, w in enumerate(wins)}
 
 
 def _poses(runs, B: int, moved: torch.Tensor):

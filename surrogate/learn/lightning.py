@@ -26,7 +26,7 @@ from tqdm import tqdm
 from ..errors import ConfigError
 from ..model.contact_law import ContactLawGNN
 from ..sim.twin import Twin
-from .actuated import actuated_window_loss, episode_scene
+from .actuated import actuated_episodes, actuated_window_loss, episode_scene
 from .episodes import checked_data_config, load_split
 from .objective import episode_scores, rollout_episodes, window_loss
 from .windows import batches, episode_batches, episode_windows, group_episodes
@@ -88,10 +88,9 @@ class RolloutData(L.LightningDataModule):
                     self.windows += episode_windows(e, cap.meta, g.scene, frames=c["window_frames"], stride=c["window_stride"],
                                                     substeps=c["substeps"], init_frames=c["init_frames"], group=gi,
                                                     with_force=True)
-        # actuated windows: each training episode's own scene (its grip force bound), its windows one batch
+        # actuated: each episode's own scene (its grip force bound); a training episode's windows are one batch
         self.episode_scenes = {e.episode_id: episode_scene(e, cap.meta, margin=c["margin"], substeps=c["substeps"])
-                               for g in self.groups for e in g.episodes
-                               if e.episode_id in train and c["hand"] == "actuated"}
+                               for e in chosen if c["hand"] == "actuated"}
         val_eps = [(gi, e) for gi, g in enumerate(self.groups) for e in g.episodes if e.episode_id in val]
         val_eps.sort(key=lambda x: x[1].num_frames)
         self.val_items = [val_eps[k:k + 16] for k in range(0, len(val_eps), 16)]
@@ -127,6 +126,10 @@ class RolloutData(L.LightningDataModule):
 def validate_chunk(model, dm: RolloutData, chunk) -> list[dict]:
     """Per-episode whole-rollout scores of one validation chunk [(group, episode)]."""
     eps = [e for _, e in chunk]
+    if dm.cfg["hand"] == "actuated":  # scored in closed loop, the hand on its servos, as the windows trained
+        preds = actuated_episodes(model, eps, dm.capture.meta, [dm.episode_scenes[e.episode_id] for e in eps],
+                                  substeps=dm.cfg["substeps"], init_frames=dm.cfg["init_frames"])
+        return episode_scores(preds, eps)
     preds = rollout_episodes(dm.twins, model, eps, dm.capture.meta, groups=[gi for gi, _ in chunk],
                              substeps=dm.cfg["substeps"], init_frames=dm.cfg["init_frames"])
     return episode_scores(preds, eps)
