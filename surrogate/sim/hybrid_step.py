@@ -35,8 +35,9 @@ class SurrogateWarning(UserWarning):
 
 def needs_graph(stepper) -> bool:
     """Whether a surrogate step builds the contact graph: not for a constant law (``law_solve.constant_law``) whose
-    inputs are not checked and whose solve is not recorded (``Stepper.tape``), which is stepped from the contact arrays alone (its ``ContactBatch`` is built with
-    ``graph=False``: it skips reading the node velocities and the object's frame)."""
+    inputs are not checked and whose solve is not recorded (``Stepper.tape``), which is stepped from the contact
+    arrays alone (its ``ContactBatch`` is built with ``graph=False``: it skips reading the node velocities and the
+    object's frame)."""
     checked = stepper.input_range is not None and stepper.check_inputs
     taped = stepper.tape is not None  # training through the step solves it again from the graph
     return checked or taped or not (stepper.law_model and constant_law(stepper.contact_model))
