@@ -13,7 +13,8 @@ import torch
 
 from surrogate.model.contact_law import CONFIG_EDGE_INDEX, ContactLawGNN
 from surrogate.model.history import ContactState
-from surrogate.model.law import LawPrior, friction_coefficient, point_law, solve_free_object
+from surrogate.model.joint_solve import solve_free_object
+from surrogate.model.law import LawPrior, friction_coefficient, point_law
 from surrogate.objects import make_object
 from surrogate.scenes import build_scene
 from surrogate.sim import Stepper, step

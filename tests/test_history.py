@@ -12,7 +12,8 @@ import torch
 
 from surrogate.model.contact_law import ContactLawGNN
 from surrogate.model.history import ContactHistory, ContactKeys, ContactState, match
-from surrogate.model.law import friction_coefficient, point_law, semi_implicit_solve_joint, solve_free_object
+from surrogate.model.joint_solve import solve_free_object
+from surrogate.model.law import friction_coefficient, point_law, semi_implicit_solve_joint
 from surrogate.model.presliding import presliding_end, with_presliding
 from surrogate.objects import make_object
 from surrogate.scenes import build_scene

@@ -34,7 +34,8 @@ from torch import nn
 
 from . import graph as G
 from .history import ContactState
-from .law import LawPrior, point_law, solve_free_object
+from .joint_solve import solve_free_object
+from .law import LawPrior, point_law
 from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .presliding import contact_state_after, with_presliding
 
@@ -65,7 +66,7 @@ class ContactLawGNN(nn.Module):
       bounds: (s_k, s_c, s_mu) log-bounds of the corrections.
       mu_max: upper bound of the friction coefficient.
       friction_iterations: re-linearizations of friction at the solved state (0: one linearization at the
-        start of the step, as the capture rig; ``law.solve_free_object`` explains why
+        start of the step, as the capture rig; ``joint_solve.solve_free_object`` explains why
         more are closer to Coulomb: a landing point keeps mu times its solved normal force). The twin and the
         hybrid stepper (``law.semi_implicit_solve_joint``) both iterate; the cube release uses 4.
       stribeck: a static/kinetic friction law (``law.friction_coefficient``): two more global parameters per
@@ -309,7 +310,7 @@ class ContactLawGNN(nn.Module):
 
     def solve(self, g, vel=None, omega=None, *, state: ContactState | None = None, with_state: bool = False):
         """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law for the free object
-        against kinematic other bodies (``law.solve_free_object``; float64). The twin trains through this.
+        against kinematic other bodies (``joint_solve.solve_free_object``; float64). The twin trains through this.
 
         ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh contacts). ``with_state``:
         also return the contacts' state after the step (``presliding.contact_state_after``; torch, z in world axes)."""

@@ -1,11 +1,12 @@
-"""The law's semi-implicit step in joint coordinates, in torch: differentiable in the law's terms and the free
-velocity. The same system as ``law.semi_implicit_solve_joint`` (numpy), which the hybrid stepper runs as its fast
-path; ``tests/test_actuated.py`` holds the two to 1e-10. Training through the stepper's own step
-(``learn.actuated``) solves each step's system again here, so that gradients reach the law.
+"""The law's semi-implicit step in torch, one solve in joint coordinates (``solve_joint``), differentiable in the
+law's terms and the free velocity. Two callers: the twin's free object against kinematic other bodies
+(``solve_free_object``: the object's 6 dofs, the other bodies' velocity held) and training through the hybrid
+stepper (``learn.actuated``: each step's system of object and hand dofs solved again). The stepper's own solve is
+the numpy fast path ``law.semi_implicit_solve_joint``; ``tests/test_actuated.py`` holds the two to 1e-10, and the
+twin-stepper parity tests (``tests/test_contact_law.py``, ``tests/test_history.py``) hold the twin to the stepper.
 
-Shapes: B environments, E contacts in consecutive rows per environment, nv joint dofs (object and hand).
+Shapes: B environments, E contacts in consecutive rows per environment, nv joint dofs.
 """
-
 from __future__ import annotations
 
 import torch
@@ -13,21 +14,25 @@ import torch
 from .law import friction_coefficient
 
 
-def solve_joint(w0, a, b, n, J, env, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0, a_spring=None):
-    """``(F [E, 3], v' [B, nv], J v' [E, 3])``: the end-of-step joint velocity of
-    ``(M + dt J^T K J) v' = M v_free + dt J^T w0`` (``K = a I + b n n^T`` per contact) and the law's forces there,
-    ``F = w0 - K J v'``; with ``iterations`` > 0 friction is re-linearized at the solved normal force and slip, as
-    ``law.semi_implicit_solve_joint`` does.
+def solve_joint(w0, a, b, n, J, env, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0, a_spring=None,
+                u_other=None):
+    """``(F [E, 3], v' [B, nv], u [E, 3])``: the end-of-step joint velocity of
+    ``(M + dt J^T K J) v' = M v_free + dt J^T (w0 + K u_other)`` (``K = a I + b n n^T`` per contact) and the law's
+    forces at the end-of-step slip ``u = J v' - u_other``, ``F = w0 - K u``; with ``iterations`` > 0 friction is
+    re-linearized at the solved normal force and slip, as ``law.semi_implicit_solve_joint`` does.
 
     Args:
       w0: [E, 3] elastic forces.  a, b: [E] damping terms (``point_law``, a spring's added).  n: [E, 3] unit normals.
-      J: [E, 3, nv] contact-point relative-velocity Jacobians.  env: [E] long, each contact's environment.
-      M: [B, nv, nv] joint-space inertia.  v_free: [B, nv] end-of-step velocity without contact.  dt: step (s).
+      J: [E, 3, nv] contact-point velocity Jacobians.  env: [E] long, each contact's environment.
+      M: [B, nv, nv] joint-space inertia.  v_free: [B, nv] end-of-step velocity without contact.
+      dt: step (s), a float or per contact [E].
       mu, eps: [E] (``mu`` [E, 3]: ``friction_coefficient``) for ``iterations``.  a_spring: [E] a presliding
         spring's ``dt k_z``, kept in every re-linearization (None: no spring).
+      u_other: [E, 3] the other body's point velocity, held for the step, where ``J`` moves the object alone (the
+        twin: ``solve_free_object``); None where ``J`` gives the relative velocity (the stepper's).
     """
     beta = a + b  # the normal damping: fixed in the iterations
-    F, v1, u = _solve_once(w0, a, b, n, J, env, M, v_free, dt)
+    F, v1, u = _solve_once(w0, a, b, n, J, env, M, v_free, dt, u_other)
     for _ in range(int(iterations)):
         fn = (F * n).sum(-1).clamp_min(0.0)
         ut = u - (u * n).sum(-1, keepdim=True) * n
@@ -35,15 +40,84 @@ def solve_joint(w0, a, b, n, J, env, M, v_free, dt, *, mu=None, eps=None, iterat
         a = friction_coefficient(mu, s2) * fn / torch.sqrt(s2 + eps * eps)
         if a_spring is not None:
             a = a + a_spring
-        F, v1, u = _solve_once(w0, a, beta - a, n, J, env, M, v_free, dt)
+        F, v1, u = _solve_once(w0, a, beta - a, n, J, env, M, v_free, dt, u_other)
     return F, v1, u
 
 
-def _solve_once(w0, a, b, n, J, env, M, v_free, dt):
+def _stiff(a, b, n, x):
+    """[E, 3] ``K x`` with ``K = a I + b n n^T``."""
+    return a[:, None] * x + (b * (x * n).sum(-1))[:, None] * n
+
+
+def _solve_once(w0, a, b, n, J, env, M, v_free, dt, u_other=None):
+    dt = torch.as_tensor(dt, dtype=J.dtype)
+    dt3, dt2 = (dt[:, None, None], dt[:, None]) if dt.ndim else (dt, dt)
     nJ = torch.einsum("ei,eiv->ev", n, J)  # [E, nv] n^T J
     JtKJ = a[:, None, None] * (J.transpose(1, 2) @ J) + b[:, None, None] * (nJ[:, :, None] * nJ[:, None, :])
-    A = M.index_add(0, env, dt * JtKJ)
-    rhs = torch.einsum("bij,bj->bi", M, v_free).index_add(0, env, dt * torch.einsum("eiv,ei->ev", J, w0))
+    A = M.index_add(0, env, dt3 * JtKJ)
+    src = w0 if u_other is None else w0 + _stiff(a, b, n, u_other)
+    rhs = torch.einsum("bij,bj->bi", M, v_free).index_add(0, env, dt2 * torch.einsum("eiv,ei->ev", J, src))
     v1 = torch.linalg.solve(A, rhs[..., None])[..., 0]
     u = torch.einsum("eiv,ev->ei", J, v1[env])
-    return w0 - a[:, None] * u - (b * (u * n).sum(-1))[:, None] * n, v1, u
+    u = u if u_other is None else u - u_other
+    return w0 - _stiff(a, b, n, u), v1, u
+
+
+def skew(r: torch.Tensor) -> torch.Tensor:
+    """[..., 3] -> [..., 3, 3] cross-product matrices ([r]x u = r x u)."""
+    z = torch.zeros_like(r[..., 0])
+    x, y, w = r.unbind(-1)
+    return torch.stack([torch.stack([z, -w, y], -1), torch.stack([w, z, -x], -1), torch.stack([-y, x, z], -1)], -2)
+
+
+def solve_free_object(w0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, inertia_w, gravity, dt, num_envs: int,
+                      mu=None, eps=None, iterations: int = 0, a_spring=None):
+    """Contact forces of the semi-implicit law for free objects against kinematic other bodies (torch).
+
+    The object's end-of-step twist xi' = (v', w') solves (M the object's 6x6 inertia at its COM,
+    B_j xi = v + w x r_j the velocity of contact point j, K_j = a_j I + b_j n_j n_j^T)::
+
+        (M + dt sum_j B_j^T K_j B_j) xi' = M xi_free + dt sum_j B_j^T (w0_j + K_j u_oth_j)
+
+    with xi_free the contact-free prediction (gravity, gyroscopic torque) and u_oth_j the
+    other body's velocity at the point (held for the step), w0_j the elastic force (``f0_j n_j``, plus a
+    presliding spring's ``-k_z z_j``). The forces are then the law's at the end-of-step velocity,
+    ``F_j = w0_j - K_j (B_j xi' - u_oth_j)``: applied as
+    external forces to the same rigid-body step, they produce exactly xi'.
+
+    ``iterations`` > 0 (with ``mu``, ``eps``) makes friction fully implicit: the tangential damping
+    is re-linearized at the solved normal force and end-of-step slip, ``a = mu F_n' / sqrt(|v_t'|^2 + eps^2)``,
+    and the system solved again (a lagged fixed point): a point that slides keeps the full Coulomb
+    force mu F_n through the step instead of the force at its start-of-step speed scaled by
+    ``v_t' / v_t`` (which under-brakes a landing cube); a point that sticks still cannot reverse.
+
+    Args:
+      w0: [E, 3] elastic forces.  a, b: [E] from ``point_law`` (``presliding_force``'s terms added).
+      normal: [E, 3] unit, into the object.
+      r_obj: [E, 3] contact point minus the object's COM (m, world).  u_oth: [E, 3] other body's
+        point velocity (m/s).  env: [E] long, the environment of each contact.
+      vel, omega: [B, 3] object COM velocity and angular velocity (world).  mass: [B] kg.
+      inertia_w: [B, 3, 3] inertia about the COM in world axes.  gravity: [B, 3].  dt: [B] or float (s).
+      mu, eps: [E] friction coefficient (or [E, 3], ``friction_coefficient``) and slip regularization (m/s),
+        for ``iterations``.
+      a_spring: [E] a presliding spring's ``dt k_z``, kept in every re-linearization (None: no spring).
+    Returns:
+      (forces [E, 3] on the object, N; xi' [B, 6] the end-of-step twist).
+    """
+    dtype = vel.dtype
+    B = num_envs
+    dt = torch.as_tensor(dt, dtype=dtype).expand(B) if not torch.is_tensor(dt) or dt.ndim == 0 else dt.to(dtype)
+    eye = torch.eye(3, dtype=dtype)
+    M = torch.zeros(B, 6, 6, dtype=dtype)
+    M[:, :3, :3] = mass[:, None, None] * eye
+    M[:, 3:, 3:] = inertia_w
+    Iw = torch.einsum("bij,bj->bi", inertia_w, omega)
+    w_free = omega - dt[:, None] * torch.linalg.solve(inertia_w, torch.cross(omega, Iw, dim=-1)[..., None])[..., 0]
+    xi_free = torch.cat([vel + dt[:, None] * gravity, w_free], dim=-1)
+    rhs0 = torch.einsum("bij,bj->bi", M, xi_free)
+    if not env.numel():
+        return vel.new_zeros(0, 3), torch.linalg.solve(M, rhs0[..., None])[..., 0]
+    Bm = torch.cat([eye.expand(len(env), 3, 3), -skew(r_obj)], dim=-1)  # [E, 3, 6]: B_j xi = v + w x r_j
+    forces, xi, _ = solve_joint(w0, a, b, normal, Bm, env, M, xi_free, dt[env], mu=mu, eps=eps, iterations=iterations,
+                                a_spring=a_spring, u_other=u_oth)
+    return forces, xi
