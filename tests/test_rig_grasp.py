@@ -93,6 +93,26 @@ def test_horizon_ratio_verdict_pairs_the_acceptance_episodes():
     assert v["targets"][0]["paired"]["n"] == 0 and "paired" not in v["detail"]
 
 
+def test_learned_rows_are_paired_with_the_surrogate_on_the_acceptance_sets():
+    """``paired_minus_surrogate``: a further learned row minus the surrogate, per episode of the acceptance sets only
+    (the verdict's horizon, the whole episode, the pad force); analytic rows and the surrogate itself get none."""
+    from surrogate.bench.paired_rows import paired_minus_surrogate
+
+    def eps(at, whole):
+        return [{"id": i, "set": s, "horizon_pos_pct_size": {"1": a}, "pos_pct_size": w, "pad_force_weights": w / 10}
+                for i, s, a, w in zip(("h/0", "h/1", "t/0"), ("held", "held", "train"), at, whole)]
+
+    models = {"surrogate": {"checkpoint": "a", "per_episode": eps([2.0, 4.0, 9.0], [3.0, 5.0, 9.0])},
+              "network": {"checkpoint": "b", "per_episode": eps([1.0, 1.0, 0.0], [4.0, 8.0, 0.0])},
+              "analytic_nominal": {"per_episode": eps([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])}}
+    out = paired_minus_surrogate(models, sets=["held"], horizon_s=1.0)
+    assert set(out) == {"network"}
+    p = out["network"]
+    assert p["pos_pct_at_horizon"]["n"] == 2 and p["pos_pct_at_horizon"]["mean"] == pytest.approx(-2.0)
+    assert p["pos_pct_at_horizon"]["ci95"] == pytest.approx([-3.0, -1.0])
+    assert p["pos_pct_size"]["mean"] == pytest.approx(2.0) and p["pad_force_weights"]["mean"] == pytest.approx(0.2)
+
+
 def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     from surrogate.bench.run import run_suite
 
@@ -123,6 +143,11 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     # a further learned row is scored on the same replays: the same checkpoint gives the same errors
     assert [e["pos_pct_size"] for e in ms["same_checkpoint"]["per_episode"]] == \
         [e["pos_pct_size"] for e in ms["surrogate"]["per_episode"]]
+    # ... and its paired differences against the surrogate row are zero, on the acceptance set's episodes
+    same = ms["same_checkpoint"]["paired_minus_surrogate"]
+    assert same["horizon_s"] == 1.0 and "paired_minus_surrogate" not in ms["surrogate"]
+    for key in ("pos_pct_at_horizon", "pos_pct_size", "pad_force_weights"):
+        assert same[key]["n"] == 2 and same[key]["mean"] == 0.0 and same[key]["ci95"] == [0.0, 0.0], key
     # the randomized ensemble records the ranges it drew from (the defaults where the suite gives none)
     from surrogate.bench.identify import DEFAULT_RANGES
     assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])
@@ -141,6 +166,7 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
     assert "| same_checkpoint |" in report and "| variant | surrogate | same_checkpoint |" in report
+    assert "## Learned rows against the surrogate" in report and "| same_checkpoint | +0.00 [+0.00, +0.00] (2) |" in report
     # videos of the median and worst acceptance-set episode, with the hand, replayed as the suite did
     vids = ledger["videos"]["videos"]
     assert [v["which"] for v in vids] == ["median", "worst"] and all(v["episode"].startswith("heldout_families/") for v in vids)

@@ -22,6 +22,7 @@ from .report_tables import (  # noqa: E402
     fmt_summary,
     force_lines,
     outcome_lines,
+    paired_row_lines,
     per_object_lines,
     per_set_lines,
     scaled,
@@ -282,7 +283,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                      + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
                      + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
     lines += outcome_lines(ledger) + force_lines(ledger) + divergence_lines(ledger) + per_set_lines(ledger)
-    lines += per_object_lines(ledger)
+    lines += per_object_lines(ledger) + paired_row_lines(ledger)
     from .transfer_report import transfer_lines
 
     lines += transfer_lines(ledger, out)

@@ -260,3 +260,29 @@ def articulated_lines(ledger) -> list[str]:
                     out.append(f"| {n} | {d['metric']} | {d['vs']} | {d['mean']:+.2f} [{d['ci95'][0]:+.2f}, "
                                f"{d['ci95'][1]:+.2f}] |")
     return out
+
+
+def _fmt_pair(p) -> str:
+    if not p or p.get("mean") is None:
+        return "—"
+    lo, hi = p["ci95"]
+    return f"{p['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}] ({p['n']})"
+
+
+def paired_row_lines(ledger) -> list[str]:
+    """The further learned rows against the surrogate row, paired (``paired_rows.paired_minus_surrogate``)."""
+    rows = {n: m["paired_minus_surrogate"] for n, m in ledger["models"].items()
+            if isinstance(m, dict) and m.get("paired_minus_surrogate")}
+    if not rows:
+        return []
+    h = next(iter(rows.values()))["horizon_s"]
+    lines = ["", "## Learned rows against the surrogate", "",
+             "Each further learned row (`surrogate.rows`) minus the `surrogate` row, paired per test episode of the "
+             "acceptance sets: mean [95 % bootstrap interval] (episodes). Negative: the row is lower; an interval "
+             "across zero is a tie.", "",
+             f"| row | position % of size at {h:g} s | position % of size over the episode | pad force error, object weights |",
+             "|---|---|---|---|"]
+    for name, p in rows.items():
+        cells = [_fmt_pair(p.get(k)) for k in ("pos_pct_at_horizon", "pos_pct_size", "pad_force_weights")]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines

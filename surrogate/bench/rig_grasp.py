@@ -43,6 +43,7 @@ from ..errors import ConfigError
 from ..parallel import Executor, task_cache
 from .grasp_outcome import rates
 from .identify import fit_params, loss_of
+from .paired_rows import paired_minus_surrogate
 from .replay import (
     analytic_pad_forces,
     prepare_replay,
@@ -365,6 +366,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                                                                  checkpoint=path)
         models[name] = _learned_row(ex, name, path, net, c, test=test, sim=sim, scorer=scorer, replays=replays,
                                     traces=traces, seen=seen)
+    for name, paired in paired_minus_surrogate(models, sets=target_sets, horizon_s=cfg["acceptance"]["horizon_s"]).items():
+        models[name]["paired_minus_surrogate"] = paired
 
     recorded = {name: rates([true_labels[f"{name}/{e.episode_id}"] for e in ds.episodes]) for name, ds in sets.items()}
     recorded["overall"] = rates([true_labels[k] for k, _, _ in test if set_of[k] in target_sets])
