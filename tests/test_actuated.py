@@ -160,9 +160,18 @@ def test_actuated_training_fits_on_whole_episode_batches(grasps, tmp_path):
     kin = RolloutData(**{**cfg["data"], "hand": "kinematic"})
     kin.setup()
     assert validate_chunk(model, kin, chunk) != validate_chunk(model, dm, chunk)
+    # kinematic training, actuated validation: the twin's windows, the closed-loop scores, scenes only for validation
+    mixed = RolloutData(**{**cfg["data"], "hand": "kinematic", "val_hand": "actuated"})
+    mixed.setup()
+    ids = [[(w.episode_id, w.start) for w in b] for b in kin.train_items(1)]
+    assert set(mixed.episode_scenes) == set(mixed.val_ids)
+    assert [[(w.episode_id, w.start) for w in b] for b in mixed.train_items(1)] == ids
+    assert validate_chunk(model, mixed, chunk) == validate_chunk(model, dm, chunk)
     fit(cfg)
     card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
     hist = card["training"]["metrics"]["corrections"]["history"]
     assert len(hist) == 2 and all(np.isfinite(h["score"]) for h in hist)
     with pytest.raises(ConfigError, match="data.hand"):
         RolloutData(**{**cfg["data"], "hand": "puppet"})
+    with pytest.raises(ConfigError, match="data.val_hand"):
+        RolloutData(**{**cfg["data"], "val_hand": "puppet"})

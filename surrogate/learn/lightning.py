@@ -33,8 +33,10 @@ from .windows import batches, episode_batches, episode_windows, group_episodes
 
 DATA_DEFAULTS = dict(root=None, val_fraction=0.2, val_min=50, split_seed=0, bench_split=None, margin=0.02, substeps=4,
                      window_frames=64, window_stride=32, detach_every=0, init_frames=5, batch_size=32, max_episodes=None,
-                     max_train_episodes=None, max_val_episodes=None, hand="kinematic")
+                     max_train_episodes=None, max_val_episodes=None, hand="kinematic", val_hand=None)
 HANDS = ("kinematic", "actuated")  # data.hand: how the training windows move the hand (learn.actuated)
+# data.val_hand: how validation rolls the whole episodes out (None: as data.hand). kinematic training with actuated
+# validation fits on the twin's exact gradients and keeps the epoch that is best in closed loop, as the benchmark runs
 LOSS_DEFAULTS = dict(rot_weight=0.5, rot_weight_val=0.5, force_weight=0.0)
 STAGES = ("prior", "corrections")
 
@@ -60,8 +62,10 @@ class RolloutData(L.LightningDataModule):
     def __init__(self, **cfg):
         super().__init__()
         self.cfg = checked_data_config(cfg, DATA_DEFAULTS)
-        if self.cfg["hand"] not in HANDS:
-            raise ConfigError(f"data.hand must be one of {list(HANDS)}, got {self.cfg['hand']!r}", key="data.hand")
+        for key in ("hand", "val_hand"):
+            if self.cfg[key] not in HANDS and not (key == "val_hand" and self.cfg[key] is None):
+                raise ConfigError(f"data.{key} must be one of {list(HANDS)}, got {self.cfg[key]!r}", key=f"data.{key}")
+        self.val_hand = self.cfg["val_hand"] or self.cfg["hand"]
         self.capture = None
         self.groups = None
         self.epoch = 0
@@ -89,8 +93,9 @@ class RolloutData(L.LightningDataModule):
                                                     substeps=c["substeps"], init_frames=c["init_frames"], group=gi,
                                                     with_force=True)
         # actuated: each episode's own scene (its grip force bound); a training episode's windows are one batch
+        actuated = ({*train} if c["hand"] == "actuated" else set()) | ({*val} if self.val_hand == "actuated" else set())
         self.episode_scenes = {e.episode_id: episode_scene(e, cap.meta, margin=c["margin"], substeps=c["substeps"])
-                               for e in chosen if c["hand"] == "actuated"}
+                               for e in chosen if e.episode_id in actuated}
         val_eps = [(gi, e) for gi, g in enumerate(self.groups) for e in g.episodes if e.episode_id in val]
         val_eps.sort(key=lambda x: x[1].num_frames)
         self.val_items = [val_eps[k:k + 16] for k in range(0, len(val_eps), 16)]
@@ -126,7 +131,7 @@ class RolloutData(L.LightningDataModule):
 def validate_chunk(model, dm: RolloutData, chunk) -> list[dict]:
     """Per-episode whole-rollout scores of one validation chunk [(group, episode)]."""
     eps = [e for _, e in chunk]
-    if dm.cfg["hand"] == "actuated":  # scored in closed loop, the hand on its servos, as the windows trained
+    if dm.val_hand == "actuated":  # scored in closed loop, the hand on its servos, as the benchmark runs it
         preds = actuated_episodes(model, eps, dm.capture.meta, [dm.episode_scenes[e.episode_id] for e in eps],
                                   substeps=dm.cfg["substeps"], init_frames=dm.cfg["init_frames"])
         return episode_scores(preds, eps)
