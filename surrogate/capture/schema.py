@@ -81,9 +81,3 @@ FEIX_GRASP_TYPES = {
 def feix_name(grasp_id: int) -> str:
     """Name of a Feix grasp type id (1..33); KeyError for others."""
     return FEIX_GRASP_TYPES[int(grasp_id)]
-
-
-def to_si(values, unit: str):
-    """Convert ``values`` in ``unit`` to SI. Raises KeyError for an unknown unit."""
-    si, factor = UNIT_TO_SI[unit]
-    return values * factor, si

@@ -274,16 +274,9 @@ class GraspTask:
         info = {"rise": rise, "held": held, "fingertips": tips, "dropped": dropped, "off_table": off, "lifted": lifted}
         return rew, term, info
 
-    def fingertips_touching(self, i: int) -> int:
-        """Number of fingertips (a pad or the finger link that carries it) within ``contact_tol`` of the object in copy ``i``.
-
-        Uses the contacts MuJoCo detected at the last physics step (owned pairs are detected in
-        both contact modes), so it is the same test for analytic and surrogate contact.
-        """
-        return int(self._fingertips(self.arrays([i]))[0])
-
     def _fingertips(self, A: EnvArrays) -> np.ndarray:
-        """[n] fingertips touching the object in each row of ``A`` (``fingertips_touching``)."""
+        """[n] fingertips (a pad or the finger link that carries it) within ``contact_tol`` of the object in each row of
+        ``A``, from the contacts MuJoCo detected at the last physics step (the same test for both contacts)."""
         g = A.con_geom
         b = self.model.geom_bodyid[g] if len(g) else np.zeros((0, 2), np.int64)
         other = np.where(b[:, 0] == self.ob, g[:, 1], np.where(b[:, 1] == self.ob, g[:, 0], -1))

@@ -256,9 +256,3 @@ def recorder_rate_hz(cfg: dict) -> float:
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (1.0 <= rate <= 2000.0):
         raise ConfigError(f"must be a number in [1, 2000] Hz, got {rate!r}", key="recorder.rate_hz")
     return float(rate)
-
-
-def params_table() -> dict:
-    """Every section's parameter specs (for docs): {"physics": {...}, "script": {...}, "effects": {...}}."""
-    return {"physics": PHYSICS_PARAMS, "script": SCRIPT_PARAMS,
-            "effects": {n: e.params for n, e in EFFECTS.items()}}

@@ -33,15 +33,6 @@ def hull_planes(mesh: trimesh.Trimesh) -> tuple[np.ndarray, np.ndarray]:
     return n[idx].copy(), b[idx].copy()
 
 
-def signed_distance(points: np.ndarray, planes) -> np.ndarray:
-    """[n] ``min over pieces of max_i(n_i . x - b_i)``: negative inside the object (a lower bound
-    of the true distance outside, exact depth inside a convex piece)."""
-    out = np.full(len(points), np.inf)
-    for n, b in planes:
-        out = np.minimum(out, (points @ n.T - b).max(axis=1))
-    return out
-
-
 def penetration_along(points: np.ndarray, direction: np.ndarray, planes, *, centre=None,
                       radius: float | None = None) -> np.ndarray:
     """[n] depth of each point inside the object, measured along ``-direction`` (0 outside).

@@ -374,8 +374,3 @@ class RigPhysics:
             if con.geom[0] in obj_geoms or con.geom[1] in obj_geoms:
                 pts.append(((con.pos - xo) @ Ro)[None])
         return np.concatenate(pts) if pts else np.zeros((0, 3))
-
-    def effective_contact_point(self, patch: Patch) -> np.ndarray:
-        """[3] object frame: the force-weighted centroid of a patch's points (normal force weights)."""
-        fn = np.abs(patch.point_forces @ (patch.force / max(np.linalg.norm(patch.force), 1e-12)))
-        return (fn[:, None] * patch.points).sum(0) / max(fn.sum(), 1e-12)
