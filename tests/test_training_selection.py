@@ -70,7 +70,7 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     ref_row = rows.pop("reference checkpoints/rig_default")  # the previous release, replayed on the same episodes
     assert set(rows) == {"law", "network without history"}
     for r in rows.values():  # both rows scored on the same validation episodes, by the twin and by the replays
-        assert r["twin_val_score"] > 0 and r["replay_score"] > 0
+        assert r["val_score"] > 0 and r["replay_score"] > 0 and r["val_hand"] == "kinematic"
     release = json.loads((RELEASE / "card.json").read_text())["model"]["hparams"]["prior_body"]["friction"]
     assert ref_row["pad_friction"] == pytest.approx(release, rel=1e-6)  # at its own friction, not re-selected
     ref = m["closed_loop"]["reference"]

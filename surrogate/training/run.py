@@ -247,7 +247,8 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     res["metrics"]["closed_loop"] = cl
     res["metrics"]["release"].update(structure=structure, pad_friction=pad_friction,
                                      kept_by="closed-loop replays" if net is not None else "law only")
-    res["metrics"]["ablation"] = rows = ablation_rows(res["metrics"], history=bool(cfg["model"].get("history")))
+    res["metrics"]["ablation"] = rows = ablation_rows(res["metrics"], history=bool(cfg["model"].get("history")),
+                                                      val_hand=res["data"].val_hand)
     # the release's whole-episode twin validation summary, and its replay score
     res["metrics"]["release"].update(**score_summary(res["val_rows"], rot_w),
                                      replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
@@ -291,12 +292,13 @@ def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> d
             "replay_paired_minus_law": paired_difference(law_rows, rows, "score"), "per_episode": rows}
 
 
-def ablation_rows(metrics: dict, *, history: bool = False) -> list[dict]:
-    """The card's ablation: each trained model on the same validation episodes, by the twin (whole episodes, kinematic
-    hand) and by closed-loop replays (actuated hand, the benchmark's replays) at its selected pad friction."""
+def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kinematic") -> list[dict]:
+    """The card's ablation: each trained model on the same validation episodes, by the training's validation (whole
+    episodes; ``val_hand`` kinematic: the twin, actuated: the stepper in closed loop) and by closed-loop replays
+    (actuated hand, the benchmark's replays) at its selected pad friction."""
     cl = metrics.get("closed_loop", {})
     mean = lambda rows: float(sum(r["score"] for r in rows) / len(rows)) if rows else None  # noqa: E731
-    rows = [{"row": "law", "twin_val_score": metrics["prior"]["fitted"]["score"], "replay_score": mean(cl.get("per_episode")),
+    rows = [{"row": "law", "val_hand": val_hand, "val_score": metrics["prior"]["fitted"]["score"], "replay_score": mean(cl.get("per_episode")),
              "pad_friction": cl.get("friction")}]
     if "reference" in cl:  # a checkpoint of another run (the previous release), replayed on the same episodes
         ref = cl["reference"]
@@ -305,8 +307,8 @@ def ablation_rows(metrics: dict, *, history: bool = False) -> list[dict]:
     if "corrections" in metrics:
         net = cl.get("network", {})
         rows.append({"row": "network with history" if history else "network without history",
-                     "twin_val_score": metrics["corrections"]["fitted"]["score"],
-                     "twin_paired_minus_law": metrics["corrections"]["paired_minus_prior"]["score"],
+                     "val_hand": val_hand, "val_score": metrics["corrections"]["fitted"]["score"],
+                     "val_paired_minus_law": metrics["corrections"]["paired_minus_prior"]["score"],
                      "replay_score": mean(net.get("per_episode")), "replay_paired_minus_law": net.get("paired_minus_law"),
                      "pad_friction": net.get("friction"), "kept": net.get("kept")})
     return rows
