@@ -249,7 +249,7 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
                                      kept_by="closed-loop replays" if net is not None else "law only")
     res["metrics"]["ablation"] = rows = ablation_rows(res["metrics"], history=bool(cfg["model"].get("history")),
                                                       val_hand=res["data"].val_hand)
-    # the release's whole-episode twin validation summary, and its replay score
+    # the release's whole-episode validation summary (the twin or the closed loop: data.val_hand), and its replay score
     res["metrics"]["release"].update(**score_summary(res["val_rows"], rot_w),
                                      replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
 
@@ -298,8 +298,8 @@ def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kine
     (actuated hand, the benchmark's replays) at its selected pad friction."""
     cl = metrics.get("closed_loop", {})
     mean = lambda rows: float(sum(r["score"] for r in rows) / len(rows)) if rows else None  # noqa: E731
-    rows = [{"row": "law", "val_hand": val_hand, "val_score": metrics["prior"]["fitted"]["score"], "replay_score": mean(cl.get("per_episode")),
-             "pad_friction": cl.get("friction")}]
+    rows = [{"row": "law", "val_hand": val_hand, "val_score": metrics["prior"]["fitted"]["score"],
+             "replay_score": mean(cl.get("per_episode")), "pad_friction": cl.get("friction")}]
     if "reference" in cl:  # a checkpoint of another run (the previous release), replayed on the same episodes
         ref = cl["reference"]
         rows.append({"row": f"reference {ref['checkpoint']}", "replay_score": ref["replay_score"],
