@@ -62,9 +62,9 @@ class RolloutData(L.LightningDataModule):
     def __init__(self, **cfg):
         super().__init__()
         self.cfg = checked_data_config(cfg, DATA_DEFAULTS)
-        for key in ("hand", "val_hand"):
-            if self.cfg[key] not in HANDS and not (key == "val_hand" and self.cfg[key] is None):
-                raise ConfigError(f"data.{key} must be one of {list(HANDS)}, got {self.cfg[key]!r}", key=f"data.{key}")
+        for key, allowed in (("hand", HANDS), ("val_hand", (None, *HANDS))):
+            if self.cfg[key] not in allowed:
+                raise ConfigError(f"data.{key} must be one of {list(allowed)}, got {self.cfg[key]!r}", key=f"data.{key}")
         self.val_hand = self.cfg["val_hand"] or self.cfg["hand"]
         self.capture = None
         self.groups = None
