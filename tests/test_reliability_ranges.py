@@ -112,15 +112,17 @@ def test_the_constant_law_friction_is_clamped_at_mu_max():
 
 
 def test_a_singular_law_solve_falls_back_to_analytic_for_that_env_only():
-    """Defect B: damping 1e26 made the stepper die with numpy's LinAlgError (the force guard never saw it). A damping of
-    1e200 makes the solve singular or overflow, by numpy version (numpy 2.4 solves 1e40 without complaint): either
-    way that environment falls back alone, or the step raises the stepper's own error."""
+    """Defect B: damping 1e26 made the stepper die with numpy's LinAlgError (the force guard never saw it). A stiffness
+    of 1e300 overflows the law's terms, so that the system is not finite: the compiled step (``sim.law_kernel``)
+    gives that environment NaN forces, as the numpy path does after its singular solve; either way that environment
+    falls back alone, or the step raises the stepper's own error (``tests/test_law_kernel.py`` checks the compiled
+    step's NaN directly)."""
     from surrogate.objects import make_object
     from surrogate.scenes import build_scene
     from surrogate.sim import Stepper, step
 
     s = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
-    model = ContactLawGNN(corrections=False, prior={"damping": 1e200}).eval()  # built directly: no range check
+    model = ContactLawGNN(corrections=False, prior={"stiffness": 1e300}).eval()  # built directly: no range check
     st = Stepper(s, model, on_bad_force="fallback")
     ds = [s.make_data(), s.make_data()]
     ds[1].qpos[s.object_qpos_adr + 2] += 0.5  # env 1 in the air: no contact, its own steps untouched

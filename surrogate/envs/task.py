@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..errors import ConfigError
+from ..model.law import cross
 from ..objects import ObjectAsset, load_mesh_object, load_split, make_object
 from ..paths import release_checkpoint
 from ..quat import quat_conj, quat_mul
@@ -210,11 +211,11 @@ class GraspTask:
         self.last_ood[:] = 0
         if not len(envs):
             return
-        before = self.stepper.stats()["fallback_envs"]
+        before = self.stepper.fallback_envs()
         # the environment of each row of the stepper's batch (the copies: all, some of them sitting out)
         self._live = np.arange(self.num_envs) if self.physics.copies else envs
         rows = self.physics.simulate(envs, self.stepper, self.nsub)
-        for j, c in self.stepper.stats()["fallback_envs"].items():
+        for j, c in self.stepper.fallback_envs().items():
             self.last_fallbacks[rows[j]] += c - before.get(j, 0)
         out = np.ones(self.num_envs, dtype=bool)
         out[envs] = False  # a copy sitting out a step: its discarded step reports nothing
@@ -246,7 +247,7 @@ class GraspTask:
         rq = quat_mul(quat_conj(A.xquat_base), A.xquat_ob)
         vo, vb = _body_velocity(A, 0), _body_velocity(A, 1)
         wb = vb[:, :3]
-        v_rel = vo[:, 3:] - (vb[:, 3:] + np.cross(wb, p_ob - p_base))  # relative to the base frame, moving with it
+        v_rel = vo[:, 3:] - (vb[:, 3:] + cross(wb, p_ob - p_base))  # relative to the base frame, moving with it
         ft = A.sensordata.reshape(len(envs), -1, 6).copy()
         if self.contact == "surrogate":
             ft -= _sensor_frame(A, self._pad_wrench[envs])
@@ -300,7 +301,7 @@ def _body_velocity(A: EnvArrays, k: int) -> np.ndarray:
     """[n, 6] (angular, linear) world velocity of body k of ``A`` at its COM: ``mj_objectVelocity(..., flg_local=0)``
     (``cvel`` is about the root's subtree COM; the linear part moved to ``xipos``)."""
     c = A.cvel[:, k]
-    return np.concatenate([c[:, :3], c[:, 3:] - np.cross(A.xipos[:, k] - A.com[:, k], c[:, :3])], axis=1)
+    return np.concatenate([c[:, :3], c[:, 3:] - cross(A.xipos[:, k] - A.com[:, k], c[:, :3])], axis=1)
 
 
 def _sensor_frame(A: EnvArrays, wrench: np.ndarray) -> np.ndarray:
@@ -310,7 +311,7 @@ def _sensor_frame(A: EnvArrays, wrench: np.ndarray) -> np.ndarray:
     The sensor reads the force of the finger on the pad, in the site frame; a contact wrench on the
     pad adds its negative (torque taken about the site)."""
     f, t = wrench[..., :3], wrench[..., 3:]
-    t_site = t + np.cross(A.xipos[:, 2:] - A.site_xpos, f)
+    t_site = t + cross(A.xipos[:, 2:] - A.site_xpos, f)
     Rs = A.site_xmat
     return np.concatenate([np.einsum("npji,npj->npi", Rs, f), np.einsum("npji,npj->npi", Rs, t_site)], axis=-1)
 

@@ -33,6 +33,7 @@ class DataViews:
         B = len(self.datas)
         self._ncon = [-1] * B  # the contact count each environment's contact views were made for
         self._contact = ([None] * B, [None] * B)  # geom [ncon, 2], (dist, pos, frame) [ncon, 13]
+        self._rows = [ContactRows() for _ in range(B)]
 
     @property
     def num_envs(self) -> int:
@@ -41,6 +42,8 @@ class DataViews:
     def stack(self, name: str) -> np.ndarray:
         """[B, ...] the field ``name`` (one of ``FIELDS``) of every environment, stacked (a copy)."""
         parts = getattr(self, name)
+        if len(parts) == 1:  # a single environment (a Gymnasium env): np.stack's own overhead is most of the read
+            return parts[0].copy()[None]
         return np.stack(parts) if parts else np.zeros((0,))
 
     def stacked_contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -79,21 +82,42 @@ class DataViews:
             geom, dpf = self._contact
             for i, (n, old) in enumerate(zip(ncon, self._ncon)):
                 if n != old:
-                    c = self.datas[i].contact
-                    geom[i], dpf[i] = c.geom, _dist_pos_frame(c)
+                    geom[i], dpf[i] = self._rows[i].read(self.datas[i], n)
             self._ncon = ncon
         return (ncon, *self._contact)
 
 
-def _dist_pos_frame(c) -> np.ndarray:
+class ContactRows:
+    """Views of the first n rows of an ``MjData``'s contact array (``geom`` [n, 2] int32, dist/pos/frame [n, 13]),
+    made from ``data.contact`` only when n exceeds the most rows seen so far, else sliced from the views of that
+    many rows: contacts come and go every few steps, and ``data.contact`` with its fields costs ~10 us to make. The
+    rows past the current count are memory of the arena's start that held contacts before (``DataViews.contacts``);
+    only the first n are ever read. A copy (fields not adjacent in ``mjContact``) is never kept."""
+
+    def __init__(self):
+        self.cap, self.geom, self.dpf = -1, None, None
+
+    def read(self, d: mujoco.MjData, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if n <= self.cap:
+            return self.geom[:n], self.dpf[:n]
+        c = d.contact
+        geom, (dpf, view) = c.geom, _dist_pos_frame(c, with_kind=True)
+        if view:
+            self.cap, self.geom, self.dpf = n, geom, dpf
+        return geom, dpf
+
+
+def _dist_pos_frame(c, *, with_kind: bool = False):
     """[ncon, 13] (dist, pos, frame) of a ``data.contact``: one strided view when they are adjacent in each
-    ``mjContact`` (as MuJoCo declares them), else a copy of the three."""
+    ``mjContact`` (as MuJoCo declares them), else a copy of the three. ``with_kind``: (that, whether it is a view)."""
     dist, pos, frame = c.dist, c.pos, c.frame
     base, step = dist.ctypes.data, dist.strides[0] if len(dist) else 0
     if (len(dist) and pos.ctypes.data == base + 8 and frame.ctypes.data == base + 32 and pos.strides == (step, 8)
             and frame.strides == (step, 8) and dist.dtype == pos.dtype == frame.dtype == np.float64):
-        return np.lib.stride_tricks.as_strided(dist, shape=(len(dist), 13), strides=(step, 8), writeable=False)
-    return np.concatenate([dist[:, None], pos, frame], axis=1).reshape(len(dist), 13)
+        out = np.lib.stride_tricks.as_strided(dist, shape=(len(dist), 13), strides=(step, 8), writeable=False)
+        return (out, True) if with_kind else out
+    out = np.concatenate([dist[:, None], pos, frame], axis=1).reshape(len(dist), 13)
+    return (out, False) if with_kind else out
 
 
 def views_for(cached: DataViews | None, datas: Sequence[mujoco.MjData]) -> DataViews:

@@ -208,10 +208,12 @@ def match_pair_keys(geom: np.ndarray, ngeom: int, keys: np.ndarray) -> tuple[np.
     """
     if not len(geom) or not len(keys):
         return np.zeros(len(geom), dtype=bool), np.zeros(len(geom), dtype=int)
-    k = geom.min(axis=1) * ngeom + geom.max(axis=1)
-    pos = np.clip(np.searchsorted(keys, k), 0, len(keys) - 1)
+    g0, g1 = geom[:, 0].astype(np.int64), geom[:, 1].astype(np.int64)  # int64: no overflow of the key
+    lo = np.minimum(g0, g1)
+    k = lo * ngeom + np.maximum(g0, g1)
+    pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
     # Flex contacts have geom -1 on one side; they never belong to owned pairs.
-    return (geom >= 0).all(axis=1) & (keys[pos] == k), pos
+    return (lo >= 0) & (keys[pos] == k), pos
 
 
 def contact_pair_index(model: mujoco.MjModel, data: mujoco.MjData, scene: Scene) -> np.ndarray:

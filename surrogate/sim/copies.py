@@ -33,6 +33,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ConfigError
+from ..model.data_views import ContactRows
 from ..scenes import set_contact_mode
 from .copies_model import copies_model
 
@@ -156,6 +157,7 @@ class CopiesViews:
         self.num_envs = copies.copies
         self._ncon = -1
         self._contact = None  # (geom [C, 2] int32, dist/pos/frame [C, 13]) views of the data's contacts
+        self._rows = ContactRows()
         self._order = None  # (geom bytes, ncon [B], permutation or None, local geom [C, 2])
 
     def stack(self, name: str) -> np.ndarray:
@@ -172,12 +174,9 @@ class CopiesViews:
     def stacked_contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ncon [B], geom [C, 2] in the scene model's geom ids, dist/pos/frame [C, 13]): every copy's contacts,
         copy 0's first, each copy's in its own order."""
-        from ..model.data_views import _dist_pos_frame
-
         D = self.copies.data
         if D.ncon != self._ncon:  # the contact array starts at the arena's fixed start: views stay valid (DataViews)
-            c = D.contact
-            self._contact, self._ncon = (c.geom, _dist_pos_frame(c)), D.ncon
+            self._contact, self._ncon = self._rows.read(D, D.ncon), D.ncon
         geom, dpf = self._contact
         key = geom.tobytes()
         if self._order is None or self._order[0] != key:

@@ -127,10 +127,15 @@ def _check_inputs(stepper, cb, feats) -> None:
 def node_wrenches(cb, forces: np.ndarray) -> np.ndarray:
     """[B, K, 6] per node body the contact wrench (force N, torque about the body's COM N m; world axes): F at
     each contact on the object, -F on the other body (equal and opposite)."""
-    W = np.zeros((cb.num_envs * cb.K, 6))
-    if len(forces):
-        np.add.at(W, cb.env * cb.K, np.concatenate([forces, cross(cb.r_obj, forces)], axis=1))
-        np.add.at(W, cb.node, -np.concatenate([forces, cross(cb.r_oth, forces)], axis=1))
+    n = cb.num_envs * cb.K
+    if not len(forces):
+        return np.zeros((cb.num_envs, cb.K, 6))
+    # the object's node (env * K) and the other body's (env * K + k, k >= 1) never coincide: one sum per column
+    # over both sides (bincount: ~20x faster than np.add.at, the same sums in the same order)
+    index = np.concatenate([cb.env * cb.K, cb.node])
+    values = np.concatenate([np.concatenate([forces, cross(cb.r_obj, forces)], axis=1),
+                             -np.concatenate([forces, cross(cb.r_oth, forces)], axis=1)])
+    W = np.stack([np.bincount(index, weights=values[:, j], minlength=n) for j in range(6)], axis=1)
     return W.reshape(cb.num_envs, cb.K, 6)
 
 

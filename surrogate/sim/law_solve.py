@@ -40,6 +40,7 @@ from ..model.data_views import DataViews
 from ..model.history import ContactState, contact_keys
 from ..model.law import contact_velocities, cross, semi_implicit_solve_joint
 from ..model.presliding import contact_state_after, with_presliding
+from .law_kernel import kernel_eligible, law_step
 
 
 def contact_jacobians(builder, cb) -> np.ndarray:
@@ -91,9 +92,7 @@ def _jacobian_table(builder, cs, nv: int) -> tuple:
     [K, r, 1] of the r rotating ones, the used columns (a slice when all), the rotating ones: among them, and
     as columns of J)."""
     K = len(builder.node_body)
-    chain = builder.dof_chain.astype(np.float64)
-    moving = (builder.static == 0) & (np.arange(K) > 0)  # the other side of a contact, when it moves
-    sign = chain[0][None, :] - chain * moving[:, None]  # [K, nv]: contacts of the object with node k
+    sign = builder.dof_sign  # [K, nv]: contacts of the object with node k
     used = np.zeros(K, dtype=bool)
     used[cs.local] = True
     cols = np.flatnonzero((sign[used] != 0).any(axis=0))
@@ -180,9 +179,21 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     contact starts fresh and nothing is kept).
     ``tape``: a list that each solve appends its system to (``SolveRecord``), for training through this step
     (``learn.actuated`` solves it again in torch); None: nothing is kept.
-    Per environment only MuJoCo's calls run in Python; the rest is batched over environments (contacts
-    padded to the largest count; a padded or separated contact has K = 0 and gets no force).
+    A law without per-contact state whose solve is not recorded is stepped by the compiled step (``law_kernel``);
+    every other by ``numpy_law_forces``, which it is held to (``tests/test_law_kernel.py``).
     """
+    stateful = history is not None and (getattr(model, "presliding", False) or getattr(model, "history", False))
+    if cb.num_contacts and kernel_eligible(model, builder, stateful=stateful, tape=tape):
+        return _kernel_forces(m, datas, cb, model, builder, features, views, accelerated)
+    return numpy_law_forces(m, datas, cb, model, builder, features=features, views=views, accelerated=accelerated,
+                            history=history, tape=tape)
+
+
+def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None,
+                     accelerated: bool = False, history=None, tape=None):
+    """``law_forces`` in numpy, batched over environments (contacts padded to the largest count; a padded or separated
+    contact has K = 0 and gets no force): the path of every law, and the one of a law with per-contact state
+    (presliding spring, history features) or a recorded solve (``tape``). Arguments as ``law_forces``."""
     E, nv = cb.num_contacts, m.nv
     stateful = history is not None and (getattr(model, "presliding", False) or getattr(model, "history", False))
     keys = contact_keys(cb, builder.length) if stateful else None
@@ -242,6 +253,31 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     out[rows], qfrc[envs] = F, q
     return out, qfrc
 
+
+
+def _kernel_forces(m, datas, cb, model, builder, features, views, accelerated) -> tuple[np.ndarray, np.ndarray]:
+    """``law_forces`` of a law without per-contact state, in one call of the compiled step (``law_kernel``)."""
+    if not accelerated:
+        for d in datas:
+            mujoco.mj_fwdActuation(m, d)
+            mujoco.mj_fwdAcceleration(m, d)
+    pos, cdof, Msparse, qvel, dof_com = cb.dynamics
+    cs = cb.contact_set
+    params = None if constant_law(model) else _network_parameters(model, cb, features, None)
+    group = cs.solve.get("group")  # [E] int64: the other side moves (prior group ``body``), else a static surface
+    if group is None:
+        group = cs.solve["group"] = builder.static[cs.local] < 0.5
+    gx, gy, gz = m.opt.gravity
+    table, rows, eps = model.numpy_law_table(group, length=builder.length, mass=float(m.body_mass[builder.object_body]),
+                                             gravity=math.sqrt(gx * gx + gy * gy + gz * gz), params=params)
+    sign = builder.dof_sign
+    acc = (views or DataViews(datas)).stack("qacc_smooth").reshape(cb.num_envs, m.nv)
+    take, nonzero = builder.M_take
+    c_ = np.ascontiguousarray
+    return law_step(c_(pos), c_(cb.normal), -cb.dist, cs.start, cs.counts, cs.local, c_(cdof), c_(dof_com), c_(qvel),
+                    c_(acc), c_(Msparse), take, nonzero, sign, table, rows, float(model.exponent), eps,
+                    float(m.opt.timestep), bool(getattr(model, "stribeck", False)),
+                    int(getattr(model, "friction_iterations", 0)))
 
 
 def _free_motion(m, datas, cb, builder, envs, todo, views) -> tuple[np.ndarray, np.ndarray]:

@@ -113,10 +113,8 @@ class Stepper:
         (None): on for models with a network, off for a constant contact law (``ContactLawGNN`` with
         ``corrections=False``), whose forces do not depend on learned features: the law extrapolates
         by construction, and computing the 41 features of every contact would cost half its step.
-      num_threads: ``torch.set_num_threads`` for the network (a process-wide torch setting). Default 1:
-        the graphs are small, and on a shared 2-core machine two OpenMP threads made one call
-        ~80x slower (437 ms vs 5.6 ms for 4 envs) by contending with MuJoCo and other processes.
-        None leaves torch's setting alone.
+      num_threads: ``torch.set_num_threads`` for the network (process-wide). Default 1: the graphs are small, and
+        two OpenMP threads on a shared 2-core machine made one call ~80x slower; None leaves torch's setting alone.
       untrained_groups: ``refuse`` (a ``ConfigError``) owned pairs of a contact group the checkpoint's card says it
         never trained on (``contact_scope``), or ``allow`` them (its unfitted prior steps them).
     """
@@ -266,6 +264,9 @@ class Stepper:
         self._ood_edge_features = np.zeros(41, dtype=np.int64)
         self._ood_node_features = np.zeros(9, dtype=np.int64)
         self._time = dict.fromkeys(PHASES, 0.0)
+
+    def fallback_envs(self) -> dict[int, int]:  # ``stats()["fallback_envs"]`` alone: the envs read it every step
+        return dict(self._fallback_envs)
 
     def stats(self) -> dict:
         """Counts since construction (or ``reset_stats``) and per-phase wall time (s).
