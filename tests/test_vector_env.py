@@ -172,3 +172,20 @@ def test_speed_command_times_the_environments(capsys):
     for key in ("analytic_copies_sps", "analytic_mjdata_sps", "surrogate_copies_sps", "surrogate_mjdata_sps"):
         assert vec[key] > 0, key
     assert vec["ratio"] == pytest.approx(vec["surrogate_sps"] / vec["analytic_sps"])
+
+
+@pytest.mark.parametrize("contact", ["analytic", "surrogate"])
+def test_gymnasiums_checker_passes_on_the_copies_backend(contact, released):
+    """Gymnasium 1.x has no checker for vector envs; its single-env checker (seeded resets, step determinism, data
+    not reused between steps, spaces) runs on an environment whose physics is the copies backend the vector env
+    uses (``GraspEnv(copies=True)``: one copy in one ``MjModel``), under analytic and the released surrogate."""
+    from gymnasium.utils.env_checker import check_env
+
+    from surrogate.envs import GraspEnv
+
+    env = GraspEnv(object="box", copies=True, contact=contact, contact_model=released if contact == "surrogate" else None)
+    assert env.task.physics.copies
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unbounded Box observation bounds
+        check_env(env, skip_render_check=True)
+    env.close()
