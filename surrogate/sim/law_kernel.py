@@ -256,4 +256,4 @@ def kernel_eligible(model, builder, *, stateful: bool, tape) -> bool:
     recorded solve, and a single-body object (an articulated one's Jacobians are ``link_graph``'s)."""
     return (not stateful and tape is None and not getattr(model, "presliding", False)
             and not getattr(model, "history", False) and not hasattr(builder, "body_chain")
-            and hasattr(model, "numpy_law_parameters"))
+            and hasattr(model, "numpy_law_table"))
