@@ -22,8 +22,9 @@ instead of 3 per contact, 12 against 36 for a parallel jaw holding a box at 12 p
 
 Cost per environment: ``mj_fwdActuation`` + ``mj_fwdAcceleration`` (for ``qacc_smooth``); the contact
 Jacobians (from MuJoCo's motion dofs ``cdof``, as ``mj_jac``), the contacts' relative velocities (``J qvel``),
-the dense inertia (from ``MjData.M``) and the solves are numpy batched over environments
-(``GraphBuilder.build(..., dynamics=True)`` reads the arrays); what follows from the contact set alone (the
+the dense inertia (from ``MjData.M``) and the solves run in one call of the compiled step (``law_kernel``) for a law
+without per-contact state, and batched over environments in numpy otherwise (``numpy_law_forces``;
+``GraphBuilder.build(..., dynamics=True)`` reads the arrays); what follows from the contact set alone (the
 Jacobians' signs and columns, the layout) is derived once per set (``batch_graph.ContactSet``).
 """
 
@@ -254,7 +255,6 @@ def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=N
     return out, qfrc
 
 
-
 def _kernel_forces(m, datas, cb, model, builder, features, views, accelerated) -> tuple[np.ndarray, np.ndarray]:
     """``law_forces`` of a law without per-contact state, in one call of the compiled step (``law_kernel``)."""
     if not accelerated:
@@ -264,7 +264,7 @@ def _kernel_forces(m, datas, cb, model, builder, features, views, accelerated) -
     pos, cdof, Msparse, qvel, dof_com = cb.dynamics
     cs = cb.contact_set
     params = None if constant_law(model) else _network_parameters(model, cb, features, None)
-    group = cs.solve.get("group")  # [E] int64: the other side moves (prior group ``body``), else a static surface
+    group = cs.solve.get("group")  # [E] bool: the other side moves (prior group ``body``), else a static surface
     if group is None:
         group = cs.solve["group"] = builder.static[cs.local] < 0.5
     gx, gy, gz = m.opt.gravity
