@@ -23,14 +23,48 @@ def load_capture(root, *, max_episodes=None):
     return ds
 
 
-def split_episodes(ids, *, val_fraction: float, seed: int) -> tuple[list, list]:
+VAL_SPLITS = ("episode", "object", "family")  # data.val_split: what validation holds out whole
+
+
+def split_episodes(ids, *, val_fraction: float, seed: int, groups=None) -> tuple[list, list]:
     """Fixed seeded split of episode ids: (train ids, val ids), each in the given order; ``val_fraction`` of
-    them are drawn for validation with ``numpy.random.default_rng(seed)``."""
+    them are drawn for validation with ``numpy.random.default_rng(seed)``.
+
+    ``groups``: a key per episode (its object or object family): whole groups are drawn, in the seeded order, until
+    at least ``val_fraction`` of the episodes are held out, so that no validation object (or family) is trained on;
+    None: every episode its own group (the same split as before groups existed)."""
     ids = list(ids)
-    perm = np.random.default_rng(seed).permutation(len(ids))
+    groups = list(range(len(ids))) if groups is None else list(groups)
+    keys = list(dict.fromkeys(groups))  # in order of first appearance
+    perm = np.random.default_rng(seed).permutation(len(keys))
     n_val = int(round(val_fraction * len(ids))) if len(ids) > 1 else 0
-    val = set(perm[:n_val].tolist())
+    held, count = set(), 0
+    size = {k: groups.count(k) for k in keys} if len(keys) < len(ids) else dict.fromkeys(keys, 1)
+    for k in perm.tolist():
+        if count >= n_val:
+            break
+        held.add(keys[k])
+        count += size[keys[k]]
+    val = {k for k, g in enumerate(groups) if g in held}
     return [i for k, i in enumerate(ids) if k not in val], [i for k, i in enumerate(ids) if k in val]
+
+
+def episode_groups(episodes, val_split: str):
+    """The key ``split_episodes`` holds out whole for ``data.val_split``: None (``episode``), each episode's object
+    name (``object``), or its object's family (``family``: a procedural family, a mesh object its own)."""
+    if val_split not in VAL_SPLITS:
+        raise ConfigError(f"data.val_split must be one of {list(VAL_SPLITS)}, got {val_split!r}", key="data.val_split")
+    if val_split == "episode":
+        return None
+    out = []
+    for e in episodes:
+        obj = getattr(e, "object", None)
+        if obj is None:
+            raise ConfigError(f"data.val_split={val_split!r}: episode {e.episode_id} records no object",
+                              key="data.val_split")
+        family = (getattr(obj, "geometry", None) or {}).get("family") if val_split == "family" else None
+        out.append(family or obj.name)
+    return out
 
 
 def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list, list]:
@@ -75,17 +109,22 @@ def load_split(c: dict) -> tuple:
 
     ``c`` is a data config: ``root`` (at most ``max_episodes`` read); with ``bench_split`` the suite's
     training set and at least ``val_min`` validation episodes of its pool (``bench_split_ids``), else a
-    seeded ``val_fraction`` split; then at most ``max_train_episodes`` / ``max_val_episodes`` of each.
+    seeded ``val_fraction`` split that holds out whole episodes, objects or families (``val_split``); then at most
+    ``max_train_episodes`` / ``max_val_episodes`` of each.
     """
     capture = load_capture(c["root"], max_episodes=c["max_episodes"])
     episodes = capture.episodes
+    if c["bench_split"] and c.get("val_split", "episode") != "episode":
+        raise ConfigError("data.val_split applies to a dataset's own split, not to a suite's (data.bench_split)",
+                          key="data.val_split")
     if c["bench_split"]:
         n = int(c["bench_split"]["size"])
         frac = max(c["val_fraction"], c["val_min"] / max(n, 1))
         train, val = bench_split_ids(episodes, c["bench_split"], val_fraction=frac)
     else:
         ids = [e.episode_id for e in episodes]
-        train, val = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"])
+        train, val = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"],
+                                    groups=episode_groups(episodes, c.get("val_split", "episode")))
     if c["max_train_episodes"]:
         train = train[: int(c["max_train_episodes"])]
     if c["max_val_episodes"]:
