@@ -31,8 +31,9 @@ def split_episodes(ids, *, val_fraction: float, seed: int, groups=None) -> tuple
     them are drawn for validation with ``numpy.random.default_rng(seed)``.
 
     ``groups``: a key per episode (its object or object family): whole groups are drawn, in the seeded order, until
-    at least ``val_fraction`` of the episodes are held out, so that no validation object (or family) is trained on;
-    None: every episode its own group (the same split as before groups existed)."""
+    at least ``val_fraction`` of the episodes are held out (one group always stays for training), so that no
+    validation object (or family) is trained on; None: every episode its own group (the same split as before groups
+    existed)."""
     ids = list(ids)
     groups = list(range(len(ids))) if groups is None else list(groups)
     keys = list(dict.fromkeys(groups))  # in order of first appearance
@@ -41,7 +42,7 @@ def split_episodes(ids, *, val_fraction: float, seed: int, groups=None) -> tuple
     held, count = set(), 0
     size = {k: groups.count(k) for k in keys} if len(keys) < len(ids) else dict.fromkeys(keys, 1)
     for k in perm.tolist():
-        if count >= n_val:
+        if count >= n_val or len(held) == len(keys) - 1:  # a group always stays for training
             break
         held.add(keys[k])
         count += size[keys[k]]
@@ -123,8 +124,13 @@ def load_split(c: dict) -> tuple:
         train, val = bench_split_ids(episodes, c["bench_split"], val_fraction=frac)
     else:
         ids = [e.episode_id for e in episodes]
-        train, val = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"],
-                                    groups=episode_groups(episodes, c.get("val_split", "episode")))
+        val_split = c.get("val_split", "episode")
+        groups = episode_groups(episodes, val_split)
+        train, val = split_episodes(ids, val_fraction=c["val_fraction"], seed=c["split_seed"], groups=groups)
+        if groups is not None and not val:
+            raise ConfigError(f"data.val_split={val_split!r}: the {len(ids)} episodes of {c['root']} hold one "
+                              f"{val_split} ({groups[0]!r}), so none can be held out whole for validation; use "
+                              "'episode' or a dataset of several", key="data.val_split")
     if c["max_train_episodes"]:
         train = train[: int(c["max_train_episodes"])]
     if c["max_val_episodes"]:
