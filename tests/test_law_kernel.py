@@ -122,13 +122,13 @@ def test_the_stepper_takes_the_compiled_step_only_for_laws_without_state(monkeyp
     scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
     builder = GraphBuilder.from_scene(scene)
     release = load_checkpoint(release_checkpoint("rig_default"))[0]
-    assert kernel_eligible(release, builder, stateful=False, tape=None)
-    assert kernel_eligible(_network(), builder, stateful=False, tape=None)
-    assert not kernel_eligible(release, builder, stateful=False, tape=[])
+    assert kernel_eligible(release, builder, tape=None)
+    assert kernel_eligible(_network(), builder, tape=None)
+    assert not kernel_eligible(release, builder, tape=[])
     spring = ContactLawGNN(corrections=False, prior={"units": "si", "presliding_stiffness": 100.0})
-    assert not kernel_eligible(spring, builder, stateful=True, tape=None)
+    assert not kernel_eligible(spring, builder, tape=None)
     history = ContactLawGNN(corrections=True, history=True)
-    assert not kernel_eligible(history, builder, stateful=False, tape=None)
+    assert not kernel_eligible(history, builder, tape=None)
 
     def run():
         st = Stepper(scene, release)

@@ -7,6 +7,8 @@ episode of the suite is ever trained or validated on).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from ..capture import read_dataset
@@ -40,7 +42,7 @@ def split_episodes(ids, *, val_fraction: float, seed: int, groups=None) -> tuple
     perm = np.random.default_rng(seed).permutation(len(keys))
     n_val = int(round(val_fraction * len(ids))) if len(ids) > 1 else 0
     held, count = set(), 0
-    size = {k: groups.count(k) for k in keys} if len(keys) < len(ids) else dict.fromkeys(keys, 1)
+    size = Counter(groups)
     for k in perm.tolist():
         if count >= n_val or len(held) == len(keys) - 1:  # a group always stays for training
             break

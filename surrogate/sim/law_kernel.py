@@ -69,13 +69,12 @@ def _coefficient(prm, s2, stribeck):
 
 
 @njit(cache=True, inline="always")
-def _solve(J, n, w0, a, b, M, rhs0, dt, cols, F, u, v1, A, x):
+def _solve(J, n, w0, a, b, M, rhs0, dt, cols, F, u, v1, A, x, nJ):
     """One solve of the environment's system (``law._joint_solve_once``): fills ``v1`` [nv], ``u`` [c, 3] (J v1) and
-    ``F`` [c, 3]; False for a system that is not positive definite. ``A`` [nv, nv], ``x`` [nv]: scratch."""
+    ``F`` [c, 3]; False for a system that is not positive definite. ``A`` [nv, nv], ``x``, ``nJ`` [nv]: scratch."""
     c, nv, m = J.shape[0], J.shape[2], len(cols)
     A[:] = M
     x[:] = rhs0
-    nJ = np.empty(m)
     for e in range(c):
         if a[e] == 0.0 and b[e] == 0.0 and w0[e, 0] == 0.0 and w0[e, 1] == 0.0 and w0[e, 2] == 0.0:
             continue  # a contact without force adds nothing (a separated or padded one)
@@ -220,7 +219,7 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
     J_, w0_, F_, u_ = np.zeros((C, 3, nv)), np.zeros((C, 3)), np.zeros((C, 3)), np.zeros((C, 3))
     a_, b_, beta_ = np.zeros(C), np.zeros(C), np.zeros(C)
     M, A, rhs0, x, v1, v = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(3)
-    used, cols_ = np.zeros(nv, dtype=np.bool_), np.zeros(nv, dtype=np.int64)
+    used, cols_, nJ = np.zeros(nv, dtype=np.bool_), np.zeros(nv, dtype=np.int64), np.zeros(nv)
     for env in range(B):
         n_c, s0 = counts[env], start[env]
         if n_c == 0:
@@ -232,14 +231,14 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
                               stribeck, J, w0, a, b, v):
             continue  # no contact pushes: zero forces, nothing to solve
         _free_system(env, Msparse, M_take, M_nonzero, qvel, qacc, dt, M, rhs0)
-        ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x)
+        ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x, nJ)
         for e in range(n_c):
             beta[e] = a[e] + b[e]
         for _ in range(iterations):
             if not ok:
                 break
             _relinearize(s0, u, Fe, n, table, rows, beta, eps, stribeck, a, b)
-            ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x)
+            ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x, nJ)
         if not ok:  # NaN: the stepper's force guard falls back to analytic contact for this environment
             F[s0:s0 + n_c] = math.nan
             qfrc[env] = math.nan
@@ -251,9 +250,9 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
     return F, qfrc
 
 
-def kernel_eligible(model, builder, *, stateful: bool, tape) -> bool:
+def kernel_eligible(model, builder, *, tape) -> bool:
     """Whether a law model's step takes the kernel: no per-contact state (presliding spring, history features), no
     recorded solve, and a single-body object (an articulated one's Jacobians are ``link_graph``'s)."""
-    return (not stateful and tape is None and not getattr(model, "presliding", False)
+    return (tape is None and not getattr(model, "presliding", False)
             and not getattr(model, "history", False) and not hasattr(builder, "body_chain")
             and hasattr(model, "numpy_law_table"))

@@ -183,8 +183,7 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     A law without per-contact state whose solve is not recorded is stepped by the compiled step (``law_kernel``);
     every other by ``numpy_law_forces``, which it is held to (``tests/test_law_kernel.py``).
     """
-    stateful = history is not None and (getattr(model, "presliding", False) or getattr(model, "history", False))
-    if cb.num_contacts and kernel_eligible(model, builder, stateful=stateful, tape=tape):
+    if cb.num_contacts and kernel_eligible(model, builder, tape=tape):
         return _kernel_forces(m, datas, cb, model, builder, features, views, accelerated)
     return numpy_law_forces(m, datas, cb, model, builder, features=features, views=views, accelerated=accelerated,
                             history=history, tape=tape)
