@@ -126,7 +126,8 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
             "attribution.enabled=true", "attribution.effects=[friction_map]", "attribution.train_episodes=1",
             "attribution.test_episodes=1", "attribution.duration=2.0",
             "attribution.identified={episodes: 1, maxiter: 1, popsize: 3, cones: [pyramidal]}",
-            "video.width=64", "video.height=48", "video.fps=6", f'surrogate.rows={{"same_checkpoint": "{CKPT}"}}']
+            "video.width=64", "video.height=48", "video.fps=6", f'surrogate.rows={{"same_checkpoint": "{CKPT}"}}',
+            "floor.redraws=2"]
     ledger = run_suite("rig-grasp", out=tmp_path / "report", checkpoint=CKPT, overrides=over, progress=False,
                        cache_dir=tmp_path / "cache")
     validate_ledger(ledger)
@@ -153,6 +154,14 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])
     assert ms["analytic_identified"]["params"]["delay_s"] >= 0
     assert ledger["result"]["verdict"] in ("supported", "falsified", "tie")
+    # the floor: the rig itself with the hidden draws redrawn, scored as a model on the same episodes
+    fl = ms["rig_redrawn"]
+    assert fl["redraws"] == 2 and fl["overall"]["episodes"] == 2 and len(fl["member_unstable_rate"]) == 2
+    assert 0.0 <= fl["truth_within_spread"] <= 1.0 and "paired_minus_surrogate" not in fl
+    floor = ledger["result"]["floor"]
+    assert floor["mean"] == fl["overall"]["horizons"]["pos_pct_size"]["1"]["mean"]
+    assert floor["target_below_floor"] == (floor["target"] < floor["mean"]) and floor["surrogate_minus_floor"]["n"] == 2
+    assert "rig_redrawn" in ledger["result"]["detail"]
     rows = ledger["attribution"]["rows"]
     assert [r["variant"] for r in rows] == ["all_on", "without_friction_map"]
     # the learned models on the same held-out grasps of each variant; the same checkpoint twice gives the same errors

@@ -235,14 +235,34 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
     if pp["n"]:
         gap += f"; surrogate - {best} {_paired_words(pp)}"
     like = like_with_like(models)
+    floor = _floor(models, at, value, sets=sets, target=max_ratio * b["mean"])
     return {"verdict": overall_verdict([{"outcome": out}]),
             "detail": (f"{like} " if like else "")
                       + f"Mean {metric_words(f'{metric}@{h}s')}: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
-                      f"({best}) {b['mean']:.2f}{ci(b)} over {s['n']} held-out episodes; {gap}",
+                      f"({best}) {b['mean']:.2f}{ci(b)} over {s['n']} held-out episodes; {gap}"
+                      + (f". {floor['words']}" if floor else ""),
             "comparison": like,
             "targets": [{"metric": f"{metric}@{h}s", "baseline": best, "surrogate": s["mean"], "baseline_value": b["mean"],
                          "ratio": ratio, "max_ratio": max_ratio, "met": out == "met", "outcome": out, "paired": pp,
-                         "paired_against_bound": pb}]}
+                         "paired_against_bound": pb}],
+            **({"floor": {k: v for k, v in floor.items() if k != "words"}} if floor else {})}
+
+
+def _floor(models: dict, at, value, *, sets, target: float) -> dict | None:
+    """The target against the rig's own physics with the hidden draws redrawn (``rig_floor``), where the suite ran it:
+    {mean, target, target_below_floor, surrogate_minus_floor (paired), words}; None without the row."""
+    from .rig_floor import ROW
+
+    f = at(models.get(ROW, {}))
+    if f is None or f["mean"] is None:
+        return None
+    pf = paired(models, "surrogate", ROW, value, sets=sets)
+    below = target < f["mean"]
+    words = (f"The rig itself with each episode's hidden values redrawn ({ROW}) scores {f['mean']:.2f}: the target "
+             f"{target:.2f} is {'below' if below else 'above'} what a perfect model of the rig that cannot see them scores "
+             "with one draw" + (f"; surrogate - {ROW} {_paired_words(pf)}" if pf["n"] else ""))
+    return {"mean": f["mean"], "target": target, "target_below_floor": below, "surrogate_minus_floor": pf,
+            "words": words}
 
 
 def suite_verdict(cfg: dict, models: dict) -> dict:

@@ -27,17 +27,24 @@ def horizon_origin(ep, which: str) -> float:
 
 def recorded_qpos(replay) -> np.ndarray:
     """[F, nq] the recorded episode as scene ``qpos``: measured hand joints and object pose."""
+    return scene_qpos(replay, replay.episode.object_pose, replay.episode.joint_pos)
+
+
+def scene_qpos(replay, object_pose: np.ndarray, joint_pos: np.ndarray | None) -> np.ndarray:
+    """[F, nq] the replay scene's ``qpos`` with the object at ``object_pose`` [F, 7] and the hand joints at
+    ``joint_pos`` [F, J] (columns as the dataset's ``joint_names``; None: the initial state's), every other
+    coordinate at the replay's initial state."""
     import mujoco
 
-    ep, m = replay.episode, replay.scene.model
+    m = replay.scene.model
     d = mujoco.MjData(m)
     mujoco.mj_setState(m, d, replay.init_state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
-    q = np.tile(d.qpos, (ep.num_frames, 1))
+    q = np.tile(d.qpos, (len(object_pose), 1))
     a = replay.scene.object_qpos_adr
-    q[:, a:a + 7] = ep.object_pose
-    if ep.joint_pos is not None:
+    q[:, a:a + 7] = object_pose
+    if joint_pos is not None:
         for c, adr in joint_qpos_columns(m, replay.joint_names):
-            q[:, adr] = ep.joint_pos[:, c]
+            q[:, adr] = joint_pos[:, c]
     return q
 
 

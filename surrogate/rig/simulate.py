@@ -12,7 +12,9 @@ independent generators per purpose, each seeded by ``(seed, purpose)``:
 ``actuator`` (delay, backlash), ``fingertips`` (the rig-v2 pad effects' hidden values) and
 ``perturbation`` (the rig-v2 swing / lever choice). Switching an effect on or off therefore never
 changes the script of a seed (what the gap-attribution study needs), and a seed
-gives bit-identical traces on one machine.
+gives bit-identical traces on one machine. ``redraw=k`` draws the hidden values (``mass_mismatch``,
+``actuator``, ``fingertips``) again from independent generators and keeps the script: the same grasp of
+the same object with another episode's physics (``bench.rig_floor``).
 
 Frames of the trace: ``object_pose`` / ``object_twist`` are those of the object's
 geometry frame, whose origin is the *nominal* centre of mass (the frame the
@@ -58,9 +60,14 @@ GRAVITY = [0.0, 0.0, -9.81]
 _HANDS = tuple(GRASP_TYPES)
 
 
-def episode_rng(seed: int, purpose: str) -> np.random.Generator:
-    """The generator of one purpose (``script``, ``mass_mismatch``, ``actuator``) of episode ``seed``."""
-    return np.random.default_rng([int(seed), zlib.crc32(purpose.encode())])
+HIDDEN_PURPOSES = ("mass_mismatch", "actuator", "fingertips")  # the per-episode draws a capture does not record
+
+
+def episode_rng(seed: int, purpose: str, redraw: int | None = None) -> np.random.Generator:
+    """The generator of one purpose (``script``, ``mass_mismatch``, ``actuator``) of episode ``seed``; ``redraw``
+    k >= 0: the k-th independent redraw of it (None: the episode's own draw)."""
+    key = [int(seed), zlib.crc32(purpose.encode())]
+    return np.random.default_rng(key if redraw is None else key + [0x5EDA, int(redraw)])
 
 
 def nominal_object_spec(obj: ObjectAsset) -> ObjectSpec:
@@ -83,7 +90,8 @@ def _yaw_quat(yaw: float, q: np.ndarray) -> np.ndarray:
     return out / np.linalg.norm(out)
 
 
-def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, duration: float | None = None) -> RigTrace:
+def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, duration: float | None = None,
+                     redraw: int | None = None) -> RigTrace:
     """Run one scripted grasp episode under the rig's reference physics.
 
     Args:
@@ -92,6 +100,8 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
       hand: ``parallel_jaw`` or ``three_finger``.
       seed: episode seed (fixes the script, the drawn effects and hence the trace).
       duration: s, episode length (default ``script.duration``).
+      redraw: k >= 0 draws the hidden per-episode values (``HIDDEN_PURPOSES``) again, the k-th time, with the
+        script of ``seed`` kept; None: the episode's own values.
     Returns:
       The ``RigTrace`` sampled at ``recorder.rate_hz`` (default 120 Hz), frames at
       ``k / rate`` for ``k = 0 .. floor(duration * rate)``.
@@ -109,7 +119,9 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     period = 1.0 / rate
     substeps = max(1, math.ceil(period / cfg["physics"]["max_timestep"] - 1e-9))
     dt = period / substeps
-    phys, script, params = _scripted_rig(cfg, obj, hand=hand, seed=seed, dt=dt)
+    if redraw is not None and (isinstance(redraw, bool) or int(redraw) != redraw or redraw < 0):
+        raise ConfigError(f"redraw must be None or a non-negative integer, got {redraw!r}", key="redraw")
+    phys, script, params = _scripted_rig(cfg, obj, hand=hand, seed=seed, dt=dt, redraw=redraw)
     n_frames = int(math.floor(duration * rate + 1e-9)) + 1
     rec = _Samples(phys, script, np.arange(n_frames) / rate)
     rec.record(0, phys.evaluate())
@@ -131,17 +143,16 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     return _trace(cfg, obj, phys, script, rec, script_out, hand=hand, seed=seed)
 
 
-def _scripted_rig(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, dt: float):
+def _scripted_rig(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, dt: float, redraw: int | None = None):
     """(RigPhysics, GraspScript, script parameters) of episode ``seed``: the object yawed on the table,
-    the grasp planned from its plan view around the hand's start axis (the ``script`` generator)."""
+    the grasp planned from its plan view around the hand's start axis (the ``script`` generator); the hidden
+    values from ``redraw``'s generators."""
     script_cfg = cfg["script"]
     rng = episode_rng(seed, "script")
     values = draw_script_values(hand, script_cfg, rng)
     quat = _yaw_quat(values["object_yaw"], stable_quat(obj))
     phys = RigPhysics(cfg, obj, hand=hand, timestep=dt, object_quat=quat, grip_force=values["grip_force"],
-                      rngs={"mass_mismatch": episode_rng(seed, "mass_mismatch"),
-                            "actuator": episode_rng(seed, "actuator"),
-                            "fingertips": episode_rng(seed, "fingertips")})
+                      rngs={p: episode_rng(seed, p, redraw) for p in HIDDEN_PURPOSES})
     d, s, h = phys.data, phys.scene, phys.hand
     Ro = d.xmat[phys.ob].reshape(3, 3)
     verts = phys.support @ Ro.T + d.xpos[phys.ob]  # hull vertices and surface samples
