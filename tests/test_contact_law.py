@@ -106,9 +106,10 @@ def test_semi_implicit_friction_never_reverses_slip():
 
 
 def test_joint_space_solve_is_the_contact_space_solve():
-    """The stepper's joint-space solve gives the same forces as the rig's contact-space solve, for
+    """The law's joint-space solve gives the same forces as the rig's contact-space solve, for
     environments with different numbers of contacts."""
-    from surrogate.model.law import semi_implicit_solve, semi_implicit_solve_joint
+    from surrogate.semi_implicit import semi_implicit_solve
+    from surrogate.sim.law_solve import solve_law
 
     rng = np.random.default_rng(0)
     counts, nv, dt = [5, 2, 4], 8, 1e-3
@@ -121,7 +122,7 @@ def test_joint_space_solve_is_the_contact_space_solve():
     a, b, f0 = rng.uniform(0, 50, E), rng.uniform(0, 500, E), rng.uniform(0, 5, E)
     v_free = rng.normal(size=(B, nv))
     start = np.cumsum([0] + counts[:-1])
-    F, v1 = semi_implicit_solve_joint(f0[:, None] * n, a, b, n, J, start, M, v_free, dt)
+    F, v1 = solve_law(f0[:, None] * n, a, b, n, J, np.array(counts), M, v_free, dt)
     for i, (s0, c) in enumerate(zip(start, counts)):  # each environment alone, in contact space
         rows = slice(s0, s0 + c)
         K = np.zeros((c, 3, c, 3))
@@ -140,7 +141,7 @@ def test_iterated_friction_is_coulomb_at_a_sliding_impact():
     start-of-step normal force's (a graze at first touch) and brakes far less than Coulomb; re-linearized at
     the solved state (``iterations=1``), the friction is mu times the solved normal force (to the slip
     regularization) and still cannot reverse the slip."""
-    from surrogate.model.law import semi_implicit_solve_joint
+    from surrogate.sim.law_solve import solve_law
 
     m, dt, mu, eps, k, p = 0.4, 1e-3, 0.3, 1e-3, 1e5, 1.5
     depth, vt0, vn0 = 1e-4, 0.5, -1.0  # just touching, sliding along x at 0.5 m/s, landing at 1 m/s
@@ -148,9 +149,9 @@ def test_iterated_friction_is_coulomb_at_a_sliding_impact():
     f0, a, b, _ = point_law(np.array([depth]), np.array([vn0]), np.array([vt0]), k=k, p=p, c=2.0, mu=mu, eps=eps, dt=dt)
     J, M = np.eye(3)[None], m * np.eye(3)[None]
     v_free = np.array([[vt0, 0.0, vn0 - 9.81 * dt]])
-    args = (f0[:, None] * n, a, b, n, J, np.array([0]), M, v_free, dt)
-    F0, _ = semi_implicit_solve_joint(*args)
-    F1, v1 = semi_implicit_solve_joint(*args, mu=np.array([mu]), eps=np.array([eps]), iterations=1)
+    args = (f0[:, None] * n, a, b, n, J, np.array([1]), M, v_free, dt)
+    F0, _ = solve_law(*args)
+    F1, v1 = solve_law(*args, mu=np.array([mu]), eps=np.array([eps]), iterations=1)
     for F in (F0, F1):
         assert F[0, 2] > 0 and abs(F[0, 0]) <= mu * F[0, 2] * (1 + 1e-12) and F[0, 1] == pytest.approx(0, abs=1e-12)
     assert abs(F0[0, 0]) < 0.3 * mu * F0[0, 2]  # once: under-braked
@@ -194,7 +195,7 @@ def test_iterated_static_kinetic_friction_uses_the_end_of_step_slip():
     (hand-computed): the re-linearized friction takes the coefficient at the *end-of-step* slip of the first
     solve, in the stepper's joint-space solve and in the twin's object solve alike; the slip is slowed, never
     reversed."""
-    from surrogate.model.law import semi_implicit_solve_joint
+    from surrogate.sim.law_solve import solve_law
 
     m, dt, eps, k, p = 0.4, 1e-3, 1e-3, 1e5, 1.5
     mu3 = np.array([[0.3, 2.5, 0.4]])  # static 0.75, kinetic 0.3, v_s 0.4 m/s (of the order of the slip)
@@ -204,9 +205,9 @@ def test_iterated_static_kinetic_friction_uses_the_end_of_step_slip():
     assert a[0] == pytest.approx(float(friction_coefficient(mu3, np.array([vt0 ** 2]))[0]) * f0[0] * (1 + 2.0) / np.hypot(vt0, eps))
     J, M = np.eye(3)[None], m * np.eye(3)[None]
     v_free = np.array([[vt0, 0.0, vn0 - 9.81 * dt]])
-    args = (f0[:, None] * n, a, b, n, J, np.array([0]), M, v_free, dt)
-    F0, _ = semi_implicit_solve_joint(*args)
-    F1, v1 = semi_implicit_solve_joint(*args, mu=mu3, eps=np.array([eps]), iterations=1)
+    args = (f0[:, None] * n, a, b, n, J, np.array([1]), M, v_free, dt)
+    F0, _ = solve_law(*args)
+    F1, v1 = solve_law(*args, mu=mu3, eps=np.array([eps]), iterations=1)
     vt_first = v_free[0, 0] + dt * F0[0, 0] / m
     mu_first = 0.3 * (1 + 1.5 * np.exp(-(vt_first / 0.4) ** 2))
     vt_expected = v_free[0, 0] / (1 + dt * mu_first * F0[0, 2] / np.hypot(vt_first, eps) / m)

@@ -13,11 +13,12 @@ import torch
 from surrogate.model.contact_law import ContactLawGNN
 from surrogate.model.history import ContactHistory, ContactKeys, ContactState, match
 from surrogate.model.joint_solve import solve_free_object
-from surrogate.model.law import friction_coefficient, point_law, semi_implicit_solve_joint
+from surrogate.model.law import friction_coefficient, point_law
 from surrogate.model.presliding import presliding_end, with_presliding
 from surrogate.objects import make_object
 from surrogate.scenes import build_scene
 from surrogate.sim import Stepper, step
+from surrogate.sim.law_solve import solve_law
 from surrogate.sim.twin import Twin
 
 from .test_contact_law import (
@@ -95,9 +96,9 @@ def test_presliding_spring_never_reverses_slip_from_rest():
         f0, a, b, fn = point_law(np.array([1e-4]), np.array([0.0]), np.array([slip]), k=1e6, p=1.5, c=5.0, mu=2.0,
                                  eps=1e-6, dt=dt)
         w0, a, b, a_z, _ = with_presliding(f0, a, b, n, fn, 2.0, slip ** 2, np.array([1e9]), np.zeros((1, 3)), None, dt)
-        F, v1 = semi_implicit_solve_joint(w0, a, b, n, np.eye(3)[None], np.array([0]), m * np.eye(3)[None],
-                                          np.array([[slip, 0.0, 0.0]]), dt, mu=np.array([2.0]), eps=np.array([1e-6]),
-                                          iterations=2, a_spring=a_z)
+        F, v1 = solve_law(w0, a, b, n, np.eye(3)[None], np.array([1]), m * np.eye(3)[None],
+                          np.array([[slip, 0.0, 0.0]]), dt, mu=np.array([2.0]), eps=np.array([1e-6]), iterations=2,
+                          a_spring=a_z)
         assert 0.0 <= v1[0, 0] <= slip and F[0, 0] * v1[0, 0] <= 0.0
         def T(x):
             return torch.tensor(np.asarray(x, dtype=np.float64))

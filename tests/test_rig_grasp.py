@@ -159,9 +159,10 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert fl["redraws"] == 2 and fl["overall"]["episodes"] == 2 and len(fl["member_unstable_rate"]) == 2
     assert 0.0 <= fl["truth_within_spread"] <= 1.0 and "paired_minus_surrogate" not in fl
     floor = ledger["result"]["floor"]
-    assert floor["mean"] == fl["overall"]["horizons"]["pos_pct_size"]["1"]["mean"]
-    assert floor["target_below_floor"] == (floor["target"] < floor["mean"]) and floor["surrogate_minus_floor"]["n"] == 2
-    assert "rig_redrawn" in ledger["result"]["detail"]
+    assert floor["rig_redrawn"]["mean"] == fl["overall"]["horizons"]["pos_pct_size"]["1"]["mean"]
+    assert "rig_redrawn_medoid" not in floor and "rig_redrawn_medoid" not in ms  # a medoid needs 3 redraws
+    assert floor["target_below_floor"] == (floor["target"] < floor["rig_redrawn"]["mean"])
+    assert floor["rig_redrawn"]["surrogate_minus_row"]["n"] == 2 and "rig_redrawn" in ledger["result"]["detail"]
     rows = ledger["attribution"]["rows"]
     assert [r["variant"] for r in rows] == ["all_on", "without_friction_map"]
     # the learned models on the same held-out grasps of each variant; the same checkpoint twice gives the same errors

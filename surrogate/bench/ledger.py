@@ -250,19 +250,26 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
 
 def _floor(models: dict, at, value, *, sets, target: float) -> dict | None:
     """The target against the rig's own physics with the hidden draws redrawn (``rig_floor``), where the suite ran it:
-    {mean, target, target_below_floor, surrogate_minus_floor (paired), words}; None without the row."""
-    from .rig_floor import ROW
+    {row: {mean, surrogate_minus_row (paired)}, target, target_below_floor, words}; the floor is the central redraw's
+    (``rig_redrawn_medoid``) where there is one, else one draw's (``rig_redrawn``); None without either row."""
+    from .rig_floor import MEDOID_ROW, ROW
 
-    f = at(models.get(ROW, {}))
-    if f is None or f["mean"] is None:
+    out, parts = {}, []
+    for name, what in ((ROW, "one draw"), (MEDOID_ROW, "the central draw")):
+        f = at(models.get(name, {}))
+        if f is None or f["mean"] is None:
+            continue
+        pf = paired(models, "surrogate", name, value, sets=sets)
+        out[name] = {"mean": f["mean"], "surrogate_minus_row": pf}
+        parts.append(f"{what} ({name}) {f['mean']:.2f}" + (f", surrogate - {name} {_paired_words(pf)}" if pf["n"] else ""))
+    if not out:
         return None
-    pf = paired(models, "surrogate", ROW, value, sets=sets)
-    below = target < f["mean"]
-    words = (f"The rig itself with each episode's hidden values redrawn ({ROW}) scores {f['mean']:.2f}: the target "
-             f"{target:.2f} is {'below' if below else 'above'} what a perfect model of the rig that cannot see them scores "
-             "with one draw" + (f"; surrogate - {ROW} {_paired_words(pf)}" if pf["n"] else ""))
-    return {"mean": f["mean"], "target": target, "target_below_floor": below, "surrogate_minus_floor": pf,
-            "words": words}
+    floor = out.get(MEDOID_ROW, out.get(ROW))["mean"]
+    below = target < floor
+    words = (f"The rig itself with each episode's hidden values redrawn scores {'; '.join(parts)}: the target "
+             f"{target:.2f} is {'below' if below else 'not below'} what a perfect model of the rig that cannot see them "
+             "scores")
+    return {**out, "target": target, "target_below_floor": below, "words": words}
 
 
 def suite_verdict(cfg: dict, models: dict) -> dict:

@@ -7,13 +7,17 @@ No contact model can read them from a capture, so part of every model's error is
 part: each test episode is simulated again by the rig itself (``rig.simulate.simulate_episode``: the same object,
 seed and script, so the same commands) with those values redrawn (``redraw=k``, and the ``friction_map`` seed moved
 by ``k + 1``), ``redraws`` times, and the exact trajectories are scored against the recording with the suite's own
-scorer, as a model's replay is: the row ``rig_redrawn``, an ensemble (``rows.ensemble_scored``: per episode the
-expected error of one redraw, as ``analytic_randomized``).
+scorer, as a model's replay is. Two rows:
 
-Reading it: ``rig_redrawn`` is what a perfect simulator of the rig scores when it does not know the episode's hidden
-values, one draw at a time. A deterministic model can do somewhat better than one draw (a trajectory in the middle of
-the spread; for a Gaussian spread the expected error of one draw is sqrt(2) times the centre's), so the floor is an
-order of magnitude, not a bound: a target far below it asks a model to know what the capture does not hold.
+- ``rig_redrawn``, an ensemble (``rows.ensemble_scored``: per episode the expected error of one redraw, as
+  ``analytic_randomized``): a perfect simulator of the rig that does not know the episode's hidden values, one draw;
+- ``rig_redrawn_medoid`` (with at least 3 redraws): per episode the one redraw whose object path is closest to the
+  others' (``medoid``; chosen from the redraws alone, never from the recording), scored as one deterministic model.
+  One draw pays for the spread twice (a Gaussian spread: sqrt(2) times the centre's error); the central draw is
+  what a deterministic model that knew the rig's physics but not the hidden values could hope for.
+
+Neither is a bound (a model can be lucky on few episodes, and K draws estimate the centre coarsely); a target far below
+them asks a model to know what the capture does not hold.
 
 Only for test sets this suite generated with its own rig config (every episode's ``rig_config_sha256`` must match);
 otherwise the row says why it is not evaluated.
@@ -30,6 +34,7 @@ from .replay import prepare_replay
 from .rig_scoring import scene_qpos
 
 ROW = "rig_redrawn"
+MEDOID_ROW = "rig_redrawn_medoid"
 
 
 def floor_redraws(cfg: dict) -> int:
@@ -84,6 +89,14 @@ def _floor_task(common: dict, item) -> tuple:
     return trace_prediction(replay, meta, trace)
 
 
+def medoid(qpos: list[np.ndarray], adr: int) -> int:
+    """The index of the trajectory (``qpos`` [K] of [F, nq]) whose object position (columns ``adr:adr + 3``) has the
+    least summed mean distance to the others' (the lowest index among equals)."""
+    p = np.stack([q[:, adr:adr + 3] for q in qpos])  # [K, F, 3]
+    d = np.linalg.norm(p[:, None] - p[None], axis=-1).mean(axis=-1)  # [K, K]
+    return int(np.argmin(d.sum(axis=1)))
+
+
 def unavailable(test: list, rig_cfg_hash: str, own_sets: set) -> str | None:
     """Why the floor cannot be computed for the ``test`` episodes [(key, episode, meta)], or None."""
     for key, ep, _ in test:
@@ -95,24 +108,36 @@ def unavailable(test: list, rig_cfg_hash: str, own_sets: set) -> str | None:
     return None
 
 
-def floor_row(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, scorer, own_sets: set) -> dict:
-    """The ``rig_redrawn`` ledger row (``rows.ensemble_scored`` of ``redraws`` redraws of every test episode), or a
-    ``not evaluated`` row saying why. ``rig``: the suite's ``rig_data.rig_settings`` (config path and overrides)."""
+def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, scorer, replays: dict,
+               own_sets: set) -> dict:
+    """The ledger rows {``rig_redrawn``, ``rig_redrawn_medoid`` (3 redraws or more)} of ``redraws`` redraws of every
+    test episode, or {``rig_redrawn``: a ``not evaluated`` row saying why}. ``rig``: the suite's
+    ``rig_data.rig_settings`` (config path and overrides); ``replays``: {key: ``replay.Replay``} of the test episodes."""
     from ..config import config_hash
     from ..rig.generate import load_config
-    from .rows import ensemble_scored
+    from .rows import ensemble_scored, scored
 
     rig_cfg = load_config(rig.get("config"), rig.get("overrides", ()))
 
     why = unavailable(test, config_hash(rig_cfg), own_sets)
     if why:
-        return {"status": "not evaluated", "reason": why}
+        return {ROW: {"status": "not evaluated", "reason": why}}
     common = {"token": ex.token, "substeps": sim["substeps"], "margin": sim["margin"], "rig_cfg": rig_cfg}
     items = [(key, ep, meta, k) for key, ep, meta in test for k in range(redraws)]
     runs = ex.map(_floor_task, items, common=common, desc="rig redrawn", unit="episode")
     members = [{key: runs[i * redraws + k] for i, (key, _, _) in enumerate(test)} for k in range(redraws)]
-    return {"description": f"the rig itself, each test episode simulated again with its hidden per-episode values "
-                           f"(true mass and COM, actuator delay and backlash, fingertip effects) and the object's "
-                           f"friction field redrawn, {redraws} times: what a perfect model of the rig that cannot see "
-                           f"them scores (bench.rig_floor)",
-            "redraws": redraws, **ensemble_scored(scorer, members)}
+    what = ("the rig itself, each test episode simulated again with its hidden per-episode values (true mass and COM, "
+            "actuator delay and backlash, fingertip effects) and the object's friction field redrawn")
+    rows = {ROW: {"description": f"{what}, {redraws} times: what a perfect model of the rig that cannot see them "
+                                 "scores with one draw (bench.rig_floor)",
+                  "redraws": redraws, **ensemble_scored(scorer, members)}}
+    if redraws >= 3:
+        central = {}
+        for key, _, _ in test:
+            runs_k = [m[key] for m in members]
+            central[key] = runs_k[medoid([q for q, _ in runs_k], replays[key].scene.object_qpos_adr)]
+        rows[MEDOID_ROW] = {"description": f"{what}, {redraws} times; per episode the redraw closest to the others "
+                                           "(the medoid of the object paths, chosen without the recording): a "
+                                           "deterministic model that knows the rig's physics but not the hidden values",
+                            "redraws": redraws, **scored(scorer, central)}
+    return rows

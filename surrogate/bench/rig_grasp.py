@@ -54,8 +54,7 @@ from .replay import (
     simulate_replay_states,
 )
 from .rig_data import generated_dataset, load_sets, resolve, rig_settings, thresholds, train_dataset
-from .rig_floor import ROW as FLOOR_ROW
-from .rig_floor import floor_redraws, floor_row
+from .rig_floor import floor_redraws, floor_rows
 from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer, recorded_qpos
 from .rows import NOT_GIVEN, analytic_rows, learned_row, nominal_params
 
@@ -370,8 +369,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                                     traces=traces, seen=seen)
     redraws = floor_redraws(cfg)
     if redraws:
-        models[FLOOR_ROW] = floor_row(ex, test, rig=rig, redraws=redraws, sim=sim, scorer=scorer,
-                                      own_sets=set() if test_data else set(sets))
+        models.update(floor_rows(ex, test, rig=rig, redraws=redraws, sim=sim, scorer=scorer, replays=replays,
+                                 own_sets=set() if test_data else set(sets)))
     for name, paired in paired_minus_surrogate(models, sets=target_sets, horizon_s=cfg["acceptance"]["horizon_s"]).items():
         models[name]["paired_minus_surrogate"] = paired
 

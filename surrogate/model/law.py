@@ -19,7 +19,7 @@ unstable with explicit forces. The law is therefore linearized around the curren
 (tangential damping) and ``b = c k delta^p + dt p k delta^(p-1) - a`` (Hunt-Crossley damping plus
 the backward-Euler term of the spring), and evaluated at the *end-of-step* velocity ``v'``,
 which is solved for together with the body's motion (``point_law`` gives ``f0, a, b``;
-``solve_free_object`` does the solve for a free object against kinematic other bodies). The
+``joint_solve.solve_joint`` does the solve, for the stepper's bodies and the twin's free object). The
 solved friction can shrink a point's slip but never reverse it within a step, and
 ``F_t . v_t' = -a |v_t'|^2 <= 0``: friction only dissipates. ``K = a I + b n n^T`` is positive
 semi-definite, so the solve is always well posed.
@@ -36,8 +36,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-
-from surrogate.semi_implicit import semi_implicit_solve  # noqa: F401  (moved to core; re-exported)
 
 
 def _where(cond, x, y):
@@ -59,7 +57,7 @@ def friction_coefficient(mu, speed2):
     ``r`` = static / kinetic), ``mu_k`` sliding well above ``v_s`` (m/s). Positive for every slip speed, so the
     friction ``-mu f_n v_t / sqrt(|v_t|^2 + eps^2)`` still opposes the slip: the law stays passive for any
     ``r > 0``. The one definition of the coefficient for ``point_law`` and the iterated solves
-    (``solve_free_object``, ``semi_implicit_solve_joint``), so the twin and the hybrid stepper share it.
+    (``joint_solve.solve_joint``), so the twin and the hybrid stepper share it.
     """
     if mu is None or np.ndim(mu) < 2:
         return mu
@@ -151,80 +149,6 @@ class LawPrior:
         if not (math.isfinite(out.presliding_stiffness) and out.presliding_stiffness >= 0):
             raise ValueError(f"law prior presliding_stiffness must be >= 0 and finite, got {out.presliding_stiffness!r}")
         return out
-
-
-def semi_implicit_solve_joint(w0, a, b, n, J, start, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0,
-                              counts=None, a_spring=None):
-    """The system of ``semi_implicit_solve`` in joint coordinates (numpy), for B environments whose contacts
-    are consecutive rows: cheaper when the joint space (nv) is smaller than the contact space (3 per contact),
-    as for a hand holding an object at a dozen points.
-
-    The end-of-step joint velocity solves ``(M + dt J^T K J) v' = M v_free + dt J^T w0`` (symmetric positive
-    definite: M is, J^T K J is semi-definite) and the forces are the law's there, ``F = w0 - K J v'``:
-    substituting ``v' = v_free + dt M^-1 J^T F`` gives ``(I + dt K W) F = w0 - K J v_free`` with
-    ``W = J M^-1 J^T``, the same forces; no inverse of M is needed. Sums over an environment's contacts are
-    any number of contacts per environment.
-
-    Args:
-      w0: [E, 3] the elastic forces (``f0 n`` of ``point_law``, plus a presliding spring's ``-k_z z``).
-      a, b: [E] the damping (``point_law``; with a spring, ``a + dt k_z`` and ``b - dt k_z``).
-      n: [E, 3] unit normals (K = a I + b n n^T).
-      J: [E, 3, nv] contact-point relative-velocity Jacobians.
-      start: [B] the first row of each environment's contacts (increasing; every environment has one).
-      M: [B, nv, nv] joint-space inertia.  v_free: [B, nv] end-of-step joint velocity without contact forces.
-      dt: step (s).
-      mu, eps, iterations: with ``iterations`` > 0, friction re-linearized at the solved state, as
-        ``solve_free_object`` does: ``a = mu F_n' / sqrt(|v_t'|^2 + eps^2)`` from the solved normal force and
-        end-of-step slip, the normal damping ``a + b`` kept; ``mu``, ``eps`` [E] (or scalars; ``mu`` [E, 3]: a
-        static/kinetic law, ``friction_coefficient``).
-      counts: [B] contacts per environment, if the caller has them (else derived from ``start``).
-      a_spring: [E] a presliding spring's tangential damping ``dt k_z`` (``presliding_force``), already in ``a``:
-        kept in every re-linearization of the friction (None: no spring).
-    Returns:
-      (F [E, 3] forces at the contacts, v' [B, nv]).
-    """
-    counts = np.diff(np.append(start, len(w0))) if counts is None else counts
-    F, v1, u = _joint_solve_once(w0, a, b, n, J, start, counts, M, v_free, dt)
-    beta = a + b
-    for _ in range(int(iterations)):
-        un = np.einsum("ei,ei->e", u, n)  # u: the end-of-step relative velocity at the contacts
-        ut = u - un[:, None] * n
-        fn = np.maximum(np.einsum("ei,ei->e", F, n), 0.0)
-        s2 = np.einsum("ei,ei->e", ut, ut)
-        a = friction_coefficient(mu, s2) * fn / np.sqrt(s2 + eps * eps)
-        if a_spring is not None:
-            a = a + a_spring
-        F, v1, u = _joint_solve_once(w0, a, beta - a, n, J, start, counts, M, v_free, dt)
-    return F, v1
-
-
-def _joint_solve_once(w0c, a, b, n, J, start, counts, M, v_free, dt):
-    """One solve of ``semi_implicit_solve_joint``'s system; returns (F [E, 3], v' [B, nv], J v' [E, 3])."""
-    E, nv = len(w0c), J.shape[-1]
-    B = len(start)
-    # padded to the largest contact count: batched products of [nv, 3C] matrices beat per-contact ones and
-    # segment sums (a padded row has J = 0 and adds nothing); when every environment has the same count,
-    # the rows already are that layout. numpy's matmul, not einsum: ~10x faster on these stacks.
-    C = int(counts.max())
-    nJ = np.einsum("ei,eiv->ev", n, J)  # [E, nv]: n^T J
-    if counts.min() == C:
-        env = None
-        Jp, nJp, ap, bp, w0 = J.reshape(B, 3 * C, nv), nJ.reshape(B, C, nv), a.reshape(B, C), b.reshape(B, C), w0c
-    else:
-        env = np.repeat(np.arange(B), counts)
-        row = np.arange(E) - start[env]
-        Jp, nJp, w0 = np.zeros((B, C, 3, nv)), np.zeros((B, C, nv)), np.zeros((B, C, 3))
-        ap, bp = np.zeros((B, C)), np.zeros((B, C))
-        Jp[env, row], nJp[env, row], w0[env, row], ap[env, row], bp[env, row] = J, nJ, w0c, a, b
-        Jp = Jp.reshape(B, 3 * C, nv)
-    Jt = Jp.transpose(0, 2, 1)
-    # J^T K J = a J^T J + b (n^T J)^T (n^T J) (K = a I + b n n^T), summed over each environment's contacts
-    A = M + dt * (Jt @ (np.repeat(ap, 3, axis=1)[..., None] * Jp) + nJp.transpose(0, 2, 1) @ (bp[..., None] * nJp))
-    rhs = (M @ v_free[..., None])[..., 0] + dt * (Jt @ w0.reshape(B, 3 * C, 1))[..., 0]
-    v1 = np.linalg.solve(A, rhs[..., None])[..., 0]
-    u = contact_velocities(J, v1, counts, env)  # [E, 3] J v' at each contact
-    F = w0c - a[:, None] * u - (b * np.einsum("ei,ei->e", u, n))[:, None] * n  # w0 - K J v'
-    return F, v1, u
 
 
 def contact_velocities(J: np.ndarray, v: np.ndarray, counts: np.ndarray, env: np.ndarray | None = None) -> np.ndarray:

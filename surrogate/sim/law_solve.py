@@ -17,13 +17,14 @@ contact (gravity, servos, bias forces): the forces are the law's at the end-of-s
 the whole system. For a free object against static bodies this is the same system as
 ``solve_free_object`` (``tests/test_contact_law.py`` checks the two agree).
 
-The same system is solved in joint coordinates (``law.semi_implicit_solve_joint``: nv unknowns
-instead of 3 per contact, 12 against 36 for a parallel jaw holding a box at 12 points).
+The same system is solved in joint coordinates (``joint_solve.solve_joint``, the one solve of the law, which the twin
+and training through the stepper differentiate: nv unknowns instead of 3 per contact, 12 against 36 for a parallel
+jaw holding a box at 12 points); ``law_kernel`` is its compiled fast path, held to it by ``tests/test_law_kernel.py``.
 
 Cost per environment: ``mj_fwdActuation`` + ``mj_fwdAcceleration`` (for ``qacc_smooth``); the contact
 Jacobians (from MuJoCo's motion dofs ``cdof``, as ``mj_jac``), the contacts' relative velocities (``J qvel``),
 the dense inertia (from ``MjData.M``) and the solves run in one call of the compiled step (``law_kernel``) for a law
-without per-contact state, and batched over environments in numpy otherwise (``numpy_law_forces``;
+without per-contact state, and batched over environments otherwise (``numpy_law_forces``, the solve in torch;
 ``GraphBuilder.build(..., dynamics=True)`` reads the arrays); what follows from the contact set alone (the
 Jacobians' signs and columns, the layout) is derived once per set (``batch_graph.ContactSet``).
 """
@@ -39,7 +40,8 @@ import torch
 
 from ..model.data_views import DataViews
 from ..model.history import ContactState, contact_keys
-from ..model.law import contact_velocities, cross, semi_implicit_solve_joint
+from ..model.joint_solve import solve_joint
+from ..model.law import contact_velocities, cross
 from ..model.presliding import contact_state_after, with_presliding
 from .law_kernel import kernel_eligible, law_step
 
@@ -234,9 +236,8 @@ def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=N
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
     its = getattr(model, "friction_iterations", 0)
     try:
-        F, v1 = semi_implicit_solve_joint(w0, a, b, n, J, start, M, qv, dt, mu=mu, eps=eps, iterations=its,
-                                          counts=counts, a_spring=a_z)
-    except np.linalg.LinAlgError:  # one singular system stops numpy's batched solve: each env alone, NaN where
+        F, v1 = solve_law(w0, a, b, n, J, counts, M, qv, dt, mu=mu, eps=eps, iterations=its, a_spring=a_z)
+    except torch.linalg.LinAlgError:  # one singular system stops the batched solve: each env alone, NaN where
         F, v1 = _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its, a_z)  # singular (the fallback)
     if tape is not None:
         tape.append(SolveRecord(cb, J, M, qv, state, rows, envs, counts, F, v1))
@@ -291,10 +292,27 @@ def _free_motion(m, datas, cb, builder, envs, todo, views) -> tuple[np.ndarray, 
     take, nonzero = builder.M_take
     return qvel[envs] + m.opt.timestep * acc[envs], np.where(nonzero, Msparse[envs][:, take], 0.0)
 
+def solve_law(w0, a, b, n, J, counts, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0, a_spring=None):
+    """``(F [E, 3], v' [B, nv])`` in numpy: ``joint_solve.solve_joint`` (float64) for B environments whose contacts
+    are consecutive rows, ``counts`` [B] per environment (every one at least one). Arguments as ``solve_joint``'s,
+    numpy arrays (``mu``, ``eps``, ``a_spring`` per contact, scalars or None). Raises ``torch.linalg.LinAlgError``
+    where a system is singular."""
+    t = torch.from_numpy
+    env = torch.repeat_interleave(torch.arange(len(counts)), t(np.asarray(counts, dtype=np.int64)))
+
+    def opt(x):
+        return t(np.ascontiguousarray(x, dtype=np.float64)) if np.ndim(x) else x
+
+    with torch.no_grad():
+        F, v1, _ = solve_joint(t(w0), t(a), t(b), t(n), t(J), env, t(M), t(v_free), float(dt), mu=opt(mu),
+                               eps=opt(eps), iterations=iterations, a_spring=opt(a_spring))
+    return F.numpy(), v1.numpy()
+
+
 def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a_spring) -> tuple:
-    """``(F [E, 3], v' [B, nv])`` of ``semi_implicit_solve_joint`` one environment at a time (after a batched solve
-    met a singular system): an environment whose own system is singular gets NaN, which the stepper's force guard
-    turns into an analytic fallback for that environment alone (``hybrid_step._bad_force_envs``)."""
+    """``(F [E, 3], v' [B, nv])`` of ``solve_law`` one environment at a time (after a batched solve met a singular
+    system): an environment whose own system is singular gets NaN, which the stepper's force guard turns into an
+    analytic fallback for that environment alone (``hybrid_step._bad_force_envs``)."""
     F, v1 = np.full((len(w0), 3), np.nan), np.full(qv.shape, np.nan)
     for i, (s, c) in enumerate(zip(start.tolist(), counts.tolist())):
         if c == 0:
@@ -302,10 +320,9 @@ def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a
         r = slice(s, s + c)
         mu_r, eps_r, az_r = (x[r] if np.ndim(x) else x for x in (mu, eps, a_spring))
         try:
-            F[r], v1[i : i + 1] = semi_implicit_solve_joint(
-                w0[r], a[r], b[r], n[r], J[r], np.zeros(1, dtype=np.int64), M[i : i + 1], qv[i : i + 1], dt,
-                mu=mu_r, eps=eps_r, iterations=iterations, counts=np.asarray(counts[i : i + 1]), a_spring=az_r)
-        except np.linalg.LinAlgError:
+            F[r], v1[i : i + 1] = solve_law(w0[r], a[r], b[r], n[r], J[r], counts[i : i + 1], M[i : i + 1],
+                                            qv[i : i + 1], dt, mu=mu_r, eps=eps_r, iterations=iterations, a_spring=az_r)
+        except torch.linalg.LinAlgError:
             pass
     return F, v1
 

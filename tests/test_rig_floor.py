@@ -1,0 +1,103 @@
+"""The rig-grasp floor (``bench.rig_floor``): redraws keep the script and change only the hidden draws, and a
+redrawn trace becomes a prediction scored exactly as a model's replay."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from surrogate.bench.replay import prepare_replay
+from surrogate.bench.rig_floor import floor_redraws, medoid, redrawn_config, trace_prediction, unavailable
+from surrogate.capture import read_dataset
+from surrogate.config import config_hash
+from surrogate.errors import ConfigError
+from surrogate.rig.generate import generate, load_config
+from surrogate.rig.simulate import simulate_episode
+from surrogate.scenes.from_capture import asset_from_spec
+
+DURATION = 1.5
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    out = tmp_path_factory.mktemp("floor") / "ds"
+    generate(None, objects="heldout", episodes=1, out=out, workers=0, seed=3, progress=False, duration=DURATION)
+    ds = read_dataset(out, include_truth=True)
+    return ds, ds.episodes[0]
+
+
+def _trace(ep, cfg, redraw=None):
+    g = ep.provenance.generator
+    return simulate_episode(cfg, asset_from_spec(ep.object), hand=g["hand"], seed=int(g["seed"]), duration=DURATION,
+                            redraw=redraw)
+
+
+def test_the_episodes_own_draw_as_a_prediction_is_its_exact_state(captured):
+    ds, ep = captured
+    cfg = load_config(None)
+    replay = prepare_replay(ep, ds.meta, substeps=4, margin=0.005)
+    q, force = trace_prediction(replay, ds.meta, _trace(ep, cfg))
+    a = replay.scene.object_qpos_adr
+    # the capture stores float32: the rebuilt object and the same seed give the recorded truth to its precision
+    np.testing.assert_allclose(q[:, a:a + 7], ep.truth["object_pose"], atol=1e-6)
+    cols = [c for c, _, _ in replay.sensors]
+    np.testing.assert_allclose(force, ep.truth["pad_wrench"][:, cols, :3], atol=1e-4)
+    short = dataclasses.replace(ep, timestamps=ep.timestamps[:-1], object_pose=ep.object_pose[:-1])
+    with pytest.raises(ValueError, match=f"episode {ep.episode_id}: the rig trace has"):
+        trace_prediction(dataclasses.replace(replay, episode=short), ds.meta, _trace(ep, cfg))
+
+
+def test_a_redraw_keeps_the_script_and_draws_the_hidden_values_again(captured):
+    _, ep = captured
+    cfg = load_config(None)
+    own, r0, r0b, r1 = _trace(ep, cfg), _trace(ep, cfg, 0), _trace(ep, cfg, 0), _trace(ep, cfg, 1)
+    for r in (r0, r1):  # the same grasp: script, commands and the object's start
+        assert r.script == own.script
+        np.testing.assert_array_equal(r.joint_cmd, own.joint_cmd)
+        np.testing.assert_array_equal(r.object_pose[0], own.object_pose[0])
+    def drawn(t):
+        return {k: e.get("drawn") for k, e in t.effects.items() if isinstance(e, dict) and e.get("drawn")}
+    assert drawn(r0) != drawn(own) and drawn(r1) != drawn(r0)
+    np.testing.assert_array_equal(r0b.object_pose, r0.object_pose)  # a redraw is reproducible
+    assert not np.array_equal(r0.object_pose, own.object_pose)
+    with pytest.raises(ConfigError, match="redraw"):
+        _trace(ep, cfg, -1)
+
+
+def test_redrawn_config_moves_only_the_friction_field_seed():
+    cfg = load_config(None)
+    out = redrawn_config(cfg, 2)
+    assert out["effects"]["friction_map"]["seed"] == cfg["effects"]["friction_map"]["seed"] + 3
+    out["effects"]["friction_map"]["seed"] = cfg["effects"]["friction_map"]["seed"]
+    assert config_hash(out) == config_hash(cfg)
+
+
+def test_the_floor_says_why_it_cannot_run(captured):
+    ds, ep = captured
+    h = config_hash(load_config(None))
+    test = [("heldout_families/x", ep, ds.meta)]
+    assert unavailable(test, h, {"heldout_families"}) is None
+    assert "--test-data" in unavailable(test, h, set())
+    assert "another rig config" in unavailable(test, "0" * 64, {"heldout_families"})
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
+def test_floor_redraws_is_checked(bad):
+    assert floor_redraws({}) == 0 and floor_redraws({"floor": {"redraws": 3}}) == 3
+    with pytest.raises(ConfigError, match="floor.redraws"):
+        floor_redraws({"floor": {"redraws": bad}})
+
+
+def test_the_medoid_is_the_path_closest_to_the_others():
+    F, nq, adr = 5, 9, 2
+    q = [np.zeros((F, nq)) for _ in range(4)]
+    for k, x in enumerate([0.0, 1.0, 1.5, 5.0]):  # object x: summed distances 7.5, 5.5, 5.5, 13.5
+        q[k][:, adr] = x
+    assert medoid(q, adr) == 1  # the lowest index among equals
+    q.append(np.zeros((F, nq)))
+    for k, x in enumerate([0.0, 1.0, 3.0, 10.0, 1.5]):  # summed distances 15.5, 12.5, 15.5, 36.5, 12.0
+        q[k][:, adr] = x
+    q[1][:, adr + 3] = 100.0  # a column that is not the object's position does not count
+    assert medoid(q, adr) == 4
