@@ -68,7 +68,7 @@ class ContactLawGNN(nn.Module):
       friction_iterations: re-linearizations of friction at the solved state (0: one linearization at the
         start of the step, as the capture rig; ``joint_solve.solve_free_object`` explains why
         more are closer to Coulomb: a landing point keeps mu times its solved normal force). The twin and the
-        hybrid stepper (``law.semi_implicit_solve_joint``) both iterate; the cube release uses 4.
+        hybrid stepper (``joint_solve.solve_joint``, ``sim.law_kernel``) both iterate; the cube release uses 4.
       stribeck: a static/kinetic friction law (``law.friction_coefficient``): two more global parameters per
         group, the prior's ``static_friction`` (static / kinetic ratio) and ``stribeck_speed``, fitted with the
         others in the prior stage (False: Coulomb with one coefficient, the prior's ``static_friction`` must be 1).

@@ -1,7 +1,7 @@
 """The law's step compiled (numba): per environment, the contacts' Jacobians, the law at the contacts, the joint-space
 semi-implicit solve and ``J^T F``, in one call for the whole batch.
 
-The hybrid stepper's numpy path (``law_solve.law_forces``) does the same work in some 80 numpy calls per physics step
+The hybrid stepper's other path (``law_solve.numpy_law_forces``) does the same work in some 80 array calls per physics step
 whatever the batch size; on a single environment with four contacts each call costs more than its arithmetic, and the
 step costs ~10x MuJoCo's own. This kernel does it in one call with loops over the batch's environments and contacts
 (tens of microseconds for one environment, a fraction of MuJoCo's step per environment for a batch of 64).
@@ -9,14 +9,14 @@ step costs ~10x MuJoCo's own. This kernel does it in one call with loops over th
 It takes the path of every law without per-contact state: the constant law (the releases) and a network's per-contact
 parameters (``k, c, mu`` from ``law_parameters``), Coulomb or static/kinetic friction, with or without the friction
 re-linearization (``friction_iterations``). A law with the presliding spring or history features, and a step whose
-solve is recorded for training (``Stepper.tape``), take the numpy path, which the torch solve
-(``model.joint_solve``) is held to. ``tests/test_law_kernel.py`` holds the kernel to the numpy path to 1e-10.
+solve is recorded for training (``Stepper.tape``), take that path, whose solve is the law's one solve
+(``model.joint_solve.solve_joint``). ``tests/test_law_kernel.py`` holds the kernel to it to 1e-10.
 
-The mathematics is the numpy path's, line for line (``law.point_law``, ``law.semi_implicit_solve_joint``,
+The mathematics is the other path's, line for line (``law.point_law``, ``joint_solve.solve_joint``,
 ``law_solve.contact_jacobians``); only the linear solve differs: a Cholesky factorization (the system
 ``M + dt J^T K J`` is symmetric positive definite: ``M`` is, ``K = a I + b n n^T`` is semi-definite for a passive law)
-where numpy uses LU. A system that is not positive definite or not finite gives NaN forces for that environment,
-which the stepper's force guard turns into an analytic fallback for that environment alone, as the numpy path's
+where ``torch.linalg.solve`` uses LU. A system that is not positive definite or not finite gives NaN forces for that environment,
+which the stepper's force guard turns into an analytic fallback for that environment alone, as the other path's
 ``LinAlgError`` does.
 """
 
@@ -70,7 +70,7 @@ def _coefficient(prm, s2, stribeck):
 
 @njit(cache=True, inline="always")
 def _solve(J, n, w0, a, b, M, rhs0, dt, cols, F, u, v1, A, x, nJ):
-    """One solve of the environment's system (``law._joint_solve_once``): fills ``v1`` [nv], ``u`` [c, 3] (J v1) and
+    """One solve of the environment's system (``joint_solve._solve_once``): fills ``v1`` [nv], ``u`` [c, 3] (J v1) and
     ``F`` [c, 3]; False for a system that is not positive definite. ``A`` [nv, nv], ``x``, ``nJ`` [nv]: scratch."""
     c, nv, m = J.shape[0], J.shape[2], len(cols)
     A[:] = M
@@ -178,7 +178,7 @@ def _free_system(env, Msparse, M_take, M_nonzero, qvel, qacc, dt, M, rhs0):
 
 @njit(cache=True, inline="always")
 def _relinearize(s0, u, F, n, table, rows, beta, eps, stribeck, a, b):
-    """Friction re-linearized at the solved state (``law.semi_implicit_solve_joint``): ``a`` from the solved normal
+    """Friction re-linearized at the solved state (``joint_solve.solve_joint``): ``a`` from the solved normal
     force and end-of-step slip, the normal damping ``a + b = beta`` kept."""
     for e in range(u.shape[0]):
         un = u[e, 0] * n[e, 0] + u[e, 1] * n[e, 1] + u[e, 2] * n[e, 2]
