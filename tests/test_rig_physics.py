@@ -23,7 +23,7 @@ from surrogate.rig.config import (
 from surrogate.rig.effects import EFFECTS, FINGERTIP_EFFECTS, compliant_pads, effect_table
 from surrogate.rig.effects.actuator_delay_backlash import ActuatorChannel
 from surrogate.rig.effects.friction_map import FrictionField
-from surrogate.rig.effects.stribeck_friction import friction_coefficient
+from surrogate.rig.effects.stribeck_friction import coefficient as stribeck_coefficient
 from surrogate.rig.physics import hull_planes, penetration_along, penetration_batch
 from surrogate.rig.scripts import UngraspableObject
 from surrogate.rig.simulate import simulate_episode
@@ -172,11 +172,11 @@ def test_friction_map_stays_in_range_and_varies(box):
 def test_stribeck_curve():
     params = {k: p["default"] for k, p in EFFECTS["stribeck_friction"].params.items()}
     v = np.array([0.0, params["stribeck_velocity"], 0.1, 1.0])
-    mu = friction_coefficient(np.full(4, 1.0), v, params)
+    mu = stribeck_coefficient(np.full(4, 1.0), v, params)
     assert mu[0] == pytest.approx(1.0)
     assert mu[1] < mu[0] and mu[2] < mu[1]  # static -> kinetic
     assert mu[3] > mu[2]  # viscous rise at high speed
-    assert np.all(friction_coefficient(np.full(4, 1.0), v, None) == 1.0)
+    assert np.all(stribeck_coefficient(np.full(4, 1.0), v, None) == 1.0)
 
 
 def test_actuator_delay_and_backlash():

@@ -111,7 +111,7 @@ def linearized_law(bt: dict, xi_all: np.ndarray, *, field, stribeck, eps: float,
     law = bt["law"]
     vt = v - vn[:, None] * n
     speed = np.sqrt((vt * vt).sum(axis=1))
-    mu = stribeck_friction.friction_coefficient(field(bt["surf"]), speed, stribeck)
+    mu = stribeck_friction.coefficient(field(bt["surf"]), speed, stribeck)
     tip = None
     if tips is None or not tips.active:
         # the normal law, regularized Coulomb friction as tangential damping a, and b so that a + b is

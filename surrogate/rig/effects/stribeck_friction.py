@@ -41,10 +41,11 @@ PARAMS = {
 }
 
 
-def friction_coefficient(mu_s: np.ndarray, speed: np.ndarray, params: dict | None) -> np.ndarray:
+def coefficient(mu_s: np.ndarray, speed: np.ndarray, params: dict | None) -> np.ndarray:
     """[n] friction coefficient at slip ``speed`` [n] m/s for local static coefficients ``mu_s`` [n].
 
-    ``params`` None (effect disabled) returns ``mu_s`` (constant Coulomb).
+    ``params`` None (effect disabled) returns ``mu_s`` (constant Coulomb). The rig's own law (Stribeck with a viscous
+    term), not the learned law's coefficient (``model.law.friction_coefficient``): the rig never imports the model.
     """
     if params is None:
         return np.asarray(mu_s, dtype=float)
