@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from surrogate.bench.replay import prepare_replay
-from surrogate.bench.rig_floor import floor_redraws, medoid, redrawn_config, trace_prediction, unavailable
+from surrogate.bench.rig_floor import floor_settings, medoid, redrawn_config, trace_prediction, unavailable
 from surrogate.capture import read_dataset
 from surrogate.config import config_hash
 from surrogate.errors import ConfigError
@@ -83,11 +83,29 @@ def test_the_floor_says_why_it_cannot_run(captured):
     assert "another rig config" in unavailable(test, "0" * 64, {"heldout_families"})
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
-def test_floor_redraws_is_checked(bad):
-    assert floor_redraws({}) == 0 and floor_redraws({"floor": {"redraws": 3}}) == 3
-    with pytest.raises(ConfigError, match="floor.redraws"):
-        floor_redraws({"floor": {"redraws": bad}})
+@pytest.mark.parametrize("bad", [{"redraws": -1}, {"redraws": 1.5}, {"redraws": True}, {"redraws": "2"},
+                                 {"redraws": 2, "by_source": "yes"}])
+def test_floor_settings_are_checked(bad):
+    assert floor_settings({}) == (0, False) and floor_settings({"floor": {"redraws": 3, "by_source": True}}) == (3, True)
+    with pytest.raises(ConfigError, match="floor."):
+        floor_settings({"floor": bad})
+
+
+def test_redraw_only_draws_the_named_purposes_again(captured):
+    _, ep = captured
+    cfg = load_config(None)
+    own, only = _trace(ep, cfg), _trace_only(ep, cfg, ("actuator",))
+    assert only.effects["actuator_delay_backlash"]["drawn"] != own.effects["actuator_delay_backlash"]["drawn"]
+    assert only.effects["mass_mismatch"]["drawn"] == own.effects["mass_mismatch"]["drawn"]
+    assert all(only.effects[n].get("drawn") == own.effects[n].get("drawn") for n in ("pad_relaxation", "presliding_friction"))
+    with pytest.raises(ConfigError, match="redraw_only"):
+        _trace_only(ep, cfg, ("script",))
+
+
+def _trace_only(ep, cfg, only):
+    g = ep.provenance.generator
+    return simulate_episode(cfg, asset_from_spec(ep.object), hand=g["hand"], seed=int(g["seed"]), duration=DURATION,
+                            redraw=0, redraw_only=only)
 
 
 def test_the_medoid_is_the_path_closest_to_the_others():

@@ -127,7 +127,7 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
             "attribution.test_episodes=1", "attribution.duration=2.0",
             "attribution.identified={episodes: 1, maxiter: 1, popsize: 3, cones: [pyramidal]}",
             "video.width=64", "video.height=48", "video.fps=6", f'surrogate.rows={{"same_checkpoint": "{CKPT}"}}',
-            "floor.redraws=2"]
+            "floor.redraws=1", "floor.by_source=true"]
     ledger = run_suite("rig-grasp", out=tmp_path / "report", checkpoint=CKPT, overrides=over, progress=False,
                        cache_dir=tmp_path / "cache")
     validate_ledger(ledger)
@@ -156,11 +156,14 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert ledger["result"]["verdict"] in ("supported", "falsified", "tie")
     # the floor: the rig itself with the hidden draws redrawn, scored as a model on the same episodes
     fl = ms["rig_redrawn"]
-    assert fl["redraws"] == 2 and fl["overall"]["episodes"] == 2 and len(fl["member_unstable_rate"]) == 2
+    assert fl["redraws"] == 1 and fl["overall"]["episodes"] == 2 and len(fl["member_unstable_rate"]) == 1
     assert 0.0 <= fl["truth_within_spread"] <= 1.0 and "paired_minus_surrogate" not in fl
     floor = ledger["result"]["floor"]
     assert floor["rig_redrawn"]["mean"] == fl["overall"]["horizons"]["pos_pct_size"]["1"]["mean"]
     assert "rig_redrawn_medoid" not in floor and "rig_redrawn_medoid" not in ms  # a medoid needs 3 redraws
+    from surrogate.bench.rig_floor import SOURCES
+    for source in SOURCES:  # each hidden source redrawn alone, scored on the same episodes
+        assert ms[f"rig_redrawn_only_{source}"]["overall"]["episodes"] == 2, source
     assert floor["target_below_floor"] == (floor["target"] < floor["rig_redrawn"]["mean"])
     assert floor["rig_redrawn"]["surrogate_minus_row"]["n"] == 2 and "rig_redrawn" in ledger["result"]["detail"]
     rows = ledger["attribution"]["rows"]

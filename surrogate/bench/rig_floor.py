@@ -17,7 +17,9 @@ scorer, as a model's replay is. Two rows:
   what a deterministic model that knew the rig's physics but not the hidden values could hope for.
 
 Neither is a bound (a model can be lucky on few episodes, and K draws estimate the centre coarsely); a target far below
-them asks a model to know what the capture does not hold.
+them asks a model to know what the capture does not hold. With ``floor.by_source``, each source (``SOURCES``) is also
+redrawn alone, the others kept as the episode's own (``rig_redrawn_only_<source>``): which hidden value the floor
+comes from, so which one a sensor or an estimate would have to recover.
 
 Only for test sets this suite generated with its own rig config (every episode's ``rig_config_sha256`` must match);
 otherwise the row says why it is not evaluated.
@@ -35,20 +37,26 @@ from .rig_scoring import scene_qpos
 
 ROW = "rig_redrawn"
 MEDOID_ROW = "rig_redrawn_medoid"
+# what a redraw draws again: the rig's hidden per-episode purposes (``rig.simulate.HIDDEN_PURPOSES``) and the surface
+SOURCES = {"mass_mismatch": "true mass and COM", "actuator": "actuator delay and backlash",
+           "fingertips": "the fingertip effects' values", "surface": "the object's friction field"}
 
 
-def floor_redraws(cfg: dict) -> int:
-    """The suite's ``floor.redraws`` (0: no floor row)."""
-    n = (cfg.get("floor") or {}).get("redraws", 0)
+def floor_settings(cfg: dict) -> tuple[int, bool]:
+    """The suite's ``floor.redraws`` (0: no floor rows) and ``floor.by_source`` (also a row per source redrawn alone)."""
+    from ..errors import ConfigError
+
+    f = cfg.get("floor") or {}
+    n, by = f.get("redraws", 0), f.get("by_source", False)
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        from ..errors import ConfigError
-
         raise ConfigError(f"floor.redraws must be a non-negative integer, got {n!r}", key="floor.redraws")
-    return n
+    if not isinstance(by, bool):
+        raise ConfigError(f"floor.by_source must be true or false, got {by!r}", key="floor.by_source")
+    return n, by
 
 
 def redrawn_config(rig_cfg: dict, k: int) -> dict:
-    """The rig config of redraw ``k``: the objects' friction fields seeded ``k + 1`` further (another surface)."""
+    """The rig config of redraw ``k`` of the surface: the objects' friction fields seeded ``k + 1`` further."""
     out = copy.deepcopy(rig_cfg)
     fm = out["effects"]["friction_map"]
     fm["seed"] = (int(fm["seed"]) + int(k) + 1) % 2**31
@@ -76,16 +84,19 @@ def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None
 
 
 def _floor_task(common: dict, item) -> tuple:
-    """One redraw of one test episode: ``(qpos [F, nq], pad forces [F, S, 3] or None)``."""
+    """Redraw k of one test episode, of the ``sources`` named (``SOURCES``): ``(qpos [F, nq], pad forces [F, S, 3] or
+    None)``."""
     from ..rig.simulate import simulate_episode
     from ..scenes.from_capture import asset_from_spec
 
-    key, ep, meta, k = item
+    key, ep, meta, k, sources = item
     replay = task_cache(common["token"], ("test", key), lambda: prepare_replay(ep, meta, substeps=common["substeps"],
                                                                                 margin=common["margin"]))
     g = ep.provenance.generator
-    trace = simulate_episode(redrawn_config(common["rig_cfg"], k), asset_from_spec(ep.object), hand=g["hand"],
-                             seed=int(g["seed"]), duration=float(g["script"]["physics"]["duration_s"]), redraw=k)
+    cfg = redrawn_config(common["rig_cfg"], k) if "surface" in sources else common["rig_cfg"]
+    trace = simulate_episode(cfg, asset_from_spec(ep.object), hand=g["hand"], seed=int(g["seed"]),
+                             duration=float(g["script"]["physics"]["duration_s"]), redraw=k,
+                             redraw_only=tuple(s for s in sources if s != "surface"))
     return trace_prediction(replay, meta, trace)
 
 
@@ -109,10 +120,12 @@ def unavailable(test: list, rig_cfg_hash: str, own_sets: set) -> str | None:
 
 
 def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, scorer, replays: dict,
-               own_sets: set) -> dict:
+               own_sets: set, by_source: bool = False) -> dict:
     """The ledger rows {``rig_redrawn``, ``rig_redrawn_medoid`` (3 redraws or more)} of ``redraws`` redraws of every
-    test episode, or {``rig_redrawn``: a ``not evaluated`` row saying why}. ``rig``: the suite's
-    ``rig_data.rig_settings`` (config path and overrides); ``replays``: {key: ``replay.Replay``} of the test episodes."""
+    test episode, or {``rig_redrawn``: a ``not evaluated`` row saying why}; with ``by_source``, also
+    ``rig_redrawn_only_<source>`` for each of ``SOURCES`` redrawn alone (the others the episode's own): which hidden
+    value the floor comes from. ``rig``: the suite's ``rig_data.rig_settings`` (config path and overrides);
+    ``replays``: {key: ``replay.Replay``} of the test episodes."""
     from ..config import config_hash
     from ..rig.generate import load_config
     from .rows import ensemble_scored, scored
@@ -123,11 +136,15 @@ def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, 
     if why:
         return {ROW: {"status": "not evaluated", "reason": why}}
     common = {"token": ex.token, "substeps": sim["substeps"], "margin": sim["margin"], "rig_cfg": rig_cfg}
-    items = [(key, ep, meta, k) for key, ep, meta in test for k in range(redraws)]
-    runs = ex.map(_floor_task, items, common=common, desc="rig redrawn", unit="episode")
-    members = [{key: runs[i * redraws + k] for i, (key, _, _) in enumerate(test)} for k in range(redraws)]
+
+    def members_of(sources: tuple, desc: str) -> list[dict]:
+        items = [(key, ep, meta, k, sources) for key, ep, meta in test for k in range(redraws)]
+        runs = ex.map(_floor_task, items, common=common, desc=desc, unit="episode")
+        return [{key: runs[i * redraws + k] for i, (key, _, _) in enumerate(test)} for k in range(redraws)]
+
+    members = members_of(tuple(SOURCES), "rig redrawn")
     what = ("the rig itself, each test episode simulated again with its hidden per-episode values (true mass and COM, "
-            "actuator delay and backlash, fingertip effects) and the object's friction field redrawn")
+            "actuator delay and backlash, the fingertip effects' values) and the object's friction field redrawn")
     rows = {ROW: {"description": f"{what}, {redraws} times: what a perfect model of the rig that cannot see them "
                                  "scores with one draw (bench.rig_floor)",
                   "redraws": redraws, **ensemble_scored(scorer, members)}}
@@ -140,4 +157,9 @@ def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, 
                                            "(the medoid of the object paths, chosen without the recording): a "
                                            "deterministic model that knows the rig's physics but not the hidden values",
                             "redraws": redraws, **scored(scorer, central)}
+    for source, words in SOURCES.items() if by_source else ():
+        rows[f"{ROW}_only_{source}"] = {
+            "description": f"the rig itself with {words} alone redrawn, {redraws} times (every other hidden value the "
+                           "episode's own): this source's share of the floor (bench.rig_floor)",
+            "redraws": redraws, **ensemble_scored(scorer, members_of((source,), f"rig redrawn, {source} only"))}
     return rows

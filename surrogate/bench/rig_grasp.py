@@ -54,7 +54,7 @@ from .replay import (
     simulate_replay_states,
 )
 from .rig_data import generated_dataset, load_sets, resolve, rig_settings, thresholds, train_dataset
-from .rig_floor import floor_redraws, floor_rows
+from .rig_floor import floor_rows, floor_settings
 from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer, recorded_qpos
 from .rows import NOT_GIVEN, analytic_rows, learned_row, nominal_params
 
@@ -367,10 +367,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                                                                  checkpoint=path)
         models[name] = _learned_row(ex, name, path, net, c, test=test, sim=sim, scorer=scorer, replays=replays,
                                     traces=traces, seen=seen)
-    redraws = floor_redraws(cfg)
+    redraws, by_source = floor_settings(cfg)
     if redraws:
         models.update(floor_rows(ex, test, rig=rig, redraws=redraws, sim=sim, scorer=scorer, replays=replays,
-                                 own_sets=set() if test_data else set(sets)))
+                                 own_sets=set() if test_data else set(sets), by_source=by_source))
     for name, paired in paired_minus_surrogate(models, sets=target_sets, horizon_s=cfg["acceptance"]["horizon_s"]).items():
         models[name]["paired_minus_surrogate"] = paired
 

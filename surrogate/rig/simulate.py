@@ -91,7 +91,7 @@ def _yaw_quat(yaw: float, q: np.ndarray) -> np.ndarray:
 
 
 def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, duration: float | None = None,
-                     redraw: int | None = None) -> RigTrace:
+                     redraw: int | None = None, redraw_only: tuple[str, ...] | None = None) -> RigTrace:
     """Run one scripted grasp episode under the rig's reference physics.
 
     Args:
@@ -102,6 +102,8 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
       duration: s, episode length (default ``script.duration``).
       redraw: k >= 0 draws the hidden per-episode values (``HIDDEN_PURPOSES``) again, the k-th time, with the
         script of ``seed`` kept; None: the episode's own values.
+      redraw_only: with ``redraw``, the purposes (a subset of ``HIDDEN_PURPOSES``) drawn again, the others kept as the
+        episode's own (None: all).
     Returns:
       The ``RigTrace`` sampled at ``recorder.rate_hz`` (default 120 Hz), frames at
       ``k / rate`` for ``k = 0 .. floor(duration * rate)``.
@@ -121,7 +123,9 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     dt = period / substeps
     if redraw is not None and (isinstance(redraw, bool) or int(redraw) != redraw or redraw < 0):
         raise ConfigError(f"redraw must be None or a non-negative integer, got {redraw!r}", key="redraw")
-    phys, script, params = _scripted_rig(cfg, obj, hand=hand, seed=seed, dt=dt, redraw=redraw)
+    if redraw_only is not None and not set(redraw_only) <= set(HIDDEN_PURPOSES):
+        raise ConfigError(f"redraw_only must name purposes of {HIDDEN_PURPOSES}, got {redraw_only!r}", key="redraw_only")
+    phys, script, params = _scripted_rig(cfg, obj, hand=hand, seed=seed, dt=dt, redraw=redraw, redraw_only=redraw_only)
     n_frames = int(math.floor(duration * rate + 1e-9)) + 1
     rec = _Samples(phys, script, np.arange(n_frames) / rate)
     rec.record(0, phys.evaluate())
@@ -143,16 +147,18 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     return _trace(cfg, obj, phys, script, rec, script_out, hand=hand, seed=seed)
 
 
-def _scripted_rig(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, dt: float, redraw: int | None = None):
+def _scripted_rig(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, dt: float, redraw: int | None = None,
+                  redraw_only: tuple[str, ...] | None = None):
     """(RigPhysics, GraspScript, script parameters) of episode ``seed``: the object yawed on the table,
     the grasp planned from its plan view around the hand's start axis (the ``script`` generator); the hidden
-    values from ``redraw``'s generators."""
+    values of ``redraw_only`` (None: all) from ``redraw``'s generators."""
     script_cfg = cfg["script"]
     rng = episode_rng(seed, "script")
     values = draw_script_values(hand, script_cfg, rng)
     quat = _yaw_quat(values["object_yaw"], stable_quat(obj))
     phys = RigPhysics(cfg, obj, hand=hand, timestep=dt, object_quat=quat, grip_force=values["grip_force"],
-                      rngs={p: episode_rng(seed, p, redraw) for p in HIDDEN_PURPOSES})
+                      rngs={p: episode_rng(seed, p, redraw if redraw_only is None or p in redraw_only else None)
+                            for p in HIDDEN_PURPOSES})
     d, s, h = phys.data, phys.scene, phys.hand
     Ro = d.xmat[phys.ob].reshape(3, 3)
     verts = phys.support @ Ro.T + d.xpos[phys.ob]  # hull vertices and surface samples
