@@ -119,3 +119,10 @@ def test_the_medoid_is_the_path_closest_to_the_others():
         q[k][:, adr] = x
     q[1][:, adr + 3] = 100.0  # a column that is not the object's position does not count
     assert medoid(q, adr) == 4
+
+
+def test_the_floor_sources_are_the_rigs_hidden_purposes_and_the_surface():
+    from surrogate.bench.rig_floor import SOURCES
+    from surrogate.rig.simulate import HIDDEN_PURPOSES
+
+    assert set(SOURCES) == {*HIDDEN_PURPOSES, "surface"}
