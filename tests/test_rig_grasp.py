@@ -161,6 +161,9 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     floor = ledger["result"]["floor"]
     assert floor["rig_redrawn"]["mean"] == fl["overall"]["horizons"]["pos_pct_size"]["1"]["mean"]
     assert "rig_redrawn_medoid" not in floor and "rig_redrawn_medoid" not in ms  # a medoid needs 3 redraws
+    # the rig with the episode's own values: only the recording's noise is left, far below any redraw
+    ex_ = ms["rig_exact"]["overall"]
+    assert ex_["episodes"] == 2 and ex_["pos_pct_size"]["mean"] < 3.0 and ex_["unstable_rate"] == 0.0
     from surrogate.bench.rig_floor import SOURCES
     for source in SOURCES:  # each hidden source redrawn alone, scored on the same episodes
         assert ms[f"rig_redrawn_only_{source}"]["overall"]["episodes"] == 2, source

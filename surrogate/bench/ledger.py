@@ -250,19 +250,21 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
 
 def _floor(models: dict, at, value, *, sets, target: float) -> dict | None:
     """The target against the rig's own physics with the hidden draws redrawn (``rig_floor``), where the suite ran it:
-    {row: {mean, surrogate_minus_row (paired)}, target, target_below_floor, words}; the floor is the central redraw's
-    (``rig_redrawn_medoid``) where there is one, else one draw's (``rig_redrawn``); None without either row."""
-    from .rig_floor import MEDOID_ROW, ROW
+    {row: {mean, surrogate_minus_row (paired)}, target, target_below_floor, words}, the rows ``rig_exact`` (the
+    episode's own draw: the recording's noise), ``rig_redrawn`` and ``rig_redrawn_medoid``; the floor is the central
+    redraw's where there is one, else one draw's; None without a redrawn row."""
+    from .rig_floor import EXACT_ROW, MEDOID_ROW, ROW
 
     out, parts = {}, []
-    for name, what in ((ROW, "one draw"), (MEDOID_ROW, "the central draw")):
+    for name, what in ((EXACT_ROW, "its own draw (the recording's noise)"), (ROW, "one draw"),
+                       (MEDOID_ROW, "the central draw")):
         f = at(models.get(name, {}))
         if f is None or f["mean"] is None:
             continue
         pf = paired(models, "surrogate", name, value, sets=sets)
         out[name] = {"mean": f["mean"], "surrogate_minus_row": pf}
         parts.append(f"{what} ({name}) {f['mean']:.2f}" + (f", surrogate - {name} {_paired_words(pf)}" if pf["n"] else ""))
-    if not out:
+    if ROW not in out and MEDOID_ROW not in out:
         return None
     floor = out.get(MEDOID_ROW, out.get(ROW))["mean"]
     below = target < floor

@@ -7,7 +7,10 @@ No contact model can read them from a capture, so part of every model's error is
 part: each test episode is simulated again by the rig itself (``rig.simulate.simulate_episode``: the same object,
 seed and script, so the same commands) with those values redrawn (``redraw=k``, and the ``friction_map`` seed moved
 by ``k + 1``), ``redraws`` times, and the exact trajectories are scored against the recording with the suite's own
-scorer, as a model's replay is. Two rows:
+scorer, as a model's replay is. Three rows:
+
+- ``rig_exact``: each episode simulated again with its own values (no redraw): a model that knows everything the rig
+  drew; what is left is the recording's own noise (the sensors' pathologies), the floor of every model;
 
 - ``rig_redrawn``, an ensemble (``rows.ensemble_scored``: per episode the expected error of one redraw, as
   ``analytic_randomized``): a perfect simulator of the rig that does not know the episode's hidden values, one draw;
@@ -37,6 +40,7 @@ from .rig_scoring import scene_qpos
 
 ROW = "rig_redrawn"
 MEDOID_ROW = "rig_redrawn_medoid"
+EXACT_ROW = "rig_exact"
 # what a redraw draws again: the rig's hidden per-episode purposes (``rig.simulate.HIDDEN_PURPOSES``) and the surface
 SOURCES = {"mass_mismatch": "true mass and COM", "actuator": "actuator delay and backlash",
            "fingertips": "the fingertip effects' values", "surface": "the object's friction field"}
@@ -84,8 +88,8 @@ def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None
 
 
 def _floor_task(common: dict, item) -> tuple:
-    """Redraw k of one test episode, of the ``sources`` named (``SOURCES``): ``(qpos [F, nq], pad forces [F, S, 3] or
-    None)``."""
+    """Redraw k of one test episode, of the ``sources`` named (``SOURCES``; k None: the episode's own draw):
+    ``(qpos [F, nq], pad forces [F, S, 3] or None)``."""
     from ..rig.simulate import simulate_episode
     from ..scenes.from_capture import asset_from_spec
 
@@ -93,7 +97,7 @@ def _floor_task(common: dict, item) -> tuple:
     replay = task_cache(common["token"], ("test", key), lambda: prepare_replay(ep, meta, substeps=common["substeps"],
                                                                                 margin=common["margin"]))
     g = ep.provenance.generator
-    cfg = redrawn_config(common["rig_cfg"], k) if "surface" in sources else common["rig_cfg"]
+    cfg = redrawn_config(common["rig_cfg"], k) if k is not None and "surface" in sources else common["rig_cfg"]
     trace = simulate_episode(cfg, asset_from_spec(ep.object), hand=g["hand"], seed=int(g["seed"]),
                              duration=float(g["script"]["physics"]["duration_s"]), redraw=k,
                              redraw_only=tuple(s for s in sources if s != "surface"))
@@ -121,8 +125,9 @@ def unavailable(test: list, rig_cfg_hash: str, own_sets: set) -> str | None:
 
 def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, scorer, replays: dict,
                own_sets: set, by_source: bool = False) -> dict:
-    """The ledger rows {``rig_redrawn``, ``rig_redrawn_medoid`` (3 redraws or more)} of ``redraws`` redraws of every
-    test episode, or {``rig_redrawn``: a ``not evaluated`` row saying why}; with ``by_source``, also
+    """The ledger rows {``rig_exact``, ``rig_redrawn``, ``rig_redrawn_medoid`` (3 redraws or more)}: every test episode
+    simulated again with its own values and ``redraws`` times redrawn; or {``rig_redrawn``: a ``not evaluated`` row
+    saying why}; with ``by_source``, also
     ``rig_redrawn_only_<source>`` for each of ``SOURCES`` redrawn alone (the others the episode's own): which hidden
     value the floor comes from. ``rig``: the suite's ``rig_data.rig_settings`` (config path and overrides);
     ``replays``: {key: ``replay.Replay``} of the test episodes."""
@@ -142,10 +147,16 @@ def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, 
         runs = ex.map(_floor_task, items, common=common, desc=desc, unit="episode")
         return [{key: runs[i * redraws + k] for i, (key, _, _) in enumerate(test)} for k in range(redraws)]
 
+    exact = ex.map(_floor_task, [(key, ep, meta, None, ()) for key, ep, meta in test], common=common,
+                   desc="rig, own draw", unit="episode")
     members = members_of(tuple(SOURCES), "rig redrawn")
     what = ("the rig itself, each test episode simulated again with its hidden per-episode values (true mass and COM, "
             "actuator delay and backlash, the fingertip effects' values) and the object's friction field redrawn")
-    rows = {ROW: {"description": f"{what}, {redraws} times: what a perfect model of the rig that cannot see them "
+    rows = {EXACT_ROW: {"description": "the rig itself, each test episode simulated again with its own hidden values: "
+                                       "a model that knows everything the rig drew; what is left is the recording's "
+                                       "noise (bench.rig_floor)",
+                        **scored(scorer, {key: run for (key, _, _), run in zip(test, exact)})},
+            ROW: {"description": f"{what}, {redraws} times: what a perfect model of the rig that cannot see them "
                                  "scores with one draw (bench.rig_floor)",
                   "redraws": redraws, **ensemble_scored(scorer, members)}}
     if redraws >= 3:

@@ -292,6 +292,7 @@ def _free_motion(m, datas, cb, builder, envs, todo, views) -> tuple[np.ndarray, 
     take, nonzero = builder.M_take
     return qvel[envs] + m.opt.timestep * acc[envs], np.where(nonzero, Msparse[envs][:, take], 0.0)
 
+
 def solve_law(w0, a, b, n, J, counts, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0, a_spring=None):
     """``(F [E, 3], v' [B, nv])`` in numpy: ``joint_solve.solve_joint`` (float64) for B environments whose contacts
     are consecutive rows, ``counts`` [B] per environment (every one at least one). Arguments as ``solve_joint``'s,
