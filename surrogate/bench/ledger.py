@@ -256,8 +256,8 @@ def _floor(models: dict, at, value, *, sets, target: float) -> dict | None:
     from .rig_floor import EXACT_ROW, MEDOID_ROW, ROW
 
     out, parts = {}, []
-    for name, what in ((EXACT_ROW, "its own draw (the recording's noise)"), (ROW, "one draw"),
-                       (MEDOID_ROW, "the central draw")):
+    for name, what in ((EXACT_ROW, "with each episode's own values (the recording's noise)"),
+                       (ROW, "with them redrawn, one draw"), (MEDOID_ROW, "the central draw")):
         f = at(models.get(name, {}))
         if f is None or f["mean"] is None:
             continue
@@ -268,9 +268,9 @@ def _floor(models: dict, at, value, *, sets, target: float) -> dict | None:
         return None
     floor = out.get(MEDOID_ROW, out.get(ROW))["mean"]
     below = target < floor
-    words = (f"The rig itself with each episode's hidden values redrawn scores {'; '.join(parts)}: the target "
-             f"{target:.2f} is {'below' if below else 'not below'} what a perfect model of the rig that cannot see them "
-             "scores")
+    words = (f"The rig itself scores {'; '.join(parts)}: the target "
+             f"{target:.2f} is {'below' if below else 'not below'} what a perfect model of the rig that cannot see the "
+             "hidden values scores")
     return {**out, "target": target, "target_below_floor": below, "words": words}
 
 
