@@ -136,6 +136,48 @@ def test_joint_space_solve_is_the_contact_space_solve():
         np.testing.assert_allclose(v1[i], v_free[i] + dt * Xt @ F[rows].reshape(-1), atol=1e-9)
 
 
+def test_padded_solve_equals_per_contact_sums_with_an_empty_environment_and_per_contact_steps():
+    """``solve_joint`` pads each environment's contacts to the largest count; against the system summed contact by
+    contact (``index_add``, written out here): environments of 3, 0, 1 and 2 contacts, a step per environment (given
+    per contact, as the twin does), the other body's velocity held (``u_other``); forces, velocities and the gradients
+    of a loss in w0, a, b and J agree to 1e-10. Contacts out of environment order are refused."""
+    from surrogate.model.joint_solve import solve_joint
+
+    rng = np.random.default_rng(3)
+    counts, nv = [3, 0, 1, 2], 7
+    B, E = len(counts), sum(counts)
+    T = lambda x: torch.tensor(x, dtype=torch.float64, requires_grad=True)  # noqa: E731
+    L = rng.normal(size=(B, nv, nv))
+    M = torch.tensor(L @ L.transpose(0, 2, 1) + nv * np.eye(nv))
+    n = rng.normal(size=(E, 3))
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    w0, a, b, J = T(rng.normal(size=(E, 3))), T(rng.uniform(1, 50, E)), T(rng.uniform(10, 500, E)), T(rng.normal(size=(E, 3, nv)))
+    n, u_oth, v_free = torch.tensor(n), torch.tensor(rng.normal(size=(E, 3))), torch.tensor(rng.normal(size=(B, nv)))
+    env = torch.repeat_interleave(torch.arange(B), torch.tensor(counts))
+    dt = torch.tensor([1e-3, 2e-3, 5e-4, 1e-3], dtype=torch.float64)[env]
+
+    def reference():
+        K = a[:, None, None] * torch.eye(3) + b[:, None, None] * n[:, :, None] * n[:, None, :]  # [E, 3, 3]
+        A = M.index_add(0, env, dt[:, None, None] * (J.transpose(1, 2) @ K @ J))
+        src = w0 + (K @ u_oth[..., None])[..., 0]
+        rhs = (M @ v_free[..., None])[..., 0].index_add(0, env, dt[:, None] * (J.transpose(1, 2) @ src[..., None])[..., 0])
+        v1 = torch.linalg.solve(A, rhs[..., None])[..., 0]
+        u = (J @ v1[env][..., None])[..., 0] - u_oth
+        return w0 - (K @ u[..., None])[..., 0], v1
+
+    got, want = solve_joint(w0, a, b, n, J, env, M, v_free, dt, u_other=u_oth)[:2], reference()
+    grads = []
+    for F, v1 in (got, want):
+        np.testing.assert_allclose(v1[1].detach().numpy(), v_free[1].numpy(), rtol=1e-12)  # no contact: free motion
+        grads.append(torch.autograd.grad((F ** 2).sum() + (v1 ** 2).sum(), (w0, a, b, J)))
+    for x, y in zip(got, want):
+        np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=1e-10, atol=1e-12)
+    for gx, gy in zip(*grads):
+        np.testing.assert_allclose(gx.numpy(), gy.numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="consecutive rows"):
+        solve_joint(w0, a, b, n, J, env.flip(0), M, v_free, dt)
+
+
 def test_iterated_friction_is_coulomb_at_a_sliding_impact():
     """A point mass landing while it slides (hand-computed case). Linearized once, friction is the
     start-of-step normal force's (a graze at first touch) and brakes far less than Coulomb; re-linearized at

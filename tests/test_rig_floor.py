@@ -98,6 +98,8 @@ def test_redraw_only_draws_the_named_purposes_again(captured):
     assert only.effects["actuator_delay_backlash"]["drawn"] != own.effects["actuator_delay_backlash"]["drawn"]
     assert only.effects["mass_mismatch"]["drawn"] == own.effects["mass_mismatch"]["drawn"]
     assert all(only.effects[n].get("drawn") == own.effects[n].get("drawn") for n in ("pad_relaxation", "presliding_friction"))
+    # nothing named: the episode's own draw, bit for bit (the surface-only row relies on it)
+    np.testing.assert_array_equal(_trace_only(ep, cfg, ()).object_pose, own.object_pose)
     with pytest.raises(ConfigError, match="redraw_only"):
         _trace_only(ep, cfg, ("script",))
 
@@ -126,3 +128,33 @@ def test_the_floor_sources_are_the_rigs_hidden_purposes_and_the_surface():
     from surrogate.rig.simulate import HIDDEN_PURPOSES
 
     assert set(SOURCES) == {*HIDDEN_PURPOSES, "surface"}
+
+
+def test_a_trace_maps_to_the_capture_by_joint_and_sensor_name(captured):
+    """A trace whose joints and sensors come in another order than the dataset's: the prediction still puts each
+    joint and each pad's force where the capture has it."""
+    import types
+
+    ds, ep = captured
+    replay = prepare_replay(ep, ds.meta, substeps=4, margin=0.005)
+    own = _trace(ep, load_config(None))
+    jo, so = list(own.joint_names)[::-1], list(own.sensor_names)[::-1]
+    flipped = types.SimpleNamespace(
+        times=own.times, object_pose=own.object_pose, joint_names=jo, sensor_names=so,
+        joint_pos=np.asarray(own.joint_pos)[:, [list(own.joint_names).index(n) for n in jo]],
+        pad_wrench=np.asarray(own.pad_wrench)[:, [list(own.sensor_names).index(n) for n in so]])
+    q0, f0 = trace_prediction(replay, ds.meta, own)
+    q1, f1 = trace_prediction(replay, ds.meta, flipped)
+    assert len(jo) > 1 and len(so) > 1 and jo != list(own.joint_names)
+    np.testing.assert_array_equal(q1, q0)
+    np.testing.assert_array_equal(f1, f0)
+
+
+def test_by_source_skips_a_source_whose_effect_is_off():
+    from surrogate.bench.rig_floor import SOURCES, source_enabled
+    from surrogate.paths import config_dir
+
+    cfg = load_config(None)
+    assert all(source_enabled(cfg, s) for s in SOURCES)
+    v1 = load_config(str(config_dir() / "rig" / "v1.yaml"))  # v1: none of the fingertip effects
+    assert not source_enabled(v1, "fingertips") and source_enabled(v1, "surface")

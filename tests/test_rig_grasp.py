@@ -74,6 +74,36 @@ def test_horizon_ratio_verdict_hand_computed():
                                  horizon_s=1.0, max_ratio=0.5)["verdict"] == "not tested"
 
 
+def test_the_verdict_places_the_target_against_the_floor_by_the_paired_rule():
+    """Hand-computed: the target is 0.5 x the best analytic model's mean; the floor row (the central redraw where there
+    is one) minus 0.5 x that model, per episode, decides: interval above zero, the target lies below the floor; a tie
+    stays a tie; the surrogate's own verdict is unchanged by the floor rows."""
+    def row(values):
+        eps = [{"id": f"h/{i}", "set": "h", "horizon_pos_pct_size": {"1": v}} for i, v in enumerate(values)]
+        return {**_model(sum(values) / len(values)), "per_episode": eps}
+
+    ident = [10.0, 12.0, 8.0, 10.0, 11.0, 9.0]  # target: 0.5 x 10 = 5
+    models = {"analytic_identified": row(ident), "surrogate": row([9.0, 9.5, 8.5, 9.0, 9.5, 8.5]),
+              "rig_redrawn": row([9.0, 8.0, 7.0, 9.0, 8.5, 7.5]), "rig_redrawn_medoid": row([7.0, 7.5, 6.0, 7.0, 8.0, 6.5]),
+              "rig_exact": row([2.0] * 6)}
+    base = horizon_ratio_verdict({k: models[k] for k in ("analytic_identified", "surrogate")}, horizon_s=1.0,
+                                 max_ratio=0.5, sets=["h"])
+    v = horizon_ratio_verdict(models, horizon_s=1.0, max_ratio=0.5, sets=["h"])
+    f = v["floor"]
+    assert v["verdict"] == base["verdict"] and v["targets"] == base["targets"]
+    assert f["floor_row"] == "rig_redrawn_medoid" and f["target"] == pytest.approx(5.0)
+    # medoid - 0.5 x identified per episode: 2, 1.5, 2, 2, 2.5, 2: all above zero
+    assert f["floor_minus_target"]["mean"] == pytest.approx(2.0) and f["floor_minus_target"]["ci95"][0] > 0
+    assert f["target_vs_floor"] == "below" and "is below the floor estimate rig_redrawn_medoid 7.00" in v["detail"]
+    assert f["rig_exact"]["mean"] == 2.0 and f["rig_exact"]["surrogate_minus_row"]["mean"] == pytest.approx(7.0)
+    models["rig_redrawn_medoid"] = row([3.0, 7.0, 4.0, 6.0, 5.5, 4.5])  # floor - target: -2, 1, 0, 1, 0, -0.5
+    assert horizon_ratio_verdict(models, horizon_s=1.0, max_ratio=0.5, sets=["h"])["floor"]["target_vs_floor"] == "tie"
+    models["rig_redrawn_medoid"] = row([1.0, 1.5, 2.0, 1.0, 1.5, 2.0])
+    assert horizon_ratio_verdict(models, horizon_s=1.0, max_ratio=0.5, sets=["h"])["floor"]["target_vs_floor"] == "above"
+    del models["rig_redrawn_medoid"], models["rig_redrawn"]
+    assert "floor" not in horizon_ratio_verdict(models, horizon_s=1.0, max_ratio=0.5, sets=["h"])
+
+
 def test_horizon_ratio_verdict_pairs_the_acceptance_episodes():
     """Hand-computed: the paired difference is over the episodes of the acceptance sets that both models
     scored; an episode of another set, or one a model has no value for, is left out."""
@@ -161,13 +191,14 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     floor = ledger["result"]["floor"]
     assert floor["rig_redrawn"]["mean"] == fl["overall"]["horizons"]["pos_pct_size"]["1"]["mean"]
     assert "rig_redrawn_medoid" not in floor and "rig_redrawn_medoid" not in ms  # a medoid needs 3 redraws
-    # the rig with the episode's own values: only the recording's noise is left, far below any redraw
+    # the rig with the episode's own values: only the recording's noise is left (the tracker's few mm)
     ex_ = ms["rig_exact"]["overall"]
     assert ex_["episodes"] == 2 and ex_["pos_pct_size"]["mean"] < 3.0 and ex_["unstable_rate"] == 0.0
     from surrogate.bench.rig_floor import SOURCES
     for source in SOURCES:  # each hidden source redrawn alone, scored on the same episodes
         assert ms[f"rig_redrawn_only_{source}"]["overall"]["episodes"] == 2, source
-    assert floor["target_below_floor"] == (floor["target"] < floor["rig_redrawn"]["mean"])
+    assert floor["floor_row"] == "rig_redrawn" and floor["floor_minus_target"]["n"] == 2
+    assert floor["target_vs_floor"] in ("below", "tie", "above")
     assert floor["rig_redrawn"]["surrogate_minus_row"]["n"] == 2 and "rig_redrawn" in ledger["result"]["detail"]
     rows = ledger["attribution"]["rows"]
     assert [r["variant"] for r in rows] == ["all_on", "without_friction_map"]

@@ -235,7 +235,7 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
     if pp["n"]:
         gap += f"; surrogate - {best} {_paired_words(pp)}"
     like = like_with_like(models)
-    floor = _floor(models, at, value, sets=sets, target=max_ratio * b["mean"])
+    floor = _floor(models, at, value, sets=sets, best=best, max_ratio=max_ratio)
     return {"verdict": overall_verdict([{"outcome": out}]),
             "detail": (f"{like} " if like else "")
                       + f"Mean {metric_words(f'{metric}@{h}s')}: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
@@ -248,11 +248,14 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
             **({"floor": {k: v for k, v in floor.items() if k != "words"}} if floor else {})}
 
 
-def _floor(models: dict, at, value, *, sets, target: float) -> dict | None:
-    """The target against the rig's own physics with the hidden draws redrawn (``rig_floor``), where the suite ran it:
-    {row: {mean, surrogate_minus_row (paired)}, target, target_below_floor, words}, the rows ``rig_exact`` (the
-    episode's own draw: the recording's noise), ``rig_redrawn`` and ``rig_redrawn_medoid``; the floor is the central
-    redraw's where there is one, else one draw's; None without a redrawn row."""
+def _floor(models: dict, at, value, *, sets, best: str, max_ratio: float) -> dict | None:
+    """The target (``max_ratio`` x ``best``) against the rig's own physics (``rig_floor``), where the suite ran it:
+    {row: {mean, surrogate_minus_row (paired)}, floor_row, floor_minus_target (paired: the floor row minus ``max_ratio``
+    x ``best``, per episode), target_vs_floor, words}. The floor row is the central redraw (``rig_redrawn_medoid``)
+    where there is one, else one redraw (``rig_redrawn``); ``target_vs_floor`` is decided by the paired interval
+    (``outcome``): ``below`` (the floor is higher, the interval above zero), ``tie`` or ``above``. An estimate, not a
+    bound: a model could be lucky on these episodes, and a few redraws place the centre coarsely. None without a
+    redrawn row."""
     from .rig_floor import EXACT_ROW, MEDOID_ROW, ROW
 
     out, parts = {}, []
@@ -264,14 +267,18 @@ def _floor(models: dict, at, value, *, sets, target: float) -> dict | None:
         pf = paired(models, "surrogate", name, value, sets=sets)
         out[name] = {"mean": f["mean"], "surrogate_minus_row": pf}
         parts.append(f"{what} ({name}) {f['mean']:.2f}" + (f", surrogate - {name} {_paired_words(pf)}" if pf["n"] else ""))
-    if ROW not in out and MEDOID_ROW not in out:
+    row = MEDOID_ROW if MEDOID_ROW in out else ROW if ROW in out else None
+    if row is None:
         return None
-    floor = out.get(MEDOID_ROW, out.get(ROW))["mean"]
-    below = target < floor
-    words = (f"The rig itself scores {'; '.join(parts)}: the target "
-             f"{target:.2f} is {'below' if below else 'not below'} what a perfect model of the rig that cannot see the "
-             "hidden values scores")
-    return {**out, "target": target, "target_below_floor": below, "words": words}
+    target = max_ratio * at(models[best])["mean"]
+    pt = paired(models, row, best, value, sets=sets, scale=max_ratio)
+    # ``outcome`` of floor - target: "met" (interval below zero) is a floor under the target, "missed" one above it
+    vs = {"met": "above", "tie": "tie", "missed": "below"}[outcome(pt, out[row]["mean"] < target)]
+    where = {"below": "below", "tie": "not distinguishable from", "above": "above"}[vs]
+    words = (f"The rig itself scores {'; '.join(parts)}. The target {target:.2f} is {where} the floor estimate "
+             f"{row} {out[row]['mean']:.2f}" + (f" ({row} - {max_ratio:g} x {best} {_paired_words(pt)})" if pt["n"] else "")
+             + ": what the rig's own physics scores without the hidden values (an estimate, not a bound)")
+    return {**out, "floor_row": row, "target": target, "floor_minus_target": pt, "target_vs_floor": vs, "words": words}
 
 
 def suite_verdict(cfg: dict, models: dict) -> dict:

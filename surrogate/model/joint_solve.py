@@ -24,7 +24,8 @@ def solve_joint(w0, a, b, n, J, env, M, v_free, dt, *, mu=None, eps=None, iterat
 
     Args:
       w0: [E, 3] elastic forces.  a, b: [E] damping terms (``point_law``, a spring's added).  n: [E, 3] unit normals.
-      J: [E, 3, nv] contact-point velocity Jacobians.  env: [E] long, each contact's environment.
+      J: [E, 3, nv] contact-point velocity Jacobians.  env: [E] long, each contact's environment, non-decreasing (an
+        environment's contacts in consecutive rows; an environment may have none).
       M: [B, nv, nv] joint-space inertia.  v_free: [B, nv] end-of-step velocity without contact.
       dt: step (s), a float or per contact [E].
       mu, eps: [E] (``mu`` [E, 3]: ``friction_coefficient``) for ``iterations``.  a_spring: [E] a presliding
@@ -58,10 +59,15 @@ class _Layout:
     the same count the rows already are that layout (a reshape, no copy)."""
 
     def __init__(self, env: torch.Tensor, B: int, J: torch.Tensor):
+        """``env`` [E] long, each contact's environment, non-decreasing (an environment's contacts are consecutive
+        rows); ``B`` environments; ``J`` [E, 3, nv] (or [E, k, nv]) the rows to pad once."""
+        if len(env) > 1 and bool((env[1:] < env[:-1]).any()):
+            raise ValueError("solve_joint: contacts must be in consecutive rows per environment (env non-decreasing)")
         counts = torch.bincount(env, minlength=B)
         self.B, self.C, self.nv, self.env = B, int(counts.max()) if len(env) else 0, J.shape[-1], env
         self.even = bool(len(env)) and bool((counts == self.C).all())
-        self.row = None if self.even else torch.arange(len(env)) - (torch.cumsum(counts, 0) - counts)[env]
+        first = torch.cumsum(counts, 0) - counts
+        self.row = None if self.even else torch.arange(len(env), device=env.device) - first[env]
         self.J = self.pad(J)  # [B, C, 3, nv]
 
     def pad(self, x: torch.Tensor) -> torch.Tensor:
@@ -73,6 +79,8 @@ class _Layout:
 
 
 def _solve_once(w0, a, b, n, J, lay: _Layout, M, v_free, dt, u_other=None):
+    """One solve of ``solve_joint``'s system at the damping ``a``, ``b`` [E]: ``(F [E, 3], v' [B, nv], u [E, 3])``.
+    ``lay``: the contacts' padded layout (``J`` padded once for every iteration)."""
     dt = torch.as_tensor(dt, dtype=J.dtype)
     B, C, nv = lay.B, lay.C, lay.nv
     # dt K per contact: the twin's step may differ per environment (then ``dt`` is given per contact)
