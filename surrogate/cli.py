@@ -236,10 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evaluate on these capture datasets instead of the suite's test episodes (several: repeat the "
                         "flag or list them; scored per dataset and per object)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a suite value (repeatable)")
-    c.add_argument("--backend", default="local", choices=["local", "ray"],
-                   help="run replays, rollouts and identification here or as Ray tasks; the same ledger (default local)")
+    c.add_argument("--backend", default="local", choices=["local", "process", "ray"],
+                   help="run replays, rollouts and identification here, on --workers local processes or as Ray tasks; "
+                        "the same ledger (default local)")
     c.add_argument("--ray-address", help="with --backend ray: the address of a running Ray cluster (default: start a local instance)")
-    c.add_argument("--workers", type=int, help="with --backend ray: CPUs of the local Ray instance (default: the suite's workers, else 2)")
+    c.add_argument("--workers", type=int, help="with --backend process: worker processes; ray: CPUs of the local Ray "
+                                               "instance (default: the suite's workers, else 2)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.add_argument("--no-video", action="store_true",
                    help="do not render the videos of the median and worst test episode (report.md says so)")

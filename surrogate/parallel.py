@@ -1,4 +1,4 @@
-"""Independent tasks run in this process or on Ray, results in submission order.
+"""Independent tasks run in this process, in local worker processes or on Ray, results in submission order.
 
 ``executor(backend, workers=..., address=...)`` opens a backend for one run; ``Executor.map(fn,
 items, common=...)`` calls ``fn(common, item)`` for every item and returns the results in the
@@ -7,6 +7,9 @@ in the same order as in a local run (results do not depend on the backend). A tq
 completed tasks.
 
 - ``local`` runs the tasks one after another in this process and never imports Ray.
+- ``process`` runs them on ``workers`` processes of this machine, forked from this one (where the platform forks; else
+  spawned), a pool per ``map``: a forked worker starts with what ``Executor.share`` gave this process, a spawned one
+  builds it. One thread per task, as on Ray.
 - ``ray`` runs each item as a task (one CPU) on a local instance of ``workers`` CPUs, or on the
   cluster at ``address`` (whose workers must have this package installed); ``common`` goes to
   the object store once per ``map``.
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
-BACKENDS = ("local", "ray")
+BACKENDS = ("local", "process", "ray")
 
 _STATE: dict = {"token": None, "values": {}}  # this process's task state (see ``task_cache``)
 
@@ -76,6 +79,15 @@ def _call(fn, common, item):
     return fn(common, item)
 
 
+def _one_thread() -> None:
+    """A worker process runs one task at a time: intra-op threads would only fight over the cores."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 @dataclass
 class Executor:
     """Where a run's tasks execute (``executor`` makes one). ``token`` names the run's task state."""
@@ -90,7 +102,7 @@ class Executor:
 
     @property
     def threads(self) -> int:
-        """Threads one task may use: MuJoCo's rollout default (2) here, the task's one CPU on Ray."""
+        """Threads one task may use: MuJoCo's rollout default (2) here, the task's one CPU in a worker."""
         return 2 if self.backend == "local" else 1
 
     def info(self) -> dict:
@@ -98,9 +110,9 @@ class Executor:
         return {"backend": self.backend, "workers": self.workers, "address": self.address}
 
     def share(self, key, value) -> None:
-        """Give local tasks an object the caller built already (``task_cache`` under ``key``); Ray
-        workers build their own."""
-        if self.backend == "local":
+        """Give local tasks an object the caller built already (``task_cache`` under ``key``; forked workers inherit
+        it); Ray and spawned workers build their own."""
+        if self.backend in ("local", "process"):
             task_cache(self.token, key, lambda: value)
 
     def map(self, fn: Callable, items, *, common=None, desc: str = "tasks", unit: str = "task",
@@ -120,9 +132,25 @@ class Executor:
                     out.append(fn(common, it))
                     bar.update(1)
                 return out
+            if self.backend == "process":
+                return self._map_process(fn, items, common, bar)
             return self._map_ray(fn, items, common, bar)
         finally:
             bar.close()
+
+    def _map_process(self, fn, items, common, bar) -> list:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        out = [None] * len(items)
+        with ProcessPoolExecutor(min(self.workers, max(len(items), 1)), mp_context=ctx,
+                                 initializer=_one_thread) as pool:
+            index = {pool.submit(_call, fn, common, it): i for i, it in enumerate(items)}
+            for f in as_completed(index):
+                out[index[f]] = f.result()  # a task's exception is raised here, as itself
+                bar.update(1)
+        return out
 
     def _map_ray(self, fn, items, common, bar) -> list:
         ray = self._ray

@@ -157,6 +157,25 @@ def test_executor_keeps_submission_order_and_raises_a_tasks_error_as_itself():
             pass
 
 
+def test_the_process_backend_keeps_submission_order_and_raises_a_tasks_error_as_itself():
+    with executor("process", workers=2, progress=False) as ex:
+        assert ex.map(_slow_square, [0, 1, 2, 3], common={"delay": 0.2, "bad": None}) == [0, 1, 4, 9]
+        with pytest.raises(ConfigError, match="item 2 is bad"):
+            ex.map(_slow_square, [0, 1, 2], common={"delay": 0.0, "bad": 2})
+        assert ex.threads == 1 and ex.info() == {"backend": "process", "workers": 2, "address": None}
+
+
+@needs_shared("contactnets_cube")
+def test_cube_real_small_gives_the_same_ledger_on_local_and_processes(tmp_path, tiny_tosses):
+    kw = dict(overrides=[f"data.source={tiny_tosses}", *TINY], checkpoint=CKPT, progress=False, video=False,
+              cache_dir=tmp_path / "cache")
+    local = run_suite("cube-real-small", out=tmp_path / "local", **kw)
+    procs = run_suite("cube-real-small", out=tmp_path / "procs", backend="process", workers=2, **kw)
+    assert local["execution"]["backend"] == "local" and procs["execution"]["backend"] == "process"
+    assert _numbers(json.loads((tmp_path / "procs" / "ledger.json").read_text())) == \
+        _numbers(json.loads((tmp_path / "local" / "ledger.json").read_text()))
+
+
 def test_the_local_backend_never_imports_ray():
     code = ("import sys; from surrogate.parallel import executor; import surrogate.bench.run, surrogate.bench.cube_real, "
             "surrogate.bench.rig_grasp, surrogate.bench.policy, surrogate.cli\n"

@@ -106,9 +106,9 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
     unavailable). Returns the ledger.
 
     ``test_data``: a capture dataset, or several (``testsets``), in place of the suite's test episodes.
-    ``backend``: ``local`` (this process) or ``ray`` (tasks on a local Ray instance of ``workers``
-    CPUs, default the suite's ``workers`` or 2, or on the cluster at ``ray_address``): the same
-    ledger either way (``parallel``)."""
+    ``backend``: ``local`` (this process), ``process`` (``workers`` local processes) or ``ray`` (tasks on a local Ray
+    instance of ``workers`` CPUs or on the cluster at ``ray_address``); ``workers`` defaults to the suite's, else 2:
+    the same ledger either way (``parallel``)."""
     with mujoco_log(out):
         return _run_suite(suite, out=out, checkpoint=checkpoint, test_data=test_data, overrides=overrides,
                           progress=progress, cache_dir=cache_dir, video=video, backend=backend, workers=workers,
