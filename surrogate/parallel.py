@@ -79,12 +79,13 @@ def _call(fn, common, item):
     return fn(common, item)
 
 
-def _one_thread() -> None:
-    """A worker process runs one task at a time: intra-op threads would only fight over the cores."""
+def one_thread() -> None:
+    """In a worker process (this module's, the rig generator's): one task at a time, so torch's intra-op threads
+    would only fight over the cores."""
     import sys
 
     torch = sys.modules.get("torch")
-    if torch is not None:
+    if torch is not None and torch.get_num_threads() != 1:
         torch.set_num_threads(1)
 
 
@@ -144,12 +145,14 @@ class Executor:
 
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         out = [None] * len(items)
-        with ProcessPoolExecutor(min(self.workers, max(len(items), 1)), mp_context=ctx,
-                                 initializer=_one_thread) as pool:
+        pool = ProcessPoolExecutor(min(self.workers, max(len(items), 1)), mp_context=ctx, initializer=one_thread)
+        try:
             index = {pool.submit(_call, fn, common, it): i for i, it in enumerate(items)}
             for f in as_completed(index):
                 out[index[f]] = f.result()  # a task's exception is raised here, as itself
                 bar.update(1)
+        finally:  # after an error the tasks not started are dropped, not run
+            pool.shutdown(wait=True, cancel_futures=True)
         return out
 
     def _map_ray(self, fn, items, common, bar) -> list:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import sys
 import threading
 import time
 from collections import deque
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from ..atomic import pid_alive
 from ..capture.validate import validate_episode
-from ..parallel import ray_session
+from ..parallel import one_thread, ray_session
 from .plan import EpisodePlan
 from .recorder import contact_region_seeds, record, recorder_rng
 from .shards import shard_path, write_shard
@@ -31,15 +30,8 @@ PARENT_POLL_S = 0.5  # how often a pool worker checks that the run that started 
 _STATE: dict = {}
 
 
-def _limit_threads() -> None:
-    # Workers run one episode each; intra-op threads would only fight over the cores.
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.get_num_threads() != 1:
-        torch.set_num_threads(1)
-
-
 def _init_worker(cfg, objects, simulate_fn, parts, duration, regions, run=None) -> None:
-    _limit_threads()
+    one_thread()
     _STATE.update(cfg=cfg, objects=objects, simulate_fn=simulate_fn, parts=Path(parts), duration=duration, regions=regions,
                   run=run)
 
@@ -73,7 +65,7 @@ def _run_one(plan: EpisodePlan) -> dict:
     out = {"index": plan.index, "object": plan.object_name, "hand": plan.hand}
     t0 = time.perf_counter()
     try:
-        _limit_threads()
+        one_thread()
         simulate = s["simulate_fn"]
         if simulate is None:
             from .simulate import simulate_episode as simulate
