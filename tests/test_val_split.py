@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from surrogate.errors import ConfigError
+from surrogate.learn.defaults import DATA_DEFAULTS
 from surrogate.learn.episodes import episode_groups, load_split, split_episodes
-from surrogate.learn.lightning import DATA_DEFAULTS
 from surrogate.rig.generate import generate
 
 

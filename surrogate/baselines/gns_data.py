@@ -22,11 +22,9 @@ from tqdm import tqdm
 
 from ..errors import ConfigError
 from ..learn.episodes import checked_data_config, load_split
+from .gns_defaults import DATA_DEFAULTS
 from .gns_geometry import box_symmetries, episode_body_points, pose_points, rigid_points, shape_match
 from .gns_rollout import scene_units
-
-DATA_DEFAULTS = dict(root=None, bench_split=None, val_fraction=0.2, val_min=50, split_seed=0, init_frames=5,
-                     batch_size=64, max_episodes=None, max_train_episodes=None, max_val_episodes=None)
 
 
 def episode_windows(ep, *, history: int, grid: int) -> dict:

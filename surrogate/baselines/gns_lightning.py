@@ -19,10 +19,8 @@ import torch
 from ..learn.objective import episode_scores  # the law's validation scores, as the benchmarks score (masks, bounds)
 from .gns import GNSNet, features
 from .gns_data import noisy_window
+from .gns_defaults import LOSS_DEFAULTS, OPTIM_DEFAULTS
 from .gns_rollout import predict_episodes
-
-LOSS_DEFAULTS = dict(noise_std=3e-4, symmetry_augment=True, rot_weight_val=0.0)
-OPTIM_DEFAULTS = dict(lr=1e-3, weight_decay=0.0, final_lr_fraction=0.05)
 
 
 class GNSLightning(L.LightningModule):

@@ -30,25 +30,9 @@ from tqdm.auto import tqdm
 from ..errors import ConfigError
 from ..metrics import paired_difference
 from ..model.contact_law import GROUPS, ContactLawGNN
-from .lightning import LOSS_DEFAULTS, RolloutData, RolloutLightning, validate_chunk
+from .defaults import GRID_KEYS, LOSS_DEFAULTS, STAGE_DEFAULTS
+from .lightning import RolloutData, RolloutLightning, validate_chunk
 from .objective import stepper_scores, window_loss
-
-# the prior parameters a grid can scan (static_friction, stribeck_speed: models with model.stribeck)
-GRID_KEYS = ("stiffness", "damping", "friction", "static_friction", "stribeck_speed")
-# grid: empty lists are off; max_episodes scores the grid on the first that many training episodes (null: all)
-STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}, "max_episodes": None},
-                  # patience: stop a stage after this many validated epochs without a better whole-episode validation
-                  # score (early stopping; null: run every epoch). The best epoch is kept either way.
-                  "prior": {"epochs": 8, "lr": 0.05, "final_lr_fraction": 0.1, "patience": None},
-                  "corrections": {"epochs": 6, "lr": 1e-3, "final_lr_fraction": 0.1, "patience": None},
-                  # run after this fit by the training layer (it replays through the benchmarks' replays,
-                  # surrogate.bench.law_selection): the pad friction chosen by closed-loop replays of this
-                  # many validation episodes with a hand (0: off), over these scales of the fitted value
-                  "closed_loop": {"episodes": 0, "friction_scales": [1.0, 0.8, 0.63, 0.5, 0.4], "reference": None,
-                                  # then the pads' k, c, mu and the table's mu refitted derivative-free on closed-loop
-                                  # replays of this many training episodes (0: off; bench.law_refit), kept if the
-                                  # validation replays' mean improves
-                                  "refit_episodes": 0, "refit_maxiter": 4, "refit_popsize": 4}}
 
 
 def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict, patience: int | None = None):

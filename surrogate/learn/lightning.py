@@ -27,18 +27,14 @@ from ..errors import ConfigError
 from ..model.contact_law import ContactLawGNN
 from ..sim.twin import Twin
 from .actuated import actuated_episodes, actuated_window_loss, episode_scene
+from .defaults import DATA_DEFAULTS, LOSS_DEFAULTS
 from .episodes import checked_data_config, load_split
 from .objective import episode_scores, rollout_episodes, window_loss
 from .windows import batches, episode_batches, episode_windows, group_episodes
 
-DATA_DEFAULTS = dict(root=None, val_fraction=0.2, val_min=50, split_seed=0, bench_split=None, margin=0.02, substeps=4,
-                     window_frames=64, window_stride=32, detach_every=0, init_frames=5, batch_size=32, max_episodes=None,
-                     max_train_episodes=None, max_val_episodes=None, hand="kinematic", val_hand=None,
-                     val_split="episode")
 HANDS = ("kinematic", "actuated")  # data.hand: how the training windows move the hand (learn.actuated)
 # data.val_hand: how validation rolls the whole episodes out (None: as data.hand). kinematic training with actuated
 # validation fits on the twin's exact gradients and keeps the epoch that is best in closed loop, as the benchmark runs
-LOSS_DEFAULTS = dict(rot_weight=0.5, rot_weight_val=0.5, force_weight=0.0)
 STAGES = ("prior", "corrections")
 
 

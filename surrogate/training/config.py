@@ -23,22 +23,14 @@ import difflib
 import json
 from pathlib import Path
 
+from ..baselines.gns_defaults import GNS_DEFAULTS  # the defaults of each kind, one place each
 from ..config import apply_overrides, expand_env, get_dotted, load_yaml, merge, set_dotted
 from ..errors import ConfigError
+from ..learn.defaults import LAW_DEFAULTS
 from ..paths import TRAINING_PATH_KEYS as PATH_KEYS  # the path rule's keys (one list, in core)
 from ..paths import config_dir
 from . import keys
 
-_TRAINER = {"accelerator": "cpu", "devices": 1, "strategy": "auto", "deterministic": True, "log_every_n_steps": 20,
-            "enable_progress_bar": True}
-LAW_DEFAULTS = {  # model.kind: law (contact model v2; the default kind): epochs and learning rates per stage
-    "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "stages": {},
-    "trainer": dict(_TRAINER), "export": {"dir": None, "release_dir": None, "prior_dir": None, "network_dir": None},
-}
-GNS_DEFAULTS = {  # model.kind: gns (the end-to-end peer, no MuJoCo)
-    "seed": 0, "out_dir": "runs/train", "threads": 1, "data": {}, "model": {}, "loss": {}, "optim": {},
-    "trainer": {"max_epochs": 30, **_TRAINER}, "export": {"dir": None, "release_dir": None},
-}
 DEFAULTS = LAW_DEFAULTS  # the default kind's
 CKPT_KEYWORDS = ("last", "best", "hpc", "registry")  # Lightning's ckpt_path keywords
 TRAIN_CONFIGS = "train"  # packaged training configs: config_dir() / train / <name>.yaml
@@ -146,17 +138,16 @@ def resolved_config(cfg: dict) -> dict:
     model = cfg.get("model") or {}
     out["model"] = {"kind": kind, **_model_defaults(kind), **model}
     if kind == "law":
-        from ..learn.fit import STAGE_DEFAULTS
-        from ..learn.lightning import DATA_DEFAULTS, LOSS_DEFAULTS
+        from ..learn.defaults import DATA_DEFAULTS, LOSS_DEFAULTS, STAGE_DEFAULTS
 
         out["data"] = {**DATA_DEFAULTS, **(cfg.get("data") or {})}
         out["loss"] = {**LOSS_DEFAULTS, **(cfg.get("loss") or {})}
         stages = cfg.get("stages") or {}
         out["stages"] = {k: {**v, **(stages.get(k) or {})} for k, v in STAGE_DEFAULTS.items()}
         return _plain(out)
-    from ..baselines.gns_data import DATA_DEFAULTS as GNS_DATA
-    from ..baselines.gns_lightning import LOSS_DEFAULTS as GNS_LOSS
-    from ..baselines.gns_lightning import OPTIM_DEFAULTS as GNS_OPTIM
+    from ..baselines.gns_defaults import DATA_DEFAULTS as GNS_DATA
+    from ..baselines.gns_defaults import LOSS_DEFAULTS as GNS_LOSS
+    from ..baselines.gns_defaults import OPTIM_DEFAULTS as GNS_OPTIM
 
     for sec, d in (("data", GNS_DATA), ("loss", GNS_LOSS), ("optim", GNS_OPTIM)):
         out[sec] = {**d, **(cfg.get(sec) or {})}

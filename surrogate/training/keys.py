@@ -55,8 +55,7 @@ def trainer_spec(kind: str) -> dict:
 def gns_spec() -> dict:
     """The key spec of ``model.kind: gns`` (the end-to-end peer)."""
     from ..baselines.gns import GNSNet
-    from ..baselines.gns_data import DATA_DEFAULTS
-    from ..baselines.gns_lightning import LOSS_DEFAULTS, OPTIM_DEFAULTS
+    from ..baselines.gns_defaults import DATA_DEFAULTS, LOSS_DEFAULTS, OPTIM_DEFAULTS
 
     return {"seed": None, "out_dir": None, "threads": None,
             "data": {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None, "validation": None}},
@@ -74,8 +73,7 @@ def gns_spec() -> dict:
 def spec_for(kind: str) -> dict:
     """The full key spec of a config whose ``model.kind`` is ``kind``."""
     if kind == "law":
-        from ..learn.fit import STAGE_DEFAULTS
-        from ..learn.lightning import DATA_DEFAULTS, LOSS_DEFAULTS
+        from ..learn.defaults import DATA_DEFAULTS, LOSS_DEFAULTS, STAGE_DEFAULTS
         from ..model.contact_law import ContactLawGNN
         from ..model.law import LawPrior
 

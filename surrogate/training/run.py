@@ -197,8 +197,8 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     network is the release only if its replays beat the law's by a paired interval below zero (the benchmark's own
     replays decide, not the kinematic twin). Updates ``res`` (model; the prior model becomes the law at its selected
     friction) and records both selections, the paired comparison and the ablation rows in ``res["metrics"]``."""
-    from ..learn.fit import STAGE_DEFAULTS, score_summary
-    from ..learn.lightning import LOSS_DEFAULTS
+    from ..learn.defaults import LOSS_DEFAULTS, STAGE_DEFAULTS
+    from ..learn.fit import score_summary
 
     st = {**STAGE_DEFAULTS["closed_loop"], **((cfg.get("stages") or {}).get("closed_loop") or {})}
     n = int(st["episodes"])
