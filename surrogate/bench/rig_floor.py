@@ -37,14 +37,18 @@ import copy
 import numpy as np
 
 from ..parallel import Executor
+from ..rig.effects import FINGERTIP_EFFECTS
 from .rig_scoring import scene_qpos
 
 ROW = "rig_redrawn"
 MEDOID_ROW = "rig_redrawn_medoid"
 EXACT_ROW = "rig_exact"
-# what a redraw draws again: the rig's hidden per-episode purposes (``rig.simulate.HIDDEN_PURPOSES``) and the surface
-SOURCES = {"mass_mismatch": "true mass and COM", "actuator": "actuator delay and backlash",
-           "fingertips": "the fingertip effects' values", "surface": "the object's friction field"}
+# what a redraw draws again: the rig's hidden per-episode purposes (``rig.simulate.HIDDEN_PURPOSES``) and the surface,
+# {source: (what it is, the rig effects that draw it)}
+SOURCES = {"mass_mismatch": ("true mass and COM", ("mass_mismatch",)),
+           "actuator": ("actuator delay and backlash", ("actuator_delay_backlash",)),
+           "fingertips": ("the fingertip effects' values", FINGERTIP_EFFECTS),
+           "surface": ("the object's friction field", ("friction_map",))}
 
 
 def floor_settings(cfg: dict) -> tuple[int, bool]:
@@ -115,12 +119,7 @@ def medoid(qpos: list[np.ndarray], adr: int) -> int:
 
 def source_enabled(rig_cfg: dict, source: str) -> bool:
     """Whether the rig config draws anything for ``source`` (``SOURCES``): its effect (or one of them) is on."""
-    from ..rig.effects import FINGERTIP_EFFECTS
-
-    eff = rig_cfg["effects"]
-    names = {"mass_mismatch": ("mass_mismatch",), "actuator": ("actuator_delay_backlash",),
-             "fingertips": tuple(FINGERTIP_EFFECTS), "surface": ("friction_map",)}[source]
-    return any(eff.get(n, {}).get("enabled") for n in names)
+    return any(rig_cfg["effects"].get(n, {}).get("enabled") for n in SOURCES[source][1])
 
 
 def unavailable(test: list, rig_cfg_hash: str, own_sets: set) -> str | None:
@@ -182,7 +181,7 @@ def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, 
                                            "(the medoid of the object paths, chosen without the recording): a "
                                            "deterministic model that knows the rig's physics but not the hidden values",
                             "redraws": redraws, **scored(scorer, central)}
-    for source, words in SOURCES.items() if by_source else ():
+    for source, (words, _) in SOURCES.items() if by_source else ():
         if not source_enabled(rig_cfg, source):  # nothing drawn: the row would be rig_exact under another name
             rows[f"{ROW}_only_{source}"] = {"status": "not evaluated", "reason": f"{words}: its effect is off in the "
                                                                                    "rig config"}
