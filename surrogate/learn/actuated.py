@@ -76,9 +76,15 @@ def _resolve(model, rec, carry: torch.Tensor, idx: torch.Tensor, dt: float):
     env = torch.repeat_interleave(torch.arange(len(counts)), counts)
     envs = idx[torch.arange(len(idx))[rec.envs]]  # the windows that solved
     qv = torch.from_numpy(rec.qv) + carry[envs]
+    spin = t["spin"]  # J_w gives the relative angular velocity (the stepper's): no other body's to hold
+    if spin is not None:
+        spin = spin._replace(Jw=torch.from_numpy(rec.Jw), w_other=None, **{k: pick(getattr(spin, k)) for k in
+                                                                         ("a", "b", "mu_spin", "mu_roll", "eps")})
     F, v1, _ = solve_joint(pick(t["w0"]), pick(t["a"]), pick(t["b"]), pick(t["n"]), torch.from_numpy(rec.J),
                            env, torch.from_numpy(rec.M), qv, dt, mu=pick(t["mu"]), eps=pick(t["eps"]),
-                           iterations=int(getattr(model, "friction_iterations", 0)), a_spring=pick(t["a_spring"]))
+                           iterations=int(getattr(model, "friction_iterations", 0)), a_spring=pick(t["a_spring"]),
+                           spin=spin)
+    F = F[:, :3]  # the pads' sensors read forces
     ok = torch.isfinite(v1).all(-1, keepdim=True)  # an environment the stepper sent to analytic contact: no gradient
     delta = torch.where(ok, v1 - v1.detach(), torch.zeros_like(v1))
     forces = torch.zeros(E, 3, dtype=F.dtype).index_copy(0, rows, torch.where(torch.isfinite(F), F, 0.0))

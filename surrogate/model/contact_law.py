@@ -34,8 +34,9 @@ from torch import nn
 
 from . import graph as G
 from .history import ContactState
-from .joint_solve import solve_free_object
-from .law import LawPrior, point_law
+from .joint_solve import Spin, solve_free_object
+from .law import LawPrior, point_law, spin_law, spin_slip
+from .law_numpy import NumpyLaw
 from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .presliding import contact_state_after, with_presliding
 
@@ -54,7 +55,7 @@ def _zero_last(seq: nn.Sequential) -> None:
 GROUPS = ("surface", "body")  # the other side of a contact: a static surface (ground, table) or a moving body (a pad)
 
 
-class ContactLawGNN(nn.Module):
+class ContactLawGNN(NumpyLaw, nn.Module):
     """Per-contact forces of a passive law whose parameters a graph network corrects.
 
     Args:
@@ -79,6 +80,10 @@ class ContactLawGNN(nn.Module):
         (the displacement features are zero) and corrects the spring-free law, which a prior without any builds
         exactly as before the spring.
       presliding_bound: s_z, the log-bound of the k_z correction.
+
+    Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
+    or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further
+    bounded head (log-bound ``s_mu``) scales both per contact. Off: the law before them, bit for bit.
     """
 
     graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
@@ -111,6 +116,12 @@ class ContactLawGNN(nn.Module):
             # a group whose prior has no spring keeps none (k_z = 0 exactly), the others a learnable log k_z
             self.register_buffer("presliding_on", kz > 0, persistent=False)
             self.log_presliding = nn.Parameter(torch.where(kz > 0, kz, torch.ones_like(kz)).log())
+        spin = torch.tensor([[ps.torsional_friction, pb.torsional_friction],
+                             [ps.rolling_friction, pb.rolling_friction]], dtype=torch.float32)
+        self.spin = bool((spin > 0).any())  # torsional and rolling friction (law.spin_law)
+        if self.spin:  # [2 (torsion, rolling), 2 groups]: a term whose prior is 0 stays 0 exactly
+            self.register_buffer("spin_on", spin > 0, persistent=False)
+            self.log_spin = nn.Parameter(torch.where(spin > 0, spin, torch.ones_like(spin)).log())
         if history or presliding_bound != 2.0:
             self._hparams.update(history=bool(history), presliding_bound=float(presliding_bound))
         # without corrections there is no network to see the history (the prior stage of a history model): the law
@@ -129,7 +140,8 @@ class ContactLawGNN(nn.Module):
             self.node_enc = mlp(nN, hidden, hidden, mlp_layers)
             self.layers = nn.ModuleList([InteractionLayer(hidden, mlp_layers, update_nodes=k < steps - 1)
                                          for k in range(steps)])
-            self.decoder = mlp(hidden, hidden, 2 + int(self.history and self.presliding), mlp_layers, layer_norm=False)
+            self.decoder = mlp(hidden, hidden, 2 + int(self.history and self.presliding) + int(self.spin), mlp_layers,
+                               layer_norm=False)
             _zero_last(self.stiffness_mlp)
             _zero_last(self.decoder)
 
@@ -147,6 +159,9 @@ class ContactLawGNN(nn.Module):
                      "stribeck_speed": float(self.log_stribeck_speed[i].exp())} if self.stribeck else {}
             if self.presliding and bool(self.presliding_on[i]):
                 extra["presliding_stiffness"] = float(self.log_presliding[i].exp())
+            for j, name in enumerate(("torsional_friction", "rolling_friction")):
+                if self.spin and bool(self.spin_on[j, i]):
+                    extra[name] = float(self.log_spin[j, i].exp())
             return LawPrior(stiffness=float(self.log_stiffness[i].exp()), exponent=self.exponent,
                             damping=float(self.log_damping[i].exp()), friction=float(self.log_friction[i].exp()),
                             slip_eps=self.slip_eps, units=self.units, **extra)
@@ -154,6 +169,7 @@ class ContactLawGNN(nn.Module):
     def prior_parameters(self) -> list[nn.Parameter]:
         extra = [self.log_static_friction, self.log_stribeck_speed] if self.stribeck else []
         extra += [self.log_presliding] if self.presliding else []
+        extra += [self.log_spin] if self.spin else []
         return [self.log_stiffness, self.log_damping, self.log_friction] + extra
 
     def correction_parameters(self) -> list[nn.Parameter]:
@@ -176,7 +192,8 @@ class ContactLawGNN(nn.Module):
 
     def law_parameters(self, g, vel=None, omega=None, *, features=None, state: ContactState | None = None) -> torch.Tensor:
         """[E, 3] (k, c, mu) of every contact in the prior's units: the group's prior times the bounded corrections;
-        [E, 4] with the presliding spring on: k_z too (0 for a group without one).
+        then k_z with the presliding spring on (0 for a group without one), then (mu_spin, mu_roll) with ``spin``
+        (``spin_columns``; 0 for a term off in the contact's group).
 
         ``features``: ``self.features(g, vel, omega)`` if the caller has them already. ``state``: the contacts'
         ``history.ContactState`` (z in world axes; None: fresh contacts), which a model with ``history`` sees."""
@@ -184,12 +201,18 @@ class ContactLawGNN(nn.Module):
         cols = [self.log_stiffness[group], self.log_damping[group], self.log_friction[group]]
         if self.presliding:
             cols.append(self.log_presliding[group])
+        if self.spin:
+            cols += [self.log_spin[0, group], self.log_spin[1, group]]
         base = torch.stack(cols, dim=1)
 
-        def spring_off(out):  # k_z = 0 exactly for a group whose prior has no spring
-            if not self.presliding:
-                return out
-            return torch.cat([out[:, :3], torch.where(self.presliding_on[group], out[:, 3], 0.0)[:, None]], dim=1)
+        def spring_off(out):  # k_z, mu_spin, mu_roll = 0 exactly for a group whose prior has none
+            if self.presliding:
+                out = torch.cat([out[:, :3], torch.where(self.presliding_on[group], out[:, 3], 0.0)[:, None],
+                                 out[:, 4:]], dim=1)
+            if self.spin:
+                j = self.spin_columns[0]
+                out = torch.cat([out[:, :j], torch.where(self.spin_on[:, group].T, out[:, j:], 0.0)], dim=1)
+            return out
 
         if not self.corrections and not self.training:
             return spring_off(base.exp())  # the constant law: no features needed (in training they fill the normalizers)
@@ -212,8 +235,16 @@ class ContactLawGNN(nn.Module):
             corr.append(self.presliding_bound * torch.tanh(o[:, 2]))
         elif self.presliding:
             corr.append(torch.zeros_like(o_k))
+        if self.spin:  # one head scales torsion and rolling alike
+            corr += [s_mu * torch.tanh(o[:, -1])] * 2
         out = (base + torch.stack(corr, dim=1)).exp()
         return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
+
+    @property
+    def spin_columns(self) -> tuple[int, int]:
+        """The columns of (mu_spin, mu_roll) in ``law_parameters`` (with ``spin``)."""
+        j = 3 + int(self.presliding)
+        return j, j + 1
 
     # -- forces ------------------------------------------------------------------------------
     def forward(self, g, vel=None, omega=None) -> torch.Tensor:
@@ -224,8 +255,9 @@ class ContactLawGNN(nn.Module):
         """The linearized law of every contact (float64): ``f0, a, b`` [E] (``law.point_law``), the normal
         ``n`` [E, 3], ``u_oth`` [E, 3] the other body's point velocity, ``w0`` [E, 3] the elastic force; with the
         presliding spring on (``presliding.with_presliding``: its terms are in ``w0``, ``a`` and ``b``) also ``kz`` [E]
-        (N/m), ``z`` [E, 3] the displacement the step starts from and ``a_spring`` [E] (else None); the solve of
-        the step uses them. ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh).
+        (N/m), ``z`` [E, 3] the displacement the step starts from and ``a_spring`` [E] (else None); with ``spin``
+        ``spin`` (``joint_solve.Spin``, ``Jw`` None: the solver's to make) holds torsion and rolling (else None); the
+        solve of the step uses them. ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh).
         (The hybrid stepper solves them with MuJoCo's full mobility, hand included: ``sim.law_solve``.)"""
         vel = (g.vel if vel is None else vel).double()
         omega = (g.omega if omega is None else omega).double()
@@ -233,6 +265,7 @@ class ContactLawGNN(nn.Module):
         eg = G._edge_graph(g)
         prm = self.law_parameters(g, vel, omega, features=features, state=state).double()
         L, V, F0 = (u.double()[eg] for u in G.units(g))
+        size = L  # the object's size (m) in any units: the scale of the angular regularization
         if self.units == "si":
             L, V, F0 = torch.ones_like(L), torch.ones_like(V), torch.ones_like(F0)
         p = self.exponent
@@ -251,7 +284,13 @@ class ContactLawGNN(nn.Module):
         f0, a, b, fn = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=mu,
                                  eps=eps, dt=dt)
         out = {"f0": f0, "a": a, "b": b, "n": n, "u_oth": u_oth, "mu": mu, "eps": eps, "w0": f0[:, None] * n,
-               "kz": None, "z": None, "a_spring": None}
+               "kz": None, "z": None, "a_spring": None, "spin": None}
+        if self.spin:  # torsion and rolling: lengths in L (weight units) or m
+            i, j = self.spin_columns
+            mu_spin, mu_roll, eps_w = prm[:, i] * L, prm[:, j] * L, eps / size
+            w_oth = omega[s]
+            a_w, b_w = spin_law(fn, *spin_slip(omega[o] - w_oth, n), mu_spin=mu_spin, mu_roll=mu_roll, eps_w=eps_w)
+            out["spin"] = Spin(None, a_w, b_w, mu_spin, mu_roll, eps_w, w_oth)
         if self.presliding:
             kz = prm[:, 3] * F0 / L
             z, k_last = ((n.new_zeros(len(f0), 3), None) if state is None else
@@ -261,99 +300,12 @@ class ContactLawGNN(nn.Module):
             out["kz"] = kz
         return out
 
-    def numpy_law_terms(self, depth, vn, speed, moving, *, length: float, mass: float, gravity: float, dt: float,
-                        with_spring: bool = False, params=None):
-        """``(f0, a, b, mu, eps)`` [E] (``mu`` [E, 3] with ``stribeck``) of the law, in numpy (float64): what
-        ``law_terms`` gives, without its torch calls (whose per-call overhead would be most of a small step): the
-        parameters of ``numpy_law_parameters`` at the contacts (``law.point_law``). ``with_spring``: also the normal
-        force ``fn`` [E] (``point_law``) and the presliding stiffness ``kz`` [E] (N/m; zero for a group without a
-        spring), which ``presliding.with_presliding`` needs.
-
-        Args:
-          depth, vn, speed: [E] penetration (m), normal and tangential relative speed (m/s).
-          moving, length, mass, gravity, params: as ``numpy_law_parameters``.
-          dt: the physics step (s).
-        """
-        k, c, mu, eps, kz = self.numpy_law_parameters(moving, length=length, mass=mass, gravity=gravity, params=params)
-        f0, a, b, fn = point_law(depth, vn, speed, k=k, p=self.exponent, c=c, mu=mu, eps=eps, dt=dt)
-        if not with_spring:
-            return f0, a, b, mu, eps
-        return f0, a, b, mu, eps, fn, kz
-
-    def numpy_law_parameters(self, moving, *, length: float, mass: float, gravity: float, params=None):
-        """``(k, c, mu, eps, kz)``: the law's parameters at E contacts in SI units, numpy (float64): stiffness k [E]
-        (N / m^p), damping c [E] (s / m), friction mu [E] (``mu`` [E, 3] (mu_k, r, v_s) with ``stribeck``), the slip
-        regularization eps (m / s, a scalar) and the presliding stiffness kz [E] (N / m; zero without the spring).
-        The hybrid stepper takes this path for every law: a constant law (no network) needs no graph at all; a
-        network's per-contact parameters come in ``params``.
-
-        Args:
-          moving: [E] bool, the other side is a moving body (prior group ``body``) rather than a static surface.
-          length, mass, gravity: the object's size (m), mass (kg) and |g| (m/s^2): the ``weight`` units.
-          params: [E, 3] (k, c, mu), [E, 4] with the spring (k_z too), in the prior's units: ``law_parameters`` of
-            this model's network (numpy); None: the constant law, which a model with corrections does not have.
-        """
-        import numpy as np
-
-        if self.corrections and params is None:
-            raise ValueError("numpy_law_terms of a model with a network needs its law_parameters (params)")
-        group = moving.astype(np.int64)
-        per = self._group_parameters()[:, group]
-        if params is not None:  # the network's: k, c, mu (and k_z, already zero for a group without a spring)
-            per = np.concatenate([params[:, :3].T, per[3:-1] if self.presliding else per[3:],
-                                  params[:, 3:4].T if self.presliding else per[:0]])
-        k, c, mu = per[:3]
-        p = self.exponent
-        L, V, F0 = (1.0, 1.0, 1.0) if self.units == "si" else (length, math.sqrt(max(gravity, 1e-6) * length), mass * max(gravity, 1e-6))
-        if self.stribeck:  # [E, 3] (mu_k, r, v_s): law.friction_coefficient
-            mu = np.stack([mu, per[3], per[4] * V], axis=-1)
-        if self.presliding:
-            kz = np.where(self.presliding_on.numpy()[group], per[-1] * F0 / L, 0.0)
-        else:
-            kz = np.zeros(len(group))
-        return k * F0 / L ** p, c / V, mu, self.slip_eps * V, kz
-
-    def _group_parameters(self):
-        """[P, 2] the global parameters (exp of the log-parameters: k, c, mu, then r, v_s with ``stribeck`` and k_z
-        with ``presliding``) per (surface, body) group, numpy; the same array until a parameter changes (an
-        optimizer step or an in-place edit bumps the tensor's version counter)."""
-        import numpy as np
-
-        globals_ = (self.log_stiffness, self.log_damping, self.log_friction) + \
-            ((self.log_static_friction, self.log_stribeck_speed) if self.stribeck else ()) + \
-            ((self.log_presliding,) if self.presliding else ())
-        version = tuple((id(t), t._version) for t in globals_)
-        if getattr(self, "_constant_cache", (None,))[0] != version:
-            with torch.no_grad():
-                self._constant_cache = (version, np.exp(np.stack([t.detach().double().numpy() for t in globals_])))
-        return self._constant_cache[1]
-
-    def numpy_law_table(self, moving, *, length: float, mass: float, gravity: float, params=None):
-        """``(table [G, 5], rows [E], eps)``: the law's parameters at E contacts for the compiled step
-        (``sim.law_kernel``): contact e's are row ``rows[e]`` of ``table``, ``(k, c, mu_k, r, v_s)`` in SI units
-        (``r`` = 1: Coulomb); eps the slip regularization (m / s). The constant law (``params`` None): G = 2 rows, the
-        (surface, body) groups, the same array while neither the parameters nor the object change; a network's
-        (``params`` [E, 3]): one row per contact. Arguments as ``numpy_law_parameters``."""
-        import numpy as np
-
-        rows = moving.astype(np.int64) if params is None else np.arange(len(params))
-        if params is None:
-            per = self._group_parameters()
-            key = (length, mass, gravity)
-            cache = getattr(self, "_table_cache", None)
-            if cache is not None and cache[0] is per and cache[1] == key:
-                return cache[2], rows, cache[3]
-            moving = np.array([False, True])
-        k, c, mu, eps, _ = self.numpy_law_parameters(moving, length=length, mass=mass, gravity=gravity, params=params)
-        mu = mu if np.ndim(mu) == 2 else np.stack([mu, np.ones_like(mu), np.ones_like(mu)], axis=-1)
-        table = np.ascontiguousarray(np.concatenate([k[:, None], c[:, None], mu], axis=1), dtype=np.float64)
-        if params is None:
-            self._table_cache = (per, key, table, float(eps))
-        return table, rows, float(eps)
-
-    def solve(self, g, vel=None, omega=None, *, state: ContactState | None = None, with_state: bool = False):
+    def solve(self, g, vel=None, omega=None, *, state: ContactState | None = None, with_state: bool = False,
+              with_torque: bool = False):
         """(forces [E, 3], end-of-step object twist [B, 6]) of the semi-implicit law for the free object
         against kinematic other bodies (``joint_solve.solve_free_object``; float64). The twin trains through this.
+        ``with_torque``: forces [E, 6], each contact's force and its torque about the contact point (N m; torsional
+        and rolling friction, ``spin``; zero without).
 
         ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh contacts). ``with_state``:
         also return the contacts' state after the step (``presliding.contact_state_after``; torch, z in world axes)."""
@@ -367,14 +319,19 @@ class ContactLawGNN(nn.Module):
             z = vel.new_zeros(0)
             t = {"f0": z, "a": z, "b": z, "n": vel.new_zeros(0, 3), "u_oth": vel.new_zeros(0, 3),
                  "mu": vel.new_zeros(0, 3) if self.stribeck else z, "eps": z, "w0": vel.new_zeros(0, 3),
-                 "kz": None, "z": None, "a_spring": None}
+                 "kz": None, "z": None, "a_spring": None, "spin": None}
         r_obj = g.r_obj.double()
-        forces, xi = solve_free_object(t["w0"], t["a"], t["b"], t["n"], r_obj, t["u_oth"], eg, vel=vel[obj],
+        wrench, xi = solve_free_object(t["w0"], t["a"], t["b"], t["n"], r_obj, t["u_oth"], eg, vel=vel[obj],
                                        omega=omega[obj], mass=g.mass_ref.double(), inertia_w=g.inertia_w.double(),
                                        gravity=g.gravity.double(), dt=g.dt.double(), num_envs=obj.shape[0], mu=t["mu"],
-                                       eps=t["eps"], iterations=self.friction_iterations, a_spring=t["a_spring"])
+                                       eps=t["eps"], iterations=self.friction_iterations, a_spring=t["a_spring"],
+                                       spin=t["spin"])
+        forces = wrench[:, :3]
+        if with_torque and wrench.shape[1] == 3:
+            wrench = torch.cat([wrench, torch.zeros_like(wrench)], dim=1)
+        out = wrench if with_torque else forces
         if not with_state:
-            return forces, xi
+            return out, xi
         E = len(eg)
         if t["kz"] is None:  # no spring: only the force and the time under load
             zero = forces.new_zeros(E)
@@ -385,7 +342,7 @@ class ContactLawGNN(nn.Module):
         u = xe[:, :3] + torch.cross(xe[:, 3:], r_obj, dim=-1) - t["u_oth"]  # the solved end-of-step slip
         age = forces.new_zeros(E) if state is None else torch.as_tensor(state.age, dtype=forces.dtype)
         z_end, age_end, fn_end = contact_state_after(z, u, t["n"], kz, t["mu"], forces, age, g.dt.double()[eg])
-        return forces, xi, ContactState(z_end, age_end, fn_end, kz)
+        return out, xi, ContactState(z_end, age_end, fn_end, kz)
 
 
 def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:

@@ -10,13 +10,36 @@ Shapes: B environments, E contacts in consecutive rows per environment, nv joint
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
-from .law import friction_coefficient
+from .law import friction_coefficient, spin_law, spin_slip
+
+
+class Spin(NamedTuple):
+    """The contacts' torsional and rolling friction (``law.spin_law``) for ``solve_joint``: ``Jw`` [E, 3, nv] the
+    relative angular-velocity Jacobians; ``a``, ``b`` [E] the law linearized at the step's start; ``mu_spin``,
+    ``mu_roll`` [E] (m) and ``eps`` (rad/s) for the re-linearizations; ``w_other`` [E, 3] the other body's angular
+    velocity, held for the step, where ``Jw`` moves the object alone (the twin; given with ``u_other``)."""
+
+    Jw: torch.Tensor
+    a: torch.Tensor
+    b: torch.Tensor
+    mu_spin: torch.Tensor
+    mu_roll: torch.Tensor
+    eps: object
+    w_other: torch.Tensor | None = None
+
+
+def _pairs(lin: torch.Tensor, ang: torch.Tensor) -> torch.Tensor:
+    """[E, ...] and [E, ...] -> [2E, ...]: each contact's row then its angular row (an environment's rows stay
+    consecutive)."""
+    return torch.stack([lin, ang], 1).flatten(0, 1)
 
 
 def solve_joint(w0, a, b, n, J, env, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0, a_spring=None,
-                u_other=None):
+                u_other=None, spin: Spin | None = None):
     """``(F [E, 3], v' [B, nv], u [E, 3])``: the end-of-step joint velocity of
     ``(M + dt J^T K J) v' = M v_free + dt J^T (w0 + K u_other)`` (``K = a I + b n n^T`` per contact) and the law's
     forces at the end-of-step slip ``u = J v' - u_other``, ``F = w0 - K u``; with ``iterations`` > 0 friction is
@@ -32,19 +55,37 @@ def solve_joint(w0, a, b, n, J, env, M, v_free, dt, *, mu=None, eps=None, iterat
         spring's ``dt k_z``, kept in every re-linearization (None: no spring).
       u_other: [E, 3] the other body's point velocity, held for the step, where ``J`` moves the object alone (the
         twin: ``solve_free_object``); None where ``J`` gives the relative velocity (the stepper's).
+      spin: the contacts' torsional and rolling friction (``Spin``), solved with the forces: each contact gets a second
+        row of the same system, its torque ``T = -K_w (Jw v' - w_other)`` (``K_w = a_w I + b_w n n^T``, no elastic
+        part), and the results are ``F`` [E, 6] (force, torque) and ``u`` [E, 6] (slip, relative angular velocity).
     """
     beta = a + b  # the normal damping: fixed in the iterations
-    lay = _Layout(env, len(M), J, n)
+    if spin is not None:  # each contact's angular row after its own: rows [2E]
+        zero = torch.zeros_like(w0)
+        rw0, rn, rJ, renv = _pairs(w0, zero), _pairs(n, n), _pairs(J, spin.Jw), env.repeat_interleave(2)
+        rdt = dt.repeat_interleave(2) if torch.is_tensor(dt) and dt.ndim else dt
+        ruo = None if u_other is None else _pairs(u_other, zero if spin.w_other is None else spin.w_other)
+        ra, rb = _pairs(a, spin.a), _pairs(b, spin.b)
+    else:
+        rw0, rn, rJ, renv, rdt, ruo, ra, rb = w0, n, J, env, dt, u_other, a, b
+    lay = _Layout(renv, len(M), rJ, rn)
     Mv = (M @ v_free[..., None])[..., 0]  # [B, nv]: what the iterations share, formed once with the padded J
-    F, v1, u = _solve_once(w0, a, b, n, lay, M, Mv, dt, u_other)
+    F, v1, u = _solve_once(rw0, ra, rb, rn, lay, M, Mv, rdt, ruo)
     for _ in range(int(iterations)):
-        fn = (F * n).sum(-1).clamp_min(0.0)
-        ut = u - (u * n).sum(-1, keepdim=True) * n
+        F_lin, u_lin = (F, u) if spin is None else (F[0::2], u[0::2])
+        fn = (F_lin * n).sum(-1).clamp_min(0.0)
+        ut = u_lin - (u_lin * n).sum(-1, keepdim=True) * n
         s2 = (ut * ut).sum(-1)
         a = friction_coefficient(mu, s2) * fn / torch.sqrt(s2 + eps * eps)
         if a_spring is not None:
             a = a + a_spring
-        F, v1, u = _solve_once(w0, a, beta - a, n, lay, M, Mv, dt, u_other)
+        ra, rb = a, beta - a
+        if spin is not None:  # torsion and rolling at the solved normal force and end-of-step angular slip
+            a_w, b_w = spin_law(fn, *spin_slip(u[1::2], n), mu_spin=spin.mu_spin, mu_roll=spin.mu_roll, eps_w=spin.eps)
+            ra, rb = _pairs(a, a_w), _pairs(rb, b_w)
+        F, v1, u = _solve_once(rw0, ra, rb, rn, lay, M, Mv, rdt, ruo)
+    if spin is not None:
+        return F.reshape(-1, 6), v1, u.reshape(-1, 6)
     return F, v1, u
 
 
@@ -111,7 +152,7 @@ def skew(r: torch.Tensor) -> torch.Tensor:
 
 
 def solve_free_object(w0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, inertia_w, gravity, dt, num_envs: int,
-                      mu=None, eps=None, iterations: int = 0, a_spring=None):
+                      mu=None, eps=None, iterations: int = 0, a_spring=None, spin: Spin | None = None):
     """Contact forces of the semi-implicit law for free objects against kinematic other bodies (torch).
 
     The object's end-of-step twist xi' = (v', w') solves (M the object's 6x6 inertia at its COM,
@@ -141,8 +182,10 @@ def solve_free_object(w0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
       mu, eps: [E] friction coefficient (or [E, 3], ``friction_coefficient``) and slip regularization (m/s),
         for ``iterations``.
       a_spring: [E] a presliding spring's ``dt k_z``, kept in every re-linearization (None: no spring).
+      spin: torsional and rolling friction (``Spin`` with ``Jw`` None: the object's angular rows are made here;
+        ``w_other`` the other body's angular velocity [E, 3]).
     Returns:
-      (forces [E, 3] on the object, N; xi' [B, 6] the end-of-step twist).
+      (forces [E, 3] on the object, N, or [E, 6] (force, torque N m) with ``spin``; xi' [B, 6] the end-of-step twist).
     """
     dtype = vel.dtype
     B = num_envs
@@ -156,8 +199,10 @@ def solve_free_object(w0, a, b, normal, r_obj, u_oth, env, *, vel, omega, mass, 
     xi_free = torch.cat([vel + dt[:, None] * gravity, w_free], dim=-1)
     rhs0 = torch.einsum("bij,bj->bi", M, xi_free)
     if not env.numel():
-        return vel.new_zeros(0, 3), torch.linalg.solve(M, rhs0[..., None])[..., 0]
+        return vel.new_zeros(0, 3 if spin is None else 6), torch.linalg.solve(M, rhs0[..., None])[..., 0]
     Bm = torch.cat([eye.expand(len(env), 3, 3), -skew(r_obj)], dim=-1)  # [E, 3, 6]: B_j xi = v + w x r_j
+    if spin is not None:  # the object's angular velocity: w = [0 I] xi
+        spin = spin._replace(Jw=torch.cat([torch.zeros_like(eye), eye], dim=-1).expand(len(env), 3, 6))
     forces, xi, _ = solve_joint(w0, a, b, normal, Bm, env, M, xi_free, dt[env], mu=mu, eps=eps, iterations=iterations,
-                                a_spring=a_spring, u_other=u_oth)
+                                a_spring=a_spring, u_other=u_oth, spin=spin)
     return forces, xi

@@ -93,7 +93,40 @@ def point_law(depth, vn, speed, *, k, p, c, mu, eps, dt):
     return f0, a, b, fn
 
 
+def spin_law(fn, w_n, w_t2, *, mu_spin, mu_roll, eps_w):
+    """The linearized torsional and rolling friction of contacts (numpy or torch; shapes broadcast).
+
+    A contact's patch resists spinning about its normal and rolling about its tangents (MuJoCo's ``condim`` 4 and 6):
+    with ``w`` the relative angular velocity of the object over the other body (``w_n = w . n``, ``w_t`` its
+    tangential part)::
+
+        T = -mu_spin f_n w_n n / sqrt(w_n^2 + eps_w^2) - mu_roll f_n w_t / sqrt(|w_t|^2 + eps_w^2)
+
+    regularized Coulomb laws whose largest torques are ``mu_spin f_n`` (torsion: ``3 pi / 16 mu a`` for a soft
+    finger's Hertzian patch of radius ``a``) and ``mu_roll f_n``. Linearized as the tangential friction is, the torque at the
+    end-of-step angular velocity is ``T(w') = -(a_w I + b_w n n^T) w'``, whose eigenvalues ``a_w`` (rolling) and
+    ``a_w + b_w`` (torsion) are >= 0: ``T . w' <= 0``, the torques only dissipate, for any coefficients >= 0.
+
+    Args:
+      fn: [E] the normal force (N, >= 0; zero at separation: no torque).  w_n: [E] (rad/s).  w_t2: [E] |w_t|^2.
+      mu_spin, mu_roll: [E] or scalars, lengths (m): torsional and rolling friction.  eps_w: regularization (rad/s).
+    Returns:
+      (a_w, b_w) [E] (N m s/rad).
+    """
+    a_roll = mu_roll * fn / (w_t2 + eps_w * eps_w) ** 0.5
+    a_spin = mu_spin * fn / (w_n * w_n + eps_w * eps_w) ** 0.5
+    return a_roll, a_spin - a_roll
+
+
+def spin_slip(w, n):
+    """``(w_n [E], |w_t|^2 [E])`` of relative angular velocities ``w`` [E, 3] about unit normals ``n`` [E, 3]."""
+    w_n = (w * n).sum(-1)
+    w_t = w - w_n[..., None] * n
+    return w_n, (w_t * w_t).sum(-1)
+
+
 UNITS = ("weight", "si")
+OPTIONAL_TERMS = ("presliding_stiffness", "torsional_friction", "rolling_friction")  # 0: the term is off
 
 
 @dataclass
@@ -103,6 +136,8 @@ class LawPrior:
     stiffness: k.  exponent: p.  damping: c.  friction: mu (kinetic).  slip_eps: eps.
     presliding_stiffness: k_z, the tangential presliding spring (``presliding_force``; 0: off, the default):
     F0 / L in ``weight`` units, N / m in ``si``.
+    torsional_friction, rolling_friction: mu_spin and mu_roll of ``spin_law``, the largest torque about the normal and
+    about the tangents per newton of normal force: lengths, L in ``weight`` units, m in ``si`` (0: off, the default).
     static_friction: r, static / kinetic coefficient; stribeck_speed: v_s, the slip speed over which the
     coefficient goes from r mu at rest to mu (``friction_coefficient``; used by models built with
     ``stribeck=True``; r = 1 is Coulomb, r < 1 friction that strengthens with the slip speed).
@@ -120,12 +155,13 @@ class LawPrior:
     static_friction: float = 1.0
     stribeck_speed: float = 1e-2
     presliding_stiffness: float = 0.0
+    torsional_friction: float = 0.0
+    rolling_friction: float = 0.0
     units: str = "weight"
 
     def to_json(self) -> dict:
-        # presliding_stiffness only when on: the cards of every law without the spring read as before
-        d = {k: float(v) for k, v in asdict(self).items() if k != "units"
-             and not (k == "presliding_stiffness" and v == 0.0)}
+        # the optional terms only when on: the cards of every law without them read as before
+        d = {k: float(v) for k, v in asdict(self).items() if k != "units" and not (k in OPTIONAL_TERMS and v == 0.0)}
         d["units"] = self.units
         return d
 
@@ -146,8 +182,10 @@ class LawPrior:
             v = getattr(out, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"law prior {name} must be positive and finite, got {v!r}")
-        if not (math.isfinite(out.presliding_stiffness) and out.presliding_stiffness >= 0):
-            raise ValueError(f"law prior presliding_stiffness must be >= 0 and finite, got {out.presliding_stiffness!r}")
+        for name in OPTIONAL_TERMS:
+            v = getattr(out, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"law prior {name} must be >= 0 and finite, got {v!r}")
         return out
 
 

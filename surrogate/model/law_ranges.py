@@ -43,6 +43,11 @@ RANGES = {
     # Stribeck speed (V or m/s): the slip speed of the transition; below 1e-6 it is below the slip
     # regularization, above 10 no contact in the data ever slides fast enough to reach the kinetic value.
     "stribeck_speed": (1e-6, 10.0),
+    # Torsional and rolling friction: the largest torque per newton of normal force, a length (0: off). A soft finger's
+    # is 3 pi / 16 mu a, a fraction of its patch radius a (mm); at or above the object's size L (weight units), or
+    # 0.1 m (si), the torque exceeds what a patch on the object could transmit.
+    "torsional_friction": {"weight": (0.0, 1.0), "si": (0.0, 0.1)},
+    "rolling_friction": {"weight": (0.0, 1.0), "si": (0.0, 0.1)},
 }
 
 

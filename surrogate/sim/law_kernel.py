@@ -8,7 +8,8 @@ step costs ~10x MuJoCo's own. This kernel does it in one call with loops over th
 
 It takes the path of every law without per-contact state: the constant law (the releases) and a network's per-contact
 parameters (``k, c, mu`` from ``law_parameters``), Coulomb or static/kinetic friction, with or without the friction
-re-linearization (``friction_iterations``). A law with the presliding spring or history features, and a step whose
+re-linearization (``friction_iterations``). A law with the presliding spring, history features or torsional and rolling
+friction, and a step whose
 solve is recorded for training (``Stepper.tape``), take that path, whose solve is the law's one solve
 (``model.joint_solve.solve_joint``). ``tests/test_law_kernel.py`` holds the kernel to it to 1e-10.
 
@@ -252,7 +253,8 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
 
 def kernel_eligible(model, builder, *, tape) -> bool:
     """Whether a law model's step takes the kernel: no per-contact state (presliding spring, history features), no
-    recorded solve, and a single-body object (an articulated one's Jacobians are ``link_graph``'s)."""
-    return (tape is None and not getattr(model, "presliding", False)
+    torsional or rolling friction, no recorded solve, and a single-body object (an articulated one's Jacobians are
+    ``link_graph``'s)."""
+    return (tape is None and not getattr(model, "presliding", False) and not getattr(model, "spin", False)
             and not getattr(model, "history", False) and not hasattr(builder, "body_chain")
             and hasattr(model, "numpy_law_table"))

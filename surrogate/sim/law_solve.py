@@ -40,8 +40,8 @@ import torch
 
 from ..model.data_views import DataViews
 from ..model.history import ContactState, contact_keys
-from ..model.joint_solve import solve_joint
-from ..model.law import contact_velocities, cross
+from ..model.joint_solve import Spin, solve_joint
+from ..model.law import contact_velocities, cross, spin_law, spin_slip
 from ..model.presliding import contact_state_after, with_presliding
 from .law_kernel import kernel_eligible, law_step
 
@@ -90,6 +90,20 @@ def contact_jacobians(builder, cb) -> np.ndarray:
     return J
 
 
+def angular_jacobians(builder, cb) -> np.ndarray:
+    """[E, 3, nv] the relative angular-velocity Jacobians (the object's body minus the other body's) of every contact:
+    column j is ``s_j cdof_ang[j]`` with ``contact_jacobians``' signs (zero for a sliding dof). For torsional and
+    rolling friction (``law.spin_law``)."""
+    cdof = cb.dynamics[1]
+    cs = cb.contact_set
+    if hasattr(builder, "body_chain"):  # an articulated object: the dofs of the link each contact touches
+        gb = builder.geom_body
+        sign = builder.body_chain[gb[cs.g_obj]] - builder.body_chain[gb[cs.g_oth]]
+    else:
+        sign = builder.dof_sign[cs.local]  # [E, nv]
+    return np.ascontiguousarray((sign[..., None] * cdof[cs.env][..., :3]).transpose(0, 2, 1))
+
+
 def _jacobian_table(builder, cs, nv: int) -> tuple:
     """``contact_jacobians``' tables of a contact set: (signs [K, 1, c] of the c used columns per node, signs
     [K, r, 1] of the r rotating ones, the used columns (a slice when all), the rotating ones: among them, and
@@ -110,7 +124,8 @@ class SolveRecord(NamedTuple):
     contact; else the contact rows of the environments that solved), ``envs`` (``slice(None)`` or the indices of
     the nB environments that solved), ``counts`` [nB] their contacts; of those rows and environments the
     Jacobians ``J`` [R, 3, nv], the inertia ``M`` [nB, nv, nv], the free velocity ``qv`` [nB, nv] and the solution
-    ``F`` [R, 3], ``v1`` [nB, nv]."""
+    ``F`` [R, 3], ``v1`` [nB, nv]; ``Jw`` [R, 3, nv] the angular Jacobians of a law with torsional and rolling
+    friction (``angular_jacobians``; None without)."""
 
     cb: object
     J: np.ndarray
@@ -122,6 +137,7 @@ class SolveRecord(NamedTuple):
     counts: np.ndarray
     F: np.ndarray
     v1: np.ndarray
+    Jw: np.ndarray | None = None
 
 
 def constant_law(model) -> bool:
@@ -138,12 +154,13 @@ def _network_parameters(model, cb, features, state) -> np.ndarray:
 
 
 def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=None):
-    """``(f0, w0, a, b, n, mu, eps, spring)`` of every contact, in numpy (``ContactLawGNN.numpy_law_terms``): the
+    """``(f0, w0, a, b, n, mu, eps, spring, spin)`` of every contact, in numpy (``ContactLawGNN.numpy_law_terms``): the
     constant law's from the contact arrays alone, a network's from its per-contact parameters on the batch's graph
     (``features``: its precomputed inputs, as the stepper checks them); ``spring``: None, or ``(z, kz, a_spring)``
     [E, 3], [E], [E] of the presliding spring (``presliding.with_presliding``), from the contacts' ``state`` (a
-    ``history.ContactState``, z in world axes; None: fresh contacts)."""
-    presliding = getattr(model, "presliding", False)
+    ``history.ContactState``, z in world axes; None: fresh contacts); ``spin``: None, or ``(Jw, a_w, b_w, mu_spin,
+    mu_roll, eps_w)`` of torsional and rolling friction (``joint_solve.Spin``'s fields, numpy)."""
+    presliding, spinning = getattr(model, "presliding", False), getattr(model, "spin", False)
     params = None if constant_law(model) else _network_parameters(model, cb, features, state)
     cs = cb.contact_set
     v = contact_velocities(J, cb.dynamics[3], cs.counts, cs.env)  # the relative velocity at each contact, J qvel
@@ -152,17 +169,23 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=N
     vt = v - vn[:, None] * n
     speed = np.sqrt(np.einsum("ej,ej->e", vt, vt) + 1e-30)
     dt = m.opt.timestep
-    t = model.numpy_law_terms(-cb.dist, vn, speed, builder.static[cs.local] < 0.5, length=builder.length,
-                              mass=float(m.body_mass[builder.object_body]),
-                              gravity=math.sqrt(float(m.opt.gravity @ m.opt.gravity)), dt=dt, with_spring=presliding,
-                              params=params)
+    moving, gravity = builder.static[cs.local] < 0.5, math.sqrt(float(m.opt.gravity @ m.opt.gravity))
+    t = model.numpy_law_terms(-cb.dist, vn, speed, moving, length=builder.length,
+                              mass=float(m.body_mass[builder.object_body]), gravity=gravity, dt=dt,
+                              with_spring=presliding or spinning, params=params)
+    f0, a, b, mu, eps = t[:5]  # mu [E] (or [E, 3] with stribeck), eps a scalar
+    spin = None
+    if spinning:  # torsion and rolling at this step's relative angular velocity, J_w qvel
+        Jw = angular_jacobians(builder, cb)
+        mu_s, mu_r, eps_w = model.numpy_spin_parameters(moving, length=builder.length, gravity=gravity, params=params)
+        w = contact_velocities(Jw, cb.dynamics[3], cs.counts, cs.env)
+        spin = (Jw, *spin_law(t[5], *spin_slip(w, n), mu_spin=mu_s, mu_roll=mu_r, eps_w=eps_w), mu_s, mu_r, eps_w)
     if not presliding:
-        f0, a, b, mu, eps = t
-        return f0, f0[:, None] * n, a, b, n, mu, eps, None  # mu [E] (or [E, 3] with stribeck), eps a scalar
-    f0, a, b, mu, eps, fn, kz = t
+        return f0, f0[:, None] * n, a, b, n, mu, eps, None, spin
+    fn, kz = t[5:]
     z, k_last = (np.zeros((len(f0), 3)), None) if state is None else (state.z, state.k_last)
     w0, a, b, a_z, z = with_presliding(f0, a, b, n, fn, mu, speed * speed, kz, z, k_last, dt)
-    return f0, w0, a, b, n, mu, eps, (z, kz, a_z)
+    return f0, w0, a, b, n, mu, eps, (z, kz, a_z), spin
 
 
 def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, views=None, accelerated: bool = False,
@@ -205,7 +228,7 @@ def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=N
         return np.zeros((0, 3)), np.zeros((cb.num_envs, nv))
     J = contact_jacobians(builder, cb)
     state = history.lookup(keys) if stateful else None
-    f0, w0, a, b, n, mu, eps, spring = _terms(m, cb, model, builder, features, J, state)
+    f0, w0, a, b, n, mu, eps, spring, spin = _terms(m, cb, model, builder, features, J, state)
     dt = m.opt.timestep
     cs = cb.contact_set
     every = cs.solve.get("every_env")  # every environment has a contact
@@ -233,26 +256,36 @@ def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=N
         w0, a, b, n, J = w0[rows], a[rows], b[rows], n[rows], J[rows]
         mu, eps = (x[rows] if np.ndim(x) else x for x in (mu, eps))
         a_z = None if a_z is None else a_z[rows]
+        spin = None if spin is None else tuple(x[rows] if np.ndim(x) else x for x in spin)
     # the joint space (object 6 + hand dofs) is smaller than the contact space (3 per contact)
     its = getattr(model, "friction_iterations", 0)
     try:
-        F, v1 = solve_law(w0, a, b, n, J, counts, M, qv, dt, mu=mu, eps=eps, iterations=its, a_spring=a_z)
+        F, v1 = solve_law(w0, a, b, n, J, counts, M, qv, dt, mu=mu, eps=eps, iterations=its, a_spring=a_z, spin=spin)
     except torch.linalg.LinAlgError:  # one singular system stops the batched solve: each env alone, NaN where
-        F, v1 = _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its, a_z)  # singular (the fallback)
+        F, v1 = _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its, a_z, spin)  # singular (the fallback)
+    if spin is not None:  # the contacts' torques about their points: their generalized forces J_w^T T
+        F, T, Jw = F[:, :3], F[:, 3:], spin[0]
     if tape is not None:
-        tape.append(SolveRecord(cb, J, M, qv, state, rows, envs, counts, F, v1))
+        tape.append(SolveRecord(cb, J, M, qv, state, rows, envs, counts, F, v1, None if spin is None else Jw))
     if stateful:
         _store_state(history, keys, state, spring, F, contact_velocities(J, v1, counts), n, mu, dt, rows, E)
     # J^T F: the forces on the object and, opposite, on the other bodies, as generalized forces
-    if counts.min() == counts.max():  # the same count everywhere: one batched product
-        C3 = 3 * int(counts[0])
-        q = (J.reshape(nB, C3, nv).transpose(0, 2, 1) @ F.reshape(nB, C3, 1))[..., 0]
-    else:
-        q = np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
+    q = _generalized(J, F, counts, start, nB)
+    if spin is not None:
+        q = q + _generalized(Jw, T, counts, start, nB)
     if rows is None:
         return F, q
     out[rows], qfrc[envs] = F, q
     return out, qfrc
+
+
+def _generalized(J: np.ndarray, F: np.ndarray, counts: np.ndarray, start: np.ndarray, nB: int) -> np.ndarray:
+    """[nB, nv] ``J^T F`` summed over each environment's contacts (``J`` [E, 3, nv], ``F`` [E, 3])."""
+    nv = J.shape[2]
+    if counts.min() == counts.max():  # the same count everywhere: one batched product
+        C3 = 3 * int(counts[0])
+        return (J.reshape(nB, C3, nv).transpose(0, 2, 1) @ F.reshape(nB, C3, 1))[..., 0]
+    return np.add.reduceat(np.einsum("eiv,ei->ev", J, F), start, axis=0)
 
 
 def _kernel_forces(m, datas, cb, model, builder, features, views, accelerated) -> tuple[np.ndarray, np.ndarray]:
@@ -293,36 +326,41 @@ def _free_motion(m, datas, cb, builder, envs, todo, views) -> tuple[np.ndarray, 
     return qvel[envs] + m.opt.timestep * acc[envs], np.where(nonzero, Msparse[envs][:, take], 0.0)
 
 
-def solve_law(w0, a, b, n, J, counts, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0, a_spring=None):
+def solve_law(w0, a, b, n, J, counts, M, v_free, dt, *, mu=None, eps=None, iterations: int = 0, a_spring=None,
+              spin=None):
     """``(F [E, 3], v' [B, nv])`` in numpy: ``joint_solve.solve_joint`` (float64) for B environments whose contacts
     are consecutive rows, ``counts`` [B] per environment (every one at least one). Arguments as ``solve_joint``'s,
-    numpy arrays (``mu``, ``eps``, ``a_spring`` per contact, scalars or None). Raises ``torch.linalg.LinAlgError``
-    where a system is singular."""
+    numpy arrays (``mu``, ``eps``, ``a_spring`` per contact, scalars or None; ``spin`` the fields of a
+    ``joint_solve.Spin`` without ``w_other``: then ``F`` is [E, 6], force and torque). Raises
+    ``torch.linalg.LinAlgError`` where a system is singular."""
     t = torch.from_numpy
     env = torch.repeat_interleave(torch.arange(len(counts)), t(np.asarray(counts, dtype=np.int64)))
 
     def opt(x):
         return t(np.ascontiguousarray(x, dtype=np.float64)) if np.ndim(x) else x
 
+    sp = None if spin is None else Spin(*(opt(x) for x in spin))
     with torch.no_grad():
         F, v1, _ = solve_joint(t(w0), t(a), t(b), t(n), t(J), env, t(M), t(v_free), float(dt), mu=opt(mu),
-                               eps=opt(eps), iterations=iterations, a_spring=opt(a_spring))
+                               eps=opt(eps), iterations=iterations, a_spring=opt(a_spring), spin=sp)
     return F.numpy(), v1.numpy()
 
 
-def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a_spring) -> tuple:
+def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a_spring, spin=None) -> tuple:
     """``(F [E, 3], v' [B, nv])`` of ``solve_law`` one environment at a time (after a batched solve met a singular
     system): an environment whose own system is singular gets NaN, which the stepper's force guard turns into an
     analytic fallback for that environment alone (``hybrid_step._bad_force_envs``)."""
-    F, v1 = np.full((len(w0), 3), np.nan), np.full(qv.shape, np.nan)
+    F, v1 = np.full((len(w0), 3 if spin is None else 6), np.nan), np.full(qv.shape, np.nan)
     for i, (s, c) in enumerate(zip(start.tolist(), counts.tolist())):
         if c == 0:
             continue
         r = slice(s, s + c)
         mu_r, eps_r, az_r = (x[r] if np.ndim(x) else x for x in (mu, eps, a_spring))
+        spin_r = None if spin is None else tuple(x[r] if np.ndim(x) else x for x in spin)
         try:
             F[r], v1[i : i + 1] = solve_law(w0[r], a[r], b[r], n[r], J[r], counts[i : i + 1], M[i : i + 1],
-                                            qv[i : i + 1], dt, mu=mu_r, eps=eps_r, iterations=iterations, a_spring=az_r)
+                                            qv[i : i + 1], dt, mu=mu_r, eps=eps_r, iterations=iterations, a_spring=az_r,
+                                            spin=spin_r)
         except torch.linalg.LinAlgError:
             pass
     return F, v1

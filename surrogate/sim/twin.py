@@ -212,11 +212,16 @@ def _wrench(contact_model, g, pos, quat, vel, om_b, state=None):
     obj = g.object_index
     node_vel = g.vel.index_copy(0, obj, vel)
     node_om = g.omega.index_copy(0, obj, torch.einsum("bij,bj->bi", R, om_b))
+    torque = getattr(contact_model, "spin", False)  # torsional and rolling friction: a torque at each contact too
+    kw = {"with_torque": True} if torque else {}
     if state is None:
-        forces, _ = contact_model.solve(h, node_vel, node_om)
+        forces, _ = contact_model.solve(h, node_vel, node_om, **kw)
     else:
-        forces, _, after = contact_model.solve(h, node_vel, node_om, state=state, with_state=True)
+        forces, _, after = contact_model.solve(h, node_vel, node_om, state=state, with_state=True, **kw)
     w = pos.new_zeros(B, 6)
     if len(o):
-        w = w.index_add(0, env, torch.cat([forces, torch.cross(h.r_obj, forces, dim=-1)], dim=-1))
+        f = forces[:, :3]
+        moment = torch.cross(h.r_obj, f, dim=-1) + (forces[:, 3:] if torque else 0.0)
+        w = w.index_add(0, env, torch.cat([f, moment], dim=-1))
+        forces = f
     return (forces, w) if state is None else (forces, w, after)
