@@ -1,5 +1,6 @@
-"""The passive contact law: Hunt-Crossley normal force and regularized Coulomb friction,
-solved semi-implicitly so that it is stable and dissipative at the simulator's timestep.
+"""The passive contact law: Hunt-Crossley normal force and regularized Coulomb friction (with, optionally, torsional
+and rolling friction: ``spin_law``), solved semi-implicitly so that it is stable and dissipative at the simulator's
+timestep.
 
 One implementation, used by the learned contact model (torch, ``surrogate.model.contact_law``) inside the
 hybrid stepper and by the differentiable twin the model is trained through (``surrogate.sim.twin``); the
