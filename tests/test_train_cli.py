@@ -95,6 +95,48 @@ def test_print_config_resolves_defaults_options_and_the_path_rule(tmp_path, caps
     assert cfg["data"]["root"] == str(proj / "datasets/x") and cfg["out_dir"] == str(proj / "runs/x")
 
 
+def _user_keys(cfg: dict, where: str = "") -> list[str]:
+    """The dotted keys a config file sets; a law prior or a split given as one mapping counts as one key."""
+    out = []
+    for k, v in cfg.items():
+        dotted = f"{where}.{k}" if where else k
+        whole = k in ("prior", "prior_body", "bench_split") or where in ("stages.prior", "stages.corrections")
+        out += _user_keys(v, dotted) if isinstance(v, dict) and not whole else [dotted]
+    return out
+
+
+@pytest.mark.parametrize("name, preset, checks", [
+    ("rig_default", "grasps", {"loss.force_weight": 0.5, "stages.closed_loop.episodes": 24, "data.window_stride": 120,
+                               "model.prior_body.units": "si", "stages.corrections.patience": 2}),
+    ("cube_tosses", "tosses", {"model.friction_iterations": 4, "data.detach_every": 32, "stages.prior.lr": 0.03,
+                               "model.prior.stiffness": 2494.0, "trainer.gradient_clip_val": 1.0})])
+def test_the_release_configs_are_short_and_their_presets_fill_the_rest(name, preset, checks):
+    """A user-facing training config names its captures and a few choices (at most 15 keys); its ``preset`` (the
+    defaults of a kind of captures, ``learn.defaults.PRESETS``) fills the expert keys, and the file and ``--set``
+    override it."""
+    from surrogate.config import get_dotted
+    from surrogate.training.config import find_config, resolved_config
+
+    written = yaml.safe_load(find_config(name).read_text())
+    assert written["preset"] == preset and len(_user_keys(written)) <= 15, _user_keys(written)
+
+    def resolved(*sets):
+        return resolved_config(load_config(name, list(sets)))
+
+    for key, value in checks.items():
+        assert get_dotted(resolved(), key) == value, key
+    assert get_dotted(resolved("data.window_stride=7"), "data.window_stride") == 7  # --set over the preset
+    assert get_dotted(resolved("preset=null"), "loss.rot_weight") == 0.5  # the plain default again
+
+
+def test_an_unknown_preset_or_one_on_the_gns_path_is_refused():
+    with pytest.raises(ConfigError, match="unknown preset 'grasp'.*did you mean 'grasps'") as e:
+        load_config("rig_default", ["preset=grasp"])
+    assert e.value.location.field == "preset"
+    with pytest.raises(ConfigError, match="presets are the law fit's"):
+        load_config("gns_cube", ["preset=tosses"])
+
+
 def test_law_path_refuses_another_accelerator_and_an_unknown_config(tmp_path):
     with pytest.raises(ConfigError, match="trains on the CPU") as e:
         load_config("cube_tosses", [], options={"trainer.accelerator": "gpu"})

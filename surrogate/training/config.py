@@ -93,7 +93,8 @@ def kind_of(cfg: dict, *, file=None) -> str:
 
 
 def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict:
-    """The run's config: the defaults of its path, the file (a path or a packaged name), the ``--set``
+    """The run's config: the defaults of its path, its ``preset`` (``learn.defaults.PRESETS``: the defaults of a kind of
+    captures), the file (a path or a packaged name), the ``--set``
     overrides and the command-line ``options`` ({dotted key: value}, e.g. from ``--seed``), every key checked,
     every path absolute (see the module docstring)."""
     file = find_config(path) if path else None
@@ -107,6 +108,9 @@ def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict
     keys.check_section(data, spec, file=file)
     keys.check_section(over, spec, file=keys.SET_SOURCE)
     defaults = {"law": LAW_DEFAULTS, "gns": GNS_DEFAULTS}[kind]
+    preset = merged_view.get("preset")
+    if preset is not None:  # a kind of captures' defaults, under the file's keys (learn.defaults.PRESETS)
+        defaults = merge(defaults, keys.preset_defaults(preset, file=keys.SET_SOURCE if "preset" in over else file))
     cfg = resolve_paths(merge(defaults, data), config_base(file), file=file)  # the file's paths: its project
     cfg = resolve_paths(merge(cfg, over), Path.cwd(), file=keys.SET_SOURCE)    # the command line's: here
     keys.check_values(cfg, kind, file=file)

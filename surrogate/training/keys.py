@@ -67,6 +67,7 @@ def gns_spec() -> dict:
                        "network_dir": "only the law fit (model.kind: law) trains a network of corrections to export"},
             "stages": "training stages belong to model.kind: law; the end-to-end peer trains one stage (optim, trainer)",
             "ckpt_path": "the end-to-end peer does not resume from a Lightning checkpoint (model.kind: gns)",
+            "preset": "presets are the law fit's defaults for a kind of captures (model.kind: law)",
             "resume_changed": "the end-to-end peer does not resume (model.kind: gns)"}
 
 
@@ -80,7 +81,7 @@ def spec_for(kind: str) -> dict:
         prior = _leaves(LawPrior.__dataclass_fields__)
         model = {**_leaves(_init_args(ContactLawGNN)), "kind": None, "prior": prior, "prior_body": prior}
         data = {**_leaves(DATA_DEFAULTS), "bench_split": {"suite": None, "size": None, "validation": None}}
-        return {"seed": None, "out_dir": None, "threads": None, "data": data, "model": model,
+        return {"preset": None, "seed": None, "out_dir": None, "threads": None, "data": data, "model": model,
                 "loss": _leaves(LOSS_DEFAULTS), "stages": {k: _leaves(v) for k, v in STAGE_DEFAULTS.items()},
                 "trainer": trainer_spec(kind),
                 "export": {"dir": None, "release_dir": None, "prior_dir": None, "network_dir": None,
@@ -123,6 +124,17 @@ def check_section(cfg, spec: dict, *, file=None, where: str = "") -> None:
             raise ConfigError(f"not a key of this training path: {rule}", file=file, key=dotted)
         if isinstance(rule, dict):
             check_section(value, rule, file=file, where=dotted)
+
+
+def preset_defaults(name, *, file=None) -> dict:
+    """The defaults of the preset ``name`` (``learn.defaults.PRESETS``), refusing an unknown one by name."""
+    from ..learn.defaults import PRESETS
+
+    if name not in PRESETS:
+        close = difflib.get_close_matches(str(name), list(PRESETS), n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(f"unknown preset {name!r}{hint} (known: {sorted(PRESETS)})", file=file, key="preset")
+    return PRESETS[name]
 
 
 def check_kind(kind, *, file=None) -> str:
