@@ -57,12 +57,15 @@ def _both(scene, model, datas):
     return cb, fast, slow
 
 
-def _network(stribeck: bool = False, **kw):
-    """A network on an SI law of pad-like stiffness (static/kinetic friction with ``stribeck``)."""
+def _network(stribeck: bool = False, spin: bool = False, **kw):
+    """A network on an SI law of pad-like stiffness (static/kinetic friction with ``stribeck``, torsional and rolling
+    friction with ``spin``)."""
     torch.manual_seed(0)
     prior = {"units": "si", "stiffness": 2e5, "damping": 1.0, "friction": 0.8}
     if stribeck:
         prior.update(static_friction=1.3, stribeck_speed=0.01)
+    if spin:
+        prior.update(torsional_friction=0.004, rolling_friction=0.001)
     model = ContactLawGNN(corrections=True, prior=prior, stribeck=stribeck, **kw).eval()
     with torch.no_grad():  # a network whose corrections are far from zero
         for p in model.parameters():
@@ -71,16 +74,23 @@ def _network(stribeck: bool = False, **kw):
 
 
 @pytest.mark.parametrize("hand", ["parallel_jaw", "three_finger"])
-@pytest.mark.parametrize("which", ["release", "network", "stribeck_iterated"])
+@pytest.mark.parametrize("which", ["release", "network", "stribeck_iterated", "spin", "spin_law_iterated"])
 def test_compiled_step_equals_the_numpy_path(hand, which):
     """Forces and generalized forces of the compiled step equal the numpy path's to 1e-10 (relative to the largest),
     on 4 environments with different contact counts (one without force), for the released rig law, a network's
-    per-contact parameters, and static/kinetic friction with two re-linearizations."""
+    per-contact parameters, static/kinetic friction with two re-linearizations, and torsional and rolling friction
+    (a network's, and a constant law's re-linearized)."""
     scene = build_scene(make_object("box", 0), hand=hand, setting="table")
     if which == "release":
         model = load_checkpoint(release_checkpoint("rig_default"))[0]
     elif which == "network":
         model = _network()
+    elif which == "spin":
+        model = _network(spin=True)
+    elif which == "spin_law_iterated":
+        model = ContactLawGNN(corrections=False, friction_iterations=2, prior={
+            "units": "si", "stiffness": 2e5, "damping": 1.0, "friction": 0.8, "torsional_friction": 0.004,
+            "rolling_friction": 0.002}).eval()
     else:
         model = _network(stribeck=True, friction_iterations=2)
     datas = _batch(scene, 4, 0.6)

@@ -100,22 +100,27 @@ class NumpyLaw:
         return self._constant_cache[1]
 
     def numpy_law_table(self, moving, *, length: float, mass: float, gravity: float, params=None):
-        """``(table [G, 5], rows [E], eps)``: the law's parameters at E contacts for the compiled step
-        (``sim.law_kernel``): contact e's are row ``rows[e]`` of ``table``, ``(k, c, mu_k, r, v_s)`` in SI units
-        (``r`` = 1: Coulomb); eps the slip regularization (m / s). The constant law (``params`` None): G = 2 rows, the
-        (surface, body) groups, the same array while neither the parameters nor the object change; a network's
-        (``params`` [E, 3]): one row per contact. Arguments as ``numpy_law_parameters``."""
+        """``(table [G, 7], rows [E], eps)``: the law's parameters at E contacts for the compiled step
+        (``sim.law_kernel``): contact e's are row ``rows[e]`` of ``table``, ``(k, c, mu_k, r, v_s, mu_spin, mu_roll)``
+        in SI units (``r`` = 1: Coulomb; ``mu_spin``, ``mu_roll`` 0 without ``spin``); eps the slip regularization
+        (m / s). The constant law (``params`` None): G = 2 rows, the (surface, body) groups, the same array while
+        neither the parameters nor the object change; a network's (``params`` [E, 3+]): one row per contact.
+        Arguments as ``numpy_law_parameters``."""
         rows = moving.astype(np.int64) if params is None else np.arange(len(params))
         if params is None:
             per = self._group_parameters()
-            key = (length, mass, gravity)
+            key = (length, mass, gravity, (id(self.log_spin), self.log_spin._version) if self.spin else None)
             cache = getattr(self, "_table_cache", None)
             if cache is not None and cache[0] is per and cache[1] == key:
                 return cache[2], rows, cache[3]
             moving = np.array([False, True])
         k, c, mu, eps, _ = self.numpy_law_parameters(moving, length=length, mass=mass, gravity=gravity, params=params)
         mu = mu if np.ndim(mu) == 2 else np.stack([mu, np.ones_like(mu), np.ones_like(mu)], axis=-1)
-        table = np.ascontiguousarray(np.concatenate([k[:, None], c[:, None], mu], axis=1), dtype=np.float64)
+        spin = np.zeros((len(k), 2))
+        if self.spin:
+            spin[:, 0], spin[:, 1], _ = self.numpy_spin_parameters(moving, length=length, gravity=gravity,
+                                                                    params=params)
+        table = np.ascontiguousarray(np.concatenate([k[:, None], c[:, None], mu, spin], axis=1), dtype=np.float64)
         if params is None:
             self._table_cache = (per, key, table, float(eps))
         return table, rows, float(eps)

@@ -8,10 +8,10 @@ step costs ~10x MuJoCo's own. This kernel does it in one call with loops over th
 
 It takes the path of every law without per-contact state: the constant law (the releases) and a network's per-contact
 parameters (``k, c, mu`` from ``law_parameters``), Coulomb or static/kinetic friction, with or without the friction
-re-linearization (``friction_iterations``). A law with the presliding spring, history features or torsional and rolling
-friction, and a step whose
-solve is recorded for training (``Stepper.tape``), take that path, whose solve is the law's one solve
-(``model.joint_solve.solve_joint``). ``tests/test_law_kernel.py`` holds the kernel to it to 1e-10.
+re-linearization (``friction_iterations``), with or without torsional and rolling friction (``spin``: each contact's
+angular row after its own, as ``joint_solve.solve_joint`` orders them). A law with the presliding spring or history
+features, and a step whose solve is recorded for training (``Stepper.tape``), take that path, whose solve is the law's
+one solve (``model.joint_solve.solve_joint``). ``tests/test_law_kernel.py`` holds the kernel to it to 1e-10.
 
 The mathematics is the other path's, line for line (``law.point_law``, ``joint_solve.solve_joint``,
 ``law_solve.contact_jacobians``); only the linear solve differs: a Cholesky factorization (the system
@@ -123,18 +123,47 @@ def _columns(sign, local, s0, n_c, used, cols):
 
 
 @njit(cache=True, inline="always")
+def _spin_terms(J, n, e, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b):
+    """Row ``e`` (a contact's angular row): its relative angular-velocity Jacobian (``law_solve.angular_jacobians``)
+    and torsional and rolling friction linearized at this step's angular velocity (``law.spin_law``)."""
+    w0_, w1_, w2_ = 0.0, 0.0, 0.0
+    for j in cols:
+        sg = sign[local[r], j]
+        if sg == 0.0:
+            continue
+        J[e, 0, j], J[e, 1, j], J[e, 2, j] = sg * cdof[env, j, 0], sg * cdof[env, j, 1], sg * cdof[env, j, 2]
+        w0_ += J[e, 0, j] * qvel[env, j]
+        w1_ += J[e, 1, j] * qvel[env, j]
+        w2_ += J[e, 2, j] * qvel[env, j]
+    _spin_law(w0_, w1_, w2_, n, e, prm, fn, eps_w, a, b)
+
+
+@njit(cache=True, inline="always")
+def _spin_law(w0_, w1_, w2_, n, e, prm, fn, eps_w, a, b):
+    """``a[e], b[e]`` of ``law.spin_law`` at the angular velocity (w0_, w1_, w2_), normal ``n[e]``, force ``fn``."""
+    wn = w0_ * n[e, 0] + w1_ * n[e, 1] + w2_ * n[e, 2]
+    t0, t1, t2 = w0_ - wn * n[e, 0], w1_ - wn * n[e, 1], w2_ - wn * n[e, 2]
+    a_roll = prm[6] * fn / math.sqrt(t0 * t0 + t1 * t1 + t2 * t2 + eps_w * eps_w)
+    a[e] = a_roll
+    b[e] = prm[5] * fn / math.sqrt(wn * wn + eps_w * eps_w) - a_roll
+
+
+@njit(cache=True, inline="always")
 def _contact_terms(env, s0, cols, pos, n, depth, local, cdof, dof_com, qvel, sign, table, rows, p, eps, dt, stribeck,
-                   J, w0, a, b, v):
-    """Fill the environment's contact Jacobians ``J`` [c, 3, nv] (``law_solve.contact_jacobians``) and the law's
-    linearization at this step's relative velocity (``law.point_law``): ``w0`` [c, 3], ``a``, ``b`` [c]. Returns
-    whether any contact pushes. ``v`` [3]: scratch."""
+                   spin, eps_w, J, w0, a, b, v):
+    """Fill the environment's contact Jacobians ``J`` [R, 3, nv] (``law_solve.contact_jacobians``) and the law's
+    linearization at this step's relative velocity (``law.point_law``): ``w0`` [R, 3], ``a``, ``b`` [R]; with ``spin``
+    each contact's rows are 2c (its point) and 2c + 1 (its torsion and rolling: ``_spin_terms``), else c. Returns
+    whether any contact pushes. ``n`` [R, 3]: each row's normal. ``v`` [3]: scratch."""
     any_force = False
     J[:] = 0.0
     w0[:] = 0.0
     a[:] = 0.0
     b[:] = 0.0
-    for e in range(J.shape[0]):
-        r = s0 + e
+    stride = 2 if spin else 1
+    for c in range(J.shape[0] // stride):
+        e = c * stride
+        r = s0 + c
         v[:] = 0.0
         for j in cols:
             sg = sign[local[r], j]
@@ -160,6 +189,8 @@ def _contact_terms(env, s0, cols, pos, n, depth, local, cdof, dof_com, qvel, sig
                 b[e] = prm[1] * elastic + dt * p * prm[0] * depth[r] ** (p - 1.0) - a[e]
                 for i in range(3):
                     w0[e, i] = elastic * n[e, i]
+                if spin:
+                    _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b)
     return any_force
 
 
@@ -178,23 +209,29 @@ def _free_system(env, Msparse, M_take, M_nonzero, qvel, qacc, dt, M, rhs0):
 
 
 @njit(cache=True, inline="always")
-def _relinearize(s0, u, F, n, table, rows, beta, eps, stribeck, a, b):
+def _relinearize(s0, u, F, n, table, rows, beta, eps, stribeck, spin, eps_w, a, b):
     """Friction re-linearized at the solved state (``joint_solve.solve_joint``): ``a`` from the solved normal
-    force and end-of-step slip, the normal damping ``a + b = beta`` kept."""
-    for e in range(u.shape[0]):
+    force and end-of-step slip, the normal damping ``a + b = beta`` kept; with ``spin`` each contact's angular row
+    at its solved normal force and end-of-step angular velocity."""
+    stride = 2 if spin else 1
+    for c in range(u.shape[0] // stride):
+        e = c * stride
         un = u[e, 0] * n[e, 0] + u[e, 1] * n[e, 1] + u[e, 2] * n[e, 2]
         fn = max(F[e, 0] * n[e, 0] + F[e, 1] * n[e, 1] + F[e, 2] * n[e, 2], 0.0)
         s2 = 0.0
         for i in range(3):
             ti = u[e, i] - un * n[e, i]
             s2 += ti * ti
-        a[e] = _coefficient(table[rows[s0 + e]], s2, stribeck) * fn / math.sqrt(s2 + eps * eps)
+        prm = table[rows[s0 + c]]
+        a[e] = _coefficient(prm, s2, stribeck) * fn / math.sqrt(s2 + eps * eps)
         b[e] = beta[e] - a[e]
+        if spin:
+            _spin_law(u[e + 1, 0], u[e + 1, 1], u[e + 1, 2], n, e + 1, prm, fn, eps_w, a, b)
 
 
 @njit(cache=True)
 def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc, Msparse, M_take, M_nonzero, sign,
-             table, rows, p, eps, dt, stribeck, iterations):
+             table, rows, p, eps, dt, stribeck, iterations, spin, eps_w):
     """``(F [E, 3], qfrc [B, nv])``: the law's forces on the object (N, world axes) and their generalized forces
     ``J^T F`` for B environments whose E owned contacts are consecutive rows per environment.
 
@@ -206,9 +243,11 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
       Msparse [B, nM] MuJoCo's sparse inertia ``M``, with M_take [nv, nv] its index of each dense entry and
       M_nonzero [nv, nv] the structural nonzeros; sign [K, nv] each dof's sign in the relative velocity of a contact
       with node k (+1 object chain, -1 a moving other body's, 0 neither: ``GraphBuilder.dof_sign``);
-      table [G, 5] law parameters (stiffness k N / m^p, damping c s / m, friction (mu_k, r, v_s)) and rows [E] each
-      contact's row of it (``ContactLawGNN.numpy_law_table``); p exponent; eps slip regularization (m / s); dt step
-      (s); stribeck: the static/kinetic law (else Coulomb ``mu_k``); iterations: friction re-linearizations.
+      table [G, 7] law parameters (stiffness k N / m^p, damping c s / m, friction (mu_k, r, v_s), torsional and
+      rolling friction (mu_spin, mu_roll) m) and rows [E] each contact's row of it (``ContactLawGNN.numpy_law_table``);
+      p exponent; eps slip regularization (m / s); dt step (s); stribeck: the static/kinetic law (else Coulomb
+      ``mu_k``); iterations: friction re-linearizations; spin: torsional and rolling friction (``law.spin_law``,
+      regularized by eps_w rad / s), a second row of the system per contact.
     """
     E, B, nv = pos.shape[0], start.shape[0], qvel.shape[1]
     F = np.zeros((E, 3))
@@ -216,9 +255,11 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
     C = 0
     for env in range(B):
         C = max(C, counts[env])
-    # scratch for one environment, sliced to its contact count
-    J_, w0_, F_, u_ = np.zeros((C, 3, nv)), np.zeros((C, 3)), np.zeros((C, 3)), np.zeros((C, 3))
-    a_, b_, beta_ = np.zeros(C), np.zeros(C), np.zeros(C)
+    # scratch for one environment, sliced to its rows (a contact's, and with ``spin`` its angular one after it)
+    stride = 2 if spin else 1
+    R = stride * C
+    J_, w0_, F_, u_, n_ = np.zeros((R, 3, nv)), np.zeros((R, 3)), np.zeros((R, 3)), np.zeros((R, 3)), np.zeros((R, 3))
+    a_, b_, beta_ = np.zeros(R), np.zeros(R), np.zeros(R)
     M, A, rhs0, x, v1, v = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(3)
     used, cols_, nJ = np.zeros(nv, dtype=np.bool_), np.zeros(nv, dtype=np.int64), np.zeros(nv)
     for env in range(B):
@@ -226,26 +267,30 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
         if n_c == 0:
             continue
         cols = _columns(sign, local, s0, n_c, used, cols_)
-        J, w0, Fe, u, a, b, beta = J_[:n_c], w0_[:n_c], F_[:n_c], u_[:n_c], a_[:n_c], b_[:n_c], beta_[:n_c]
-        n = normal[s0:s0 + n_c]
+        n_r = stride * n_c
+        J, w0, Fe, u, a, b, beta = J_[:n_r], w0_[:n_r], F_[:n_r], u_[:n_r], a_[:n_r], b_[:n_r], beta_[:n_r]
+        n = n_[:n_r]
+        for e in range(n_r):
+            n[e] = normal[s0 + e // stride]
         if not _contact_terms(env, s0, cols, pos, n, depth, local, cdof, dof_com, qvel, sign, table, rows, p, eps, dt,
-                              stribeck, J, w0, a, b, v):
+                              stribeck, spin, eps_w, J, w0, a, b, v):
             continue  # no contact pushes: zero forces, nothing to solve
         _free_system(env, Msparse, M_take, M_nonzero, qvel, qacc, dt, M, rhs0)
         ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x, nJ)
-        for e in range(n_c):
+        for e in range(n_r):
             beta[e] = a[e] + b[e]
         for _ in range(iterations):
             if not ok:
                 break
-            _relinearize(s0, u, Fe, n, table, rows, beta, eps, stribeck, a, b)
+            _relinearize(s0, u, Fe, n, table, rows, beta, eps, stribeck, spin, eps_w, a, b)
             ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x, nJ)
         if not ok:  # NaN: the stepper's force guard falls back to analytic contact for this environment
             F[s0:s0 + n_c] = math.nan
             qfrc[env] = math.nan
             continue
-        F[s0:s0 + n_c] = Fe
-        for e in range(n_c):
+        for c in range(n_c):
+            F[s0 + c] = Fe[c * stride]
+        for e in range(n_r):  # J^T F, and with ``spin`` J_w^T T
             for j in cols:
                 qfrc[env, j] += J[e, 0, j] * Fe[e, 0] + J[e, 1, j] * Fe[e, 1] + J[e, 2, j] * Fe[e, 2]
     return F, qfrc
@@ -253,8 +298,7 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
 
 def kernel_eligible(model, builder, *, tape) -> bool:
     """Whether a law model's step takes the kernel: no per-contact state (presliding spring, history features), no
-    torsional or rolling friction, no recorded solve, and a single-body object (an articulated one's Jacobians are
-    ``link_graph``'s)."""
-    return (tape is None and not getattr(model, "presliding", False) and not getattr(model, "spin", False)
+    recorded solve, and a single-body object (an articulated one's Jacobians are ``link_graph``'s)."""
+    return (tape is None and not getattr(model, "presliding", False)
             and not getattr(model, "history", False) and not hasattr(builder, "body_chain")
             and hasattr(model, "numpy_law_table"))

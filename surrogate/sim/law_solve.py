@@ -310,7 +310,8 @@ def _kernel_forces(m, datas, cb, model, builder, features, views, accelerated) -
     return law_step(c_(pos), c_(cb.normal), -cb.dist, cs.start, cs.counts, cs.local, c_(cdof), c_(dof_com), c_(qvel),
                     c_(acc), c_(Msparse), take, nonzero, sign, table, rows, float(model.exponent), eps,
                     float(m.opt.timestep), bool(getattr(model, "stribeck", False)),
-                    int(getattr(model, "friction_iterations", 0)))
+                    int(getattr(model, "friction_iterations", 0)), bool(getattr(model, "spin", False)),
+                    eps / builder.length)
 
 
 def _free_motion(m, datas, cb, builder, envs, todo, views) -> tuple[np.ndarray, np.ndarray]:
