@@ -229,6 +229,25 @@ def test_oversize_object_is_ungraspable(cfg):
             simulate_episode(cfg, big, hand=hand, seed=0, duration=0.1)
 
 
+def test_an_object_near_the_opening_is_grasped_centred_and_the_draws_are_unchanged(cfg):
+    """A drawn offset that leaves no yaw is halved, quartered, then zero; a grasp that fits with its drawn offset
+    keeps it (the same plan as before the fallback)."""
+    from surrogate.rig.scripts import plan_grasp
+    from surrogate.scenes import build_scene
+
+    hand = build_scene(make_object("box", 0), hand="parallel_jaw").hand
+    script = dict(cfg["script"], grasp_offset_max=0.02)
+    limit = 0.5 * hand.max_opening - script["clearance"]
+    wide = np.array([[-limit + 0.003, 0.0], [limit - 0.003, 0.0], [0.0, -limit + 0.003], [0.0, limit - 0.003]])
+    small = 0.3 * wide
+    for seed in range(8):
+        plan = plan_grasp(hand, wide, script, np.random.default_rng(seed))
+        drawn = np.random.default_rng(seed).uniform(-0.02, 0.02, size=2)
+        scale = np.linalg.norm(plan["offset"]) / np.linalg.norm(drawn)
+        assert min(abs(scale - s) for s in (1.0, 0.5, 0.25, 0.0)) < 1e-9
+        assert np.allclose(plan_grasp(hand, small, script, np.random.default_rng(seed))["offset"], drawn)
+
+
 def test_a_grasp_lifts_and_its_labels_are_consistent(cfg, box):
     c = load_rig_config(overrides=["script.grip_force_parallel_jaw_min=8"])
     lifted = []

@@ -173,3 +173,21 @@ def test_the_steppers_spin_terms_equal_the_twins_on_a_held_box():
     assert np.ptp(on) > 1e-2 * on.mean()  # the network scales each contact's torsion
     F, q = law_forces(m, datas, cb, model, st.builder)
     assert np.isfinite(F).all() and np.isfinite(q).all()
+
+
+def test_the_compiled_steps_table_follows_the_spin_parameters():
+    """The constant law's table (cached while the parameters do not change) carries torsion and rolling in SI units
+    and follows an in-place edit of their log-parameters, as the closed-loop selection makes them."""
+    import math
+
+    model = ContactLawGNN(prior=dict(CUBE, **SPIN), corrections=False).eval()
+    moving = np.array([False, True])
+    kw = dict(length=0.1, mass=0.37, gravity=9.81)
+    table, rows, _ = model.numpy_law_table(moving, **kw)
+    assert table.shape == (2, 7) and table[0, 5] == pytest.approx(0.02 * 0.1) and table[0, 6] == pytest.approx(0.001)
+    assert model.numpy_law_table(moving, **kw)[0] is table  # cached
+    with torch.no_grad():
+        model.log_spin[0] += math.log(2.0)
+    assert model.numpy_law_table(moving, **kw)[0][0, 5] == pytest.approx(0.004)
+    plain = ContactLawGNN(prior=CUBE, corrections=False).eval().numpy_law_table(moving, **kw)[0]
+    assert (plain[:, 5:] == 0).all()

@@ -94,8 +94,11 @@ def plan_grasp(hand: HandInfo, object_xy_points: np.ndarray, script: dict, rng: 
       rng: the script's generator.
     Returns:
       {"yaw": rad, "offset": [2] m, "opening_margin": m}.
+    The offset is drawn within ``grasp_offset_max``; where no yaw fits with it, it is halved, quartered and then
+    zero (an object near the hand's opening is grasped centred), the draws unchanged.
+
     Raises:
-      UngraspableObject: no yaw lets the open hand pass around the object with ``clearance``.
+      UngraspableObject: no yaw lets the open hand pass around the object with ``clearance``, even centred.
     """
     off = rng.uniform(-script["grasp_offset_max"], script["grasp_offset_max"], size=2)
     noise = rng.uniform(-1.0, 1.0)
@@ -108,6 +111,13 @@ def plan_grasp(hand: HandInfo, object_xy_points: np.ndarray, script: dict, rng: 
         angles, span = tuple(2 * np.pi * i / 3 for i in range(3)), 2 * np.pi / 3
     yaws = np.linspace(-span / 2, span / 2, 73)[:-1]
     ok = np.array([_fits(q, y, angles, limit) for y in yaws])
+    drawn = off
+    for shrink in (0.5, 0.25, 0.0):  # an object near the hand's opening: the operator centres the grasp
+        if ok.any():
+            break
+        off = drawn * shrink
+        q = object_xy_points - off
+        ok = np.array([_fits(q, y, angles, limit) for y in yaws])
     if not ok.any():
         ext = np.ptp(object_xy_points, axis=0)
         raise UngraspableObject(
