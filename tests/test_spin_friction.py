@@ -78,6 +78,8 @@ def test_a_spinning_sphere_stops_at_the_torsional_deceleration():
     rate = 0.002 * m.body_mass[b] * g / m.body_inertia[b][2]  # rad/s^2
     step(m, d, stepper, nstep=200)
     assert d.qvel[da + 5] == pytest.approx(20.0 - rate * 0.2, rel=0.05)
+    torque = 0.002 * m.body_mass[b] * g  # the stepper reports it (the pads' sensors in the envs read these wrenches)
+    assert stepper.last_wrench[0, 0, 5] == pytest.approx(-torque, rel=0.02)
     step(m, d, stepper, nstep=int(20.0 / rate / 0.001))
     assert abs(d.qvel[da + 5]) < 0.05  # stopped, and not spun back
     scene, stepper, d = _sphere_on_ground(TABLE, w=(0.0, 0.0, 20.0))

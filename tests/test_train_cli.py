@@ -129,10 +129,22 @@ def test_the_release_configs_are_short_and_their_presets_fill_the_rest(name, pre
     assert get_dotted(resolved("preset=null"), "loss.rot_weight") == 0.5  # the plain default again
 
 
+def test_a_prior_in_other_units_replaces_the_presets_and_one_in_its_units_changes_it():
+    from surrogate.training.config import resolved_config
+
+    own = resolved_config(load_config("rig_default", ["model.prior={stiffness: 3000, units: weight}"]))["model"]
+    assert own["prior"] == {"stiffness": 3000, "units": "weight"}  # nothing of the preset's SI law left in it
+    assert own["prior_body"]["units"] == "si"  # the other prior is the preset's still
+    tweak = resolved_config(load_config("rig_default", ["model.prior_body.friction=0.6"]))["model"]["prior_body"]
+    assert tweak["friction"] == 0.6 and tweak["units"] == "si" and tweak["stiffness"] == 1.0e5
+
+
 def test_an_unknown_preset_or_one_on_the_gns_path_is_refused():
     with pytest.raises(ConfigError, match="unknown preset 'grasp'.*did you mean 'grasps'") as e:
         load_config("rig_default", ["preset=grasp"])
     assert e.value.location.field == "preset"
+    with pytest.raises(ConfigError, match="unknown preset"):
+        load_config("rig_default", ["preset=[grasps]"])
     with pytest.raises(ConfigError, match="presets are the law fit's"):
         load_config("gns_cube", ["preset=tosses"])
 

@@ -49,8 +49,9 @@ class NumpyLaw:
         Args:
           moving: [E] bool, the other side is a moving body (prior group ``body``) rather than a static surface.
           length, mass, gravity: the object's size (m), mass (kg) and |g| (m/s^2): the ``weight`` units.
-          params: [E, 3] (k, c, mu), [E, 4] with the spring (k_z too), in the prior's units: ``law_parameters`` of
-            this model's network (numpy); None: the constant law, which a model with corrections does not have.
+          params: [E, 3] (k, c, mu), then k_z with the spring and (mu_spin, mu_roll) with ``spin``, in the prior's
+            units: ``law_parameters`` of this model's network (numpy); None: the constant law, which a model with
+            corrections does not have.
         """
         if self.corrections and params is None:
             raise ValueError("numpy_law_terms of a model with a network needs its law_parameters (params)")

@@ -44,8 +44,9 @@ def needs_graph(stepper) -> bool:
 
 
 def _contact_forces(m, datas, stepper, cb):
-    """(forces [E, 3] float64 on the object, their generalized forces [B, nv], the network's input features if the
-    inputs are checked, else None): one call of the contact model for the batch."""
+    """(forces [E, 3] float64 on the object ([E, 6] with a law's torques about the contact points: torsional and
+    rolling friction), their generalized forces [B, nv], the network's input features if the inputs are checked, else
+    None): one call of the contact model for the batch."""
     model = stepper.contact_model
     prepare = getattr(model, "prepare", None)
     if prepare is not None:
@@ -70,7 +71,8 @@ def _contact_forces(m, datas, stepper, cb):
 
 def generalized_forces(builder, cb, forces: np.ndarray) -> np.ndarray:
     """[B, nv] ``J^T F`` of per-contact forces [E, 3] (on the object, world axes; the other body gets -F at the same
-    point), as the law's solve returns them: every contact model's forces reach MuJoCo the same way."""
+    point), as the law's solve forms its own (which adds its torques' ``J_w^T T``): every contact model's forces reach
+    MuJoCo the same way."""
     J = contact_jacobians(builder, cb)  # [E, 3, nv]
     q = np.zeros((cb.num_envs, J.shape[2]))
     np.add.at(q, cb.env, np.einsum("eiv,ei->ev", J, np.nan_to_num(forces)))  # a bad env's NaN: not applied anyway
@@ -126,15 +128,17 @@ def _check_inputs(stepper, cb, feats) -> None:
 
 def node_wrenches(cb, forces: np.ndarray) -> np.ndarray:
     """[B, K, 6] per node body the contact wrench (force N, torque about the body's COM N m; world axes): F at
-    each contact on the object, -F on the other body (equal and opposite)."""
+    each contact on the object, -F on the other body (equal and opposite). ``forces`` [E, 3], or [E, 6] with each
+    contact's torque about its point (a law's torsional and rolling friction), added to the moments."""
     n = cb.num_envs * cb.K
     if not len(forces):
         return np.zeros((cb.num_envs, cb.K, 6))
+    f, t = forces[:, :3], (forces[:, 3:] if forces.shape[1] == 6 else 0.0)
     # the object's node (env * K) and the other body's (env * K + k, k >= 1) never coincide: one sum per column
     # over both sides (bincount: ~20x faster than np.add.at, the same sums in the same order)
     index = np.concatenate([cb.env * cb.K, cb.node])
-    values = np.concatenate([np.concatenate([forces, cross(cb.r_obj, forces)], axis=1),
-                             -np.concatenate([forces, cross(cb.r_oth, forces)], axis=1)])
+    values = np.concatenate([np.concatenate([f, cross(cb.r_obj, f) + t], axis=1),
+                             -np.concatenate([f, cross(cb.r_oth, f) + t], axis=1)])
     W = np.stack([np.bincount(index, weights=values[:, j], minlength=n) for j in range(6)], axis=1)
     return W.reshape(cb.num_envs, cb.K, 6)
 
@@ -163,7 +167,8 @@ def contact_stage(m, datas, stepper, views):
                                graph=needs_graph(stepper))
     E = cb.num_contacts
     t_graph = time.perf_counter()
-    forces, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
+    wrench, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)
+    forces = wrench[:, :3]  # the guards and the callers read forces; the reported wrenches the torques too
     if not E and stepper.history is not None:  # no contact continues into the next step (law_solve stores the rest)
         stepper.history.clear()
     t_model = time.perf_counter()
@@ -171,7 +176,7 @@ def contact_stage(m, datas, stepper, views):
     if stepper.input_range is not None and stepper.check_inputs and E:
         _check_inputs(stepper, cb, feats)
     t_checks = time.perf_counter()
-    stepper.set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, forces) if bad_env.any() else forces)  # NaN-free
+    stepper.set_last(cb, np.where(bad_env[cb.env][:, None], 0.0, wrench) if bad_env.any() else wrench)  # NaN-free
     return cb, forces, qfrc, bad_env, (t_graph, t_model, t_checks)
 
 

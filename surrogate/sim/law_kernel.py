@@ -233,7 +233,8 @@ def _relinearize(s0, u, F, n, table, rows, beta, eps, stribeck, spin, eps_w, a, 
 def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc, Msparse, M_take, M_nonzero, sign,
              table, rows, p, eps, dt, stribeck, iterations, spin, eps_w):
     """``(F [E, 3], qfrc [B, nv])``: the law's forces on the object (N, world axes) and their generalized forces
-    ``J^T F`` for B environments whose E owned contacts are consecutive rows per environment.
+    ``J^T F`` for B environments whose E owned contacts are consecutive rows per environment; with ``spin`` ``F`` is
+    [E, 6], each contact's force and its torque about the contact point (N m), and ``qfrc`` adds ``J_w^T T``.
 
     Args:
       pos [E, 3] contact points; normal [E, 3] into the object; depth [E] penetration (m, <= 0 separated);
@@ -250,7 +251,7 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
       regularized by eps_w rad / s), a second row of the system per contact.
     """
     E, B, nv = pos.shape[0], start.shape[0], qvel.shape[1]
-    F = np.zeros((E, 3))
+    F = np.zeros((E, 6 if spin else 3))
     qfrc = np.zeros((B, nv))
     C = 0
     for env in range(B):
@@ -289,7 +290,9 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
             qfrc[env] = math.nan
             continue
         for c in range(n_c):
-            F[s0 + c] = Fe[c * stride]
+            F[s0 + c, :3] = Fe[c * stride]
+            if spin:
+                F[s0 + c, 3:] = Fe[c * stride + 1]
         for e in range(n_r):  # J^T F, and with ``spin`` J_w^T T
             for j in cols:
                 qfrc[env, j] += J[e, 0, j] * Fe[e, 0] + J[e, 1, j] * Fe[e, 1] + J[e, 2, j] * Fe[e, 2]

@@ -192,7 +192,9 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
                history=None, tape=None):
     """``(F [E, 3], qfrc [B, nv])``: the forces (N, world, on the object) of a law model for a ``ContactBatch``
     ``cb`` of ``datas`` (built by ``builder``, a ``GraphBuilder``), and their generalized forces ``J^T F``
-    (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment.
+    (object and other bodies), which the stepper adds to ``qfrc_applied`` in one write per environment. With
+    torsional and rolling friction (a model with ``spin``) ``F`` is [E, 6], each contact's force and its torque about
+    the contact point (N m), and ``qfrc`` is ``J^T F + J_w^T T``.
 
     ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
     ``cb`` built with ``dynamics=True``; ``views``: the batch's ``data_views.DataViews`` (made here if not given),
@@ -243,7 +245,7 @@ def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=N
             history.store(keys, ContactState.zeros(E))
         return np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
     else:
-        out, qfrc = np.zeros((E, 3)), np.zeros((cb.num_envs, nv))
+        out, qfrc = np.zeros((E, 3 if spin is None else 6)), np.zeros((cb.num_envs, nv))
         envs = np.flatnonzero(active)
         rows = np.flatnonzero(active[cb.env])  # every contact of the environments with a force (contiguous per env)
         counts = cs.counts[envs]
@@ -263,7 +265,8 @@ def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=N
         F, v1 = solve_law(w0, a, b, n, J, counts, M, qv, dt, mu=mu, eps=eps, iterations=its, a_spring=a_z, spin=spin)
     except torch.linalg.LinAlgError:  # one singular system stops the batched solve: each env alone, NaN where
         F, v1 = _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, its, a_z, spin)  # singular (the fallback)
-    if spin is not None:  # the contacts' torques about their points: their generalized forces J_w^T T
+    wrench = F  # [R, 3], or [R, 6] with the torques about the contact points (``spin``)
+    if spin is not None:  # the torques' generalized forces J_w^T T
         F, T, Jw = F[:, :3], F[:, 3:], spin[0]
     if tape is not None:
         tape.append(SolveRecord(cb, J, M, qv, state, rows, envs, counts, F, v1, None if spin is None else Jw))
@@ -274,8 +277,8 @@ def numpy_law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=N
     if spin is not None:
         q = q + _generalized(Jw, T, counts, start, nB)
     if rows is None:
-        return F, q
-    out[rows], qfrc[envs] = F, q
+        return wrench, q
+    out[rows], qfrc[envs] = wrench, q
     return out, qfrc
 
 
@@ -348,7 +351,7 @@ def solve_law(w0, a, b, n, J, counts, M, v_free, dt, *, mu=None, eps=None, itera
 
 
 def _solve_each(w0, a, b, n, J, start, counts, M, qv, dt, mu, eps, iterations, a_spring, spin=None) -> tuple:
-    """``(F [E, 3], v' [B, nv])`` of ``solve_law`` one environment at a time (after a batched solve met a singular
+    """``(F [E, 3] (or [E, 6] with ``spin``), v' [B, nv])`` of ``solve_law`` one environment at a time (after a batched solve met a singular
     system): an environment whose own system is singular gets NaN, which the stepper's force guard turns into an
     analytic fallback for that environment alone (``hybrid_step._bad_force_envs``)."""
     F, v1 = np.full((len(w0), 3 if spin is None else 6), np.nan), np.full(qv.shape, np.nan)

@@ -195,8 +195,9 @@ def body_forces(g, forces: torch.Tensor, bodies: torch.Tensor) -> torch.Tensor:
 
 
 def _wrench(contact_model, g, pos, quat, vel, om_b, state=None):
-    """Attach the detected contacts to the differentiable state; ([E, 3] forces, [B, 6] object wrench), and with
-    ``state`` (the contacts' ``history.ContactState``) the state after the step too."""
+    """Attach the detected contacts to the differentiable state; ([E, 3] forces, [B, 6] object wrench, with a law's
+    torques about the contact points: torsional and rolling friction), and with ``state`` (the contacts'
+    ``history.ContactState``) the state after the step too."""
     B = pos.shape[0]
     s, o = g.edge_index
     env = g.batch[o] if len(o) else o
@@ -221,7 +222,9 @@ def _wrench(contact_model, g, pos, quat, vel, om_b, state=None):
     w = pos.new_zeros(B, 6)
     if len(o):
         f = forces[:, :3]
-        moment = torch.cross(h.r_obj, f, dim=-1) + (forces[:, 3:] if torque else 0.0)
+        moment = torch.cross(h.r_obj, f, dim=-1)
+        if torque:
+            moment = moment + forces[:, 3:]
         w = w.index_add(0, env, torch.cat([f, moment], dim=-1))
-        forces = f
+    forces = forces[:, :3]
     return (forces, w) if state is None else (forces, w, after)

@@ -110,11 +110,27 @@ def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict
     defaults = {"law": LAW_DEFAULTS, "gns": GNS_DEFAULTS}[kind]
     preset = merged_view.get("preset")
     if preset is not None:  # a kind of captures' defaults, under the file's keys (learn.defaults.PRESETS)
-        defaults = merge(defaults, keys.preset_defaults(preset, file=keys.SET_SOURCE if "preset" in over else file))
+        given = keys.preset_defaults(preset, file=keys.SET_SOURCE if "preset" in over else file)
+        defaults = merge(defaults, _without_replaced_priors(given, merged_view.get("model")))
     cfg = resolve_paths(merge(defaults, data), config_base(file), file=file)  # the file's paths: its project
     cfg = resolve_paths(merge(cfg, over), Path.cwd(), file=keys.SET_SOURCE)    # the command line's: here
     keys.check_values(cfg, kind, file=file)
     return cfg
+
+
+def _without_replaced_priors(preset: dict, model) -> dict:
+    """``preset`` less each law prior (``model.prior``, ``model.prior_body``) that the config gives in other ``units``:
+    such a prior replaces the preset's whole (its numbers mean other things); one in the same units, or without
+    ``units``, changes the preset's values key by key, in the preset's units."""
+    out = copy.deepcopy(preset)
+    mine = model if isinstance(model, dict) else {}
+    for key in ("prior", "prior_body"):
+        theirs = (out.get("model") or {}).get(key)
+        ours = mine.get(key)
+        if isinstance(theirs, dict) and isinstance(ours, dict) and ours.get("units", theirs.get("units")) != \
+                theirs.get("units", "weight"):
+            del out["model"][key]
+    return out
 
 
 def _plain(obj):

@@ -130,7 +130,7 @@ def preset_defaults(name, *, file=None) -> dict:
     """The defaults of the preset ``name`` (``learn.defaults.PRESETS``), refusing an unknown one by name."""
     from ..learn.defaults import PRESETS
 
-    if name not in PRESETS:
+    if not isinstance(name, str) or name not in PRESETS:
         close = difflib.get_close_matches(str(name), list(PRESETS), n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise ConfigError(f"unknown preset {name!r}{hint} (known: {sorted(PRESETS)})", file=file, key="preset")
