@@ -71,10 +71,11 @@ class NumpyLaw:
             kz = np.zeros(len(group))
         return k * F0 / L ** p, c / V, mu, self.slip_eps * V, kz
 
-    def numpy_spin_parameters(self, moving, *, length: float, gravity: float, params=None):
-        """``(mu_spin [E], mu_roll [E], eps_w)`` of a model with ``spin``, in SI (m, m, rad/s; numpy): the torsional
-        and rolling friction at E contacts (0 for a term off in the contact's group) and the angular regularization
-        (the slip regularization over the object's size). Arguments as ``numpy_law_parameters``."""
+    def numpy_spin_parameters(self, moving, *, length: float, params=None):
+        """``(mu_spin [E], mu_roll [E])`` of a model with ``spin``, in SI (m; numpy): the torsional and rolling
+        friction at E contacts (0 for a term off in the contact's group). Their regularization is the law's slip
+        regularization over the object's size, ``eps / length`` (``eps`` of ``numpy_law_parameters``). Arguments as
+        ``numpy_law_parameters``."""
         if params is not None:  # the network's columns, zero already where a term is off
             i, j = self.spin_columns
             mu_s, mu_r = params[:, i], params[:, j]
@@ -84,8 +85,7 @@ class NumpyLaw:
             group = moving.astype(np.int64)
             mu_s, mu_r = v[0, group], v[1, group]
         L = 1.0 if self.units == "si" else length
-        eps = self.slip_eps * (1.0 if self.units == "si" else math.sqrt(max(gravity, 1e-6) * length))
-        return mu_s * L, mu_r * L, eps / length
+        return mu_s * L, mu_r * L
 
     def _group_parameters(self):
         """[P, 2] the global parameters (exp of the log-parameters: k, c, mu, then r, v_s with ``stribeck`` and k_z
@@ -119,8 +119,7 @@ class NumpyLaw:
         mu = mu if np.ndim(mu) == 2 else np.stack([mu, np.ones_like(mu), np.ones_like(mu)], axis=-1)
         spin = np.zeros((len(k), 2))
         if self.spin:
-            spin[:, 0], spin[:, 1], _ = self.numpy_spin_parameters(moving, length=length, gravity=gravity,
-                                                                    params=params)
+            spin[:, 0], spin[:, 1] = self.numpy_spin_parameters(moving, length=length, params=params)
         table = np.ascontiguousarray(np.concatenate([k[:, None], c[:, None], mu, spin], axis=1), dtype=np.float64)
         if params is None:
             self._table_cache = (per, key, table, float(eps))

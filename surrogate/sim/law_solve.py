@@ -177,7 +177,8 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=N
     spin = None
     if spinning:  # torsion and rolling at this step's relative angular velocity, J_w qvel
         Jw = angular_jacobians(builder, cb)
-        mu_s, mu_r, eps_w = model.numpy_spin_parameters(moving, length=builder.length, gravity=gravity, params=params)
+        mu_s, mu_r = model.numpy_spin_parameters(moving, length=builder.length, params=params)
+        eps_w = eps / builder.length  # the slip regularization over the object's size, as law_terms
         w = contact_velocities(Jw, cb.dynamics[3], cs.counts, cs.env)
         spin = (Jw, *spin_law(t[5], *spin_slip(w, n), mu_spin=mu_s, mu_roll=mu_r, eps_w=eps_w), mu_s, mu_r, eps_w)
     if not presliding:

@@ -127,8 +127,8 @@ def _without_replaced_priors(preset: dict, model) -> dict:
     for key in ("prior", "prior_body"):
         theirs = (out.get("model") or {}).get(key)
         ours = mine.get(key)
-        if isinstance(theirs, dict) and isinstance(ours, dict) and ours.get("units", theirs.get("units")) != \
-                theirs.get("units", "weight"):
+        if isinstance(theirs, dict) and isinstance(ours, dict) and "units" in ours and \
+                ours["units"] != theirs.get("units", "weight"):
             del out["model"][key]
     return out
 
