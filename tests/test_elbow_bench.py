@@ -1,6 +1,6 @@
 """``surrogate bench elbow-real-small``: cube-trained models predicting the real elbow tosses, few-shot rows (MuJoCo
-identified and the release's law refitted on N elbow tosses), and ``--test-data`` with another elbow dataset (where
-hidden tosses are scored)."""
+identified on N elbow tosses; the release fine-tuned on them by gradient through the articulated twin, or its law
+refitted by search), and ``--test-data`` with another elbow dataset (where hidden tosses are scored)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from surrogate.bench.analytic import TossSet
-from surrogate.bench.elbow_fewshot import refit_keys, refit_law, toss_loss
+from surrogate.bench.elbow_fewshot import finetune_law, refit_keys, refit_law, toss_loss
 from surrogate.bench.law_refit import law_values
 from surrogate.bench.predictors import DEFAULT_MARGIN, object_scene
 from surrogate.capture import read_dataset
@@ -63,8 +63,9 @@ def _check_finetuned(led: dict) -> None:
     worse than it on those tosses, inside the law's ranges, paired against MuJoCo identified on the same 8."""
     ft = led["models"]["surrogate_finetuned_elbow_8"]
     release = json.loads((CKPT / "card.json").read_text())["model"]["hparams"]
-    assert "law refit, derivative-free, the network is not retrained" in ft["description"]
-    fit = ft["refit"]
+    assert ft["method"] == "gradient" and "by gradient through the articulated twin" in ft["description"]
+    fit = ft["fit"]
+    assert len(fit["history"]) == 1 and fit["best_step"] in (0, 1)
     assert ft["train_size"] == 8 and len(set(fit["episodes"])) == 8
     assert not set(fit["episodes"]) & set(led["split"]["test"]) and ft["test_episodes_seen_in_training"] == []
     assert fit["start"] == pytest.approx({k: release["prior"][k.split("[")[0]] for k in fit["keys"]})  # "stiffness[surface]"
@@ -78,13 +79,7 @@ def _check_finetuned(led: dict) -> None:
 
 @needs_shared("contactnets_elbow")
 def test_elbow_law_refit_starts_at_the_release_and_is_never_worse(tmp_path):
-    src = tmp_path / "raw"
-    src.mkdir()
-    for n in ("0", "9", "18"):
-        shutil.copy(ELBOW / f"{n}.pt", src / f"{n}.pt")
-    assert main(["import", "contactnets", str(src), "--urdf", str(ELBOW / "contactnets_elbow.urdf"), "--out",
-                 str(tmp_path / "ds"), "--quiet"]) == 0
-    eps = read_dataset(tmp_path / "ds").episodes
+    eps = _three_tosses(tmp_path)
     release, _ = load_checkpoint(CKPT)
     before = law_values(release, refit_keys(release))
     fitted, info = refit_law(release, eps, substeps=4, init_frames=5, maxiter=1, popsize=1, seed=0)
@@ -95,6 +90,36 @@ def test_elbow_law_refit_starts_at_the_release_and_is_never_worse(tmp_path):
     tosses = TossSet.from_episodes(eps, substeps=4, k=5)
     assert toss_loss(fitted, scene, tosses, 0.1) == pytest.approx(info["loss"], rel=1e-9)
     assert toss_loss(release, scene, tosses, 0.1) == pytest.approx(info["start_loss"], rel=1e-9)
+
+
+@needs_shared("contactnets_elbow")
+def test_elbow_gradient_fine_tune_starts_at_the_release_and_keeps_its_best_step(tmp_path):
+    eps = _three_tosses(tmp_path)
+    release, _ = load_checkpoint(CKPT)
+    keys = refit_keys(release)
+    before = law_values(release, keys)
+    fitted, info = finetune_law(release, eps, substeps=4, init_frames=5, steps=3, lr=0.2, window=25, batch=2, seed=0)
+    assert law_values(release, keys) == before and info["start"] == before  # the release itself is untouched
+    assert len(info["history"]) == 3 and not info["network"]
+    whole = [info["start_loss"]] + [h[1] for h in info["history"]]
+    assert info["loss"] == min(whole) and info["best_step"] == whole.index(min(whole))
+    assert info["best_step"] == 0 or info["fitted"] != before  # a step that was kept moved the law
+    assert all(lo <= info["fitted"][k] * (1 + 1e-6) and info["fitted"][k] <= hi * (1 + 1e-6)
+               for k, (lo, hi) in info["bounds"].items())
+    check_model(fitted)
+    scene = object_scene(eps[0], substeps=4, mode="external", margin=DEFAULT_MARGIN)
+    tosses = TossSet.from_episodes(eps, substeps=4, k=5)
+    assert toss_loss(fitted, scene, tosses, 0.1) == pytest.approx(info["loss"], rel=1e-9)
+
+
+def _three_tosses(tmp_path):
+    src = tmp_path / "raw"
+    src.mkdir()
+    for n in ("0", "9", "18"):
+        shutil.copy(ELBOW / f"{n}.pt", src / f"{n}.pt")
+    assert main(["import", "contactnets", str(src), "--urdf", str(ELBOW / "contactnets_elbow.urdf"), "--out",
+                 str(tmp_path / "ds"), "--quiet"]) == 0
+    return read_dataset(tmp_path / "ds").episodes
 
 
 @needs_shared("contactnets_elbow")

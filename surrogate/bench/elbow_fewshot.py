@@ -1,32 +1,51 @@
-"""``elbow-real``'s few-shot surrogate rows: the released cube law refitted on N elbow training tosses.
+"""``elbow-real``'s few-shot surrogate rows: the released cube surrogate fine-tuned on N elbow training tosses.
 
-The differentiable twin (``sim.twin``) integrates one free rigid body, not the elbow's hinged pair, so the fine-tune is
-derivative-free through the hybrid stepper, the benchmark's own rollouts: a law refit, not gradient training (the
-network, if the release has one, is not retrained; its weights and normalizers stay the release's). Searched: the
-floor group's (group 0, ``contact_law.GROUPS``: static surfaces) global log-parameters ``log_stiffness``,
-``log_damping``, ``log_friction`` and, with ``stribeck``, ``log_static_friction`` and ``log_stribeck_speed``, in log
-space within ``span`` (a factor) of the release's values and inside ``law_ranges`` (a candidate outside them, e.g.
-static x kinetic friction above ``mu_max``, loses to every one inside). Optimizer: scipy's differential evolution as
-MuJoCo's identification runs it (``identify.fit_params``: sobol init, deferred updating, no polish), with the release's
-law as a member of the first population (``x0``), so the fit can only improve on the release on its training tosses.
-Loss: MuJoCo's identification loss (``identify.toss_errors`` / ``loss_of``: link 1's mean position error / size +
-rotation error / 100) on the same training tosses, from the same first-state estimate (``TossSet``).
+Two methods (``few_shot.surrogate.method``), each from the release and selected by the benchmark's own rollouts:
+
+* ``gradient`` (the default, ``finetune_law``): gradient descent through the differentiable twin of the hinged pair
+  (``sim.twin_links``: the law solved in the elbow's joint space, gradients through the joint). Trained: the floor
+  group's (group 0, ``contact_law.GROUPS``: static surfaces) global log-parameters ``log_stiffness``, ``log_damping``,
+  ``log_friction`` and, with ``stribeck``, ``log_static_friction`` and ``log_stribeck_speed``, kept by projection within
+  ``span`` (a factor) of the release's values and inside ``law_ranges``; and the network's weights when the release
+  has one. Objective: the pose loss of link 1 (``learn.objective.pose_loss``, position over the link's size plus the
+  rotation in degrees / 100, MuJoCo's identification loss made smooth) over the first ``window`` frames of every toss,
+  which hold the first impacts where every model diverges, from the benchmarks' first-state estimate (``TossSet``);
+  Adam, ``steps`` steps. Selection: after every step the law rolls out the whole training tosses through the hybrid
+  stepper (``toss_loss``: MuJoCo's identification loss, the benchmark's scorer on the training tosses), and the best
+  step is kept, the release's own law (step 0) included: the fine-tune can only improve on the release on its
+  training tosses.
+* ``search`` (``refit_law``): the same parameters by scipy's differential evolution through the hybrid stepper, as
+  MuJoCo's identification runs it (``identify.fit_params``: sobol init, deferred updating, no polish), with the
+  release's law as a member of the first population (``x0``); derivative-free, the network is not retrained.
+
+Both minimise MuJoCo's identification loss on the same training tosses as the few-shot MuJoCo rows, from the same
+first-state estimate.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import copy
+import math
+import time
 
+import numpy as np
+import torch
+
+from ..config import check_keys
+from ..errors import ConfigError
+from ..learn.objective import pose_loss
 from ..metrics import paired_difference
-from ..model.law_ranges import range_problems
+from ..model.law_ranges import check_model, range_problems
 from .analytic import TossSet
 from .identify import UNSTABLE_LOSS, loss_of, toss_errors
-from .law_refit import refit_search
+from .law_refit import law_values, refit_search, search_bounds
 from .predictors import DEFAULT_MARGIN, object_scene
 from .rows import scored
 
 GROUP = 0  # contact_law.GROUPS[0]: static surfaces (the floor)
 METRICS = ("pos_pct_size", "rot_deg", "joint_deg")
+ROT_WEIGHT = 180.0 / (100.0 * math.pi)  # per radian: MuJoCo's identification loss weighs degrees by 1/100
+METHODS = ("gradient", "search")
 
 
 def refit_keys(model) -> list[tuple[str, int]]:
@@ -76,8 +95,86 @@ def refit_law(model, episodes, *, substeps: int, init_frames: int, margin: float
     size = float(episodes[0].object.size)
     fitted, info = refit_search(model, refit_keys(model), lambda m: toss_loss(m, scene, tosses, size), span=span,
                                 maxiter=maxiter, popsize=popsize, seed=seed, where="the refitted elbow law")
-    info.update(group="surface", episodes=[str(e.episode_id) for e in episodes])
+    info.update(group="surface", episodes=[str(e.episode_id) for e in episodes], network=False)
     return fitted, info
+
+
+def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: float = DEFAULT_MARGIN, steps: int = 8,
+                 lr: float = 0.1, window: int = 121, batch: int = 8, span: dict | None = None, seed: int = 0):
+    """(a copy of ``model`` fine-tuned on ``episodes`` by gradient through the articulated twin, info): see the module
+    docstring (info: ``keys``, ``start`` / ``fitted`` values, ``bounds``, ``start_loss``, ``loss`` (<= ``start_loss``),
+    ``history`` [(the batch's window loss, whole-toss loss)] per step, ``best_step``, ``evaluations``, ``optimizer``,
+    ``wall_s``, ``network`` (whether its weights were trained too)). Each step's gradient comes from ``batch`` tosses,
+    taken in turn from a seeded shuffle of ``episodes``; the selection rolls out all of them."""
+    from ..sim.twin import Twin
+
+    t0 = time.time()
+    scene = object_scene(episodes[0], substeps=substeps, mode="external", margin=margin)
+    tosses = TossSet.from_episodes(episodes, substeps=substeps, k=init_frames)
+    size = float(episodes[0].object.size)
+    m = copy.deepcopy(model).eval()  # eval: the normalizers stay the release's
+    keys = refit_keys(m)
+    start, bnds = law_values(m, keys), search_bounds(m, keys, span)
+    laws = [getattr(m, f"log_{k}") for k, _ in keys]
+    net = list(m.correction_parameters()) if m.corrections else []
+    for p in m.parameters():
+        p.requires_grad_(False)
+    for p in laws + net:
+        p.requires_grad_(True)
+    opt = torch.optim.Adam(laws + net, lr=lr)
+    state0, target, valid = _toss_windows(tosses, window)
+    twin, sizes = Twin(scene), torch.full((len(episodes),), size, dtype=torch.float64)
+
+    def whole() -> float:
+        with torch.no_grad():
+            return toss_loss(m, scene, tosses, size)
+
+    best = (whole(), 0, copy.deepcopy(m.state_dict()))
+    start_loss, history = best[0], []
+    order = np.random.default_rng(seed).permutation(len(episodes))
+    for i in range(1, steps + 1):
+        opt.zero_grad()
+        idx = torch.from_numpy(np.resize(np.roll(order, -(i - 1) * batch), min(batch, len(order))))
+        pos, quat, _ = twin.rollout(m, state0[idx], target.shape[1], substeps=substeps)
+        loss = pose_loss(pos, quat, target[idx], valid[idx], sizes[idx], rot_weight=ROT_WEIGHT)
+        loss.backward()
+        for p in laws:  # the floor group only: the pads' law (group 1) is not in these tosses
+            p.grad[1:] = 0.0
+        opt.step()
+        with torch.no_grad():
+            for p, (lo, hi) in zip(laws, bnds):  # projected: within span of the release and inside law_ranges
+                p[0] = p[0].clamp(lo, hi)
+        history.append((loss.item(), whole()))
+        if history[-1][1] < best[0]:
+            best = (history[-1][1], i, copy.deepcopy(m.state_dict()))
+    m.load_state_dict(best[2])
+    for p in m.parameters():
+        p.requires_grad_(True)
+    check_model(m, where="the fine-tuned elbow law")
+    info = {"keys": list(start), "start": start, "fitted": law_values(m, keys),
+            "bounds": {n: [float(np.exp(lo)), float(np.exp(hi))] for n, (lo, hi) in zip(start, bnds)},
+            "start_loss": start_loss, "loss": best[0], "history": history, "best_step": best[1],
+            "evaluations": steps + 1, "network": bool(net),
+            "optimizer": f"Adam (lr {lr}, {steps} steps of {min(batch, len(order))} tosses, seed {seed}) through the "
+                         f"articulated twin over the first {target.shape[1]} frames of each toss; the best step by "
+                         "whole-toss stepper rollouts of every training toss, the start (step 0) included",
+            "group": "surface", "episodes": [str(e.episode_id) for e in episodes], "wall_s": time.time() - t0}
+    return m.eval(), info
+
+
+def _toss_windows(tosses: TossSet, window: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(state0 [N, 13 + 2J] for the twin (``twin_links.link_rollout``), link 1's recorded poses [N, W, 7] and their
+    validity [N, W]) over the first W = min(``window``, longest toss) frames (past a toss's end: not valid)."""
+    q0, v0 = tosses.qpos0, tosses.qvel0
+    state0 = torch.from_numpy(np.concatenate([q0[:, :7], v0[:, :6], q0[:, 7:], v0[:, 6:]], axis=1))
+    W = int(min(window, tosses.n_frames.max()))
+    target, valid = np.zeros((len(q0), W, 7)), np.zeros((len(q0), W), dtype=bool)
+    target[..., 3] = 1.0
+    for i, e in enumerate(tosses.episodes):
+        n = min(W, e.num_frames)
+        target[i, :n] = e.object_pose[:n]
+        valid[i, :n] = True if e.object_pose_valid is None else e.object_pose_valid[:n]
+    return state0, torch.from_numpy(target), torch.from_numpy(valid)
 
 
 def predict_groups(model, episodes, *, substeps: int, init_frames: int, margin: float) -> tuple[dict, dict]:
@@ -95,16 +192,44 @@ def predict_groups(model, episodes, *, substeps: int, init_frames: int, margin: 
     return preds, counts
 
 
+SURROGATE_DEFAULTS = {"enabled": True, "method": "gradient", "steps": 8, "lr": 0.1, "window": 121, "batch": 8,
+                      "maxiter": 20, "popsize": 8, "span": None}
+
+
+def fit_on_tosses(release, train, sc: dict, *, substeps: int, init_frames: int, margin: float, seed: int):
+    """(the release fine-tuned on ``train`` by ``sc["method"]``, info, the row's description)."""
+    if sc["method"] == "gradient":
+        fitted, info = finetune_law(release, train, substeps=substeps, init_frames=init_frames, margin=margin,
+                                    steps=int(sc["steps"]), lr=float(sc["lr"]), window=int(sc["window"]),
+                                    batch=int(sc["batch"]), span=sc["span"], seed=seed)
+        what = "its network and " if info["network"] else ""
+        return fitted, info, (f"the cube release fine-tuned on {len(train)} elbow training tosses by gradient through "
+                              f"the articulated twin: {what}the floor's {_names(info)}")
+    fitted, info = refit_law(release, train, substeps=substeps, init_frames=init_frames, margin=margin,
+                             maxiter=int(sc["maxiter"]), popsize=int(sc["popsize"]), seed=seed, span=sc["span"])
+    return fitted, info, (f"the cube release's contact law refitted on {len(train)} elbow training tosses (law refit, "
+                          f"derivative-free, the network is not retrained): the floor's {_names(info)} by differential "
+                          "evolution through the hybrid stepper")
+
+
+def _names(info: dict) -> str:
+    return ", ".join(k.split("[")[0] for k in info["keys"])
+
+
 def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dict) -> dict:
-    """Rows ``surrogate_finetuned_elbow_<N>``: the ``--checkpoint`` law refitted (``refit_law``) on the same N elbow
-    training tosses as ``analytic_identified_elbow_<N>``, scored on the same test tosses, each with ``paired``: the row
-    minus MuJoCo identified on the same N (the acceptance at N = 16), minus the cube surrogate and minus the
+    """Rows ``surrogate_finetuned_elbow_<N>``: the ``--checkpoint`` surrogate fine-tuned (``fit_on_tosses``) on the same
+    N elbow training tosses as ``analytic_identified_elbow_<N>``, scored on the same test tosses, each with ``paired``:
+    the row minus MuJoCo identified on the same N (the acceptance at N = 16), minus the cube surrogate and minus the
     cube-identified row, per metric, over the same test episodes."""
     from ..model.checkpoint import load_checkpoint
 
     fs = cfg.get("few_shot") or {}
-    sc = {"maxiter": 20, "popsize": 8, "span": None, **(fs.get("surrogate") or {})}
-    if checkpoint is None or "overall" not in (models.get("surrogate") or {}) or not sc.get("enabled", True):
+    given = fs.get("surrogate") or {}
+    check_keys(given, SURROGATE_DEFAULTS, where="few_shot.surrogate")
+    sc = {**SURROGATE_DEFAULTS, **given}
+    if sc["method"] not in METHODS:
+        raise ConfigError(f"must be one of {list(METHODS)}, got {sc['method']!r}", key="few_shot.surrogate.method")
+    if checkpoint is None or "overall" not in (models.get("surrogate") or {}) or not sc["enabled"]:
         return {}
     release, card = load_checkpoint(checkpoint)
     margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
@@ -114,17 +239,14 @@ def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dic
         if k > len(pool) or k < 1:
             continue
         train = [pool_by_id[i] for i in pool[:k]]
-        fitted, info = refit_law(release, train, substeps=sim["substeps"], init_frames=sim["init_frames"], margin=margin,
-                                 maxiter=int(sc["maxiter"]), popsize=int(sc["popsize"]), seed=k, span=sc["span"])
+        fitted, info, text = fit_on_tosses(release, train, sc, substeps=sim["substeps"], init_frames=sim["init_frames"],
+                                           margin=margin, seed=k)
         preds, counts = predict_groups(fitted, test, substeps=sim["substeps"], init_frames=sim["init_frames"],
                                        margin=margin)
         m = scored(scorer, preds)
-        row = {"description": f"the cube release's contact law refitted on {k} elbow training tosses (law refit, "
-                              f"derivative-free, the network is not retrained): the floor's "
-                              f"{', '.join(k.split('[')[0] for k in info['keys'])} "
-                              f"by differential evolution through the hybrid stepper",
-               "checkpoint": str(checkpoint), "refit": info, "law": fitted.prior("surface").to_json(),
-               "train_size": k, "trained_on": "cube, then elbow (law refit)", "stepper": counts,
+        row = {"description": text, "method": sc["method"], "checkpoint": str(checkpoint), "fit": info,
+               "law": fitted.prior("surface").to_json(), "train_size": k,
+               "trained_on": f"cube, then elbow ({sc['method']})", "stepper": counts,
                "test_episodes_seen_in_training": sorted(set(info["episodes"]) & {str(e.episode_id) for e in test}), **m}
         refs = {f"analytic_identified_elbow_{k}": models.get(f"analytic_identified_elbow_{k}"),
                 "surrogate": models.get("surrogate"), "analytic_identified": models.get("analytic_identified")}
@@ -148,6 +270,6 @@ def few_shot_detail(models: dict) -> str:
             if d and d.get("n"):
                 words.append(f"{d['mean']:+.2f} [{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}]{unit}")
         if words:
-            out.append(f"Few-shot, N = {k}: the refitted surrogate law minus MuJoCo identified on the same {k} elbow "
-                       f"tosses, paired: " + ", ".join(words) + ".")
+            out.append(f"Few-shot, N = {k}: the fine-tuned surrogate ({row.get('method', 'search')}) minus MuJoCo "
+                       f"identified on the same {k} elbow tosses, paired: " + ", ".join(words) + ".")
     return " ".join(out)

@@ -1,12 +1,12 @@
 """Derivative-free refits of a contact law's global parameters through the hybrid stepper: the benchmark's own
-rollouts, actuated hand and all, where the differentiable twin cannot go (the twin integrates one free rigid body with
-the hand kinematic; the stepper actuates the hand through its servos, as users' rollouts do).
+rollouts, actuated hand and all, where the differentiable twin cannot go (the twin moves the hand kinematically; the
+stepper actuates it through its servos, as users' rollouts do).
 
 One search for every refit (``refit_search``): scipy's differential evolution as MuJoCo's identification runs it
 (``identify.fit_params``: sobol init, deferred updating, no polish) over log-parameters ``(name, group)`` within
 ``span`` (a factor) of the start and inside ``law_ranges`` (friction also below ``mu_max``), with the start in the first
 population (``x0``) and kept unless a candidate beats it, so a refit can only improve on its start on the episodes it
-is fitted on. Used by ``elbow_fewshot`` (the floor law on elbow tosses) and ``refit_grasp_law`` (the pads and the
+is fitted on. Used by ``elbow_fewshot`` (the floor law on elbow tosses, ``method: search``) and ``refit_grasp_law`` (the pads and the
 table on closed-loop replays of grasps: the training's ``stages.closed_loop.refit``).
 """
 

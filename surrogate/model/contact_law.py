@@ -214,12 +214,13 @@ class ContactLawGNN(NumpyLaw, nn.Module):
                 out = torch.cat([out[:, :j], torch.where(self.spin_on[:, group].T, out[:, j:], 0.0)], dim=1)
             return out
 
+        # in float64, as the numpy path (``law_numpy``): the twin and the stepper agree to rounding
         if not self.corrections and not self.training:
-            return spring_off(base.exp())  # the constant law: no features needed (in training they fill the normalizers)
+            return spring_off(base.double().exp())  # no features needed (in training they fill the normalizers)
         ef, nf = self.features(g, vel, omega) if features is None else features
         ef, nf = self.edge_norm(ef), self.node_norm(nf)
         if not self.corrections:
-            return spring_off(base.exp())
+            return spring_off(base.double().exp())
         s_k, s_c, s_mu = self.bounds
         o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]  # configuration only: never the history
         e_in = ef
@@ -237,7 +238,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             corr.append(torch.zeros_like(o_k))
         if self.spin:  # one head scales torsion and rolling alike
             corr += [s_mu * torch.tanh(o[:, -1])] * 2
-        out = (base + torch.stack(corr, dim=1)).exp()
+        out = (base.double() + torch.stack(corr, dim=1).double()).exp()
         return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
 
     @property
@@ -251,13 +252,17 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         """[E, 3] contact forces on the object (world axes, N, float64); ``vel``/``omega`` override node velocities."""
         return self.solve(g, vel, omega)[0]
 
-    def law_terms(self, g, vel=None, omega=None, *, features=None, state: ContactState | None = None) -> dict:
+    def law_terms(self, g, vel=None, omega=None, *, features=None, state: ContactState | None = None,
+                  contact_vel: tuple | None = None) -> dict:
         """The linearized law of every contact (float64): ``f0, a, b`` [E] (``law.point_law``), the normal
         ``n`` [E, 3], ``u_oth`` [E, 3] the other body's point velocity, ``w0`` [E, 3] the elastic force; with the
         presliding spring on (``presliding.with_presliding``: its terms are in ``w0``, ``a`` and ``b``) also ``kz`` [E]
         (N/m), ``z`` [E, 3] the displacement the step starts from and ``a_spring`` [E] (else None); with ``spin``
         ``spin`` (``joint_solve.Spin``, ``Jw`` None: the solver's to make) holds torsion and rolling (else None); the
         solve of the step uses them. ``state``: the contacts' ``history.ContactState`` (z in world axes; None: fresh).
+        ``contact_vel``: ``(u_obj, u_oth, w_obj, w_oth)`` [E, 3] each, the point and angular velocity of each contact's
+        object side and other side, where the object node's twist is not every contact's (the links of an articulated
+        object: ``sim.twin_links``); None: from the node velocities.
         (The hybrid stepper solves them with MuJoCo's full mobility, hand included: ``sim.law_solve``.)"""
         vel = (g.vel if vel is None else vel).double()
         omega = (g.omega if omega is None else omega).double()
@@ -270,16 +275,21 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             L, V, F0 = torch.ones_like(L), torch.ones_like(V), torch.ones_like(F0)
         p = self.exponent
         n = g.normal.double()
-        u_oth = vel[s] + torch.cross(omega[s], g.r_oth.double(), dim=-1)
-        v = vel[o] + torch.cross(omega[o], g.r_obj.double(), dim=-1) - u_oth
+        if contact_vel is None:
+            u_obj = vel[o] + torch.cross(omega[o], g.r_obj.double(), dim=-1)
+            u_oth = vel[s] + torch.cross(omega[s], g.r_oth.double(), dim=-1)
+            w_obj, w_oth = omega[o], omega[s]
+        else:
+            u_obj, u_oth, w_obj, w_oth = contact_vel
+        v = u_obj - u_oth
         vn = (v * n).sum(-1)
         vt = v - vn[:, None] * n
         speed = torch.sqrt((vt * vt).sum(-1) + 1e-30)
         mu, eps = prm[:, 2], self.slip_eps * V
         if self.stribeck:  # [E, 3] (mu_k, r, v_s): law.friction_coefficient
             group = (g.static[s] < 0.5).long()
-            mu = torch.stack([mu, self.log_static_friction[group].exp().double(),
-                              self.log_stribeck_speed[group].exp().double() * V], dim=-1)
+            mu = torch.stack([mu, self.log_static_friction[group].double().exp(),
+                              self.log_stribeck_speed[group].double().exp() * V], dim=-1)
         dt = g.dt.double()[eg]
         f0, a, b, fn = point_law(-g.dist.double(), vn, speed, k=prm[:, 0] * F0 / L ** p, p=p, c=prm[:, 1] / V, mu=mu,
                                  eps=eps, dt=dt)
@@ -288,8 +298,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         if self.spin:  # torsion and rolling: lengths in L (weight units) or m
             i, j = self.spin_columns
             mu_spin, mu_roll, eps_w = prm[:, i] * L, prm[:, j] * L, eps / size
-            w_oth = omega[s]
-            a_w, b_w = spin_law(fn, *spin_slip(omega[o] - w_oth, n), mu_spin=mu_spin, mu_roll=mu_roll, eps_w=eps_w)
+            a_w, b_w = spin_law(fn, *spin_slip(w_obj - w_oth, n), mu_spin=mu_spin, mu_roll=mu_roll, eps_w=eps_w)
             out["spin"] = Spin(None, a_w, b_w, mu_spin, mu_roll, eps_w, w_oth)
         if self.presliding:
             kz = prm[:, 3] * F0 / L

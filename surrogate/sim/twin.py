@@ -37,6 +37,7 @@ from ..model.batch_graph import GraphBuilder, concat_graphs
 from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
 from ..quat import quat_to_mat
 from ..scenes import set_contact_mode
+from .link_graph import LinkGraphBuilder
 from .rigid_body import rigid_step
 
 
@@ -61,7 +62,13 @@ class Twin:
         m = copy.copy(scene.model if model is None else model)
         set_contact_mode(m, scene, "external")
         self.m = m
-        self.builder = GraphBuilder.from_scene(scene, m)
+        links = scene.meta.get("object_link_bodies") or []
+        self.articulated = len(links) > 1  # several links: the joint-space twin (``twin_links``)
+        if self.articulated:
+            self.builder = LinkGraphBuilder(m, object_bodies=links, owned_pair_ids=scene.owned_pair_ids,
+                                            length=float(scene.meta.get("object_link_size", scene.obj.size)))
+        else:
+            self.builder = GraphBuilder.from_scene(scene, m)
         self.ob = scene.object_body_id
         self.qa, self.da = scene.object_qpos_adr, scene.object_dof_adr
         self.inertia_b = torch.as_tensor(body_inertia(m, self.ob))
@@ -106,7 +113,16 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
     Returns:
       (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times; with ``force_bodies`` also
       pad forces [B, F, P, 3] (frame 0: zero, no step taken yet).
+
+    Articulated objects (twins of scenes with several object links) are rolled out in their joint space by
+    ``twin_links.link_rollout``: ``state0`` [B, 13 + 2J] (the base link's 13, the J joint positions, the J joint
+    rates), and the joint positions [B, F, J] are returned after the quaternions.
     """
+    if any(tw.articulated for tw in twins):
+        from .twin_links import link_rollout
+
+        return link_rollout(contact_model, twins, state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel,
+                            detach_every=detach_every, force_bodies=force_bodies)
     groups, datas = _scene_groups(twins)
     pos, quat, vel, om_b = state0[:, :3], state0[:, 3:7], state0[:, 7:10], state0[:, 10:13]
     mass = torch.tensor([tw.mass for tw in twins], dtype=torch.float64)
