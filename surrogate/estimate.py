@@ -89,6 +89,17 @@ def free_flight_start(ep, *, window: int = FREE_FLIGHT_WINDOW, tol: float = FREE
     return {"start": 0, "accel_dev0": dev[0] if dev else float("nan"), "free": False}
 
 
+def initial_state(ep, *, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """The first-state estimate of any object, in the rollout API's layout (``sim.rollout.object_states``): qpos
+    [7 + J], qvel [6 + J], the base link's (``initial_free_state``) then, for an articulated object
+    (``object_joint_pos``), its J joints' (``initial_joint_state``); J = 0 for a rigid object."""
+    q, v = initial_free_state(ep, k=k)
+    if getattr(ep, "object_joint_pos", None) is None:
+        return q, v
+    jq, jv = initial_joint_state(ep, k=k)
+    return np.concatenate([q, jq]), np.concatenate([v, jv])
+
+
 def initial_joint_state(ep, *, k: int = 5, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """An articulated object's joint coordinates and rates at frame ``start``: a line fitted to the (unwrapped)
     recorded joint positions of frames ``start .. start + k - 1`` (recorded rates are differences: not used).

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import mujoco
 import numpy as np
 
-from ..estimate import initial_free_state, initial_joint_state  # noqa: F401  (the one first-state estimate; re-exported)
+from ..estimate import initial_free_state, initial_state  # noqa: F401  (the one first-state estimate; re-exported)
 from ..scenes import CONES, set_contact_mode
 from ..sim.rollout import STATE_SPEC, object_states, rollout  # noqa: F401  (STATE_SPEC re-exported)
 
@@ -113,11 +113,8 @@ class TossSet:
 
     @classmethod
     def from_episodes(cls, episodes, *, substeps: int = 4, k: int = 5) -> TossSet:
-        """An articulated object's (``object_joint_pos``): qpos0 [N, 7 + J], qvel0 [N, 6 + J] (``initial_joint_state``)."""
-        states = [initial_free_state(e, k=k) for e in episodes]
-        if episodes and getattr(episodes[0], "object_joint_pos", None) is not None:
-            joints = [initial_joint_state(e, k=k) for e in episodes]
-            states = [(np.concatenate([q, jq]), np.concatenate([v, jv])) for (q, v), (jq, jv) in zip(states, joints)]
+        """An articulated object's (``object_joint_pos``): qpos0 [N, 7 + J], qvel0 [N, 6 + J] (``estimate.initial_state``)."""
+        states = [initial_state(e, k=k) for e in episodes]
         return cls(list(episodes), np.stack([s[0] for s in states]), np.stack([s[1] for s in states]),
                    np.array([e.num_frames for e in episodes]), substeps)
 

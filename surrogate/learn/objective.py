@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..estimate import initial_free_state
+from ..estimate import initial_state
 from ..metrics import pose_errors
 from ..sim.rollout import object_states, rollout
 from ..sim.twin import rollout as twin_rollout
@@ -112,7 +112,7 @@ def window_loss(twins, model, windows: list[Window], *, substeps: int, rot_weigh
     loss = pose_loss(out[0], out[1], target, valid, size, rot_weight=rot_weight)
     if forces is not None:
         weight = torch.tensor([t.weight for t in tw], dtype=torch.float64)
-        loss = loss + force_weight * force_loss(out[2], forces[1], forces[2], weight)
+        loss = loss + force_weight * force_loss(out[-1], forces[1], forces[2], weight)
     return loss
 
 
@@ -137,7 +137,7 @@ def rollout_episodes(twins, model, episodes, meta, *, groups, substeps: int, ini
         state0, target, _, _, qpos, qvel = stack_windows([wins[i] for i in idx], substeps)
         F = target.shape[1]
         pos, quat = twin_rollout(model, [twins[wins[i].group] for i in idx], state0, F, substeps=substeps, qpos=qpos,
-                                 qvel=qvel)
+                                 qvel=qvel)[:2]  # an articulated object's joints follow: the base link is scored
         pred = torch.cat([pos, quat], -1).numpy()
         for j, i in enumerate(idx):
             out[wins[i].episode_id] = pred[j, :len(wins[i].target)]
@@ -166,7 +166,7 @@ def stepper_scores(model, episodes, meta, *, margin: float, substeps: int, init_
     benchmarks' first-state estimate; episodes that share a scene (``windows.group_episodes``) are one batch."""
     preds = {}
     for g in group_episodes(episodes, meta, margin=margin, substeps=substeps):
-        states = [initial_free_state(e, k=init_frames) for e in g.episodes]
+        states = [initial_state(e, k=init_frames) for e in g.episodes]
         state0 = object_states(g.scene, np.stack([q for q, _ in states]), np.stack([v for _, v in states]))
         traj = rollout(g.scene, state0, contact=model, substeps=substeps, frames=max(e.num_frames for e in g.episodes))
         qa = g.scene.object_qpos_adr

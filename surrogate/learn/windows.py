@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from ..estimate import DEFAULT_ORDER, DEFAULT_WINDOW, initial_free_state, smooth_pose
+from ..estimate import DEFAULT_ORDER, DEFAULT_WINDOW, initial_state, smooth_pose
 from ..scenes.from_capture import recorded_commands, recorded_joint_columns, scene_for_episode, sensor_pads
 
 
@@ -126,10 +126,11 @@ def pad_forces(ep, meta, scene, frames: np.ndarray, qpos: np.ndarray | None, sub
 
 
 def state_at(ep, frame: int, *, init_frames: int, smooth: dict | None) -> np.ndarray:
-    """[13] the window's initial state (see the module docstring)."""
+    """[13] the window's initial state (see the module docstring); an articulated object's [13 + 2J], its joint angles
+    and rates after the base link's 13 (``sim.twin_links``), at frame 0 only."""
     if frame == 0:
-        q, v = initial_free_state(ep, k=init_frames)
-        return np.concatenate([q, v])
+        q, v = initial_state(ep, k=init_frames)
+        return np.concatenate([q[:7], v[:6], q[7:], v[6:]])
     sm = smooth
     return np.concatenate([sm["pos"][frame], sm["quat"][frame], sm["vel"][frame], sm["omega_b"][frame]])
 
@@ -145,6 +146,8 @@ def episode_windows(ep, meta, scene, *, frames: int, stride: int, substeps: int,
     n = ep.num_frames
     W = n - 1 if frames <= 0 else min(int(frames), n - 1)
     starts = list(range(0, n - W, int(stride))) if stride > 0 else []
+    if ep.object_joint_pos is not None:  # later windows would need a smoothed joint state: the first-state estimate's
+        starts = []
     starts = starts or [0]
     sm = smooth_pose(ep.timestamps, ep.object_pose, ep.object_pose_valid, window=window, order=order)
     valid = np.asarray(ep.object_pose_valid, bool) if ep.object_pose_valid is not None else np.ones(n, bool)
