@@ -1,7 +1,8 @@
 """The differentiable twin of an articulated object (``sim.twin_links``) on the two-link elbow.
 
 (a) values: with the same law the twin and the hybrid stepper produce the same toss (impacts on both links, friction
-    re-linearized, a constant law through the stepper's compiled step and a network through its numpy path);
+    re-linearized, a constant law through the stepper's compiled step, a network through its numpy path, torsional
+    and rolling friction, the presliding spring and a network with contact history carried across steps);
 (b) gradients through the joint: in free flight they equal finite differences of the whole rollout; at a contact step
     they do in every velocity and joint-angle column, and within the stated tolerance in height (the contact points'
     motion is left out); the law's parameters get gradients with the sign of finite differences over a window.
@@ -26,6 +27,7 @@ from surrogate.sim.twin import Twin
 
 from .conftest import SHARED
 from .test_contact_law import CUBE, STRIBECK, _perturbed
+from .test_history import SPRING_CUBE
 
 URDF = SHARED / "contactnets_elbow" / "contactnets_elbow.urdf"
 pytestmark = pytest.mark.skipif(not URDF.exists(), reason=f"sample data {URDF} is absent (set SURROGATE_DATA)")
@@ -58,10 +60,15 @@ def _state(d) -> torch.Tensor:
 def _law(kind: str) -> ContactLawGNN:
     if kind == "constant":
         return ContactLawGNN(prior=STRIBECK, corrections=False, friction_iterations=4, stribeck=True).eval()
+    if kind == "torsion":  # torsional and rolling friction with the presliding spring: the per-contact state
+        prior = dict(SPRING_CUBE, torsional_friction=0.02, rolling_friction=0.01)
+        return ContactLawGNN(prior=prior, corrections=False, friction_iterations=2).eval()
+    if kind == "history":  # a network that sees each contact's history, matched across steps
+        return _perturbed(ContactLawGNN(prior=SPRING_CUBE, corrections=True, friction_iterations=1, history=True), 0.5)
     return _perturbed(ContactLawGNN(prior=CUBE, corrections=True, friction_iterations=1), scale=0.5)
 
 
-@pytest.mark.parametrize("kind", ["constant", "network"])
+@pytest.mark.parametrize("kind", ["constant", "network", "torsion", "history"])
 def test_twin_matches_the_hybrid_stepper_on_an_articulated_toss(scene, kind):
     model = _law(kind)
     frames = 100  # 0.68 s: falls, both links hit the floor, bounce and slide

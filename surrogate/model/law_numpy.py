@@ -81,7 +81,7 @@ class NumpyLaw:
             mu_s, mu_r = params[:, i], params[:, j]
         else:
             with torch.no_grad():
-                v = (self.log_spin.exp() * self.spin_on).double().numpy()
+                v = (self.log_spin.double().exp() * self.spin_on).numpy()  # float64, as law_parameters
             group = moving.astype(np.int64)
             mu_s, mu_r = v[0, group], v[1, group]
         L = 1.0 if self.units == "si" else length
