@@ -113,16 +113,20 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
     Returns:
       (pos [B, F, 3], quat [B, F, 4]) float64 at the frame times; with ``force_bodies`` also
       pad forces [B, F, P, 3] (frame 0: zero, no step taken yet).
-
-    Articulated objects (twins of scenes with several object links) are rolled out in their joint space by
-    ``twin_links.link_rollout``: ``state0`` [B, 13 + 2J] (the base link's 13, the J joint positions, the J joint
-    rates), and the joint positions [B, F, J] are returned after the quaternions.
+    An articulated object's twins: ``twin_links.link_rollout`` (state0 [B, 13 + 2J]; joints [B, F, J] after quat).
     """
     if any(tw.articulated for tw in twins):
         from .twin_links import link_rollout
 
         return link_rollout(contact_model, twins, state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel,
                             detach_every=detach_every, force_bodies=force_bodies)
+    return _free_rollout(contact_model, twins, state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel,
+                         detach_every=detach_every, force_bodies=force_bodies)
+
+
+def _free_rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: int, *, substeps: int,
+                  qpos=None, qvel=None, detach_every: int = 0, force_bodies=None):
+    """``rollout`` of free rigid objects (the module docstring's steps)."""
     groups, datas = _scene_groups(twins)
     pos, quat, vel, om_b = state0[:, :3], state0[:, 3:7], state0[:, 7:10], state0[:, 10:13]
     mass = torch.tensor([tw.mass for tw in twins], dtype=torch.float64)
