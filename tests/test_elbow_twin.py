@@ -155,6 +155,25 @@ def test_an_articulated_state_of_the_wrong_width_is_refused(scene):
         Twin(scene).rollout(_law("constant"), torch.zeros(1, 13, dtype=torch.float64), 3, substeps=4)
 
 
+def test_a_joint_the_twin_cannot_step_like_mujoco_is_refused_by_name(scene):
+    import copy
+
+    m = copy.copy(scene.model)
+    m.jnt_limited[1] = 1  # the hinge, limited: MuJoCo would add a constraint the joint-space solve does not see
+    with pytest.raises(ConfigError, match="hinge_1_to_2.*limited"):
+        Twin(scene, model=m).rollout(_law("constant"), _state(_toss(scene)), 3, substeps=4)
+
+
+def test_with_gradients_on_the_values_are_the_same(scene):
+    """The finite differences that carry the configuration's first order leave every value as without gradients."""
+    model, x = _law("network"), _state(_toss(scene))
+    with torch.no_grad():
+        ref = Twin(scene).rollout(model, x, 40, substeps=4)
+    out = Twin(scene).rollout(model, x.clone().requires_grad_(True), 40, substeps=4)
+    for a, b in zip(out, ref):
+        np.testing.assert_allclose(a.detach().numpy(), b.numpy(), rtol=0, atol=1e-12)
+
+
 def test_surrogate_train_fits_the_law_on_articulated_tosses(tmp_path, monkeypatch):
     """``surrogate train`` on the elbow's captures: one window per toss from its first-state estimate (base pose,
     hinge angle and rate), rolled out by the articulated twin; the floor law moves, the export loads and the stepper

@@ -113,7 +113,8 @@ class TossSet:
 
     @classmethod
     def from_episodes(cls, episodes, *, substeps: int = 4, k: int = 5) -> TossSet:
-        """An articulated object's (``object_joint_pos``): qpos0 [N, 7 + J], qvel0 [N, 6 + J] (``estimate.initial_state``)."""
+        """From ``estimate.initial_state``; an articulated object's (``object_joint_pos``): qpos0 [N, 7 + J], qvel0
+        [N, 6 + J]."""
         states = [initial_state(e, k=k) for e in episodes]
         return cls(list(episodes), np.stack([s[0] for s in states]), np.stack([s[1] for s in states]),
                    np.array([e.num_frames for e in episodes]), substeps)

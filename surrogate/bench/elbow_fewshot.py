@@ -100,12 +100,15 @@ def refit_law(model, episodes, *, substeps: int, init_frames: int, margin: float
 
 
 def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: float = DEFAULT_MARGIN, steps: int = 8,
-                 lr: float = 0.1, window: int = 121, batch: int = 8, span: dict | None = None, seed: int = 0):
+                 lr: float = 0.1, lr_network: float = 1e-3, window: int = 121, batch: int = 8, span: dict | None = None,
+                 seed: int = 0):
     """(a copy of ``model`` fine-tuned on ``episodes`` by gradient through the articulated twin, info): see the module
     docstring (info: ``keys``, ``start`` / ``fitted`` values, ``bounds``, ``start_loss``, ``loss`` (<= ``start_loss``),
-    ``history`` [(the batch's window loss, whole-toss loss)] per step, ``best_step``, ``evaluations``, ``optimizer``,
-    ``wall_s``, ``network`` (whether its weights were trained too)). Each step's gradient comes from ``batch`` tosses,
-    taken in turn from a seeded shuffle of ``episodes``; the selection rolls out all of them."""
+    ``history`` [(the batch's window loss before the step, the whole-toss loss after it)] per step, ``best_step``,
+    ``evaluations``, ``optimizer``, ``wall_s``, ``network`` (whether its weights were trained too, at
+    ``lr_network``: they also serve the pads' group)). Each step's gradient comes from ``batch`` tosses, taken in turn
+    from a seeded shuffle of ``episodes``; the selection rolls out all of them. A batch without any contact in the
+    window gives no gradient: its step is skipped (recorded with the last whole-toss loss)."""
     from ..sim.twin import Twin
 
     t0 = time.time()
@@ -117,11 +120,10 @@ def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: fl
     start, bnds = law_values(m, keys), search_bounds(m, keys, span)
     laws = [getattr(m, f"log_{k}") for k, _ in keys]
     net = list(m.correction_parameters()) if m.corrections else []
+    flags = [p.requires_grad for p in m.parameters()]
     for p in m.parameters():
-        p.requires_grad_(False)
-    for p in laws + net:
-        p.requires_grad_(True)
-    opt = torch.optim.Adam(laws + net, lr=lr)
+        p.requires_grad_(any(p is q for q in laws + net))
+    opt = torch.optim.Adam([{"params": laws, "lr": lr}] + ([{"params": net, "lr": lr_network}] if net else []))
     state0, target, valid = _toss_windows(tosses, window)
     twin, sizes = Twin(scene), torch.full((len(episodes),), size, dtype=torch.float64)
 
@@ -130,36 +132,49 @@ def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: fl
             return toss_loss(m, scene, tosses, size)
 
     best = (whole(), 0, copy.deepcopy(m.state_dict()))
-    start_loss, history = best[0], []
+    start_loss, history, last = best[0], [], best[0]
     order = np.random.default_rng(seed).permutation(len(episodes))
     for i in range(1, steps + 1):
-        opt.zero_grad()
-        idx = torch.from_numpy(np.resize(np.roll(order, -(i - 1) * batch), min(batch, len(order))))
+        idx = torch.from_numpy(order[(np.arange(min(batch, len(order))) + (i - 1) * batch) % len(order)])
         pos, quat, _ = twin.rollout(m, state0[idx], target.shape[1], substeps=substeps)
         loss = pose_loss(pos, quat, target[idx], valid[idx], sizes[idx], rot_weight=ROT_WEIGHT)
-        loss.backward()
-        for p in laws:  # the floor group only: the pads' law (group 1) is not in these tosses
-            p.grad[1:] = 0.0
-        opt.step()
-        with torch.no_grad():
-            for p, (lo, hi) in zip(laws, bnds):  # projected: within span of the release and inside law_ranges
-                p[0] = p[0].clamp(lo, hi)
-        history.append((loss.item(), whole()))
-        if history[-1][1] < best[0]:
-            best = (history[-1][1], i, copy.deepcopy(m.state_dict()))
+        if loss.requires_grad:  # else no toss of the batch touched the floor within the window
+            _adam_step(opt, loss, laws, keys, bnds)
+            last = whole()
+        history.append((loss.item(), last))
+        if last < best[0]:
+            best = (last, i, copy.deepcopy(m.state_dict()))
     m.load_state_dict(best[2])
-    for p in m.parameters():
-        p.requires_grad_(True)
+    opt.zero_grad(set_to_none=True)
+    for p, flag in zip(m.parameters(), flags):
+        p.requires_grad_(flag)
     check_model(m, where="the fine-tuned elbow law")
     info = {"keys": list(start), "start": start, "fitted": law_values(m, keys),
             "bounds": {n: [float(np.exp(lo)), float(np.exp(hi))] for n, (lo, hi) in zip(start, bnds)},
             "start_loss": start_loss, "loss": best[0], "history": history, "best_step": best[1],
             "evaluations": steps + 1, "network": bool(net),
-            "optimizer": f"Adam (lr {lr}, {steps} steps of {min(batch, len(order))} tosses, seed {seed}) through the "
-                         f"articulated twin over the first {target.shape[1]} frames of each toss; the best step by "
-                         "whole-toss stepper rollouts of every training toss, the start (step 0) included",
+            "optimizer": f"Adam (lr {lr}{f', network {lr_network}' if net else ''}, {steps} steps of "
+                         f"{min(batch, len(order))} tosses, seed {seed}) through the articulated twin over the first "
+                         f"{target.shape[1]} frames of each toss; the best step by whole-toss stepper rollouts of "
+                         "every training toss, the start (step 0) included",
             "group": "surface", "episodes": [str(e.episode_id) for e in episodes], "wall_s": time.time() - t0}
     return m.eval(), info
+
+
+def _adam_step(opt, loss, laws: list, keys: list, bnds: list) -> None:
+    """One step on ``loss``: only each key's own group of the law moves (the pads' law is not in these tosses), then
+    projected into ``bnds`` (within span of the release and inside law_ranges)."""
+    opt.zero_grad()
+    loss.backward()
+    for p, (_, group) in zip(laws, keys):
+        if p.grad is not None:
+            keep = torch.zeros_like(p.grad)
+            keep[group] = p.grad[group]
+            p.grad = keep
+    opt.step()
+    with torch.no_grad():
+        for p, (_, group), (lo, hi) in zip(laws, keys, bnds):
+            p[group] = p[group].clamp(lo, hi)
 
 
 def _toss_windows(tosses: TossSet, window: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -192,16 +207,27 @@ def predict_groups(model, episodes, *, substeps: int, init_frames: int, margin: 
     return preds, counts
 
 
-SURROGATE_DEFAULTS = {"enabled": True, "method": "gradient", "steps": 8, "lr": 0.1, "window": 121, "batch": 8,
-                      "maxiter": 20, "popsize": 8, "span": None}
+SURROGATE_DEFAULTS = {"enabled": True, "method": "gradient", "steps": 8, "lr": 0.1, "lr_network": 1e-3, "window": 121,
+                      "batch": 8, "maxiter": 20, "popsize": 8, "span": None}
+
+
+def surrogate_settings(cfg: dict) -> dict:
+    """``few_shot.surrogate`` with its defaults, its keys and method checked (before any work: a misspelt key is
+    refused by name)."""
+    given = (cfg.get("few_shot") or {}).get("surrogate") or {}
+    check_keys(given, SURROGATE_DEFAULTS, where="few_shot.surrogate")
+    sc = {**SURROGATE_DEFAULTS, **given}
+    if sc["method"] not in METHODS:
+        raise ConfigError(f"must be one of {list(METHODS)}, got {sc['method']!r}", key="few_shot.surrogate.method")
+    return sc
 
 
 def fit_on_tosses(release, train, sc: dict, *, substeps: int, init_frames: int, margin: float, seed: int):
     """(the release fine-tuned on ``train`` by ``sc["method"]``, info, the row's description)."""
     if sc["method"] == "gradient":
         fitted, info = finetune_law(release, train, substeps=substeps, init_frames=init_frames, margin=margin,
-                                    steps=int(sc["steps"]), lr=float(sc["lr"]), window=int(sc["window"]),
-                                    batch=int(sc["batch"]), span=sc["span"], seed=seed)
+                                    steps=int(sc["steps"]), lr=float(sc["lr"]), lr_network=float(sc["lr_network"]),
+                                    window=int(sc["window"]), batch=int(sc["batch"]), span=sc["span"], seed=seed)
         what = "its network and " if info["network"] else ""
         return fitted, info, (f"the cube release fine-tuned on {len(train)} elbow training tosses by gradient through "
                               f"the articulated twin: {what}the floor's {_names(info)}")
@@ -224,11 +250,7 @@ def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dic
     from ..model.checkpoint import load_checkpoint
 
     fs = cfg.get("few_shot") or {}
-    given = fs.get("surrogate") or {}
-    check_keys(given, SURROGATE_DEFAULTS, where="few_shot.surrogate")
-    sc = {**SURROGATE_DEFAULTS, **given}
-    if sc["method"] not in METHODS:
-        raise ConfigError(f"must be one of {list(METHODS)}, got {sc['method']!r}", key="few_shot.surrogate.method")
+    sc = surrogate_settings(cfg)
     if checkpoint is None or "overall" not in (models.get("surrogate") or {}) or not sc["enabled"]:
         return {}
     release, card = load_checkpoint(checkpoint)

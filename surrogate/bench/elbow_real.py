@@ -41,7 +41,7 @@ from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet
 from .cube_real import given_training, load_episodes, simulator, toss_scorer, toss_stability
-from .elbow_fewshot import few_shot_detail, finetuned_rows, link_rollout
+from .elbow_fewshot import few_shot_detail, finetuned_rows, link_rollout, surrogate_settings
 from .identify import identify
 from .ledger import suite_verdict
 from .predictors import object_scene
@@ -208,6 +208,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         ex: Executor | None = None) -> dict:
     """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
     t0 = time.time()
+    surrogate_settings(cfg)  # a misspelt few-shot key fails here, not after the identifications
     ex = ex or Executor(progress=progress)
     ds = load_elbow(cfg, cache_dir=cache_dir, progress=progress)
     eps, sp = suite_split(ds.episodes, cfg["data"], [])

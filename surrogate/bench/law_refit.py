@@ -6,8 +6,8 @@ One search for every refit (``refit_search``): scipy's differential evolution as
 (``identify.fit_params``: sobol init, deferred updating, no polish) over log-parameters ``(name, group)`` within
 ``span`` (a factor) of the start and inside ``law_ranges`` (friction also below ``mu_max``), with the start in the first
 population (``x0``) and kept unless a candidate beats it, so a refit can only improve on its start on the episodes it
-is fitted on. Used by ``elbow_fewshot`` (the floor law on elbow tosses, ``method: search``) and ``refit_grasp_law`` (the pads and the
-table on closed-loop replays of grasps: the training's ``stages.closed_loop.refit``).
+is fitted on. Used by ``elbow_fewshot`` (the floor law on elbow tosses, ``method: search``) and ``refit_grasp_law``
+(the pads and the table on closed-loop replays of grasps: the training's ``stages.closed_loop.refit``).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@
   mean position error in % of the object size, mean geodesic rotation in degrees, over tracked
   frames). For free objects the twin *is* the hybrid stepper (same trajectory to ~1e-12 m), so
   this is the number ``surrogate bench cube-real`` reports for the same episodes.
-* ``stepper_scores``: the same scores of whole free-object rollouts through the hybrid stepper (the one
-  rollout API, ``sim.rollout``), about 3x cheaper than the twin when no gradient is needed.
+* ``stepper_scores``: the same scores of whole toss rollouts (free or articulated objects) through the hybrid
+  stepper (the one rollout API, ``sim.rollout``), about 3x cheaper than the twin when no gradient is needed.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def stack_forces(windows: list[Window], F: int):
 
 
 def stack_windows(windows: list[Window], substeps: int):
-    """Tensors of a batch of windows, padded to the longest: state0 [B, 13], target [B, F, 7], valid [B, F]
+    """Tensors of a batch of windows, padded to the longest: state0 [B, 13] ([B, 13 + 2J] for an articulated object's,
+    ``Window.state0``), target [B, F, 7], valid [B, F]
     (False on padding), size [B], and per window qpos / qvel [S + 1, *] (lists, padded with their last
     row; None without a hand)."""
     F = max(len(w.target) for w in windows)
@@ -162,8 +163,9 @@ def episode_scores(preds: dict, episodes, *, max_error_size: float = 10.0) -> li
 
 @torch.no_grad()
 def stepper_scores(model, episodes, meta, *, margin: float, substeps: int, init_frames: int = 5) -> list[dict]:
-    """``episode_scores`` of whole free-object rollouts through the hybrid stepper (``sim.rollout``) from the
-    benchmarks' first-state estimate; episodes that share a scene (``windows.group_episodes``) are one batch."""
+    """``episode_scores`` of whole toss rollouts (an articulated object's base link scored) through the hybrid stepper
+    (``sim.rollout``) from the benchmarks' first-state estimate (``estimate.initial_state``); episodes that share a
+    scene (``windows.group_episodes``) are one batch."""
     preds = {}
     for g in group_episodes(episodes, meta, margin=margin, substeps=substeps):
         states = [initial_state(e, k=init_frames) for e in g.episodes]

@@ -33,7 +33,8 @@ class Window:
 
     Attributes:
       episode_id, start: where it comes from.  size: object size L (m).
-      state0: [13] pos, quat (w x y z), vel (world), omega (body).
+      state0: [13] pos, quat (w x y z), vel (world), omega (body); an articulated object's [13 + 2J], the base
+        link's 13 then its J joint angles and J joint rates (``sim.twin_links``).
       target: [W + 1, 7] recorded poses.  valid: [W + 1] bool (tracked frames).
       qpos, qvel: [S + 1, nq] / [S + 1, nv] the scene's configuration per step with the recorded hand
         joints (object entries unused), or None without a hand.

@@ -33,6 +33,7 @@ import mujoco
 import numpy as np
 import torch
 
+from ..errors import ConfigError
 from ..model.batch_graph import GraphBuilder, concat_graphs
 from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
 from ..quat import quat_to_mat
@@ -118,6 +119,9 @@ def rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_frames: in
     if any(tw.articulated for tw in twins):
         from .twin_links import link_rollout
 
+        if not all(tw.articulated for tw in twins):
+            raise ConfigError("a twin rollout takes free objects or articulated ones, not both in one batch",
+                              key="twins")
         return link_rollout(contact_model, twins, state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel,
                             detach_every=detach_every, force_bodies=force_bodies)
     return _free_rollout(contact_model, twins, state0, n_frames, substeps=substeps, qpos=qpos, qvel=qvel,

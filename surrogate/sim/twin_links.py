@@ -22,10 +22,16 @@ moves every link through ``M^-1``, a changed joint angle moves the next contacts
 on, each step also carries the configuration's first order of what MuJoCo holds fixed within it, from MuJoCo's own
 finite differences at the step's state (zero in value): the smooth dynamics (gravity on the links, Coriolis:
 ``mjd_transitionFD``) and the joint-space inertia ``M(q)`` (``mj_crb``), so a joint angle changes how hard a contact
-pushes each link. Left out: how the configuration moves the contact points and their Jacobians (MuJoCo places a point
-midway through the penetration, so a translation moves it by half the depth change: about 5 % of a contact step's
-derivative in height, measured against finite differences of the whole step). Without gradients
-(``torch.no_grad``) none of this is computed. The values are the stepper's: with the same law the twin and the
+pushes each link, and the contact points' Jacobians (``mj_jac`` at each point riding on its link), so a turning link
+changes how its points slide. Left out: where MuJoCo places a contact point (midway through the penetration, so a
+translation moves it by half the depth change: about 5 % of a contact step's derivative in height, measured against
+finite differences of the whole step) and the angular Jacobians' first order (torsion and rolling). These terms are
+computed only where they carry a gradient: with ``torch.no_grad``, or before anything in the state depends on a
+parameter (free flight to the first contact when ``state0`` needs no gradient), they are skipped.
+
+Objects the twin steps: joints that are hinges or slides, without limits, damping, friction loss or equality
+constraints (which MuJoCo's step would add and the joint-space solve would not see); anything else is refused by
+name (``check_articulation``). The values are the stepper's: with the same law the twin and the
 hybrid stepper produce the same trajectory (``tests/test_elbow_twin.py`` states the tolerance).
 
 Shapes: B environments, J object joints, n = 6 + J object dofs, E contacts, F frames, S = (F - 1) * substeps.
@@ -58,6 +64,25 @@ def object_columns(scene) -> tuple[np.ndarray, np.ndarray]:
     return q.astype(np.int64), v.astype(np.int64)
 
 
+def check_articulation(m: mujoco.MjModel, scene) -> None:
+    """Refuse, by joint name, an articulated object the twin cannot step like MuJoCo: a joint other than a hinge or a
+    slide (after the base link's free joint), a limited joint, joint damping or friction loss, or an equality
+    constraint (each adds a force of MuJoCo's own that the joint-space solve does not see)."""
+    for j in scene.meta["object_joint_qpos_adr"]:
+        jid = int(np.flatnonzero(m.jnt_qposadr == j)[0])
+        name, dof = m.joint(jid).name, m.jnt_dofadr[jid]
+        kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        problems = (["not a hinge or a slide"] if int(m.jnt_type[jid]) not in kinds else []) + \
+            (["limited"] if m.jnt_limited[jid] else []) + (["damped"] if m.dof_damping[dof] else []) + \
+            (["with friction loss"] if m.dof_frictionloss[dof] else [])
+        if problems:
+            raise ConfigError(f"the differentiable twin steps hinges and slides without limits, damping or friction "
+                              f"loss; joint {name!r} is {', '.join(problems)}", key="object joints")
+    if m.neq:
+        raise ConfigError("the differentiable twin steps objects without equality constraints; this model has "
+                          f"{m.neq}", key="object joints")
+
+
 def link_rollout(contact_model, twins: list, state0: torch.Tensor, n_frames: int, *, substeps: int, qpos=None,
                  qvel=None, detach_every: int = 0, force_bodies=None):
     """Roll out B articulated objects, each in its own twin's scene (``twin.rollout``'s contract; the twins' objects
@@ -71,6 +96,8 @@ def link_rollout(contact_model, twins: list, state0: torch.Tensor, n_frames: int
       (pos [B, F, 3], quat [B, F, 4], joints [B, F, J]) of the base link and the joints at the frame times; with
       ``force_bodies`` also the pad forces [B, F, P, 3].
     """
+    for tw in {id(t): t for t in twins}.values():
+        check_articulation(tw.m, tw.scene)
     cols = [object_columns(tw.scene) for tw in twins]
     J = len(cols[0][1]) - 6
     if any(len(c[1]) != J + 6 for c in cols) or state0.shape[-1] != 13 + 2 * J:
@@ -85,8 +112,9 @@ def link_rollout(contact_model, twins: list, state0: torch.Tensor, n_frames: int
     stateful = getattr(contact_model, "presliding", False) or getattr(contact_model, "history", False)
     history = ContactHistory() if stateful else None
     for s in range((n_frames - 1) * substeps):
-        step = _mujoco_half(groups, datas, cols, (pos, quat, joints, v), s, qpos, qvel, history is not None,
-                            torch.is_grad_enabled())
+        state = (pos, quat, joints, v)
+        want_grad = torch.is_grad_enabled() and any(x.requires_grad for x in state)
+        step = _mujoco_half(groups, datas, cols, state, s, qpos, qvel, history is not None, want_grad)
         forces, v = _solve(contact_model, step, (pos, quat, joints, v), history)
         dt = step["dt"][:, None]
         pos = pos + dt * v[:, :3]
@@ -104,9 +132,10 @@ def link_rollout(contact_model, twins: list, state0: torch.Tensor, n_frames: int
 
 
 def _flow(m: mujoco.MjModel, d: mujoco.MjData, vc: np.ndarray) -> np.ndarray:
-    """[n, 2n] the derivative of the contact-free end-of-step velocity ``v + dt qacc_smooth`` of the object's dofs in
-    their position (tangent space) and velocity: MuJoCo's own transition derivative (``mjd_transitionFD``, centred; the
-    owned pairs are external, so no contact force is in it): gravity on the links, Coriolis."""
+    """[n, 2n] the derivative of the contact-free end-of-step velocity of the object's dofs in their position (tangent
+    space) and velocity: MuJoCo's own transition derivative (``mjd_transitionFD``, centred; the owned pairs are
+    external, so no contact force is in it): gravity on the links, Coriolis. That is ``v + dt qacc_smooth``'s for the
+    objects ``check_articulation`` admits (no constraint of MuJoCo's own acts on them)."""
     nv = m.nv
     A = np.zeros((2 * nv + m.na, 2 * nv + m.na))
     mujoco.mjd_transitionFD(m, d, 1e-6, True, A, None, None, None)
@@ -156,7 +185,7 @@ def _mujoco_half(groups, datas, cols, state, s: int, qpos, qvel, keyed: bool, wa
     contacts' tables (numpy, restricted to the object's dofs). Returns {graph, env [E], J [E, 3, n], Jw [E, 3, n],
     u_oth, w_oth [E, 3] (the other body's point and angular velocity, held for the step), M [B, n, n], acc [B, n] (the
     smooth acceleration), dt [B], keys (``history.ContactKeys`` or None)}; with ``want_grad`` also the configuration's
-    first order: flow [B, n, 2n] (``_flow``) and slope [B, n, n, n] (``_inertia_slope``), else None."""
+    first order: flow [B, n, 2n] (``_flow``), slope [B, n, n, n] and dJ [E, 3, n, n] (``_slopes``), else None."""
     pos, quat, joints, v = (x.detach().numpy() for x in state)
     q_obj = np.concatenate([pos, quat, joints], axis=-1)
     out = {k: [] for k in ("graph", "env", "J", "Jw", "u_oth", "w_oth", "M", "acc", "dt", "keys", "flow", "slope",
@@ -215,8 +244,9 @@ def _first_order(out: dict, tw, ds, cb, vc: np.ndarray) -> None:
 
 
 def _contact_rows(out: dict, builder, cb, vc: np.ndarray, env0: int) -> None:
-    """Append a batch's contacts to ``out``: their environments, the object columns of their relative (angular)
-    velocity Jacobians, and the other body's point and angular velocity, ``-J_other qvel_other``, held for the step."""
+    """Append a batch's E contacts to ``out``: their environments ``env`` [E] (offset by ``env0``), the object columns
+    of their relative (angular) velocity Jacobians ``J``, ``Jw`` [E, 3, n], and the other body's point and angular
+    velocity ``u_oth``, ``w_oth`` [E, 3] (``-J_other qvel_other``), held for the step."""
     Jc, Jw, qv = contact_jacobians(builder, cb), angular_jacobians(builder, cb), cb.dynamics[3]
     env = cb.contact_set.env
     other = np.setdiff1d(np.arange(Jc.shape[2]), vc)
