@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from ..config import check_keys
 from ..errors import ConfigError
@@ -101,7 +102,7 @@ def refit_law(model, episodes, *, substeps: int, init_frames: int, margin: float
 
 def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: float = DEFAULT_MARGIN, steps: int = 8,
                  lr: float = 0.1, lr_network: float = 1e-3, window: int = 121, batch: int = 8, span: dict | None = None,
-                 seed: int = 0):
+                 seed: int = 0, progress: bool = False):
     """(a copy of ``model`` fine-tuned on ``episodes`` by gradient through the articulated twin, info): see the module
     docstring (info: ``keys``, ``start`` / ``fitted`` values, ``bounds``, ``start_loss``, ``loss`` (<= ``start_loss``),
     ``history`` [(the batch's window loss before the step, the whole-toss loss after it)] per step, ``best_step``,
@@ -134,7 +135,8 @@ def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: fl
     best = (whole(), 0, copy.deepcopy(m.state_dict()))
     start_loss, history, last = best[0], [], best[0]
     order = np.random.default_rng(seed).permutation(len(episodes))
-    for i in range(1, steps + 1):
+    for i in tqdm(range(1, steps + 1), desc=f"fine-tune on {len(episodes)} elbow tosses", unit="step",
+                  disable=not progress):
         idx = torch.from_numpy(order[(np.arange(min(batch, len(order))) + (i - 1) * batch) % len(order)])
         pos, quat, _ = twin.rollout(m, state0[idx], target.shape[1], substeps=substeps)
         loss = pose_loss(pos, quat, target[idx], valid[idx], sizes[idx], rot_weight=ROT_WEIGHT)
@@ -222,12 +224,14 @@ def surrogate_settings(cfg: dict) -> dict:
     return sc
 
 
-def fit_on_tosses(release, train, sc: dict, *, substeps: int, init_frames: int, margin: float, seed: int):
+def fit_on_tosses(release, train, sc: dict, *, substeps: int, init_frames: int, margin: float, seed: int,
+                  progress: bool = False):
     """(the release fine-tuned on ``train`` by ``sc["method"]``, info, the row's description)."""
     if sc["method"] == "gradient":
         fitted, info = finetune_law(release, train, substeps=substeps, init_frames=init_frames, margin=margin,
                                     steps=int(sc["steps"]), lr=float(sc["lr"]), lr_network=float(sc["lr_network"]),
-                                    window=int(sc["window"]), batch=int(sc["batch"]), span=sc["span"], seed=seed)
+                                    window=int(sc["window"]), batch=int(sc["batch"]), span=sc["span"], seed=seed,
+                                    progress=progress)
         what = "its network and " if info["network"] else ""
         return fitted, info, (f"the cube release fine-tuned on {len(train)} elbow training tosses by gradient through "
                               f"the articulated twin: {what}the floor's {_names(info)}")
@@ -242,7 +246,7 @@ def _names(info: dict) -> str:
     return ", ".join(k.split("[")[0] for k in info["keys"])
 
 
-def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dict) -> dict:
+def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dict, progress: bool = False) -> dict:
     """Rows ``surrogate_finetuned_elbow_<N>``: the ``--checkpoint`` surrogate fine-tuned (``fit_on_tosses``) on the same
     N elbow training tosses as ``analytic_identified_elbow_<N>``, scored on the same test tosses, each with ``paired``:
     the row minus MuJoCo identified on the same N (the acceptance at N = 16), minus the cube surrogate and minus the
@@ -262,7 +266,7 @@ def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dic
             continue
         train = [pool_by_id[i] for i in pool[:k]]
         fitted, info, text = fit_on_tosses(release, train, sc, substeps=sim["substeps"], init_frames=sim["init_frames"],
-                                           margin=margin, seed=k)
+                                           margin=margin, seed=k, progress=progress)
         preds, counts = predict_groups(fitted, test, substeps=sim["substeps"], init_frames=sim["init_frames"],
                                        margin=margin)
         m = scored(scorer, preds)

@@ -234,7 +234,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         by_id = {e.episode_id: e for e in eps}
         models.update(_few_shot(cfg, by_id, sp, simulate=simulate, scorer=scorer, ex=ex, progress=progress,
                                 refs={n: models[n] for n in ("analytic_identified", "surrogate")}))
-        models.update(finetuned_rows(cfg, by_id, sp, checkpoint=checkpoint, test=test, scorer=scorer, models=models))
+        models.update(finetuned_rows(cfg, by_id, sp, checkpoint=checkpoint, test=test, scorer=scorer, models=models,
+                                     progress=progress))
     split = {k: v for k, v in sp.items() if k != "pool"} | {"pool_size": len(sp["pool"])}
     result = suite_verdict(cfg, models)
     few = few_shot_detail(models)
