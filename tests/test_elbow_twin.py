@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import mujoco
 import numpy as np
 import pytest
 import torch
@@ -27,6 +26,7 @@ from surrogate.sim.twin import Twin
 
 from .conftest import SHARED
 from .test_contact_law import CUBE, STRIBECK, _perturbed
+from .test_elbow_stepper import _data as _toss  # its toss: 12 cm up, tilted, spinning, the hinge opening
 from .test_history import SPRING_CUBE
 
 URDF = SHARED / "contactnets_elbow" / "contactnets_elbow.urdf"
@@ -39,17 +39,6 @@ FIRST_CONTACT = 107  # physics step of the toss below at which the first link to
 def scene():
     return build_scene(load_articulation(URDF).asset(), setting="ground", timestep=1 / 148 / 4, owned_margin=0.02,
                        contact_mode="external")
-
-
-def _toss(s) -> mujoco.MjData:
-    """12 cm up, tilted, spinning, the hinge opening (tests/test_elbow_stepper.py's toss)."""
-    d = s.make_data(drop_height=0.12)
-    d.qpos[3:7] = [np.cos(0.3), np.sin(0.3) * 0.6, np.sin(0.3) * 0.8, 0.0]
-    d.qpos[7] = 0.8
-    d.qvel[:6] = [0.4, -0.2, 0.3, 3.0, -2.0, 4.0]
-    d.qvel[6] = -5.0
-    mujoco.mj_forward(s.model, d)
-    return d
 
 
 def _state(d) -> torch.Tensor:
