@@ -43,6 +43,17 @@ class LinkGraphBuilder(GraphBuilder):
         return self.on_object[bodies]  # a contact on any link is the object's
 
 
+def scene_builder(scene, model: mujoco.MjModel, owned_pair_ids: Sequence[int]) -> GraphBuilder:
+    """The graph builder of a scene's object (the stepper's and the twin's): a ``LinkGraphBuilder`` owning the
+    contacts of every link of an articulated object (``object_link_bodies``), else a ``GraphBuilder`` of the one
+    object body."""
+    links = scene.meta.get("object_link_bodies") or []
+    if len(links) > 1:
+        return LinkGraphBuilder(model, object_bodies=links, owned_pair_ids=owned_pair_ids,
+                                length=float(scene.meta.get("object_link_size", scene.obj.size)))
+    return GraphBuilder(model, object_body=scene.object_body_id, length=scene.obj.size, owned_pair_ids=owned_pair_ids)
+
+
 def link_jacobians(builder: LinkGraphBuilder, cb) -> np.ndarray:
     """[E, 3, nv] every contact's relative-velocity Jacobian (the object link's point minus the other body's), as
     ``mj_jac`` computes it: ``J[:, j] = s_j (cdof_lin[j] + cdof_ang[j] x (p - subtree_com[root(j)]))`` with

@@ -33,7 +33,14 @@ def rigid_step(pos, quat, vel, omega_b, wrench, *, mass, inertia_b, gravity, dt)
     Iw = torch.einsum("bij,bj->bi", inertia_b, omega_b)
     rhs = tau_b - torch.cross(omega_b, Iw, dim=-1)
     omega_b = omega_b + dt * torch.linalg.solve(inertia_b, rhs[..., None])[..., 0]
+    pos, quat = integrate_pose(pos, quat, vel, omega_b, dt)
+    return pos, quat, vel, omega_b
+
+
+def integrate_pose(pos, quat, vel, omega_b, dt):
+    """``(pos + dt v, normalize(q (x) exp(dt w_b)))``: MuJoCo's free-joint position step (``mj_integratePos``) with the
+    end-of-step velocity (world) and body angular velocity; ``dt`` [B, 1] or a float. The free twin's and the
+    articulated twin's base link's (``twin_links``)."""
     pos = pos + dt * vel
     quat = quat_mul(quat, quat_exp(dt * omega_b))
-    quat = quat / quat.norm(dim=-1, keepdim=True)
-    return pos, quat, vel, omega_b
+    return pos, quat / quat.norm(dim=-1, keepdim=True)

@@ -63,6 +63,7 @@ from .contact_scope import check_contact_groups
 from .copies import Copies
 from .copies_step import step_copies
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
+from .link_graph import scene_builder
 from .mujoco_resets import NO_BAD_STATE, bad_state_reader, count_resets
 
 CONTACT_MODES = ("analytic", "surrogate")
@@ -152,15 +153,7 @@ class Stepper:
         self.check_inputs = bool(check_inputs)
         ids = [pid for name, pid in zip(scene.owned_pairs, scene.owned_pair_ids) if scene.pair_roles[name] in roles]
         self.pair_ids = np.asarray(ids, dtype=int)
-        links = scene.meta.get("object_link_bodies") or []
-        if len(links) > 1:  # an articulated object: the contacts of every link (link_graph)
-            from .link_graph import LinkGraphBuilder
-
-            self.builder = LinkGraphBuilder(scene.model, object_bodies=links, owned_pair_ids=self.pair_ids,
-                                            length=float(scene.meta.get("object_link_size", scene.obj.size)))
-        else:
-            self.builder = GraphBuilder(scene.model, object_body=scene.object_body_id, length=scene.obj.size,
-                                        owned_pair_ids=self.pair_ids)
+        self.builder = scene_builder(scene, scene.model, self.pair_ids)  # every link of an articulated object
         self.input_range = InputRange.from_model(contact_model, k=ood_std) if contact_model is not None else None
         # Stepped from the batch's numpy arrays (no torch) when the model is a constant law (no network).
         # Law models solve their forces semi-implicitly in float64 (``ContactLawGNN.graph_dtype``).

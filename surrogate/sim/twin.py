@@ -34,11 +34,11 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..model.batch_graph import GraphBuilder, concat_graphs
+from ..model.batch_graph import concat_graphs
 from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
 from ..quat import quat_to_mat
 from ..scenes import set_contact_mode
-from .link_graph import LinkGraphBuilder
+from .link_graph import LinkGraphBuilder, scene_builder
 from .rigid_body import rigid_step
 
 
@@ -63,13 +63,8 @@ class Twin:
         m = copy.copy(scene.model if model is None else model)
         set_contact_mode(m, scene, "external")
         self.m = m
-        links = scene.meta.get("object_link_bodies") or []
-        self.articulated = len(links) > 1  # several links: the joint-space twin (``twin_links``)
-        if self.articulated:
-            self.builder = LinkGraphBuilder(m, object_bodies=links, owned_pair_ids=scene.owned_pair_ids,
-                                            length=float(scene.meta.get("object_link_size", scene.obj.size)))
-        else:
-            self.builder = GraphBuilder.from_scene(scene, m)
+        self.builder = scene_builder(scene, m, scene.owned_pair_ids)
+        self.articulated = isinstance(self.builder, LinkGraphBuilder)  # several links: the joint-space twin
         self.ob = scene.object_body_id
         self.qa, self.da = scene.object_qpos_adr, scene.object_dof_adr
         self.inertia_b = torch.as_tensor(body_inertia(m, self.ob))

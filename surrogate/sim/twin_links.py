@@ -51,7 +51,7 @@ from ..model.law import cross
 from ..model.presliding import contact_state_after
 from ..quat import quat_mul, quat_to_mat
 from .law_solve import angular_jacobians, contact_jacobians
-from .rigid_body import quat_exp
+from .rigid_body import integrate_pose
 from .twin import _scene_groups, body_forces
 
 
@@ -115,11 +115,9 @@ def link_rollout(contact_model, twins: list, state0: torch.Tensor, n_frames: int
         state = (pos, quat, joints, v)
         want_grad = torch.is_grad_enabled() and any(x.requires_grad for x in state)
         step = _mujoco_half(groups, datas, cols, state, s, qpos, qvel, history is not None, want_grad)
-        forces, v = _solve(contact_model, step, (pos, quat, joints, v), history)
+        forces, v = _solve(contact_model, step, state, history)
         dt = step["dt"][:, None]
-        pos = pos + dt * v[:, :3]
-        quat = quat_mul(quat, quat_exp(dt * v[:, 3:6]))
-        quat = quat / quat.norm(dim=-1, keepdim=True)
+        pos, quat = integrate_pose(pos, quat, v[:, :3], v[:, 3:6], dt)
         joints = joints + dt * v[:, 6:]
         if (s + 1) % substeps == 0:
             out.append((pos, quat, joints))
@@ -149,8 +147,8 @@ def _slopes(m: mujoco.MjModel, d: mujoco.MjData, vc: np.ndarray, points: np.ndar
     the object's dofs: ``dM`` [n, n, n] (``dM[..., k]``: the joint-space inertia, MuJoCo's ``mj_crb``) and ``dJ``
     [C, 3, n, n] (the velocity Jacobians of C contact ``points`` [C, 3] riding on their ``bodies`` [C], whose dof
     chains over the object's dofs are ``chains`` [C, n], as ``mj_jac`` builds them from ``cdof``): a joint angle
-    changes how hard a contact pushes each link and which way each link's points move. Leaves the MjData's kinematics
-    at its own state."""
+    changes how hard a contact pushes each link and which way each link's points move. Restores ``qpos``; the derived
+    quantities are left perturbed (``_mujoco_half`` reads nothing from the MjData after the finite differences)."""
     n = len(vc)
     q0, dq, full = d.qpos.copy(), np.zeros(m.nv), np.zeros((m.nv, m.nv))
     block, root = np.ix_(vc, vc), m.body_rootid[m.dof_bodyid[vc]]
@@ -174,9 +172,6 @@ def _slopes(m: mujoco.MjModel, d: mujoco.MjData, vc: np.ndarray, points: np.ndar
             cols = cd[None, :, 3:] + cross(cd[None, :, :3], moved[:, None, :] - d.subtree_com[root][None])
             dJ[..., k] += sign * (chains[..., None] * cols).transpose(0, 2, 1) / (2 * eps)
     d.qpos[:] = q0
-    mujoco.mj_kinematics(m, d)
-    mujoco.mj_comPos(m, d)
-    mujoco.mj_crb(m, d)
     return dM, dJ
 
 
@@ -270,17 +265,17 @@ def _solve(contact_model, step: dict, state, history):
     env, Jc, g = step["env"], step["J"], step["graph"]
     dt = step["dt"][:, None]
     v_free, M = v + dt * step["acc"], step["M"]
+    moved = _displacement(pos, quat, joints)  # [B, n]
     if step["flow"] is not None:  # the configuration's first order (zero in value): smooth dynamics and inertia
-        dq = _displacement(pos, quat, joints)
-        v_free = v_free.detach() + torch.einsum("bij,bj->bi", step["flow"], torch.cat([dq, v - v.detach()], dim=-1))
-        M = M + torch.einsum("bijk,bk->bij", step["slope"], dq)
+        v_free = v_free.detach() + torch.einsum("bij,bj->bi", step["flow"], torch.cat([moved, v - v.detach()], dim=-1))
+        M = M + torch.einsum("bijk,bk->bij", step["slope"], moved)
     if not len(env):
         if history is not None:
             history.store(step["keys"], ContactState.zeros(0))
         return v.new_zeros(0, 3), v_free
     ve = v[env]
     h = type(g)(**vars(g))
-    dq = _displacement(pos, quat, joints)[env]
+    dq = moved[env]
     h.dist = g.dist + (g.normal * torch.einsum("eij,ej->ei", Jc, dq)).sum(-1)
     if step["dJ"] is not None:  # the points ride on their links: J's first order (zero in value)
         Jc = Jc + torch.einsum("eijk,ek->eij", step["dJ"], dq)
