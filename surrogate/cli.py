@@ -183,8 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=int, default=0, help="run seed; episode i uses SeedSequence(seed, i) (default 0)")
     c.add_argument("--backend", default="process", choices=["process", "ray"],
                    help="local processes or a local Ray instance (default process)")
-    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger", "both"],
-                   help="hand model; both alternates and writes one dataset per hand under --out (default parallel_jaw)")
+    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger", "jaco", "both"],
+                   help="hand model (jaco: the Kinova hand, dm_control's assets); both alternates the first two and "
+                        "writes one dataset per hand under --out (default parallel_jaw)")
     c.add_argument("--duration", type=float, default=None, help="episode length in s (default: the config's script.duration)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value, e.g. recorder.rate_hz=200 (repeatable)")
     c.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --out")
@@ -221,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--family", help="procedural family (default: first object of --split)")
     c.add_argument("--seed", type=int, default=0, help="seed of the procedural family (default 0)")
     c.add_argument("--split", default="train", help="split whose first object is used without --family (default train)")
-    c.add_argument("--hand", default="parallel_jaw", choices=["none", "parallel_jaw", "three_finger"],
+    c.add_argument("--hand", default="parallel_jaw", choices=["none", "parallel_jaw", "three_finger", "jaco"],
                    help="hand model, or none (default parallel_jaw)")
     c.add_argument("--setting", default="table", choices=["table", "ground"],
                    help="object on a table or on a ground plane (default table)")

@@ -170,6 +170,8 @@ class DatasetMeta:
         part of the surface nearest seed r (a Voronoi partition of the surface).
       skipped: [{"file", "episode", "field", "reason"}] inputs an importer skipped.
       object_joint_names: [Jo] names of an articulated object's joints (its URDF's), or None (rigid objects).
+      robot_files: {dataset path: bytes} files describing the robot, under ``meta/robot/`` (the MJCF ``hand["mjcf"]``
+        names and its meshes: ``scenes.hand_model``); written and read with the dataset, not in contact.json.
     """
 
     name: str = "capture"
@@ -182,3 +184,4 @@ class DatasetMeta:
     contact_region_seeds: dict = field(default_factory=dict)
     skipped: list = field(default_factory=list)
     object_joint_names: list | None = None
+    robot_files: dict = field(default_factory=dict)

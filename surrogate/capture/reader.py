@@ -131,6 +131,14 @@ def _meta_from_contact(contact: dict) -> DatasetMeta:
     )
 
 
+def _robot_files(root: Path) -> dict:
+    """{dataset path: bytes} of the files under ``meta/robot/`` (the robot's MJCF and meshes; empty without)."""
+    folder = root / "meta" / "robot"
+    if not folder.is_dir():
+        return {}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def _objects_from_contact(contact: dict, path: Path) -> dict:
     """Object name -> ObjectSpec; a malformed object maps to the CaptureError its episodes raise."""
     out = {}
@@ -213,6 +221,7 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     info, contact = read_metadata(root)
     meta = _meta_from_contact(contact)
     meta.robot_type = info.get("robot_type", "none")
+    meta.robot_files = _robot_files(root)
     validate_meta(meta, file=root / CONTACT_META)
     features = info["features"]
     # observation.environment_state (schema >= 1.1) repeats observation.object_pose: not read.

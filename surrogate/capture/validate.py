@@ -261,3 +261,12 @@ def validate_meta(meta: DatasetMeta, *, file=None) -> None:
         s = np.asarray(seeds, dtype=float)
         if s.ndim != 2 or s.shape[1] != 3 or not np.isfinite(s).all():
             raise CaptureError(f"seeds for object '{obj}' must be finite [R, 3] points", file=file, field="contact_region_seeds")
+    for path in meta.robot_files:
+        parts = str(path).split("/")
+        if parts[:2] != ["meta", "robot"] or len(parts) < 3 or ".." in parts or "" in parts:
+            raise CaptureError(f"robot file {path!r} must be a relative path under meta/robot/", file=file,
+                               field="robot_files")
+    mjcf = meta.hand.get("mjcf") if isinstance(meta.hand, dict) else None
+    if mjcf is not None and mjcf not in meta.robot_files:
+        raise CaptureError(f"names the robot's MJCF {mjcf!r}, which the dataset does not hold (under meta/robot/)",
+                           file=file, field="hand.mjcf")

@@ -281,6 +281,9 @@ class CaptureWriter:
             "features": self._features,
         }
         write_json_atomic(tmp / "meta/info.json", info)
+        for rel, data in self.meta.robot_files.items():  # the robot's MJCF and meshes (validated: under meta/robot/)
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
         contact = {
             "schema": SCHEMA_NAME,
             "schema_version": SCHEMA_VERSION,

@@ -75,6 +75,8 @@ SCRIPT_PARAMS = {
     "grip_force_parallel_jaw_max": _p("float", 12.0, 0.1, 100.0, "N", "closing force per jaw, high"),
     "grip_force_three_finger_min": _p("float", 0.3, 0.1, 50.0, "N", "fingertip force bound, low (log-uniform)"),
     "grip_force_three_finger_max": _p("float", 5.0, 0.1, 50.0, "N", "fingertip force bound, high"),
+    "grip_force_jaco_min": _p("float", 2.0, 0.1, 50.0, "N", "Jaco fingertip force bound, low (log-uniform)"),
+    "grip_force_jaco_max": _p("float", 8.0, 0.1, 50.0, "N", "Jaco fingertip force bound, high"),
     "lift_height_min": _p("float", 0.06, 0.02, 0.3, "m", "lift height, low"),
     "lift_height_max": _p("float", 0.12, 0.02, 0.3, "m", "lift height, high"),
     "shake_probability": _p("float", 0.5, 0.0, 1.0, "1", "probability of a shake (else a rotation)"),

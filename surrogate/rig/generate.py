@@ -44,7 +44,8 @@ from ..capture import CaptureWriter, DatasetMeta
 from ..capture.writer import check_replaceable_dataset
 from ..config import apply_overrides
 from ..errors import CaptureError, ConfigError
-from .plan import HANDS, EpisodePlan, episode_seed, plan_episodes
+from ..scenes.hand_model import capture_entry, hand_model
+from .plan import HANDS, RIG_HANDS, EpisodePlan, episode_seed, plan_episodes
 from .recorder import config_hash, validate_recorder_config
 from .shards import (
     SHARD_RUN_KEYS,
@@ -164,8 +165,10 @@ def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool) 
             try:
                 ep, extra = read_shard(path)
                 if writer is None:
+                    described, robot_files = capture_entry(hand_model(hand))  # the hand's MJCF travels with it
                     meta = DatasetMeta(
-                        name=root.name, robot_type=hand, hand={"name": hand, "model": "surrogate.scenes.hands"},
+                        name=root.name, robot_type=hand, hand={**described, "model": "surrogate.scenes.hands"},
+                        robot_files=robot_files,
                         joint_names=list(extra["joint_names"]),
                         wrench_sensors=list(extra["sensor_names"]) if ep.wrench is not None else None,
                         tactile_unit="N" if ep.tactile is not None else None,
@@ -203,7 +206,7 @@ def generate(config_path, *, objects: str, episodes: int, out, workers: int = 1,
       seed: run seed; episode i's physics seed is ``episode_seed(seed, i)``.
       backend: "process" (local processes) or "ray" (local Ray instance, ``pip install ray``).
       overrides: ``key=value`` config overrides.
-      hand: "parallel_jaw", "three_finger" or "both" (alternating).
+      hand: "parallel_jaw", "three_finger", "jaco" or "both" (the first two, alternating).
       progress: tqdm bar and the rate line (logged, INFO).
       duration: episode duration (s) passed to the simulator; None uses the config's.
       noise_seed: re-record the same physics with another sensor-noise draw (see ``recorder_rng``).
@@ -216,12 +219,16 @@ def generate(config_path, *, objects: str, episodes: int, out, workers: int = 1,
     """
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; allowed: {list(BACKENDS)}", key="backend")
-    if hand not in (*HANDS, "both"):
-        raise ConfigError(f"unknown hand {hand!r}; allowed: {[*HANDS, 'both']}", key="hand")
+    if hand not in (*RIG_HANDS, "both"):
+        raise ConfigError(f"unknown hand {hand!r}; allowed: {[*RIG_HANDS, 'both']}", key="hand")
     if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
         raise ConfigError(f"episodes must be a positive integer, got {episodes!r}", key="episodes")
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
         raise ConfigError(f"workers must be a non-negative integer, got {workers!r}", key="workers")
+    if hand == "jaco":  # its assets are dm_control's: say how to get them before any work
+        from ..scenes.jaco import jaco_assets
+
+        jaco_assets()
     out = Path(out)
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out}: already exists (pass overwrite=True / --overwrite to replace it)")

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HANDS = ("parallel_jaw", "three_finger")
+HANDS = ("parallel_jaw", "three_finger")  # the two ``hand="both"`` alternates
+RIG_HANDS = (*HANDS, "jaco")  # every hand the rig grasps with (jaco: dm_control's Kinova hand, ``scenes.jaco_hand``)
 
 
 @dataclass(frozen=True)

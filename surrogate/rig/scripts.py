@@ -22,6 +22,8 @@ Grasp types (Feix et al. 2016, ``surrogate.capture.FEIX_GRASP_TYPES``):
   fingertip pads (thumb, index, middle) around a small object. "Sphere 3 finger"
   (28) wraps the fingers' inner surfaces around a sphere; our fingers touch with
   the tip pads only.
+* ``jaco`` -> 8 "prismatic 2 finger": two fingers side by side opposing the thumb (the Kinova hand's finger 1
+  against fingers 2 and 3), closing on the tip pads.
 
 Labels (from the exact sampled trajectory, ``episode_labels``):
 
@@ -48,7 +50,7 @@ from surrogate.errors import SurrogateError
 from surrogate.metrics import geodesic_deg
 from surrogate.scenes.hands import PAD_HALF, HandInfo
 
-GRASP_TYPES = {"parallel_jaw": 9, "three_finger": 14}
+GRASP_TYPES = {"parallel_jaw": 9, "three_finger": 14, "jaco": 8}
 _FINGER_BAND = PAD_HALF[1] + 0.004  # m, half width of the strip a descending finger sweeps
 _LOST_DISTANCE = 0.02  # m
 
@@ -105,10 +107,8 @@ def plan_grasp(hand: HandInfo, object_xy_points: np.ndarray, script: dict, rng: 
     pick = rng.uniform()
     limit = 0.5 * hand.max_opening - script["clearance"]
     q = object_xy_points - off
-    if hand.name == "parallel_jaw":
-        angles, span = (0.0, np.pi), np.pi
-    else:
-        angles, span = tuple(2 * np.pi * i / 3 for i in range(3)), 2 * np.pi / 3
+    angles = hand.finger_angles
+    span = np.pi if hand.closes_across else 2 * np.pi / len(angles)  # the yaws the hand's symmetry leaves distinct
     yaws = np.linspace(-span / 2, span / 2, 73)[:-1]
     ok = np.array([_fits(q, y, angles, limit) for y in yaws])
     drawn = off
@@ -124,7 +124,7 @@ def plan_grasp(hand: HandInfo, object_xy_points: np.ndarray, script: dict, rng: 
             f"object '{object_name}' ({ext[0] * 100:.1f} x {ext[1] * 100:.1f} cm in plan) does not fit the open "
             f"{hand.name} hand at any yaw: max opening {hand.max_opening * 100:.1f} cm with "
             f"{script['clearance'] * 1000:.0f} mm clearance per side")
-    if hand.name == "parallel_jaw":
+    if hand.closes_across:
         # Close across the narrow side, as an operator would: among feasible yaws
         # within 1 cm of the narrowest grasp width.
         width = np.array([_band_width(q, y) if ok[i] else np.inf for i, y in enumerate(yaws)])

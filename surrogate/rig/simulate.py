@@ -97,7 +97,7 @@ def simulate_episode(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, durat
     Args:
       cfg: rig config (``load_rig_config``); validated again here.
       obj: the nominal object.
-      hand: ``parallel_jaw`` or ``three_finger``.
+      hand: ``parallel_jaw``, ``three_finger`` or ``jaco``.
       seed: episode seed (fixes the script, the drawn effects and hence the trace).
       duration: s, episode length (default ``script.duration``).
       redraw: k >= 0 draws the hidden per-episode values (``HIDDEN_PURPOSES``) again, the k-th time, with the

@@ -4,6 +4,7 @@ contact pairs an external contact model owns named (``own:``) and switchable (``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import mujoco
@@ -12,12 +13,13 @@ import numpy as np
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.scenes.articulated_body import add_articulated_body, articulation_meta, articulation_of
-from surrogate.scenes.hands import BASE_BODY, add_hand
+from surrogate.scenes.hand_model import HandModel
+from surrogate.scenes.hands import HandInfo, add_hand
 from surrogate.scenes.object_body import OBJECT_BODY, OBJECT_JOINT, add_object_body, piece_geom_name
 from surrogate.scenes.scene import ANALYTIC_PREFIX, MODES, OWNED_PREFIX, Scene, set_contact_mode, sorted_pair_keys
 
 SETTINGS = ("table", "ground")
-HANDS = ("none", "parallel_jaw", "three_finger")
+HANDS = ("none", "parallel_jaw", "three_finger", "jaco")
 CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
 
 TABLE_HEIGHT = 0.4  # m, top surface of the table
@@ -91,7 +93,8 @@ def build_scene(
 
     Args:
       obj: the object.
-      hand: ``none``, ``parallel_jaw`` or ``three_finger``.
+      hand: ``none``, a hand's name (``HANDS``: ``parallel_jaw``, ``three_finger``, ``jaco``) or a ``HandModel``
+        (a hand as data, e.g. a capture's: ``scenes.hand_model``).
       setting: ``table`` (a 0.4 m high table box on the ground, object on the
         table) or ``ground`` (object on the ground plane only, for tosses).
       timestep: s.
@@ -111,31 +114,33 @@ def build_scene(
       ConfigError: an unknown hand, setting, mode, cone or condim, or a
         non-positive timestep / owned_margin.
     """
-    _check_options(hand=hand, setting=setting, contact_mode=contact_mode, condim=condim, cone=cone, timestep=timestep,
-                   owned_margin=owned_margin)
+    hand_name = hand.info.name if isinstance(hand, HandModel) else hand
+    _check_options(hand="none" if isinstance(hand, HandModel) else hand, setting=setting, contact_mode=contact_mode,
+                   condim=condim, cone=cone, timestep=timestep, owned_margin=owned_margin)
     quat = _initial_quat(obj, object_quat)
     xy = np.zeros(2) if object_pos is None else np.asarray(object_pos, dtype=float)[:2]
     surface_z = TABLE_HEIGHT if setting == "table" else 0.0
     low, high = _z_extent(obj, quat)
     rest_z = surface_z - low + _REST_CLEARANCE
-    spec, surfaces = _world(f"{obj.name}_{hand}_{setting}", setting, timestep=timestep, cone=cone)
+    spec, surfaces = _world(f"{obj.name}_{hand_name}_{setting}", setting, timestep=timestep, cone=cone,
+                            spec=hand.spec() if isinstance(hand, HandModel) else None)
     if articulation_of(obj) is not None:  # links and joints of a URDF object, the base link's frame at the pose
         add_articulated_body(spec, obj, pos=[xy[0], xy[1], rest_z], quat=quat)
     else:
         add_object_body(spec, obj, pos=[xy[0], xy[1], rest_z], quat=quat)
     pieces = [piece_geom_name(i) for i in range(len(obj.pieces))]
     hand_info, meta = None, {}
-    if hand != "none":
-        hand_info = add_hand(spec, hand, base_pos=[0, 0, 0], grip_force=grip_force)
+    if hand_name != "none":
+        hand_info = _hand(spec, hand, grip_force)
         base_z = rest_z + high + _HAND_CLEARANCE + hand_info.finger_depth
-        spec.body(BASE_BODY).pos = [xy[0], xy[1], base_z]
+        spec.body(hand_info.base_body).pos = [xy[0], xy[1], base_z]
         lowest_cmd = surface_z + 0.003 + hand_info.finger_depth - base_z
         meta["hand_base_pos"] = [float(xy[0]), float(xy[1]), float(base_z)]
         meta["grasp_base_z"] = float(max(rest_z + hand_info.pad_depth - base_z, lowest_cmd))
     owned, analytic, roles = _add_object_pairs(spec, pieces, hand_info, surfaces, friction=float(obj.friction),
                                                condim=condim, owned_margin=owned_margin)
     model = spec.compile()
-    meta.update(name=spec.modelname, object=obj.name, hand=hand, setting=setting, surface_z=surface_z,
+    meta.update(name=spec.modelname, object=obj.name, hand=hand_name, setting=setting, surface_z=surface_z,
                 table_height=TABLE_HEIGHT if setting == "table" else None,
                 object_rest_pos=[float(xy[0]), float(xy[1]), float(rest_z)], object_rest_quat=[float(q) for q in quat],
                 timestep=timestep, owned_margin=owned_margin, condim=condim, cone=cone, **articulation_meta(model, obj))
@@ -143,6 +148,19 @@ def build_scene(
                    owned=owned, analytic=analytic, roles=roles, pieces=pieces, meta=meta)
     set_contact_mode(model, scene, contact_mode)
     return scene
+
+
+def _hand(spec: mujoco.MjSpec, hand, grip_force: float | None) -> HandInfo:
+    """The hand in ``spec``: added by its builder (a name), or already there (a ``HandModel``'s spec, whose finger
+    servos are then bounded at ``grip_force``)."""
+    if not isinstance(hand, HandModel):
+        return add_hand(spec, hand, base_pos=[0, 0, 0], grip_force=grip_force)
+    info = hand.info
+    if grip_force is not None:
+        for name, lever in zip(info.finger_actuator_names, info.grip_levers):
+            spec.actuator(name).forcerange = [-grip_force * lever, grip_force * lever]
+        info = dataclasses.replace(info, grip_force=float(grip_force))
+    return info
 
 
 def _check_options(*, hand, setting, contact_mode, condim, cone, timestep, owned_margin) -> None:
@@ -169,9 +187,10 @@ def _initial_quat(obj: ObjectAsset, object_quat) -> np.ndarray:
     return quat / np.linalg.norm(quat)
 
 
-def _world(name: str, setting: str, *, timestep: float, cone: str):
-    """(spec with options, light, ground and table, [(surface geom, owned role)])."""
-    spec = mujoco.MjSpec()
+def _world(name: str, setting: str, *, timestep: float, cone: str, spec: mujoco.MjSpec | None = None):
+    """(spec with options, light, ground and table, [(surface geom, owned role)]); added to ``spec`` if given (a
+    hand's MJCF)."""
+    spec = mujoco.MjSpec() if spec is None else spec
     spec.modelname = name
     spec.compiler.degree = False  # joint ranges in radians (MjSpec defaults to degrees)
     spec.option.timestep = timestep

@@ -11,7 +11,9 @@ import trimesh
 
 from ..errors import ConfigError
 from ..objects.asset import ObjectAsset, safe_name
-from .builder import HANDS, build_scene
+from .builder import build_scene
+
+CODE_HANDS = ("parallel_jaw", "three_finger")  # rebuilt by name (``capture_hand``)
 
 
 def asset_from_spec(spec) -> ObjectAsset:
@@ -59,9 +61,7 @@ def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: s
     Timestep = frame period / ``substeps``; owned pairs detect within ``margin`` (m).
     """
     dt = 1.0 / float(ep.provenance.capture_rate_hz)
-    hand = (meta.hand or {}).get("name", "none") if meta.hand else "none"
-    if hand not in HANDS:
-        raise ConfigError(f"hand {hand!r} of the dataset is not a known scene hand {HANDS}", key="hand")
+    hand = capture_hand(meta)
     setting = "table" if ep.environment.kind == "table" else "ground"
     # The hand's base height follows the object's top as it lies on the table, so the scene is
     # built with the object as recorded: otherwise recorded joint positions put the pads
@@ -76,6 +76,27 @@ def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: s
     return scene
 
 
+def capture_hand(meta):
+    """The hand a capture dataset names, for ``build_scene``: ``none``; one of the two hands this package writes in
+    code (``parallel_jaw``, ``three_finger``: rebuilt exactly by their builders; an MJCF round trip rounds to 6
+    digits); otherwise the robot its MJCF describes (``hand.mjcf`` and ``hand.description``: a ``HandModel``, e.g. the
+    rig's Jaco, or another robot's imported captures).
+
+    Raises:
+      ConfigError: a hand that is neither, or an MJCF that does not build (``scenes.hand_model.load_hand_model``).
+    """
+    hand = meta.hand if isinstance(meta.hand, dict) else {}
+    name = hand.get("name") or "none"
+    if name in CODE_HANDS or (name == "none" and not hand.get("mjcf")):
+        return name
+    if hand.get("mjcf"):
+        from .hand_model import load_hand_model
+
+        return load_hand_model(hand, meta.robot_files)
+    raise ConfigError(f"hand {name!r} of the dataset is not one of {CODE_HANDS} and the dataset has no MJCF of it "
+                      "(meta/contact.json hand.mjcf, under meta/robot/)", key="hand")
+
+
 def first_quat(ep) -> np.ndarray:
     """[4] the object's orientation at its first tracked frame (w, x, y, z)."""
     first = 0 if ep.object_pose_valid is None or not np.any(ep.object_pose_valid) else int(np.argmax(ep.object_pose_valid))
@@ -87,14 +108,12 @@ def first_quat(ep) -> np.ndarray:
 def place_hand_base(scene, pos) -> None:
     """Move the hand's base (where its base joints are zero) to ``pos`` [3] (world, m), as the
     capture recorded it (the rig writes ``provenance.generator.script.hand_base_pos``)."""
-    from .hands import BASE_BODY
-
     pos = np.asarray(pos, dtype=float)
     if pos.shape != (3,) or not np.isfinite(pos).all():
         raise ConfigError(f"hand_base_pos must be 3 finite numbers, got {pos.tolist()!r}",
                           key="provenance.generator.script.hand_base_pos")
     m = scene.model
-    b = m.body(BASE_BODY).id
+    b = m.body(scene.hand.base_body).id
     shift = pos - m.body_pos[b]
     m.body_pos[b] = pos
     if "hand_base_pos" in scene.meta:

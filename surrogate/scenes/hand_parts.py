@@ -63,6 +63,9 @@ class HandInfo:
         fingers open, so a script can put the pads at a height.
       finger_depth: m, the lowest point of the open hand below the base origin.
       bodies: names of all hand bodies.
+      finger_angles: rad, the direction (about the base's z, from its x) of each pad from the base axis, open.
+      closes_across: the pads close along the base's x from both sides (a grasp goes across the object's narrowest
+        side); otherwise they close around the axis.
     """
 
     name: str
@@ -83,6 +86,8 @@ class HandInfo:
     pad_depth: float
     finger_depth: float
     bodies: tuple[str, ...] = field(default_factory=tuple)
+    finger_angles: tuple[float, ...] = ()
+    closes_across: bool = False
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -170,7 +175,8 @@ def add_pad(spec, parent, pad: str, *, pos, ft_prefix: str) -> tuple[str, str, s
 
     Returns (site name, force sensor name, torque sensor name).
     """
-    body = parent.add_body(name=f"{pad}_body", pos=list(pos))
+    # The spec's own defaults, not the parent's class (an attached robot's finger class would make the pad a mesh)
+    body = parent.add_body(name=f"{pad}_body", pos=list(pos), childclass="main")
     body.gravcomp = 1.0
     body.add_geom(name=pad, type=mujoco.mjtGeom.mjGEOM_BOX, size=list(PAD_HALF), rgba=PAD_RGBA)
     site = f"{pad}_site"

@@ -130,12 +130,21 @@ def add_parallel_jaw(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_for
                      open_command=np.full(2, _JAW_TRAVEL), closed_command=np.full(2, -0.02), grip_levers=np.ones(2),
                      grip_force=float(grip_force), max_opening=2 * (_JAW_CLEAR + _JAW_TRAVEL), pad_depth=0.01 - pad_z,
                      finger_depth=0.01 + 2 * finger_len_half,
-                     bodies=(BASE_BODY, "finger_left", "finger_right", "pad_left_body", "pad_right_body"))
+                     bodies=(BASE_BODY, "finger_left", "finger_right", "pad_left_body", "pad_right_body"),
+                     finger_angles=(np.pi, 0.0), closes_across=True)
+
+
+def add_jaco(spec: mujoco.MjSpec, **kwargs) -> HandInfo:
+    """The Kinova Jaco hand (``scenes.jaco_hand``: dm_control's assets, found when it is built)."""
+    from surrogate.scenes.jaco_hand import add_jaco_hand
+
+    return add_jaco_hand(spec, **kwargs)
 
 
 HAND_BUILDERS: dict[str, Callable[..., HandInfo]] = {
     "parallel_jaw": add_parallel_jaw,
     "three_finger": add_three_finger,
+    "jaco": add_jaco,
 }
 
 

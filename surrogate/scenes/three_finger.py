@@ -126,4 +126,5 @@ def add_three_finger(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_for
     return hand_info("three_finger", joints=joints, acts=acts, pads=pads, sites=sites, links=links, sensors=sensors,
                      open_command=np.tile(_TF_OPEN, 3).astype(float), closed_command=np.tile(_TF_CLOSED, 3).astype(float),
                      grip_levers=np.array(levers), grip_force=float(grip_force), max_opening=2 * open_r,
-                     pad_depth=0.01 + open_depth, finger_depth=0.01 - tip[1] + _TF_DIST_R, bodies=tuple(bodies))
+                     pad_depth=0.01 + open_depth, finger_depth=0.01 - tip[1] + _TF_DIST_R, bodies=tuple(bodies),
+                     finger_angles=tuple(2 * np.pi * i / 3 for i in range(3)))
