@@ -36,6 +36,10 @@ def _cmd_import_lerobot(a):
     from .capture.writer import write_dataset
 
     episodes, meta, skipped = read_lerobot(a.src, load_mapping(a.mapping))
+    if isinstance(meta.hand, dict) and meta.hand.get("mjcf"):  # a robot its scenes are built with: checked first
+        from .scenes.hand_model import load_hand_model
+
+        load_hand_model(meta.hand, meta.robot_files)
     meta.skipped = list(skipped)
     write_dataset(a.out, episodes, meta, overwrite=a.overwrite)
     print(f"kept {len(episodes)} episodes -> {a.out}; skipped {len(skipped)}")

@@ -125,7 +125,67 @@ def test_jaco_rig_captures_train_and_score_end_to_end(tmp_path, monkeypatch, cap
                  "--set", "baselines.randomized.n=2", "--set", "floor.redraws=0"]) == 0
     ledger = json.loads((tmp_path / "bench" / "ledger.json").read_text())
     assert ledger["data"]["path"] == str(train.resolve())  # MuJoCo identified on the Jaco captures
+    assert ledger["data"]["hand"] == "jaco" and ledger["data"]["test_data"]["test_data"]["hand"] == "jaco"
     for name in ("analytic_nominal", "analytic_identified", "analytic_randomized", "surrogate"):
         o = ledger["models"][name]["overall"]
         assert o["episodes"] == 2 and np.isfinite(o["pos_pct_size"]["mean"]), name
     assert ledger["result"]["verdict"] in ("supported", "falsified", "tie")
+
+
+def test_lerobot_import_of_another_robot_carries_its_mjcf_and_builds_its_scenes(tmp_path, capsys):
+    """A foreign LeRobot dataset (a rig capture without contact.json) of a robot this package does not know by name
+    ("lab_gripper": an MJCF file with its description) imports with ``surrogate import lerobot``; the capture holds
+    the robot's files, and its episodes replay in scenes built from them."""
+    import shutil
+
+    import yaml
+
+    from surrogate.bench.analytic import AnalyticParams
+    from surrogate.bench.replay import prepare_replay, simulate_replay
+    from surrogate.rig.generate import generate
+    from surrogate.scenes.from_capture import capture_hand
+    from surrogate.scenes.hand_model import HandModel, info_json
+
+    src = tmp_path / "rig"
+    generate(None, objects="train", episodes=1, out=src, workers=0, seed=4, progress=False, duration=2.0)
+    rig = read_dataset(src)
+    foreign = tmp_path / "foreign"
+    shutil.copytree(src, foreign)
+    (foreign / "meta" / "contact.json").unlink()
+    shutil.rmtree(foreign / "meta" / "robot")
+    robot = tmp_path / "robot"
+    robot.mkdir()
+    model = hand_model("parallel_jaw")
+    (robot / "gripper.xml").write_text(model.xml)
+    description = {**info_json(model.info), "name": "lab_gripper"}
+    ep = rig.episodes[0]
+    mapping = {"fields": {"object_pose": {"key": "observation.object_pose"},
+                          "object_pose_valid": {"key": "observation.object_pose_valid"},
+                          "joint_pos": {"key": "observation.state", "unit": "rad"},
+                          "joint_cmd": {"key": "action", "unit": "rad"}},
+               "object": ep.object.to_json(), "environment": {"kind": "table", "height": ep.environment.height},
+               "provenance": {"source": "a lab's gripper", "real": False,
+                              "generator": {"script": {"grip_force": ep.provenance.generator["script"]["grip_force"]}}},
+               "joint_names": rig.meta.joint_names,
+               "hand": {"name": "lab_gripper", "mjcf": "robot/gripper.xml", "description": description}}
+    (tmp_path / "mapping.yaml").write_text(yaml.safe_dump(mapping))
+    out = tmp_path / "imported"
+    assert main(["import", "lerobot", str(foreign), "--mapping", str(tmp_path / "mapping.yaml"), "--out", str(out)]) == 0
+    ds = read_dataset(out)
+    assert ds.meta.hand["mjcf"] == "meta/robot/lab_gripper.xml" and (out / "meta/robot/lab_gripper.xml").is_file()
+    hand = capture_hand(ds.meta)
+    assert isinstance(hand, HandModel) and hand.info.name == "lab_gripper"
+    r = prepare_replay(ds.episodes[0], ds.meta, substeps=4)
+    assert r.scene.hand.name == "lab_gripper" and r.grip_force == pytest.approx(mapping["provenance"]["generator"]
+                                                                                 ["script"]["grip_force"])
+    pred = simulate_replay(r, [AnalyticParams(friction=0.8)])[0]
+    assert np.isfinite(pred).all() and pred.shape == (ds.episodes[0].num_frames, 7)
+    # a description naming a pad its MJCF lacks is refused before anything is written
+    mapping["hand"]["description"] = {**description, "pad_geom_names": ["pad_left", "pad_thumb"]}
+    (tmp_path / "mapping.yaml").write_text(yaml.safe_dump(mapping))
+    capsys.readouterr()
+    assert main(["import", "lerobot", str(foreign), "--mapping", str(tmp_path / "mapping.yaml"),
+                 "--out", str(tmp_path / "x")]) != 0
+    err = capsys.readouterr().err
+    assert "field 'hand.description'" in err and "geom 'pad_thumb'" in err
+    assert not (tmp_path / "x").exists()

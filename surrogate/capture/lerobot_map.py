@@ -27,7 +27,10 @@ Per field (all optional except ``object_pose``):
 Top level: object (ObjectSpec fields; ``inertia`` may be left out for a box),
 environment, provenance (``source`` and ``real`` required; ``capture_rate_hz`` defaults to
 info.json's fps), angular_frame, and optionally name, robot_type, hand, joint_names,
-contact_region_seeds, episode_id_prefix.
+contact_region_seeds, episode_id_prefix. A ``hand`` with ``mjcf`` (the robot's MJCF file, relative to the
+mapping file) and ``description`` (the names of its base, joints, servos, pads and its dimensions: the fields of
+``scenes.hand_parts.HandInfo``) is carried into the capture (``capture.robot``), so scenes of the imported episodes
+are built with that robot.
 
 Only pyarrow and json are used to read; neither LeRobot nor pandas is needed.
 """
@@ -44,6 +47,7 @@ from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, Provenance, hold_last_valid
 from .lerobot_mapping import UNIT_OPTIONS, box_inertia, check_mapping, load_mapping, object_spec  # noqa: F401  (re-exported: the mapping's public API)
 from .reader import _read_table, episode_index, metadata_problems
+from .robot import robot_entry
 from .schema import POSE_NAMES, UNIT_TO_SI
 from .validate import validate_episode, validate_meta
 
@@ -54,10 +58,15 @@ INDEX_COLUMNS = ("episode_index", "frame_index", "task_index")
 
 # --------------------------------------------------------------------------- scene
 def _dataset_meta(root: Path, mapping: dict, info: dict, joint_names, sensors, tactile_unit) -> DatasetMeta:
+    hand, files = mapping.get("hand"), {}
+    if isinstance(hand, dict) and hand.get("mjcf"):  # the robot's MJCF and its files travel into the capture
+        entry, files = robot_entry(str(hand["name"]), hand["mjcf"], hand.get("description"))
+        hand = {**hand, **entry}
     return DatasetMeta(
         name=mapping.get("name", root.name),
         robot_type=mapping.get("robot_type", info.get("robot_type") or "none"),
-        hand=mapping.get("hand"),
+        hand=hand,
+        robot_files=files,
         joint_names=joint_names,
         wrench_sensors=sensors,
         tactile_unit=tactile_unit,

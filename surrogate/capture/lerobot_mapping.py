@@ -46,6 +46,9 @@ def load_mapping(path: str | Path) -> dict:
     except yaml.YAMLError as e:
         raise ConfigError(f"not valid YAML ({e})", file=path) from None
     check_mapping(mapping, file=path)
+    hand = mapping.get("hand")
+    if isinstance(hand, dict) and isinstance(hand.get("mjcf"), str) and not Path(hand["mjcf"]).is_absolute():
+        hand["mjcf"] = str(path.parent / hand["mjcf"])  # relative to the mapping file
     return mapping
 
 
@@ -88,6 +91,7 @@ def check_mapping(mapping, *, file=None) -> None:
         unknown = sorted(set(mapping.get(key) or {}) - allowed)
         if unknown:
             raise ConfigError(f"unknown key; allowed: {sorted(allowed)}", file=file, key=f"{key}.{unknown[0]}")
+    _check_hand(mapping.get("hand"), file)
     frame = mapping.get("angular_frame", "world")
     if frame not in ANGULAR_FRAMES:
         raise ConfigError(f"must be one of {list(ANGULAR_FRAMES)}, got {frame!r}", file=file, key="angular_frame")
@@ -146,3 +150,19 @@ def object_spec(obj: dict) -> ObjectSpec:
         size = 2.0 * max(float(h) for h in half)
     return ObjectSpec(name=obj["name"], mass=obj["mass"], inertia=inertia, size=size, geometry=geometry,
                       friction=obj.get("friction"))
+
+
+def _check_hand(hand, file) -> None:
+    """``hand``: None, or a mapping with a ``name``; with ``mjcf`` (a file) also a ``description`` mapping."""
+    if hand is None:
+        return
+    if not isinstance(hand, dict) or not isinstance(hand.get("name"), str) or not hand["name"]:
+        raise ConfigError("must be a mapping with a 'name' (and optionally 'mjcf' and 'description')", file=file,
+                          key="hand")
+    if hand.get("mjcf") is not None:
+        if not isinstance(hand["mjcf"], str):
+            raise ConfigError("must be the path of the robot's MJCF file", file=file, key="hand.mjcf")
+        if not isinstance(hand.get("description"), dict):
+            raise ConfigError("required with hand.mjcf: the names of the robot's base body and joints, its servos, "
+                              "pads and dimensions (the fields of scenes.hand_parts.HandInfo)", file=file,
+                              key="hand.description")

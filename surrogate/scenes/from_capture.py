@@ -11,7 +11,7 @@ import trimesh
 
 from ..errors import ConfigError
 from ..objects.asset import ObjectAsset, safe_name
-from .builder import build_scene
+from .builder import HANDS, build_scene
 
 CODE_HANDS = ("parallel_jaw", "three_finger")  # rebuilt by name (``capture_hand``)
 
@@ -80,20 +80,23 @@ def capture_hand(meta):
     """The hand a capture dataset names, for ``build_scene``: ``none``; one of the two hands this package writes in
     code (``parallel_jaw``, ``three_finger``: rebuilt exactly by their builders; an MJCF round trip rounds to 6
     digits); otherwise the robot its MJCF describes (``hand.mjcf`` and ``hand.description``: a ``HandModel``, e.g. the
-    rig's Jaco, or another robot's imported captures).
+    rig's Jaco, or another robot's imported captures); a hand this package builds (``HANDS``) without an MJCF, by
+    name.
 
     Raises:
       ConfigError: a hand that is neither, or an MJCF that does not build (``scenes.hand_model.load_hand_model``).
     """
     hand = meta.hand if isinstance(meta.hand, dict) else {}
     name = hand.get("name") or "none"
-    if name in CODE_HANDS or (name == "none" and not hand.get("mjcf")):
+    if name == "none" or name in CODE_HANDS:
         return name
     if hand.get("mjcf"):
         from .hand_model import load_hand_model
 
         return load_hand_model(hand, meta.robot_files)
-    raise ConfigError(f"hand {name!r} of the dataset is not one of {CODE_HANDS} and the dataset has no MJCF of it "
+    if name in HANDS:  # a hand this package builds, without its MJCF (jaco: with dm_control's assets installed)
+        return name
+    raise ConfigError(f"hand {name!r} of the dataset is none of {HANDS[1:]} and the dataset has no MJCF of it "
                       "(meta/contact.json hand.mjcf, under meta/robot/)", key="hand")
 
 

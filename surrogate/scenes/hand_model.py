@@ -17,16 +17,15 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 from dataclasses import dataclass
-from pathlib import Path
 
 import mujoco
 import numpy as np
 
+from ..capture.robot import ROBOT_DIR, bundle
 from ..errors import ConfigError
 from .hand_parts import HandInfo
 from .hands import add_hand
 
-ROBOT_DIR = "meta/robot"  # where a capture keeps its robot's MJCF and meshes
 _ARRAYS = ("open_command", "closed_command", "grip_levers")
 
 
@@ -55,17 +54,8 @@ def hand_model(name: str, *, grip_force: float | None = None) -> HandModel:
     spec.compiler.degree = False
     spec.modelname = f"hand_{name}"
     info = add_hand(spec, name, base_pos=[0.0, 0.0, 0.0], grip_force=grip_force)
-    assets = {}
-    for mesh in spec.meshes:  # every mesh file by its base name (a hand's builder gives absolute paths)
-        path = Path(mesh.file)
-        if not path.is_absolute():
-            path = Path(spec.meshdir or ".") / path
-        if path.name in assets and assets[path.name] != path.read_bytes():
-            raise ConfigError(f"two meshes of hand {name!r} are both named {path.name}", key="hand")
-        assets[path.name] = path.read_bytes()
-        mesh.file = path.name
-    spec.meshdir = ""
-    return HandModel(xml=spec.to_xml(), assets=assets, info=info)
+    xml, assets = bundle(spec, label=f"hand {name!r}")  # a hand's builder names its mesh files by absolute paths
+    return HandModel(xml=xml, assets=assets, info=info)
 
 
 def info_json(info: HandInfo) -> dict:

@@ -73,18 +73,13 @@ def add_jaco_hand(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_force:
       ConfigError: the assets are not found (saying how to get them).
     """
     folder = jaco_assets(assets)
-    base = add_base(spec, base_pos)
-    _attach(spec, base, folder)
+    padded = _hand_with_pads(spec, add_base(spec, base_pos), folder)
     acts, joints, pads, sites, sensors = [], [], [], [], []
-    for i in FINGERS:
+    for i, (pad, site, fs, ts) in zip(FINGERS, padded):
         joint = f"{PREFIX}finger_{i}"
         jnt = spec.joint(joint)
         jnt.armature, jnt.frictionloss = _ARMATURE, 0.0
         jnt.damping = np.zeros(len(jnt.damping))  # (MuJoCo 4: the damping polynomial's coefficients)
-        pad = f"pad_finger_{i}"
-        site, fs, ts = add_pad(spec, spec.body(f"{PREFIX}b_finger_tip_{i}"), pad, pos=_PAD_POS,
-                               ft_prefix=f"finger_{i}")
-        spec.body(f"{pad}_body").quat = list(_PAD_QUAT)
         act = f"act_finger_{i}"
         lever = _lever(str(folder)) * _LEVER_SCALE[i - 1]
         add_position_actuator(spec, act, joint, kp=_KP * _LEVER_SCALE[i - 1], force=grip_force * lever,
@@ -106,6 +101,19 @@ def add_jaco_hand(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_force:
                     grip_levers=_lever(str(folder)) * np.array(_LEVER_SCALE), grip_force=float(grip_force),
                     max_opening=geo["max_opening"], pad_depth=geo["pad_depth"], finger_depth=geo["finger_depth"],
                     bodies=bodies, finger_angles=geo["finger_angles"], closes_across=True)
+
+
+def _hand_with_pads(spec: mujoco.MjSpec, base, folder) -> list[tuple[str, str, str, str]]:
+    """dm_control's hand under ``base`` with a pad on each fingertip: [(pad geom, site, force sensor, torque
+    sensor)] in finger order."""
+    _attach(spec, base, folder)
+    out = []
+    for i in FINGERS:
+        pad = f"pad_finger_{i}"
+        names = add_pad(spec, spec.body(f"{PREFIX}b_finger_tip_{i}"), pad, pos=_PAD_POS, ft_prefix=f"finger_{i}")
+        spec.body(f"{pad}_body").quat = list(_PAD_QUAT)
+        out.append((pad, *names))
+    return out
 
 
 def _attach(spec: mujoco.MjSpec, base, folder) -> None:
@@ -150,13 +158,7 @@ def _open_hand(folder: str):
     """(model, data) of the hand alone on its base at the origin, the fingers open, after kinematics."""
     spec = mujoco.MjSpec()
     spec.compiler.degree = False
-    base = add_base(spec, [0.0, 0.0, 0.0])
-    _attach(spec, base, Path(folder))
-    for i in FINGERS:
-        b = spec.body(f"{PREFIX}b_finger_tip_{i}").add_body(name=f"pad_finger_{i}_body", pos=list(_PAD_POS),
-                                                            quat=list(_PAD_QUAT), childclass="main")
-        b.add_geom(name=f"pad_finger_{i}", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(PAD_HALF))
-        b.add_site(name=f"pad_finger_{i}_site")
+    _hand_with_pads(spec, add_base(spec, [0.0, 0.0, 0.0]), Path(folder))
     m = spec.compile()
     d = mujoco.MjData(m)
     for i in FINGERS:
