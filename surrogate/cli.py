@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--train-objects", default="train", help="objects MuJoCo is identified on (default train)")
     c.add_argument("--episodes", type=int, default=6, help="test grasps per hand and variant (default 6)")
     c.add_argument("--train-episodes", type=int, default=3, help="identification grasps per hand and variant (default 3)")
-    c.add_argument("--hand", default="both", choices=["parallel_jaw", "three_finger", "both"], help="hands (default both)")
+    c.add_argument("--hand", default="both", choices=["parallel_jaw", "three_finger", "jaco", "both"],
+                   help="hands (both: the first two; default both)")
     c.add_argument("--duration", type=float, default=4.0, help="grasp length in s (default 4.0)")
     c.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     c.add_argument("--workers", type=int, default=1, help="generation workers; replays use one thread (default 1)")

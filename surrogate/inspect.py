@@ -79,8 +79,17 @@ def summarize(root: str | Path) -> dict:
                                                  "p10": float(np.percentile(rests, 10)), "p90": float(np.percentile(rests, 90))},
         "labels": dict(labels),
         "grasp_types": dict(Counter(str(e.grasp_type) for e in eps if e.grasp_type is not None)),
+        "robot": _robot(ds.meta),
         "skipped": ds.skipped,
     }
+
+
+def _robot(meta) -> dict | None:
+    """The robot the dataset names: its name, recorded joints, and its MJCF and files if it carries them."""
+    if meta.hand_name is None:
+        return None
+    return {"name": meta.hand_name, "joints": list(meta.joint_names or []), "mjcf": meta.hand.get("mjcf"),
+            "files": sorted(meta.robot_files)}
 
 
 def format_summary(s: dict) -> str:
@@ -107,6 +116,10 @@ def format_summary(s: dict) -> str:
         lines.append(f"rest height above surface: median {r['median']:.4f} m (p10 {r['p10']:.4f}, p90 {r['p90']:.4f}) over {r['episodes_at_rest']} episodes ending at rest")
     if s["labels"]:
         lines.append("labels: " + ", ".join(f"{k} {v}/{s['episodes']}" for k, v in s["labels"].items()))
+    r = s.get("robot")
+    if r:
+        lines.append(f"robot: {r['name']}, {len(r['joints'])} recorded joints"
+                     + (f"; MJCF {r['mjcf']} with {len(r['files']) - 1} asset files" if r["mjcf"] else "; no MJCF"))
     if s["grasp_types"]:
         lines.append("grasp types: " + ", ".join(f"{k}: {v}" for k, v in s["grasp_types"].items()))
     lines.append(f"skipped: {len(s['skipped'])}")

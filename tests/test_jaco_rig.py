@@ -36,16 +36,20 @@ def _same_model(a, b) -> None:
     for kind, attrs in (("body", ("body_pos", "body_quat", "body_mass", "body_inertia", "body_ipos")),
                         ("geom", ("geom_size", "geom_pos", "geom_quat", "geom_friction", "geom_contype",
                                   "geom_conaffinity")),
-                        ("jnt", ("jnt_range", "jnt_axis")),
+                        ("jnt", ("jnt_range", "jnt_axis", "jnt_stiffness")),
                         ("actuator", ("actuator_forcerange", "actuator_gainprm", "actuator_biasprm",
-                                      "actuator_ctrlrange"))):
+                                      "actuator_ctrlrange", "actuator_gear"))):
         assert getattr(a, f"n{kind}") == getattr(b, f"n{kind}"), kind
         for i in range(getattr(a, f"n{kind}")):
             j = getattr(b, kind)(getattr(a, kind)(i).name).id
             for at in attrs:
                 np.testing.assert_allclose(getattr(a, at)[i], getattr(b, at)[j], rtol=1e-5, atol=1e-6,
                                            err_msg=f"{kind} {getattr(a, kind)(i).name} {at}")
-    assert a.npair == b.npair and a.nsensor == b.nsensor and a.nq == b.nq
+    assert a.npair == b.npair and a.nsensor == b.nsensor and a.nq == b.nq and a.nexclude == b.nexclude
+    for name in ("dof_armature", "dof_damping", "dof_frictionloss", "body_gravcomp"):  # by value: dofs follow joints
+        np.testing.assert_allclose(np.sort(getattr(a, name)), np.sort(getattr(b, name)), rtol=1e-5, err_msg=name)
+    ga, gb = ({a.geom(i).name: m.geom_solref[m.geom(a.geom(i).name).id] for i in range(a.ngeom)} for m in (a, b))
+    assert all(np.allclose(ga[k], gb[k]) for k in ga)
 
 
 @pytest.mark.parametrize("hand", ["parallel_jaw", "three_finger", pytest.param("jaco", marks=needs_assets)])
@@ -61,6 +65,89 @@ def test_a_scene_from_a_hands_mjcf_is_the_scene_its_builder_makes(hand):
     assert loaded.hand.grip_force == 3.0 and loaded.hand.pad_geom_names == built.hand.pad_geom_names
     assert sorted(loaded.owned_pairs) == sorted(built.owned_pairs)
     assert sorted(loaded.analytic_pairs) == sorted(built.analytic_pairs)
+
+
+def test_a_capture_of_a_code_hand_builds_by_name_and_another_robot_of_that_name_from_its_mjcf():
+    """The rig's captures of the two code hands rebuild exactly, by their builders, though they carry the MJCF; a
+    robot imported under one of those names with its own MJCF (not the package's hand) is built from its MJCF."""
+    from surrogate.scenes.from_capture import HANDS_MODULE, capture_hand
+    from surrogate.scenes.hand_model import HandModel
+
+    described, files = capture_entry(hand_model("three_finger"))
+    assert capture_hand(DatasetMeta(hand={**described, "model": HANDS_MODULE}, robot_files=files)) == "three_finger"
+    theirs = {**described, "name": "parallel_jaw"}  # someone's three-finger robot, named like the package's jaw
+    got = capture_hand(DatasetMeta(hand=theirs, robot_files=files))
+    assert isinstance(got, HandModel) and got.info.name == "parallel_jaw" and len(got.info.pad_geom_names) == 3
+    assert capture_hand(DatasetMeta(hand={"name": "three_finger"})) == "three_finger"  # older captures: no MJCF
+    with pytest.raises(ConfigError, match="no MJCF of it"):
+        capture_hand(DatasetMeta(hand={"name": "lab_gripper"}))
+
+
+def test_robot_files_bundle_an_mjcf_with_its_meshes_and_say_what_is_missing(tmp_path):
+    """``capture.robot.robot_entry`` on an MJCF with meshes in two folders of one base name (renamed apart), its
+    includes inlined; a missing mesh, an unreadable MJCF and an asset taking the MJCF's name are refused."""
+    import trimesh
+
+    from surrogate.capture.robot import entry, robot_entry
+
+    for side, size in (("left", 0.01), ("right", 0.02)):
+        (tmp_path / side).mkdir()
+        trimesh.creation.box(extents=[size] * 3).export(tmp_path / side / "finger.stl")
+    (tmp_path / "parts.xml").write_text("<mujoco><asset><mesh name='r' file='right/finger.stl'/></asset></mujoco>")
+    (tmp_path / "robot.xml").write_text(
+        "<mujoco><include file='parts.xml'/><asset><mesh name='l' file='left/finger.stl'/></asset><worldbody>"
+        "<body name='base'><geom type='mesh' mesh='l'/><geom type='mesh' mesh='r'/></body></worldbody></mujoco>")
+    hand, files = robot_entry("my robot/v2", tmp_path / "robot.xml", {"x": 1})
+    assert hand["mjcf"] == "meta/robot/my_robot_v2.xml" and hand["name"] == "my robot/v2"
+    assert set(files) == {"meta/robot/my_robot_v2.xml", "meta/robot/finger.stl", "meta/robot/finger-2.stl"}
+    import mujoco
+
+    m = mujoco.MjSpec.from_string(files[hand["mjcf"]].decode(), assets={
+        "finger.stl": files["meta/robot/finger.stl"], "finger-2.stl": files["meta/robot/finger-2.stl"]}).compile()
+    sizes = sorted(float(np.ptp(m.mesh_vert[m.mesh_vertadr[i]:m.mesh_vertadr[i] + m.mesh_vertnum[i]], axis=0).max())
+                   for i in range(m.nmesh))
+    np.testing.assert_allclose(sizes, [0.01, 0.02], rtol=1e-6)  # both meshes, each its own file
+    (tmp_path / "left" / "finger.stl").unlink()
+    with pytest.raises(CaptureError, match="not a file"):
+        robot_entry("r", tmp_path / "robot.xml", {})
+    (tmp_path / "bad.xml").write_text("<mujoco><worldbody><body></mujoco>")
+    with pytest.raises(CaptureError, match="cannot read"):
+        robot_entry("r", tmp_path / "bad.xml", {})
+    with pytest.raises(CaptureError, match="name of its MJCF"):
+        entry("r", "<mujoco/>", {"r.xml": b""}, {})
+
+
+def test_a_robot_mjcf_that_changes_the_world_or_misfits_its_description_is_refused():
+    """A robot MJCF is the root of its scenes: one that sets gravity, a total mass or the main default class's contact
+    parameters would change the table and the object, and is refused naming them; per-finger lists of the wrong
+    length (one grip lever for two servos) are refused naming the field."""
+    described, files = capture_entry(hand_model("parallel_jaw"))
+    xml = files[described["mjcf"]].decode()
+    for setting, said in (("<option gravity='0 0 -1'/>", "option gravity"),
+                          ("<compiler settotalmass='2'/>", "compiler settotalmass"),
+                          ("<default><geom solref='0.05 1'/></default>", "default geom solref")):
+        bad = {described["mjcf"]: xml.replace("<worldbody>", setting + "<worldbody>", 1).encode()}
+        with pytest.raises(ConfigError, match=said):
+            load_hand_model(described, bad)
+    for key, value, said in (("grip_levers", [1.0], "1 values for 2 finger actuators"),
+                             ("closes_across", "false", "true or false"),
+                             ("sensor_names", ["ft_left_force", "ft_thumb"], "sensor 'ft_thumb'")):
+        with pytest.raises(ConfigError, match=said):
+            load_hand_model({**described, "description": {**described["description"], key: value}}, files)
+    renamed = load_hand_model({**described, "name": "lab_gripper"}, files)  # the hand's name wins
+    assert renamed.info.name == "lab_gripper"
+
+
+def test_robot_files_survive_a_read_and_rewrite_of_the_dataset(tmp_path):
+    from surrogate.capture import write_dataset
+    from surrogate.rig.generate import generate
+
+    generate(None, objects="train", episodes=1, out=tmp_path / "a", workers=0, seed=2, progress=False, duration=1.0)
+    ds = read_dataset(tmp_path / "a")
+    assert ds.meta.hand["mjcf"] == "meta/robot/parallel_jaw.xml" and set(ds.meta.robot_files) == {ds.meta.hand["mjcf"]}
+    write_dataset(tmp_path / "b", ds.episodes, ds.meta)
+    again = read_dataset(tmp_path / "b")
+    assert again.meta.robot_files == ds.meta.robot_files and again.meta.hand == ds.meta.hand
 
 
 def test_a_capture_names_what_is_wrong_with_its_robot_description():
@@ -104,6 +191,9 @@ def test_jaco_rig_captures_train_and_score_end_to_end(tmp_path, monkeypatch, cap
     assert ds.meta.joint_names[-3:] == ["jaco/finger_1", "jaco/finger_2", "jaco/finger_3"]
     assert sum(e.labels["lifted"] for e in ds.episodes) >= 2  # the hand grasps and lifts
     assert {e.grasp_type for e in ds.episodes} == {8}  # Feix "prismatic 2 finger"
+    capsys.readouterr()
+    assert main(["inspect", str(train)]) == 0
+    assert "robot: jaco, 7 recorded joints; MJCF meta/robot/jaco.xml with 4 asset files" in capsys.readouterr().out
 
     monkeypatch.setenv(ASSETS_ENV, str(tmp_path))  # no assets here: the capture alone builds its scene
     assert isinstance(capture_hand(ds.meta), HandModel)
@@ -187,5 +277,5 @@ def test_lerobot_import_of_another_robot_carries_its_mjcf_and_builds_its_scenes(
     assert main(["import", "lerobot", str(foreign), "--mapping", str(tmp_path / "mapping.yaml"),
                  "--out", str(tmp_path / "x")]) != 0
     err = capsys.readouterr().err
-    assert "field 'hand.description'" in err and "geom 'pad_thumb'" in err
+    assert "field 'hand.description.pad_geom_names'" in err and "geom 'pad_thumb'" in err
     assert not (tmp_path / "x").exists()

@@ -307,20 +307,16 @@ def _row_leaks(cfg, card, train_ds, overlap: list, replays: dict, **data) -> lis
     return _test_leaks(own, replays)
 
 
-def _hand_name(ds) -> str | None:
-    return ds.meta.hand.get("name") if isinstance(ds.meta.hand, dict) else None
-
-
 def _data_info(train_ds, sets: dict, skipped: dict, overlap: list) -> dict:
-    other = sorted({str(_hand_name(ds)) for ds in sets.values()} - {str(_hand_name(train_ds))})
+    other = sorted({str(ds.meta.hand_name) for ds in sets.values()} - {str(train_ds.meta.hand_name)})
     if other:  # e.g. a suite's default training captures against --test-data of another robot: say so
         logger.warning("MuJoCo is identified on grasps by hand %r, the test sets are grasps by %s",
-                       _hand_name(train_ds), other)
+                       train_ds.meta.hand_name, other)
     return {"name": train_ds.meta.name, "path": str(train_ds.root), "episodes": len(train_ds.episodes),
             "hash": dataset_hash(train_ds.root), "real": sorted({e.provenance.real for e in train_ds.episodes}),
-            "sources": sorted({e.provenance.source for e in train_ds.episodes}), "hand": _hand_name(train_ds),
+            "sources": sorted({e.provenance.source for e in train_ds.episodes}), "hand": train_ds.meta.hand_name,
             "test_data": {name: {"path": str(ds.root), "episodes": len(ds.episodes), "hash": dataset_hash(ds.root),
-                                 "objects": sorted({e.object.name for e in ds.episodes}), "hand": _hand_name(ds)}
+                                 "objects": sorted({e.object.name for e in ds.episodes}), "hand": ds.meta.hand_name}
                           for name, ds in sets.items()},
             "skipped_sets": skipped, "train_episodes_in_test_sets": overlap}
 

@@ -60,7 +60,7 @@ def require_kind(ds, kind: str, *, suite: str) -> None:
     they gave verdicts on errors of 100 % and 268 %. Names the dataset, what it holds and what it lacks."""
     eps = ds.episodes
     with_hand = [e for e in eps if e.joint_pos is not None]
-    hand = (ds.meta.hand or {}).get("name") if isinstance(ds.meta.hand, dict) else None
+    hand = ds.meta.hand_name
     if kind == "tosses" and (with_hand or hand):
         raise ConfigError(f"holds grasps, not tosses (hand {hand!r}; joint positions in {len(with_hand)} of "
                           f"{len(eps)} episodes): suite {suite} scores {KINDS['tosses']}; give it a toss dataset",

@@ -185,3 +185,8 @@ class DatasetMeta:
     skipped: list = field(default_factory=list)
     object_joint_names: list | None = None
     robot_files: dict = field(default_factory=dict)
+
+    @property
+    def hand_name(self) -> str | None:
+        """The name of the hand the dataset names (``hand["name"]``), or None."""
+        return self.hand.get("name") if isinstance(self.hand, dict) else None

@@ -27,12 +27,10 @@ Per field (all optional except ``object_pose``):
 Top level: object (ObjectSpec fields; ``inertia`` may be left out for a box),
 environment, provenance (``source`` and ``real`` required; ``capture_rate_hz`` defaults to
 info.json's fps), angular_frame, and optionally name, robot_type, hand, joint_names,
-contact_region_seeds, episode_id_prefix. A ``hand`` with ``mjcf`` (the robot's MJCF file, relative to the
-mapping file) and ``description`` (the names of its base, joints, servos, pads and its dimensions: the fields of
-``scenes.hand_parts.HandInfo``) is carried into the capture (``capture.robot``), so scenes of the imported episodes
-are built with that robot.
+contact_region_seeds, episode_id_prefix. A ``hand`` with ``mjcf`` (a file, relative to the mapping) and
+``description`` (``HandInfo``'s fields) is carried into the capture with MuJoCo's help (``capture.robot``).
 
-Only pyarrow and json are used to read; neither LeRobot nor pandas is needed.
+Only pyarrow and json (and MuJoCo for a hand's MJCF) are used to read; neither LeRobot nor pandas is needed.
 """
 
 from __future__ import annotations
@@ -63,13 +61,8 @@ def _dataset_meta(root: Path, mapping: dict, info: dict, joint_names, sensors, t
         entry, files = robot_entry(str(hand["name"]), hand["mjcf"], hand.get("description"))
         hand = {**hand, **entry}
     return DatasetMeta(
-        name=mapping.get("name", root.name),
-        robot_type=mapping.get("robot_type", info.get("robot_type") or "none"),
-        hand=hand,
-        robot_files=files,
-        joint_names=joint_names,
-        wrench_sensors=sensors,
-        tactile_unit=tactile_unit,
+        name=mapping.get("name", root.name), robot_type=mapping.get("robot_type", info.get("robot_type") or "none"),
+        hand=hand, robot_files=files, joint_names=joint_names, wrench_sensors=sensors, tactile_unit=tactile_unit,
         angular_frame=mapping.get("angular_frame", "world"),
         contact_region_seeds=mapping.get("contact_region_seeds") or {},
     )

@@ -9,6 +9,7 @@ scene is built from it (``scenes.hand_model``).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import mujoco
@@ -29,12 +30,14 @@ def _file_assets(spec: mujoco.MjSpec):
 
 
 def bundle(spec: mujoco.MjSpec, *, base: Path | None = None, label: str = "robot") -> tuple[str, dict]:
-    """(MJCF text, {file name: bytes}) of ``spec`` (modified: its asset files renamed to their base names).
+    """(MJCF text, {file name: bytes}) of ``spec`` (modified: its asset files renamed to their base names; two
+    different files of one base name, e.g. ``left/finger.stl`` and ``right/finger.stl``, become ``finger.stl`` and
+    ``finger-2.stl``).
 
     ``base``: the folder relative paths are resolved from (the MJCF's own; None: the current folder).
 
     Raises:
-      CaptureError: an asset file that is missing, or two different files with one base name.
+      CaptureError: an asset file that is missing, or an MJCF MuJoCo cannot write.
     """
     base = Path(".") if base is None else Path(base)
     files = {}
@@ -48,18 +51,36 @@ def bundle(spec: mujoco.MjSpec, *, base: Path | None = None, label: str = "robot
         if not path.is_file():
             raise CaptureError(f"the {label}'s MJCF names {name!r}, which is not a file ({path})", file=path,
                                field="hand.mjcf")
-        data = path.read_bytes()
-        if files.get(path.name, data) != data:
-            raise CaptureError(f"two different asset files of the {label} are both named {path.name}", file=path,
-                               field="hand.mjcf")
-        files[path.name] = data
-        el.file = path.name
+        data, key, k = path.read_bytes(), path.name, 1
+        while files.get(key, data) != data:
+            k += 1
+            key = f"{path.stem}-{k}{path.suffix}"
+        files[key] = data
+        el.file = key
     spec.meshdir = spec.texturedir = ""
-    return spec.to_xml(), files
+    spec.assets = {**spec.assets, **files}  # ``to_xml`` compiles: it finds the renamed files here
+    try:
+        return spec.to_xml(), files
+    except ValueError as e:
+        raise CaptureError(f"MuJoCo cannot write the {label}'s MJCF: {e}", file=base, field="hand.mjcf") from e
+
+
+def entry(name: str, xml: str, assets: dict, description: dict, *, folder: str = ROBOT_DIR) -> tuple[dict, dict]:
+    """(``DatasetMeta.hand``, ``DatasetMeta.robot_files``) of the robot ``name``: its MJCF ``xml`` at
+    ``<folder>/<name>.xml`` (the name made file-safe), its ``assets`` beside it (one that would take the MJCF's
+    file name is refused)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", str(name)).strip(".") or "robot"
+    if f"{stem}.xml" in assets:
+        raise CaptureError(f"an asset file of robot {name!r} is named {stem}.xml, the name of its MJCF in the "
+                           "capture", field="hand.mjcf")
+    target = f"{folder}/{stem}.xml"
+    files = {target: xml.encode()} | {f"{folder}/{k}": v for k, v in assets.items()}
+    return {"name": name, "mjcf": target, "description": description}, files
 
 
 def robot_entry(name: str, mjcf, description: dict, *, folder: str = ROBOT_DIR) -> tuple[dict, dict]:
-    """(``DatasetMeta.hand``, ``DatasetMeta.robot_files``) of the robot ``name`` whose MJCF is the file ``mjcf``.
+    """``entry`` of the robot ``name`` whose MJCF is the file ``mjcf`` (``bundle``: includes inlined, asset files
+    copied).
 
     Raises:
       CaptureError: an MJCF MuJoCo cannot read, or a missing asset file (naming it).
@@ -70,6 +91,4 @@ def robot_entry(name: str, mjcf, description: dict, *, folder: str = ROBOT_DIR) 
     except ValueError as e:
         raise CaptureError(f"MuJoCo cannot read the robot's MJCF: {e}", file=path, field="hand.mjcf") from e
     xml, assets = bundle(spec, base=path.parent, label=f"robot {name!r}")
-    target = f"{folder}/{name}.xml"
-    files = {target: xml.encode()} | {f"{folder}/{k}": v for k, v in assets.items()}
-    return {"name": name, "mjcf": target, "description": description}, files
+    return entry(name, xml, assets, description, folder=folder)

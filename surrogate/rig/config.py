@@ -75,6 +75,7 @@ SCRIPT_PARAMS = {
     "grip_force_parallel_jaw_max": _p("float", 12.0, 0.1, 100.0, "N", "closing force per jaw, high"),
     "grip_force_three_finger_min": _p("float", 0.3, 0.1, 50.0, "N", "fingertip force bound, low (log-uniform)"),
     "grip_force_three_finger_max": _p("float", 5.0, 0.1, 50.0, "N", "fingertip force bound, high"),
+    # Optional (``OPTIONAL_SCRIPT_KEYS``): not in the defaults, so a config that does not set them hashes as before
     "grip_force_jaco_min": _p("float", 2.0, 0.1, 50.0, "N", "Jaco fingertip force bound, low (log-uniform)"),
     "grip_force_jaco_max": _p("float", 8.0, 0.1, 50.0, "N", "Jaco fingertip force bound, high"),
     "lift_height_min": _p("float", 0.06, 0.02, 0.3, "m", "lift height, low"),
@@ -129,12 +130,22 @@ def effect_names() -> tuple[str, ...]:
     return tuple(EFFECTS)
 
 
+# Keys a config may set but the defaults leave out (their defaults apply where read: ``script_value``): the Jaco hand's
+# grip range came after the captures of the other hands, whose config hash (``rig.recorder.config_hash``) it keeps.
+OPTIONAL_SCRIPT_KEYS = ("grip_force_jaco_min", "grip_force_jaco_max")
+
+
+def script_value(script: dict, key: str):
+    """``script[key]``, or its default for an optional key the config leaves out."""
+    return script[key] if key in script or key not in OPTIONAL_SCRIPT_KEYS else SCRIPT_PARAMS[key]["default"]
+
+
 def default_rig_config() -> dict:
     """The built-in defaults (equal to ``configs/rig/default.yaml``), recorder empty."""
     return {
         "physics": {k: p["default"] for k, p in PHYSICS_PARAMS.items()},
         "effects": {name: e.defaults() for name, e in EFFECTS.items()},
-        "script": {k: p["default"] for k, p in SCRIPT_PARAMS.items()},
+        "script": {k: p["default"] for k, p in SCRIPT_PARAMS.items() if k not in OPTIONAL_SCRIPT_KEYS},
         "recorder": {},
     }
 

@@ -44,6 +44,7 @@ from ..capture import CaptureWriter, DatasetMeta
 from ..capture.writer import check_replaceable_dataset
 from ..config import apply_overrides
 from ..errors import CaptureError, ConfigError
+from ..scenes.from_capture import HANDS_MODULE
 from ..scenes.hand_model import capture_entry, hand_model
 from .plan import HANDS, RIG_HANDS, EpisodePlan, episode_seed, plan_episodes
 from .recorder import config_hash, validate_recorder_config
@@ -167,7 +168,7 @@ def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool) 
                 if writer is None:
                     described, robot_files = capture_entry(hand_model(hand))  # the hand's MJCF travels with it
                     meta = DatasetMeta(
-                        name=root.name, robot_type=hand, hand={**described, "model": "surrogate.scenes.hands"},
+                        name=root.name, robot_type=hand, hand={**described, "model": HANDS_MODULE},
                         robot_files=robot_files,
                         joint_names=list(extra["joint_names"]),
                         wrench_sensors=list(extra["sensor_names"]) if ep.wrench is not None else None,
@@ -226,7 +227,7 @@ def generate(config_path, *, objects: str, episodes: int, out, workers: int = 1,
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
         raise ConfigError(f"workers must be a non-negative integer, got {workers!r}", key="workers")
     if hand == "jaco":  # its assets are dm_control's: say how to get them before any work
-        from ..scenes.jaco import jaco_assets
+        from ..scenes.kinova import jaco_assets
 
         jaco_assets()
     out = Path(out)

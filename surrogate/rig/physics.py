@@ -105,7 +105,7 @@ class RigPhysics:
     Args:
       cfg: validated rig config (``load_rig_config``).
       obj: the nominal object asset.
-      hand: ``parallel_jaw`` or ``three_finger``.
+      hand: ``parallel_jaw``, ``three_finger`` or ``jaco``.
       timestep: s, physics step.
       rngs: name -> ``np.random.Generator`` for ``mass_mismatch``, ``actuator`` and ``fingertips``.
       object_quat: [4] initial orientation (w, x, y, z) of the object on the table.

@@ -48,6 +48,7 @@ import numpy as np
 
 from surrogate.errors import SurrogateError
 from surrogate.metrics import geodesic_deg
+from surrogate.rig.config import script_value
 from surrogate.scenes.hands import PAD_HALF, HandInfo
 
 GRASP_TYPES = {"parallel_jaw": 9, "three_finger": 14, "jaco": 8}
@@ -201,7 +202,7 @@ def draw_script_values(hand_name: str, script: dict, rng: np.random.Generator) -
     Drawn in a fixed order from ``rng`` (the grasp placement is drawn after, by ``plan_grasp``).
     """
     obj_yaw = float(rng.uniform(-script["object_yaw_max"], script["object_yaw_max"]))
-    f_lo, f_hi = script[f"grip_force_{hand_name}_min"], script[f"grip_force_{hand_name}_max"]
+    f_lo, f_hi = (script_value(script, f"grip_force_{hand_name}_{end}") for end in ("min", "max"))
     # Log-uniform: operators command delicate and firm grasps alike (a factor of 30 between them).
     grip_force = float(np.exp(rng.uniform(np.log(f_lo), np.log(f_hi))))
     lift = float(rng.uniform(script["lift_height_min"], script["lift_height_max"]))

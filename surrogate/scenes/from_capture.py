@@ -14,6 +14,7 @@ from ..objects.asset import ObjectAsset, safe_name
 from .builder import HANDS, build_scene
 
 CODE_HANDS = ("parallel_jaw", "three_finger")  # rebuilt by name (``capture_hand``)
+HANDS_MODULE = "surrogate.scenes.hands"  # a capture's ``hand.model`` when this package built its hand (the rig)
 
 
 def asset_from_spec(spec) -> ObjectAsset:
@@ -78,8 +79,8 @@ def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: s
 
 def capture_hand(meta):
     """The hand a capture dataset names, for ``build_scene``: ``none``; one of the two hands this package writes in
-    code (``parallel_jaw``, ``three_finger``: rebuilt exactly by their builders; an MJCF round trip rounds to 6
-    digits); otherwise the robot its MJCF describes (``hand.mjcf`` and ``hand.description``: a ``HandModel``, e.g. the
+    code (``parallel_jaw``, ``three_finger``, as this package built them, ``hand.model`` ``HANDS_MODULE``: rebuilt
+    exactly by their builders; an MJCF round trip rounds to 6 digits); otherwise the robot its MJCF describes (``hand.mjcf`` and ``hand.description``: a ``HandModel``, e.g. the
     rig's Jaco, or another robot's imported captures); a hand this package builds (``HANDS``) without an MJCF, by
     name.
 
@@ -87,8 +88,8 @@ def capture_hand(meta):
       ConfigError: a hand that is neither, or an MJCF that does not build (``scenes.hand_model.load_hand_model``).
     """
     hand = meta.hand if isinstance(meta.hand, dict) else {}
-    name = hand.get("name") or "none"
-    if name == "none" or name in CODE_HANDS:
+    name = meta.hand_name or "none"
+    if name == "none" or (name in CODE_HANDS and (not hand.get("mjcf") or hand.get("model") == HANDS_MODULE)):
         return name
     if hand.get("mjcf"):
         from .hand_model import load_hand_model

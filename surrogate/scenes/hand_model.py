@@ -14,19 +14,16 @@ actuators and sensors; the scene builder adds the world, the table and the objec
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 from dataclasses import dataclass
 
 import mujoco
-import numpy as np
 
-from ..capture.robot import ROBOT_DIR, bundle
+from ..capture.robot import bundle, entry
 from ..errors import ConfigError
+from .hand_description import check_description, check_world_settings, info_from_json, info_json
 from .hand_parts import HandInfo
 from .hands import add_hand
-
-_ARRAYS = ("open_command", "closed_command", "grip_levers")
 
 
 @dataclass(frozen=True)
@@ -58,49 +55,20 @@ def hand_model(name: str, *, grip_force: float | None = None) -> HandModel:
     return HandModel(xml=xml, assets=assets, info=info)
 
 
-def info_json(info: HandInfo) -> dict:
-    """``HandInfo`` as JSON (arrays as lists)."""
-    d = dataclasses.asdict(info)
-    return {k: (np.asarray(v, dtype=float).tolist() if k in _ARRAYS else list(v) if isinstance(v, tuple) else v)
-            for k, v in d.items()}
-
-
-def info_from_json(d: dict, *, where: str = "hand.description") -> HandInfo:
-    """The ``HandInfo`` of ``info_json``'s dict; a missing or unknown field is an error naming it."""
-    if not isinstance(d, dict):
-        raise ConfigError(f"must be a mapping of the hand's names and dimensions, got {type(d).__name__}", key=where)
-    fields = {f.name: f for f in dataclasses.fields(HandInfo)}
-    unknown = sorted(set(d) - set(fields))
-    missing = sorted(k for k, f in fields.items() if k not in d and f.default is dataclasses.MISSING
-                     and f.default_factory is dataclasses.MISSING)
-    if unknown or missing:
-        raise ConfigError(f"unknown fields {unknown}, missing fields {missing}", key=where)
-    out = {}
-    for k, v in d.items():
-        if k in _ARRAYS:
-            out[k] = np.asarray(v, dtype=float)
-        elif isinstance(v, list):
-            out[k] = tuple(v)
-        else:
-            out[k] = v
-    return HandInfo(**out)
-
-
-def capture_entry(model: HandModel, *, folder: str = ROBOT_DIR) -> tuple[dict, dict]:
-    """(``DatasetMeta.hand``, ``DatasetMeta.robot_files``) describing ``model`` in a capture."""
-    name = model.info.name
-    mjcf = f"{folder}/{name}.xml"
-    files = {mjcf: model.xml.encode()} | {f"{folder}/{k}": v for k, v in model.assets.items()}
-    return {"name": name, "mjcf": mjcf, "description": info_json(model.info)}, files
+def capture_entry(model: HandModel) -> tuple[dict, dict]:
+    """(``DatasetMeta.hand``, ``DatasetMeta.robot_files``) describing ``model`` in a capture (``capture.robot.entry``)."""
+    return entry(model.info.name, model.xml, model.assets, info_json(model.info))
 
 
 def load_hand_model(hand: dict, files: dict, *, file=None) -> HandModel:
-    """The ``HandModel`` a capture describes: ``hand`` (its ``meta.hand``) and ``files`` (``meta.robot_files``: dataset
-    paths -> bytes). The meshes are the files beside the MJCF.
+    """The ``HandModel`` a capture describes: ``hand`` (its ``meta.hand``: ``name``, ``mjcf``, ``description``, whose
+    ``name`` may be left out: it is the hand's) and ``files`` (``meta.robot_files``: dataset paths -> bytes). The
+    asset files are the files beside the MJCF.
 
     Raises:
-      ConfigError: no ``mjcf`` or ``description``, an MJCF the dataset does not hold, or one MuJoCo cannot compile
-        (its message), naming the field.
+      ConfigError: an MJCF the dataset does not hold, one MuJoCo cannot compile (its message), one that changes the
+        world's settings, or a description that does not fit it (``hand_description.check_description``), naming
+        the field.
     """
     mjcf = hand.get("mjcf") if isinstance(hand, dict) else None
     if not isinstance(mjcf, str) or mjcf not in files:
@@ -108,19 +76,14 @@ def load_hand_model(hand: dict, files: dict, *, file=None) -> HandModel:
                           file=file, key="hand.mjcf")
     folder = posixpath.dirname(mjcf)
     assets = {posixpath.basename(p): b for p, b in files.items() if posixpath.dirname(p) == folder and p != mjcf}
-    model = HandModel(xml=files[mjcf].decode(), assets=assets,
-                      info=info_from_json(hand.get("description"), where="hand.description"))
+    desc = hand.get("description")
+    info = info_from_json({**desc, "name": hand.get("name")} if isinstance(desc, dict) else desc)
+    model = HandModel(xml=files[mjcf].decode(), assets=assets, info=info)
     try:
-        m = model.spec().compile()
+        spec = model.spec()
+        m = spec.compile()
     except ValueError as e:
         raise ConfigError(f"MuJoCo cannot build the hand's MJCF {mjcf}: {e}", file=file, key="hand.mjcf") from e
-    names = {"joint": model.info.joint_names, "actuator": model.info.actuator_names, "geom": model.info.hand_geom_names,
-             "site": model.info.pad_site_names, "body": (model.info.base_body,)}
-    for kind, wanted in names.items():
-        for n in wanted:
-            try:
-                getattr(m, kind)(n)
-            except KeyError:
-                raise ConfigError(f"the hand's description names {kind} {n!r}, which its MJCF {mjcf} lacks",
-                                  file=file, key="hand.description") from None
+    check_world_settings(spec, m, where=mjcf, file=file)
+    check_description(info, m, where=mjcf, file=file)
     return model

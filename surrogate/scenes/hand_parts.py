@@ -37,7 +37,7 @@ class HandInfo:
     """Names and scripted-grasp helpers of a hand in a scene.
 
     Attributes:
-      name: ``parallel_jaw`` or ``three_finger``.
+      name: ``parallel_jaw``, ``three_finger``, ``jaco`` (``scenes.jaco_hand``) or a robot a capture describes.
       base_body: name of the positioned base body.
       base_joint_names: (4,) ``hand_x, hand_y, hand_z, hand_yaw`` (m, m, m, rad).
       finger_joint_names: finger joints, in actuator order.

@@ -18,25 +18,23 @@ every contact of the object: with the table and with each finger. The arm's own 
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from ..errors import ConfigError
 from ..objects.asset import ObjectAsset
 from .builder import rotated_vertices, stable_quat
 from .hand_parts import add_position_actuator
+from .kinova import ASSETS_ENV, FINGER_RANGE, jaco_assets
+
+__all__ = ["ARM_JOINTS", "ASSETS_ENV", "FINGER_JOINTS", "FINGER_RANGE", "GRIP_SITE", "JacoScene", "TIP_SITES",
+           "jaco_assets", "jaco_spec"]
 from .object_body import add_object_body
 
-ASSETS_ENV = "SURROGATE_JACO_ASSETS"
 ARM_JOINTS = tuple(f"joint_{i}" for i in range(1, 7))
 FINGER_JOINTS = tuple(f"hand/finger_{i}" for i in range(1, 4))
-FINGER_RANGE = (0.15, 1.35)  # rad, the hand's joint range (jaco_hand.xml)
 GRIP_SITE = "hand/pinchsite"  # between the fingertips: the point a grasp centres on the object
 TIP_SITES = tuple(f"hand/tip_{i}" for i in range(1, 4))
 # dm_control's Jaco (entities/manipulators/kinova/jaco_arm.py): torque limits of the large and small joints (N m)
@@ -65,30 +63,6 @@ class JacoScene:
     finger_actuators: tuple[str, ...]
     object_pos: tuple[float, float, float]
     object_points: np.ndarray
-
-
-def jaco_assets(assets=None) -> Path:
-    """The folder holding ``jaco_arm.xml`` and ``jaco_hand.xml`` (module docstring: argument, environment, package).
-
-    Raises:
-      ConfigError: none found, saying how to get them.
-    """
-    if assets is None:
-        assets = os.environ.get(ASSETS_ENV) or None
-    if assets is None:
-        spec = importlib.util.find_spec("dm_control")  # a top-level package: found, not imported
-        if spec is not None and spec.submodule_search_locations:
-            assets = Path(next(iter(spec.submodule_search_locations))) / "third_party" / "kinova"
-    if assets is None:
-        raise ConfigError("the Jaco assets were not found: `pip install --no-deps dm-control` (the MJCF and meshes "
-                          f"of dm_control; its dependencies would replace mujoco-core), or set {ASSETS_ENV} to a folder "
-                          "with jaco_arm.xml and jaco_hand.xml", key="assets")
-    folder = Path(assets)
-    missing = [f for f in ("jaco_arm.xml", "jaco_hand.xml") if not (folder / f).is_file()]
-    if missing:
-        raise ConfigError(f"{folder}: no {', '.join(missing)} (expected dm_control's third_party/kinova folder)",
-                          key="assets")
-    return folder
 
 
 def jaco_spec(obj: ObjectAsset, *, assets=None, grip_torque: float = 1.5, timestep: float = 0.002,

@@ -18,7 +18,7 @@ rad, closing as it grows), the analytic contact parameters of the links (``commo
 Names: joints ``jaco/finger_{1,2,3}``, actuators ``act_finger_{1,2,3}``, pads ``pad_finger_{1,2,3}`` (sites
 ``pad_finger_{i}_site``, sensors ``ft_finger_{i}_force`` / ``_torque``), links ``jaco/link_6_main``,
 ``jaco/link_6_insert``, ``jaco/finger_knuckle_{i}``, ``jaco/finger_tip_{i}``. The assets are found as
-``scenes.jaco.jaco_assets`` finds them.
+``scenes.kinova.jaco_assets`` finds them.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from surrogate.scenes.hand_parts import (
     add_pad,
     add_position_actuator,
 )
-from surrogate.scenes.jaco import FINGER_RANGE, jaco_assets
+from surrogate.scenes.kinova import FINGER_RANGE, jaco_assets
 
 PREFIX = "jaco/"
 FINGERS = (1, 2, 3)
@@ -68,7 +68,7 @@ def add_jaco_hand(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_force:
     Args:
       spec: modified in place.
       grip_force: N, the fingertip force bound (each servo's torque bound is this times its lever).
-      assets: dm_control's kinova folder (``scenes.jaco.jaco_assets``).
+      assets: dm_control's kinova folder (``scenes.kinova.jaco_assets``).
     Raises:
       ConfigError: the assets are not found (saying how to get them).
     """
