@@ -136,7 +136,8 @@ def _robot_files(root: Path) -> dict:
     folder = root / "meta" / "robot"
     if not folder.is_dir():
         return {}
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink()}  # the dataset's own files, nothing a link points at
 
 
 def _objects_from_contact(contact: dict, path: Path) -> dict:

@@ -159,6 +159,7 @@ def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool) 
     for hand in hands:
         root = out if len(hands) == 1 else out / hand
         meta, writer, added = None, None, 0
+        described, robot_files = capture_entry(hand_model(hand))  # the hand's MJCF travels with its captures
         for plan in (p for p in plans if p.hand == hand):
             path = shard_path(parts, plan.index)
             if not path.is_file():
@@ -166,7 +167,6 @@ def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool) 
             try:
                 ep, extra = read_shard(path)
                 if writer is None:
-                    described, robot_files = capture_entry(hand_model(hand))  # the hand's MJCF travels with it
                     meta = DatasetMeta(
                         name=root.name, robot_type=hand, hand={**described, "model": HANDS_MODULE},
                         robot_files=robot_files,
