@@ -206,7 +206,10 @@ def test_jaco_rig_captures_train_and_score_end_to_end(tmp_path, monkeypatch, cap
                  "--set", "stages.prior.epochs=1", "--set", "model.corrections=false", "--set", "data.val_min=1",
                  "--set", "stages.closed_loop.episodes=1", "--set", "data.window_frames=16"]) == 0
     card = json.loads((work / "export" / "card.json").read_text())
-    assert card["data"]["contact_groups"]["body"]["hand"] == "jaco"
+    body = card["data"]["contact_groups"]["body"]
+    assert body["hand"] == "jaco" and body["units"] == "si"  # what the pad law assumes: the hand, its pads, units
+    assert body["pad_material"].startswith("the capture rig's elastomer fingertip pad") and "pulp_stiffening" in \
+        body["pad_material"]
     capsys.readouterr()
     assert main(["bench", "rig-grasp-small", "--checkpoint", str(work / "export"), "--test-data", str(test),
                  "--out", str(tmp_path / "bench"), "--no-video", "--set", "workers=0",

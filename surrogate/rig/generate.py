@@ -154,12 +154,21 @@ def load_objects(objects: str) -> tuple[list, str]:
     return objs, key
 
 
-def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool) -> None:
+def pad_material(cfg: dict) -> str:
+    """What the rig's pads are, for a capture's ``hand.pad_material`` (a checkpoint's card carries it: a pad law says
+    what it was fitted on)."""
+    on = sorted(k for k, e in (cfg.get("effects") or {}).items() if isinstance(e, dict) and e.get("enabled"))
+    return (f"the capture rig's elastomer fingertip pad, 2 x 2 cm x 5 mm (rig config sha256 {config_hash(cfg)[:12]}; "
+            f"effects on: {', '.join(on) or 'none'})")
+
+
+def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool, material: str) -> None:
     """Write one dataset per hand from the shards, in episode order."""
     for hand in hands:
         root = out if len(hands) == 1 else out / hand
         meta, writer, added = None, None, 0
         described, robot_files = capture_entry(hand_model(hand))  # the hand's MJCF travels with its captures
+        described["pad_material"] = material
         for plan in (p for p in plans if p.hand == hand):
             path = shard_path(parts, plan.index)
             if not path.is_file():
@@ -310,7 +319,7 @@ def _generate(config_path, *, objects, episodes, out: Path, workers, seed, backe
 
     if len(hands) > 1:
         out.mkdir(parents=True, exist_ok=overwrite)
-    _assemble(out, parts, plans, hands, report, overwrite=overwrite)
+    _assemble(out, parts, plans, hands, report, overwrite=overwrite, material=pad_material(cfg))
     if not report.datasets:
         reasons = "; ".join(f"episode {s['index']}: {s['reason']}" for s in report.skipped[:3])
         raise CaptureError(f"no episode succeeded ({reasons})", file=out)

@@ -33,6 +33,8 @@ def contact_groups_of(meta, *, units: dict) -> dict:
         body = {"trained": True, "hand": str(hand.get("name")),
                 "against": f"the pads of hand {hand.get('name')!r} ({hand.get('model')}) in the captures {meta.name!r}",
                 "units": units["body"]}
+        if hand.get("pad_material"):  # what the captures say their pads are (the rig: its elastomer and config)
+            body["pad_material"] = str(hand["pad_material"])
     return {"surface": surface, "body": body}
 
 
@@ -65,7 +67,8 @@ def check_contact_groups(groups: dict | None, scene, roles, *, untrained: str = 
     body = groups.get("body") or {}
     hand = (getattr(scene, "meta", None) or {}).get("hand")
     if "body" in used and body.get("trained") and body.get("hand") and hand != body["hand"]:
-        warnings.warn(f"{source}: its pad law was fitted against {body.get('against')}; here it acts on "
-                      f"{'hand ' + repr(hand) if hand else 'the geoms of a model it did not see'} "
+        material = body.get("pad_material") or "a pad material the captures did not state"
+        warnings.warn(f"{source}: its pad law was fitted against {body.get('against')} ({material}); here it acts "
+                      f"on {'hand ' + repr(hand) if hand else 'the geoms of a model it did not see'} "
                       f"({body.get('units')} units: a material's law, valid as far as the materials are alike)",
                       SurrogateWarning, stacklevel=3)
