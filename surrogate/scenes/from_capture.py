@@ -79,10 +79,10 @@ def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: s
 
 def capture_hand(meta):
     """The hand a capture dataset names, for ``build_scene``: ``none``; one of the two hands this package writes in
-    code (``parallel_jaw``, ``three_finger``, as this package built them, ``hand.model`` ``HANDS_MODULE``: rebuilt
-    exactly by their builders; an MJCF round trip rounds to 6 digits); otherwise the robot its MJCF describes (``hand.mjcf`` and ``hand.description``: a ``HandModel``, e.g. the
-    rig's Jaco, or another robot's imported captures); a hand this package builds (``HANDS``) without an MJCF, by
-    name.
+    code (``parallel_jaw``, ``three_finger``) as this package built them (``hand.model`` is ``HANDS_MODULE``),
+    rebuilt exactly by their builders (an MJCF round trip rounds to 6 digits); otherwise the robot its MJCF
+    describes (``hand.mjcf`` and ``hand.description``: a ``HandModel``, e.g. the rig's Jaco, or another robot's
+    imported captures); without an MJCF, a hand this package builds (``HANDS``), by name.
 
     Raises:
       ConfigError: a hand that is neither, or an MJCF that does not build (``scenes.hand_model.load_hand_model``).
