@@ -56,8 +56,12 @@ def test_scripted_policy_on_the_rig_records_a_capture(tmp_path):
     assert res["lifted"][0] and res["success"][0]  # the rig's box, 1.6 s: approach, close, settle, lift
     eps = venv.captures(policy.hold_start, policy="scripted grasp")
     write_dataset(tmp_path / "cap", eps, venv.capture_meta())
-    back = read_dataset(tmp_path / "cap", include_truth=True).episodes
+    cap = read_dataset(tmp_path / "cap", include_truth=True)
+    back = cap.episodes
     assert len(back) == 1
+    # the closed-loop capture carries its hand as the rig's generator writes it (MJCF, description, pad material)
+    assert cap.meta.hand["mjcf"] == "meta/robot/parallel_jaw.xml" and cap.meta.hand["model"] == "surrogate.scenes.hands"
+    assert cap.meta.hand["pad_material"].startswith("the capture rig's elastomer fingertip pad")
     ep = back[0]
     assert ep.provenance.real is False
     assert ep.provenance.generator["closed_loop"]["stand_in_for_hardware"] is True

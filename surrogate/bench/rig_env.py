@@ -38,6 +38,7 @@ from ..envs.grasp import GraspVectorEnv, _seed_list
 from ..envs.physics import arrays_of_datas
 from ..errors import ConfigError
 from ..rig.config import load_rig_config, recorder_rate_hz, validate_rig_config
+from ..rig.generate import hand_entry
 from ..rig.physics import RigPhysics
 from ..rig.recorder import record, recorder_rng
 from ..rig.recorder_config import validate_recorder_config
@@ -205,8 +206,8 @@ class RigGraspVectorEnv(GraspVectorEnv):
         """The ``DatasetMeta`` to write ``captures()`` with (``capture.write_dataset``)."""
         t, rc = self.task, validate_recorder_config(self.rig_cfg.get("recorder"))
         sensors = [n[: -len("_force")] for n in t.hand.sensor_names[::2]]
-        return DatasetMeta(name=name, robot_type=t.hand.name,
-                           hand={"name": t.hand.name, "model": "surrogate.scenes.hands"},
+        hand, robot_files = hand_entry(t.hand.name, self.rig_cfg)  # as the rig's generator writes it
+        return DatasetMeta(name=name, robot_type=t.hand.name, hand=hand, robot_files=robot_files,
                            joint_names=list(t.hand.joint_names),
                            wrench_sensors=sensors if rc["wrench"]["enabled"] else None,
                            tactile_unit="N" if rc["tactile"]["enabled"] else None,

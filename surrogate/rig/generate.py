@@ -162,13 +162,19 @@ def pad_material(cfg: dict) -> str:
             f"effects on: {', '.join(on) or 'none'})")
 
 
-def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool, material: str) -> None:
+def hand_entry(hand: str, cfg: dict) -> tuple[dict, dict]:
+    """(``DatasetMeta.hand``, ``DatasetMeta.robot_files``) of the rig's captures with ``hand``: its MJCF, meshes and
+    description (``scenes.hand_model``), built by this package (``HANDS_MODULE``), its pads' material."""
+    described, files = capture_entry(hand_model(hand))
+    return {**described, "model": HANDS_MODULE, "pad_material": pad_material(cfg)}, files
+
+
+def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool, cfg: dict) -> None:
     """Write one dataset per hand from the shards, in episode order."""
     for hand in hands:
         root = out if len(hands) == 1 else out / hand
         meta, writer, added = None, None, 0
-        described, robot_files = capture_entry(hand_model(hand))  # the hand's MJCF travels with its captures
-        described["pad_material"] = material
+        described, robot_files = hand_entry(hand, cfg)  # the hand's MJCF travels with its captures
         for plan in (p for p in plans if p.hand == hand):
             path = shard_path(parts, plan.index)
             if not path.is_file():
@@ -177,7 +183,7 @@ def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool, 
                 ep, extra = read_shard(path)
                 if writer is None:
                     meta = DatasetMeta(
-                        name=root.name, robot_type=hand, hand={**described, "model": HANDS_MODULE},
+                        name=root.name, robot_type=hand, hand=described,
                         robot_files=robot_files,
                         joint_names=list(extra["joint_names"]),
                         wrench_sensors=list(extra["sensor_names"]) if ep.wrench is not None else None,
@@ -319,7 +325,7 @@ def _generate(config_path, *, objects, episodes, out: Path, workers, seed, backe
 
     if len(hands) > 1:
         out.mkdir(parents=True, exist_ok=overwrite)
-    _assemble(out, parts, plans, hands, report, overwrite=overwrite, material=pad_material(cfg))
+    _assemble(out, parts, plans, hands, report, overwrite=overwrite, cfg=cfg)
     if not report.datasets:
         reasons = "; ".join(f"episode {s['index']}: {s['reason']}" for s in report.skipped[:3])
         raise CaptureError(f"no episode succeeded ({reasons})", file=out)
