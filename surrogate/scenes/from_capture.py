@@ -12,6 +12,7 @@ import trimesh
 from ..errors import ConfigError
 from ..objects.asset import ObjectAsset, safe_name
 from .builder import HANDS, build_scene
+from .hand_model import load_hand_model
 
 CODE_HANDS = ("parallel_jaw", "three_finger")  # rebuilt by name (``capture_hand``)
 HANDS_MODULE = "surrogate.scenes.hands"  # a capture's ``hand.model`` when this package built its hand (the rig)
@@ -92,8 +93,6 @@ def capture_hand(meta):
     if name == "none" or (name in CODE_HANDS and (not hand.get("mjcf") or hand.get("model") == HANDS_MODULE)):
         return name
     if hand.get("mjcf"):
-        from .hand_model import load_hand_model
-
         return load_hand_model(hand, meta.robot_files)
     if name in HANDS:  # a hand this package builds, without its MJCF (jaco: with dm_control's assets installed)
         return name

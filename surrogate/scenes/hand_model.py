@@ -14,6 +14,8 @@ actuators and sensors; the scene builder adds the world, the table and the objec
 
 from __future__ import annotations
 
+import functools
+import json
 import posixpath
 from dataclasses import dataclass
 
@@ -74,6 +76,15 @@ def load_hand_model(hand: dict, files: dict, *, file=None) -> HandModel:
     if not isinstance(mjcf, str) or mjcf not in files:
         raise ConfigError(f"the dataset holds no MJCF of its hand at {mjcf!r} (files: {sorted(files)[:5]})",
                           file=file, key="hand.mjcf")
+    # Every episode's scene asks for its dataset's hand: compiled and checked once per hand and files (exact key)
+    return _load(json.dumps(hand, sort_keys=True, default=str), tuple(sorted(files.items())), file)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(hand_json: str, files: tuple, file) -> HandModel:
+    """``load_hand_model`` of a hand (as JSON) and its files (sorted (path, bytes) pairs)."""
+    hand, files = json.loads(hand_json), dict(files)
+    mjcf = hand["mjcf"]
     folder = posixpath.dirname(mjcf)
     assets = {posixpath.basename(p): b for p, b in files.items() if posixpath.dirname(p) == folder and p != mjcf}
     desc = hand.get("description")

@@ -73,6 +73,8 @@ def add_jaco_hand(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_force:
       ConfigError: the assets are not found (saying how to get them).
     """
     folder = jaco_assets(assets)
+    geo = _open_geometry(str(folder))
+    levers = geo["lever"] * np.array(_LEVER_SCALE)
     padded = _hand_with_pads(spec, add_base(spec, base_pos), folder)
     acts, joints, pads, sites, sensors = [], [], [], [], []
     for i, (pad, site, fs, ts) in zip(FINGERS, padded):
@@ -81,15 +83,13 @@ def add_jaco_hand(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_force:
         jnt.armature, jnt.frictionloss = _ARMATURE, 0.0
         jnt.damping = np.zeros(len(jnt.damping))  # (MuJoCo 4: the damping polynomial's coefficients)
         act = f"act_finger_{i}"
-        lever = _lever(str(folder)) * _LEVER_SCALE[i - 1]
-        add_position_actuator(spec, act, joint, kp=_KP * _LEVER_SCALE[i - 1], force=grip_force * lever,
+        add_position_actuator(spec, act, joint, kp=_KP * _LEVER_SCALE[i - 1], force=grip_force * levers[i - 1],
                               ctrlrange=FINGER_RANGE)
         acts.append(act)
         joints.append(joint)
         pads.append(pad)
         sites.append(site)
         sensors += [fs, ts]
-    geo = _open_geometry(str(folder))
     links = tuple(f"{PREFIX}{g}" for g in ("link_6_main", "link_6_insert")) + tuple(
         f"{PREFIX}finger_{k}_{i}" for i in FINGERS for k in ("knuckle", "tip"))
     bodies = (BASE_BODY, f"{PREFIX}hand") + tuple(
@@ -98,7 +98,7 @@ def add_jaco_hand(spec: mujoco.MjSpec, *, base_pos: Sequence[float], grip_force:
                     base_actuator_names=tuple(f"act_{j}" for j in BASE_JOINTS), finger_actuator_names=tuple(acts),
                     pad_geom_names=tuple(pads), pad_site_names=tuple(sites), link_geom_names=links,
                     sensor_names=tuple(sensors), open_command=np.full(3, _OPEN), closed_command=np.full(3, FINGER_RANGE[1]),
-                    grip_levers=_lever(str(folder)) * np.array(_LEVER_SCALE), grip_force=float(grip_force),
+                    grip_levers=levers, grip_force=float(grip_force),
                     max_opening=geo["max_opening"], pad_depth=geo["pad_depth"], finger_depth=geo["finger_depth"],
                     bodies=bodies, finger_angles=geo["finger_angles"], closes_across=True)
 
@@ -129,20 +129,13 @@ def _attach(spec: mujoco.MjSpec, base, folder) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _lever(folder: str) -> float:
-    """m, finger joint axis to the pad centre (the same for the three fingers)."""
-    m, d = _open_hand(folder)
-    j = m.joint(f"{PREFIX}finger_1")
-    axis, anchor = d.xaxis[j.id], d.xanchor[j.id]
-    r = d.site_xpos[m.site("pad_finger_1_site").id] - anchor
-    return float(np.linalg.norm(r - (r @ axis) * axis))
-
-
-@functools.lru_cache(maxsize=4)
 def _open_geometry(folder: str) -> dict:
     """The open hand's dimensions ``HandInfo`` needs (base at the origin): the opening between the pads, how far below
-    the base the pad centres and the lowest point are, and the direction of each pad from the base axis."""
+    the base the pad centres and the lowest point are, the direction of each pad from the base axis, and the lever
+    (m) from a finger's joint axis to its pad centre (the same for the three fingers)."""
     m, d = _open_hand(folder)
+    j = m.joint(f"{PREFIX}finger_1")
+    axis, r = d.xaxis[j.id], d.site_xpos[m.site("pad_finger_1_site").id] - d.xanchor[j.id]
     pads = [m.geom(f"pad_finger_{i}").id for i in FINGERS]
     xy = d.geom_xpos[pads][:, :2]
     faces = []  # each pad face's distance from the base axis, horizontally
@@ -151,7 +144,8 @@ def _open_geometry(folder: str) -> dict:
         faces.append(np.linalg.norm(p + PAD_HALF[0] * normal[:2]))
     low = min(_lowest(m, d, g) for g in range(m.ngeom) if m.geom_bodyid[g] != 0)
     return {"max_opening": 2.0 * float(min(faces)), "pad_depth": float(-d.geom_xpos[pads][:, 2].mean()),
-            "finger_depth": float(-low), "finger_angles": tuple(float(np.arctan2(p[1], p[0])) for p in xy)}
+            "finger_depth": float(-low), "finger_angles": tuple(float(np.arctan2(p[1], p[0])) for p in xy),
+            "lever": float(np.linalg.norm(r - (r @ axis) * axis))}
 
 
 def _open_hand(folder: str):
