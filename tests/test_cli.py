@@ -92,7 +92,9 @@ def test_quickstart_runs_every_stage(tmp_path):
     args = ["quickstart", "--out", str(tmp_path / "qs"), "--rig-episodes", "5", "--epochs", "1", "--workers", "0"]
     assert main(args + [f"--set={o}" for o in tiny] + [f"--rig-set={o}" for o in rig_tiny]) == 0
     s = json.loads((tmp_path / "qs" / "summary.json").read_text())
-    assert {"contactnets", "objects", "scenes", "rig", "train", "bench_rig_grasp", "bench_cube_real"} <= set(s)
+    stages = {"contactnets", "objects", "scenes", "rig", "train", "bench_rig_grasp", "bench_cube_real"}
+    assert stages <= set(s) and set(s["stage_wall_s"]) == stages  # each stage's wall time, where the minutes go
+    assert sum(s["stage_wall_s"].values()) <= s["wall_s"] + 1.0 and all(t >= 0 for t in s["stage_wall_s"].values())
     assert s["rig"]["episodes"] == 5 and s["train"]["epochs"] == 1
     assert s["bench_rig_grasp"]["verdict"] in ("supported", "falsified", "tie")
     led = json.loads((tmp_path / "qs" / "bench_rig_grasp" / "ledger.json").read_text())

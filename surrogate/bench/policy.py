@@ -1,6 +1,6 @@
 """Suite ``policy``: the scripted grasp policy on held-out objects, under analytic and learned contact.
 
-The Gymnasium grasp environment (``ContactSurrogate/GripperGrasp-v0`` or ``HandGrasp-v0``) runs
+The Gymnasium grasp environment (``ContactSurrogate/GripperGrasp-v0``, ``HandGrasp-v0`` or ``JacoGrasp-v0``) runs
 ``policies.ScriptedGraspPolicy`` closed loop on every object of the suite's split, ``poses``
 randomized object poses each (one batched vector env per object), once with MuJoCo's analytic
 contact (nominal parameters, and the identified ones when a ``rig-grasp`` ledger is given) and

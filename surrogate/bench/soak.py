@@ -37,7 +37,7 @@ def soak(checkpoint, objects, *, steps: int = 1000, hand: str = "parallel_jaw", 
       objects: ``ObjectAsset`` list (e.g. ``load_split("heldout")``).
       steps: environment steps per rollout, each ``control_dt`` s of physics (default 4 ms = 2 physics
         steps: 1000 steps = 4 s, approach, close, lift and about 2 s of hold).
-      hand: ``parallel_jaw`` or ``three_finger``.
+      hand: ``parallel_jaw``, ``three_finger`` or ``jaco`` (``envs.task.HANDS``).
       n_envs: copies per object (batched together).
       contact: ``surrogate`` or ``analytic`` (the same rollouts under MuJoCo's contact, to tell
         the policy's failures from the surrogate's).

@@ -4,6 +4,8 @@ Importing this package registers (``gymnasium.make`` / ``gymnasium.make_vec``)::
 
     ContactSurrogate/GripperGrasp-v0   parallel-jaw gripper
     ContactSurrogate/HandGrasp-v0      three-finger hand
+    ContactSurrogate/JacoGrasp-v0      the Kinova Jaco three-finger hand (dm_control's model and meshes:
+                                       ``pip install --no-deps dm-control``), on the rig's positioned base
 
 Gymnasium 1.x loads no plugins (entry points) on its own, so a bare id needs this package
 imported first. Gymnasium's ``"module:EnvId"`` form imports the module itself, so this works in
@@ -21,7 +23,8 @@ import gymnasium as gym
 
 from surrogate.envs.grasp import HANDS, GraspEnv, GraspTask, GraspVectorEnv, resolve_object
 
-ENV_IDS = {"ContactSurrogate/GripperGrasp-v0": "parallel_jaw", "ContactSurrogate/HandGrasp-v0": "three_finger"}
+ENV_IDS = {"ContactSurrogate/GripperGrasp-v0": "parallel_jaw", "ContactSurrogate/HandGrasp-v0": "three_finger",
+           "ContactSurrogate/JacoGrasp-v0": "jaco"}
 MAX_EPISODE_STEPS = 150  # 3 s at the default control_dt of 20 ms
 
 
