@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import SurrogateError
+from .hand_names import GRASPING_HANDS, HANDS
 
 
 def _cmd_import_contactnets(a):
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=int, default=0, help="run seed; episode i uses SeedSequence(seed, i) (default 0)")
     c.add_argument("--backend", default="process", choices=["process", "ray"],
                    help="local processes or a local Ray instance (default process)")
-    c.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger", "jaco", "both"],
+    c.add_argument("--hand", default="parallel_jaw", choices=[*GRASPING_HANDS, "both"],
                    help="hand model (jaco: the Kinova hand, dm_control's assets); both alternates the first two and "
                         "writes one dataset per hand under --out (default parallel_jaw)")
     c.add_argument("--duration", type=float, default=None, help="episode length in s (default: the config's script.duration)")
@@ -201,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--train-objects", default="train", help="objects MuJoCo is identified on (default train)")
     c.add_argument("--episodes", type=int, default=6, help="test grasps per hand and variant (default 6)")
     c.add_argument("--train-episodes", type=int, default=3, help="identification grasps per hand and variant (default 3)")
-    c.add_argument("--hand", default="both", choices=["parallel_jaw", "three_finger", "jaco", "both"],
+    c.add_argument("--hand", default="both", choices=[*GRASPING_HANDS, "both"],
                    help="hands (both: the first two; default both)")
     c.add_argument("--duration", type=float, default=4.0, help="grasp length in s (default 4.0)")
     c.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
@@ -227,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--family", help="procedural family (default: first object of --split)")
     c.add_argument("--seed", type=int, default=0, help="seed of the procedural family (default 0)")
     c.add_argument("--split", default="train", help="split whose first object is used without --family (default train)")
-    c.add_argument("--hand", default="parallel_jaw", choices=["none", "parallel_jaw", "three_finger", "jaco"],
+    c.add_argument("--hand", default="parallel_jaw", choices=list(HANDS),
                    help="hand model, or none (default parallel_jaw)")
     c.add_argument("--setting", default="table", choices=["table", "ground"],
                    help="object on a table or on a ground plane (default table)")
@@ -317,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default="runs/quickstart", help="output folder (default runs/quickstart; replaced)")
     c.add_argument("--rig-episodes", type=int, default=60, help="grasp episodes the rig generates for training (default 60)")
     c.add_argument("--epochs", type=int, default=1, help="epochs of the surrogate's prior law (default 1; then one of its network corrections)")
-    c.add_argument("--workers", type=int, default=2, help="parallel workers for generation (default 2)")
+    c.add_argument("--workers", type=int, default=2, help="parallel workers for generation and the benchmarks' tasks "
+                                                           "(processes; default 2)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a value of the cube-real-small suite")
     c.add_argument("--rig-set", action="append", metavar="KEY=VALUE", help="override a value of the rig-grasp-small suite")
     c.add_argument("--verbose", action="store_true", help="show every third-party warning (MuJoCo, trimesh, Lightning)")

@@ -283,3 +283,18 @@ def test_three_finger_lifts_a_cylinder():
     dz, d = _grasp_and_lift(s)
     assert dz > 0.07
     assert len(owned_contacts(s.model, d, s, role="pad-object")) >= 3
+
+
+def test_every_hand_list_is_the_one_list_of_hand_names():
+    """The scenes, the rig (its grasp types and ``both``), the environments and a capture's code hands all read
+    ``hand_names``; a hand added there is a hand everywhere."""
+    from surrogate import hand_names
+    from surrogate.envs.task import HANDS as ENV_HANDS
+    from surrogate.rig.plan import HANDS as BOTH
+    from surrogate.rig.plan import RIG_HANDS
+    from surrogate.rig.scripts import GRASP_TYPES
+    from surrogate.scenes.from_capture import CODE_HANDS
+
+    assert HANDS == hand_names.HANDS == ("none", *hand_names.GRASPING_HANDS)
+    assert ENV_HANDS == RIG_HANDS == tuple(GRASP_TYPES) == hand_names.GRASPING_HANDS
+    assert BOTH == CODE_HANDS == hand_names.CODE_HANDS

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..capture import read_dataset
+from ..hand_names import CODE_HANDS
 from ..rig.config import effect_names, load_rig_config, with_effects
 from ..rig.generate import generate
 from ..suites import load_suite
@@ -40,7 +41,7 @@ from .rig_scoring import EpisodeScorer
 
 log = logging.getLogger(__name__)
 
-HANDS = ("parallel_jaw", "three_finger")
+HANDS = CODE_HANDS  # ``hand="both"``
 SPLITS = ("train", "test")
 
 

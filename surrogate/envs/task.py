@@ -21,13 +21,12 @@ from ..model.law import cross
 from ..objects import ObjectAsset, load_mesh_object, load_split, make_object
 from ..paths import release_checkpoint
 from ..quat import quat_conj, quat_mul
-from ..scenes import HANDS as SCENE_HANDS
-from ..scenes import TABLE_HEIGHT, build_scene
+from ..scenes import GRASPING_HANDS, TABLE_HEIGHT, build_scene
 from ..scenes.builder import TABLE_HALF
 from ..sim.stepper import CONTACT_MODES, Stepper
 from .physics import CopiesPhysics, DataPhysics, EnvArrays, Ids
 
-HANDS = tuple(h for h in SCENE_HANDS if h != "none")  # every hand a scene builds (jaco: dm_control's Kinova hand)
+HANDS = GRASPING_HANDS  # every hand a scene builds (jaco: dm_control's Kinova hand)
 DEFAULT_RELEASE = "rig_default"  # the checkpoint contact="surrogate" loads when none is given
 
 _DROP_BAND = 0.005  # m: a lifted object back within this of its rest height is dropped

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HANDS = ("parallel_jaw", "three_finger")  # the two ``hand="both"`` alternates
-RIG_HANDS = (*HANDS, "jaco")  # every hand the rig grasps with (jaco: dm_control's Kinova hand, ``scenes.jaco_hand``)
+from ..hand_names import CODE_HANDS, GRASPING_HANDS
+
+HANDS = CODE_HANDS  # the two ``hand="both"`` alternates
+RIG_HANDS = GRASPING_HANDS  # every hand the rig grasps with (jaco: dm_control's Kinova hand, ``scenes.jaco_hand``)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,16 @@ the ground, and the contact pairs an external contact model owns.
 See ``scene`` for how the switch works in MuJoCo 4.0 (pair margin and gap).
 """
 
-from surrogate.scenes.builder import CONES, HANDS, SETTINGS, TABLE_HEIGHT, build_scene, stable_quat
+from surrogate.scenes.builder import (
+    CODE_HANDS,
+    CONES,
+    GRASPING_HANDS,
+    HANDS,
+    SETTINGS,
+    TABLE_HEIGHT,
+    build_scene,
+    stable_quat,
+)
 from surrogate.scenes.from_model import scene_from_model
 from surrogate.scenes.hands import (
     BASE_JOINTS,
@@ -38,7 +47,7 @@ from surrogate.scenes.scene import (
 )
 
 __all__ = [
-    "ANALYTIC_PREFIX", "BASE_JOINTS", "CONES", "HANDS", "HAND_BUILDERS", "MODES", "OBJECT_BODY", "OBJECT_JOINT",
+    "ANALYTIC_PREFIX", "BASE_JOINTS", "CODE_HANDS", "CONES", "GRASPING_HANDS", "HANDS", "HAND_BUILDERS", "MODES", "OBJECT_BODY", "OBJECT_JOINT",
     "OWNED_PREFIX", "ROLES", "SETTINGS", "TABLE_HEIGHT", "HandInfo", "Scene", "actuator_ids", "add_hand",
     "add_object_body", "add_parallel_jaw", "add_three_finger", "build_scene", "contact_modes",
     "contact_pair_index", "contact_roles", "hand_ctrl", "owned_contacts", "piece_geom_name", "scene_from_model",

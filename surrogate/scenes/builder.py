@@ -11,6 +11,7 @@ import mujoco
 import numpy as np
 
 from surrogate.errors import ConfigError
+from surrogate.hand_names import CODE_HANDS, GRASPING_HANDS, HANDS  # noqa: F401  (re-exported)
 from surrogate.objects.asset import ObjectAsset
 from surrogate.scenes.articulated_body import add_articulated_body, articulation_meta, articulation_of
 from surrogate.scenes.hand_model import HandModel
@@ -19,7 +20,6 @@ from surrogate.scenes.object_body import OBJECT_BODY, OBJECT_JOINT, add_object_b
 from surrogate.scenes.scene import ANALYTIC_PREFIX, MODES, OWNED_PREFIX, Scene, set_contact_mode, sorted_pair_keys
 
 SETTINGS = ("table", "ground")
-HANDS = ("none", "parallel_jaw", "three_finger", "jaco")
 CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
 
 TABLE_HEIGHT = 0.4  # m, top surface of the table

@@ -11,10 +11,9 @@ import trimesh
 
 from ..errors import ConfigError
 from ..objects.asset import ObjectAsset, safe_name
-from .builder import HANDS, build_scene
+from .builder import CODE_HANDS, HANDS, build_scene  # CODE_HANDS: rebuilt by name (``capture_hand``)
 from .hand_model import load_hand_model
 
-CODE_HANDS = ("parallel_jaw", "three_finger")  # rebuilt by name (``capture_hand``)
 HANDS_MODULE = "surrogate.scenes.hands"  # a capture's ``hand.model`` when this package built its hand (the rig)
 
 
