@@ -260,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--ledger", help="ledger.json of a `surrogate bench` run (or its --out folder): render one of its test episodes")
     src.add_argument("--suite", help="a suite name or YAML (with --episode and --checkpoint): render a test episode without a ledger "
                                      "(the analytic panel is then nominal MuJoCo)")
-    src.add_argument("--env", help="a Gymnasium id (ContactSurrogate/GripperGrasp-v0, HandGrasp-v0, JacoGrasp-v0): "
+    src.add_argument("--env", help="a Gymnasium id (ContactSurrogate/GripperGrasp-v0, ContactSurrogate/HandGrasp-v0, "
+                                   "ContactSurrogate/JacoGrasp-v0): "
                                    "scripted-grasp rollouts, analytic / surrogate")
     pick = c.add_mutually_exclusive_group()
     pick.add_argument("--episode", help="the episode id (rig-grasp: SET/ID, or an ID unique across the test sets)")

@@ -30,6 +30,22 @@ from surrogate.paths import shared_data_dir
 SHARED = shared_data_dir()
 
 
+def _jaco_assets_missing() -> str | None:
+    from surrogate.errors import ConfigError
+    from surrogate.scenes.kinova import jaco_assets
+
+    try:
+        jaco_assets()
+    except ConfigError as e:  # pragma: no cover - the README's test command installs them
+        return str(e)
+    return None
+
+
+# a test of dm_control's Kinova Jaco hand; it says plainly that it did not run without the assets
+needs_jaco = pytest.mark.skipif(_jaco_assets_missing() is not None,
+                                reason="no Jaco assets (pip install --no-deps dm-control)")
+
+
 def needs_shared(sub: str):
     """Mark a test that reads ``<shared data>/<sub>``; it says plainly that it did not run without it."""
     return pytest.mark.skipif(not (SHARED / sub).exists(),

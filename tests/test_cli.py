@@ -105,3 +105,23 @@ def test_quickstart_runs_every_stage(tmp_path):
         assert (tmp_path / "qs" / "bench_cube_real" / "ledger.json").exists()
     assert s["scenes"] and all(r["settled"] for r in s["scenes"])
     assert {"train", "heldout"} <= set(s["objects"])
+
+
+@pytest.mark.parametrize("workers, expected", [(2, {"backend": "process", "workers": 2}), (1, {}), (0, {})])
+def test_the_main_jobs_benchmarks_run_their_tasks_on_its_worker_processes(tmp_path, monkeypatch, workers, expected):
+    """``quickstart --workers N`` (N > 1) runs each benchmark's tasks on N processes (``--backend process``, whose
+    ledgers equal a local run's: ``tests/test_bench_backends.py``); 0 or 1 keeps them in this process."""
+    import surrogate.bench.run as run
+    from surrogate import quickstart
+
+    seen = []
+
+    def run_suite(suite, **kw):
+        seen.append(kw)
+        return {"result": {"verdict": "tie", "detail": "-"}, "wall_s": 0.0}
+
+    monkeypatch.setattr(run, "run_suite", run_suite)
+    monkeypatch.setattr(run, "summary_lines", lambda ledger: [])
+    quickstart.rig_benchmark(tmp_path, "ckpt", ["x=1"], workers)
+    assert len(seen) == 1 and {k: seen[0][k] for k in ("backend", "workers") if k in seen[0]} == expected
+    assert seen[0]["overrides"] == ["x=1"] and seen[0]["checkpoint"] == "ckpt"

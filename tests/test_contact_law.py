@@ -20,7 +20,7 @@ from surrogate.scenes import build_scene
 from surrogate.sim import Stepper, step
 from surrogate.sim.twin import Twin
 
-from .conftest import SHARED, needs_shared
+from .conftest import SHARED, needs_jaco, needs_shared
 
 torch.set_num_threads(1)
 CUBE = dict(stiffness=150.0, damping=2.0, friction=0.2, slip_eps=1e-3)
@@ -525,7 +525,8 @@ def test_static_kinetic_law_checkpoint_roundtrip_and_prior_checks(tmp_path):
 
 
 # -- the released rig surrogate in closed loop ----------------------------------------------------
-@pytest.mark.parametrize("env_id", ["ContactSurrogate/GripperGrasp-v0", "ContactSurrogate/HandGrasp-v0"])
+@pytest.mark.parametrize("env_id", ["ContactSurrogate/GripperGrasp-v0", "ContactSurrogate/HandGrasp-v0",
+                                    pytest.param("ContactSurrogate/JacoGrasp-v0", marks=needs_jaco)])
 @pytest.mark.parametrize("family", ["box", "cylinder", "capsule"])
 def test_released_rig_surrogate_leaves_an_untouched_object_at_rest(env_id, family):
     """The hand held still above the table for 60 env steps (1.2 s): the object moves < 2 mm."""

@@ -1,6 +1,7 @@
 """The Kinova Jaco hand as a Gymnasium environment (``ContactSurrogate/JacoGrasp-v0``): made by id, Gymnasium's own
-checker, copies that equal separate ``MjData``, an untouched object at rest under the learned contact, and the scripted
-grasp lifting an object under both contacts. Skipped, saying so, without dm_control's Jaco assets."""
+checker, copies that equal separate ``MjData``, and the scripted grasp lifting an object under both contacts (an
+untouched object at rest: ``test_contact_law.test_released_rig_surrogate_leaves_an_untouched_object_at_rest``).
+Skipped, saying so, without dm_control's Jaco assets."""
 
 from __future__ import annotations
 
@@ -13,16 +14,11 @@ from gymnasium.utils.env_checker import check_env
 
 import surrogate.envs  # noqa: F401  (registers the ids)
 from surrogate.envs import ENV_IDS, GraspVectorEnv
-from surrogate.errors import ConfigError
 from surrogate.policies import ScriptedGraspPolicy, rollout
-from surrogate.scenes.jaco import jaco_assets
 
-try:
-    jaco_assets()
-    MISSING = None
-except ConfigError as e:  # pragma: no cover - the README's test command installs them
-    MISSING = str(e)
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"no Jaco assets: {MISSING}")
+from .conftest import needs_jaco
+
+pytestmark = needs_jaco
 JACO = "ContactSurrogate/JacoGrasp-v0"
 
 
@@ -37,30 +33,22 @@ def test_the_jaco_environment_is_made_by_id_and_passes_gymnasiums_checker():
 
 
 def test_jaco_copies_equal_separate_mjdata():
-    """The vector env's default (the environments as copies in one ``MjModel``) steps as separate ``MjData`` do."""
+    """The vector env by id (its default: the environments as copies in one ``MjModel``) steps as separate ``MjData``
+    do: observations, rewards and terminations at every step of random actions."""
     kw = dict(object="box", object_seed=100, contact="surrogate")
-    a, b = GraspVectorEnv(3, copies=True, **kw), GraspVectorEnv(3, copies=False, **kw)
+    a = gym.make_vec(JACO, num_envs=3, vectorization_mode="vector_entry_point", **kw)
+    b = GraspVectorEnv(3, copies=False, hand="jaco", **kw)
+    assert a.unwrapped.task.hand.name == "jaco" and a.unwrapped.task.physics.__class__.__name__ == "CopiesPhysics"
     oa, _ = a.reset(seed=4)
     ob, _ = b.reset(seed=4)
     np.testing.assert_allclose(oa, ob, atol=1e-9)
     rng = np.random.default_rng(0)
     for _ in range(10):
         act = rng.uniform(-1, 1, a.action_space.shape).astype(np.float32)
-        oa = a.step(act)[0]
-        ob = b.step(act)[0]
-    np.testing.assert_allclose(oa, ob, atol=1e-6)
-
-
-def test_an_untouched_object_rests_under_the_learned_contact_in_the_jaco_env():
-    env = gym.make(JACO, object="cylinder", contact="surrogate")
-    env.reset(seed=0)
-    task = env.unwrapped.task
-    d = task.datas[0]
-    hold = task.action_from_targets(d.ctrl[task.scene.hand_actuator_ids][None].copy())[0]
-    p0 = d.xipos[task.ob].copy()
-    for _ in range(60):
-        env.step(hold)
-    assert np.linalg.norm(d.xipos[task.ob] - p0) < 2e-3
+        ra, rb = a.step(act), b.step(act)
+        np.testing.assert_allclose(ra[0], rb[0], atol=1e-6)
+        np.testing.assert_allclose(ra[1], rb[1], atol=1e-6)
+        np.testing.assert_array_equal(ra[2], rb[2])
 
 
 @pytest.mark.parametrize("contact", ["analytic", "surrogate"])

@@ -298,3 +298,6 @@ def test_every_hand_list_is_the_one_list_of_hand_names():
     assert HANDS == hand_names.HANDS == ("none", *hand_names.GRASPING_HANDS)
     assert ENV_HANDS == RIG_HANDS == tuple(GRASP_TYPES) == hand_names.GRASPING_HANDS
     assert BOTH == CODE_HANDS == hand_names.CODE_HANDS
+    from surrogate.envs import ENV_IDS
+
+    assert tuple(ENV_IDS.values()) == hand_names.GRASPING_HANDS  # one Gymnasium id per hand

@@ -19,6 +19,7 @@ import argparse
 import time
 import warnings
 
+from ..hand_names import CODE_HANDS
 from ..paths import release_checkpoint
 
 # MuJoCo, torch and the stepper are imported inside the functions, so that building the
@@ -250,7 +251,8 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
                    help="surrogate checkpoint of the hybrid stepper (default: the released rig_default shipped with the package)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; MuJoCo runs on one)")
-    p.add_argument("--hand", default="parallel_jaw", choices=["parallel_jaw", "three_finger"], help="hand model (default parallel_jaw)")
+    p.add_argument("--hand", default="parallel_jaw", choices=list(CODE_HANDS),
+                   help="hand model (default parallel_jaw; the Jaco: --robot jaco)")
     p.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
     p.add_argument("--min-seconds", type=float, default=None,
                    help="time each batch size for at least this long (default 0.5; 2 with --env)")
