@@ -47,7 +47,8 @@ from surrogate.scenes.scene import (
 )
 
 __all__ = [
-    "ANALYTIC_PREFIX", "BASE_JOINTS", "CODE_HANDS", "CONES", "GRASPING_HANDS", "HANDS", "HAND_BUILDERS", "MODES", "OBJECT_BODY", "OBJECT_JOINT",
+    "ANALYTIC_PREFIX", "BASE_JOINTS", "CODE_HANDS", "CONES", "GRASPING_HANDS", "HANDS", "HAND_BUILDERS", "MODES",
+    "OBJECT_BODY", "OBJECT_JOINT",
     "OWNED_PREFIX", "ROLES", "SETTINGS", "TABLE_HEIGHT", "HandInfo", "Scene", "actuator_ids", "add_hand",
     "add_object_body", "add_parallel_jaw", "add_three_finger", "build_scene", "contact_modes",
     "contact_pair_index", "contact_roles", "hand_ctrl", "owned_contacts", "piece_geom_name", "scene_from_model",
