@@ -21,13 +21,9 @@ from surrogate.objects import load_split
 from surrogate.scenes.jaco import ASSETS_ENV, jaco_assets, jaco_spec
 from surrogate.sim import MuJoCoContact, Stepper, ZeroContact, step
 
-torch.set_num_threads(1)
+from .conftest import needs_jaco as needs_assets  # skipped, saying so, without dm_control's assets
 
-try:
-    ASSETS = jaco_assets()
-except ConfigError as e:  # pragma: no cover - the README's test command installs them
-    ASSETS, WHY = None, str(e)
-needs_assets = pytest.mark.skipif(ASSETS is None, reason="no Jaco assets (pip install --no-deps dm-control)")
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")

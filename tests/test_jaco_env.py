@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import surrogate.envs  # noqa: F401  (registers the ids)
 from surrogate.envs import ENV_IDS, GraspVectorEnv
 from surrogate.policies import ScriptedGraspPolicy, rollout
 

@@ -20,14 +20,9 @@ from surrogate.errors import CaptureError, ConfigError
 from surrogate.objects import load_split
 from surrogate.scenes import build_scene
 from surrogate.scenes.hand_model import capture_entry, hand_model, load_hand_model
-from surrogate.scenes.jaco import ASSETS_ENV, jaco_assets
+from surrogate.scenes.jaco import ASSETS_ENV
 
-try:
-    jaco_assets()
-    HAVE_ASSETS = True
-except ConfigError:  # pragma: no cover - the README's test command installs them
-    HAVE_ASSETS = False
-needs_assets = pytest.mark.skipif(not HAVE_ASSETS, reason="no Jaco assets (pip install --no-deps dm-control)")
+from .conftest import needs_jaco as needs_assets  # skipped, saying so, without dm_control's assets
 
 
 def _same_model(a, b) -> None:
