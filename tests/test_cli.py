@@ -95,6 +95,9 @@ def test_quickstart_runs_every_stage(tmp_path):
     stages = {"contactnets", "objects", "scenes", "rig", "train", "bench_rig_grasp", "bench_cube_real"}
     assert stages <= set(s) and set(s["stage_wall_s"]) == stages  # each stage's wall time, where the minutes go
     assert sum(s["stage_wall_s"].values()) <= s["wall_s"] + 1.0 and all(t >= 0 for t in s["stage_wall_s"].values())
+    # and its CPU time (this process and its finished workers): the cost a shared machine's load does not inflate
+    assert set(s["stage_cpu_s"]) == stages and all(t >= 0 for t in s["stage_cpu_s"].values())
+    assert s["stage_cpu_s"]["train"] > 0 and s["cpu_s"] == round(sum(s["stage_cpu_s"].values()), 1)
     assert s["rig"]["episodes"] == 5 and s["train"]["epochs"] == 1
     assert s["bench_rig_grasp"]["verdict"] in ("supported", "falsified", "tie")
     led = json.loads((tmp_path / "qs" / "bench_rig_grasp" / "ledger.json").read_text())

@@ -105,3 +105,29 @@ def test_an_export_never_replaces_a_folder_of_other_files(tmp_path):
     with pytest.raises(ForeignOutputError, match="notes.txt"):
         export_checkpoint(ContactLawGNN(corrections=False), folder)
     assert (folder / "notes.txt").read_text() == "keep me" and sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+_EXPORT_REPEATEDLY = """
+import sys, torch
+from surrogate.model.checkpoint import export_checkpoint, read_card
+from surrogate.model.contact_law import ContactLawGNN
+torch.manual_seed(0)
+model = ContactLawGNN(hidden=16, steps=1).eval()
+for i in range(4):
+    export_checkpoint(model, f"{sys.argv[1]}_{i}")
+    print(read_card(f"{sys.argv[1]}_{i}")["weights_sha256"])
+"""
+
+
+def test_the_same_weights_export_to_the_same_bytes_in_every_process(tmp_path):
+    """A checkpoint's content hash identifies its weights: the same model exported in two processes, four times
+    each, gives one file and one ``weights_sha256``. (Safetensors wrote the metadata map in hash order, which
+    changes between processes, so the same training hashed differently from run to run.)"""
+    hashes = set()
+    for k in range(2):
+        out = subprocess.run([sys.executable, "-c", _EXPORT_REPEATEDLY, str(tmp_path / f"p{k}")], capture_output=True,
+                             text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        hashes.update(out.stdout.split())
+    assert len(hashes) == 1
+    files = {(tmp_path / f"p{k}_{i}" / "weights.safetensors").read_bytes() for k in range(2) for i in range(4)}
+    assert len(files) == 1

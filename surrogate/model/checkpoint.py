@@ -109,7 +109,9 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
         law_ranges.check_model(model, where=f"{out}: the law to export")
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     with pid_lock(out), atomic_directory(out, overwrite=True, replaceable=_replaceable) as tmp:
-        save_file(state, str(tmp / WEIGHTS), metadata={"schema": SCHEMA, "schema_version": SCHEMA_VERSION})
+        # one metadata key: safetensors writes a metadata map in hash order, which changes from process to process,
+        # so two keys made the same weights hash differently (the card has the schema and its version anyway)
+        save_file(state, str(tmp / WEIGHTS), metadata={"schema": f"{SCHEMA} {SCHEMA_VERSION}"})
         os.chmod(tmp / WEIGHTS, 0o666 & ~current_umask())  # safetensors writes 0600; releases get the user's umask
         card = {
             "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
