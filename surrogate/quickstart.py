@@ -37,15 +37,39 @@ SETTLE_SECONDS = 1.5
 
 
 def _cpu_s() -> float:
-    """CPU seconds (user + system) of this process and of its finished worker processes: a stage's cost that other
-    jobs on a shared machine disturb much less than its wall time (workers count once they have exited, as each
-    stage's pool has by the time it returns; where ``resource`` is missing, Windows, this process only)."""
+    """CPU seconds (user + system) of this process and of every process it started: the finished ones it waited for
+    and, on Linux, the live ones with what they waited for (``/proc``). A stage's cost that other jobs on a shared
+    machine disturb much less than its wall time. The live ones matter: the rig's pool workers are children of a
+    forkserver that lives as long as this process, so their time never reaches this process's own accounts."""
     try:
         import resource
-    except ImportError:
+    except ImportError:  # Windows: this process only
         return time.process_time()
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + _live_descendants_s()
+
+
+def _live_descendants_s() -> float:
+    """CPU seconds of this process's live descendants, each with the children it has waited for (``/proc/PID/stat``:
+    utime, stime, cutime, cstime); 0 where there is no ``/proc``."""
+    children: dict[int, list[tuple[int, int]]] = {}
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:  # it exited meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # from field 3 (state) on; field 4 is the parent
+        children.setdefault(int(fields[1]), []).append((int(pid), sum(int(x) for x in fields[11:15])))
+    ticks, todo = 0, [os.getpid()]
+    while todo:
+        for pid, t in children.get(todo.pop(), []):
+            ticks, todo = ticks + t, todo + [pid]
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _stage(title: str):
