@@ -68,7 +68,8 @@ def _live_descendants_s() -> float:
     ticks, todo = 0, [os.getpid()]
     while todo:
         for pid, t in children.get(todo.pop(), []):
-            ticks, todo = ticks + t, todo + [pid]
+            ticks += t
+            todo.append(pid)
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
