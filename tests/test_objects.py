@@ -358,7 +358,9 @@ def test_default_splits_are_disjoint_by_family():
     train_objs, heldout_objs = load_split("train"), load_split("heldout")
     assert len(train_objs) == len(train.families) * (train.seeds[1] - train.seeds[0])
     assert not {o.family for o in train_objs} & {o.family for o in heldout_objs}
-    all_names = [o.name for o in train_objs + heldout_objs + load_split("val")]
+    wide = load_split("train_wide")  # one object per grasp: other seeds of the training families, none held out
+    assert {o.family for o in wide} == set(train.families) and len(wide) == 240
+    all_names = [o.name for o in train_objs + heldout_objs + load_split("val") + wide]
     assert len(all_names) == len(set(all_names))
 
 
