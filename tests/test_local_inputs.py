@@ -44,9 +44,9 @@ def _as_capsule(g):
     return h
 
 
-def _random_net(geometry: bool, seed: int = 0) -> ContactLawGNN:
+def _random_net(geometry: bool, seed: int = 0, history: bool = False) -> ContactLawGNN:
     torch.manual_seed(seed)
-    net = ContactLawGNN(prior=CUBE, hidden=16, steps=2, mlp_layers=2, geometry=geometry)
+    net = ContactLawGNN(prior=CUBE, hidden=16, steps=2, mlp_layers=2, geometry=geometry, history=history)
     with torch.no_grad():
         for p in net.correction_parameters():
             p.copy_(0.5 * torch.randn(p.shape))
@@ -56,9 +56,10 @@ def _random_net(geometry: bool, seed: int = 0) -> ContactLawGNN:
 @torch.no_grad()
 def test_a_network_without_shape_descriptors_cannot_tell_which_object_it_touches():
     g = _resting_box_graph()
-    local, full = _random_net(False), _random_net(True)
-    assert torch.equal(local.law_parameters(g), local.law_parameters(_as_capsule(g)))
-    assert not torch.allclose(full.law_parameters(g), full.law_parameters(_as_capsule(g)))
+    for history in (False, True):  # with history the network reads the contacts' state beside the local features
+        local, full = _random_net(False, history=history), _random_net(True, history=history)
+        assert torch.equal(local.law_parameters(g), local.law_parameters(_as_capsule(g)))
+        assert not torch.allclose(full.law_parameters(g), full.law_parameters(_as_capsule(g)))
     # it is a network all the same: its corrections move the law away from the prior
     prior = torch.tensor([CUBE["stiffness"], CUBE["damping"], CUBE["friction"]], dtype=torch.float64)
     assert not torch.allclose(local.law_parameters(g), prior.expand(g.edge_index.shape[1], 3))

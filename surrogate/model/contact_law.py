@@ -242,7 +242,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]  # configuration only: never the history
         e_in = ef if self.geometry else ef[:, self.edge_input_index]
         if self.history:
-            e_in = torch.cat([ef, self.hist_norm(self.history_features(g, vel, omega, state))], dim=1)
+            e_in = torch.cat([e_in, self.hist_norm(self.history_features(g, vel, omega, state))], dim=1)
         e = self.edge_enc(e_in)
         x = self.node_enc(nf)
         for layer in self.layers:
