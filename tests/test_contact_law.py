@@ -391,7 +391,7 @@ def test_held_object_does_not_creep():
 # -- the twin -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("friction_iterations, stribeck, corrections", [(0, False, True), (1, False, True), (1, True, True),
                                                                          (1, True, False)])
-def test_twin_matches_the_hybrid_stepper(friction_iterations, stribeck, corrections):
+def test_twin_matches_the_hybrid_stepper(friction_iterations, stribeck, corrections, torch_network):
     """Same parameters, same trajectory: a spinning cube tossed onto the ground, impact and slide, 1 s
     (the twin's object-only solve and the stepper's solve with MuJoCo's mobility are the same system),
     with friction linearized once or re-linearized at the solved state, Coulomb or static/kinetic (with

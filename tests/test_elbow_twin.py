@@ -58,7 +58,7 @@ def _law(kind: str) -> ContactLawGNN:
 
 
 @pytest.mark.parametrize("kind", ["constant", "network", "torsion", "history"])
-def test_twin_matches_the_hybrid_stepper_on_an_articulated_toss(scene, kind):
+def test_twin_matches_the_hybrid_stepper_on_an_articulated_toss(scene, kind, torch_network):
     model = _law(kind)
     frames = 100  # 0.68 s: falls, both links hit the floor, bounce and slide
     stepper = Stepper(scene, model)

@@ -207,7 +207,7 @@ def test_box_on_the_table_with_the_spring_rests_and_never_gains_energy():
 # -- the same state in every path -----------------------------------------------------------------
 @pytest.mark.parametrize("friction_iterations, corrections, history", [(0, True, False), (1, False, False),
                                                                          (1, True, True)])
-def test_twin_matches_the_stepper_with_the_spring(friction_iterations, corrections, history):
+def test_twin_matches_the_stepper_with_the_spring(friction_iterations, corrections, history, torch_network):
     """The twin carries the same history as the stepper: a spinning cube tossed onto the ground, impacts, slides and
     sticking, 1 s, the same trajectory to 1e-9 m (and the spring changes it: the same toss without it ends elsewhere)."""
     scene = _cube_scene()

@@ -117,7 +117,7 @@ def test_dropped_spinning_cube_never_gains_energy_with_saturated_spin_correction
 
 
 @pytest.mark.parametrize("corrections, iterations", [(False, 0), (True, 1)])
-def test_twin_matches_the_stepper_with_spin(corrections, iterations):
+def test_twin_matches_the_stepper_with_spin(corrections, iterations, torch_network):
     """The twin (the object's angular rows ``[0 I]``) and the stepper (MuJoCo's angular Jacobians) solve the same
     system: a spinning cube tossed onto the ground, 1 s, torsion and rolling on."""
     scene = _cube_scene()

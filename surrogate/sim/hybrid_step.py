@@ -14,6 +14,8 @@ import torch
 
 from ..errors import ConfigError, SurrogateError
 from ..model.law import cross
+from ..model.network_numpy import features as numpy_features
+from ..model.network_numpy import numpy_network
 from .law_solve import constant_law, contact_jacobians, law_forces
 
 
@@ -53,8 +55,11 @@ def _contact_forces(m, datas, stepper, cb):
         prepare(m, datas)
     feats = None
     if stepper.input_range is not None and stepper.check_inputs and hasattr(model, "features"):
-        with torch.inference_mode():  # computed once: the network's input and the range check's
-            feats = model.features(cb.graph)
+        if numpy_network(model, cb.num_contacts) is not None:  # computed once: the network's input and the range check's
+            feats = tuple(torch.from_numpy(f) for f in numpy_features(cb.graph))
+        else:
+            with torch.inference_mode():
+                feats = model.features(cb.graph)
     stepper.count("network_calls")
     if stepper.law_model:  # the law solved with every body's mobility (sim/law_solve.py)
         forces, qfrc = law_forces(m, datas, cb, model, stepper.builder, features=feats, views=stepper.views,

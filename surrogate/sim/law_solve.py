@@ -42,6 +42,7 @@ from ..model.data_views import DataViews
 from ..model.history import ContactState, contact_keys
 from ..model.joint_solve import Spin, solve_joint
 from ..model.law import contact_velocities, cross, spin_law, spin_slip
+from ..model.network_numpy import numpy_network
 from ..model.presliding import contact_state_after, with_presliding
 from .law_kernel import kernel_eligible, law_step
 
@@ -147,7 +148,11 @@ def constant_law(model) -> bool:
 
 
 def _network_parameters(model, cb, features, state) -> np.ndarray:
-    """[E, 3] or [E, 4] the per-contact law parameters the model's network gives on the batch's graph (numpy)."""
+    """[E, 3] or [E, 4] the per-contact law parameters the model's network gives on the batch's graph (numpy): by its
+    numpy copy (``model.network_numpy``) where it has one, else by the torch model."""
+    net = numpy_network(model, cb.num_contacts)
+    if net is not None:
+        return net.law_parameters(cb.graph, features=features, state=state)
     kw = {} if state is None else {"state": ContactState(*(torch.from_numpy(x) for x in state))}
     with torch.inference_mode():
         return model.law_parameters(cb.graph, features=features, **kw).double().numpy()

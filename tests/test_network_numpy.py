@@ -1,0 +1,127 @@
+"""The stepper's numpy copy of a contact network (``model.network_numpy``) gives the torch model's law parameters: the
+same features, normalizers, message passing and bounded corrections, for every switch of the model; it follows the
+weights when they change, stands aside in training mode, and a rollout of the hybrid stepper is the same either way."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from surrogate.bench.speed import grasped_state
+from surrogate.model import network_numpy
+from surrogate.model.batch_graph import GraphBuilder
+from surrogate.model.contact_law import ContactLawGNN
+from surrogate.model.history import ContactState
+from surrogate.objects import make_object
+from surrogate.scenes import build_scene
+from surrogate.sim.stepper import Stepper, step
+
+from .conftest import use_torch_network
+
+torch.set_num_threads(1)
+LAW = dict(stiffness=1.0e6, exponent=1.5, damping=5.0, friction=0.8, slip_eps=1e-4, units="si")
+PAD = dict(LAW, stiffness=1.0e5, friction=1.0)
+
+
+def _grasp():
+    """(scene, MjData of a box held between the pads: contacts with the table and both pads)."""
+    scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
+    return scene, grasped_state(scene, seconds=0.6)
+
+
+def _graph(scene, d):
+    g = GraphBuilder.from_scene(scene).build(scene.model, [d], dtype=torch.float64).graph
+    assert g.edge_index.shape[1] >= 4 and len(set(g.edge_index[0].tolist())) >= 2  # pads and table: several senders
+    return g
+
+
+def _trained_net(g, seed: int = 0, **kw) -> ContactLawGNN:
+    """A network with random weights whose normalizers saw ``g`` (in training mode), then in eval mode."""
+    torch.manual_seed(seed)
+    net = ContactLawGNN(prior=kw.pop("prior", LAW), prior_body=kw.pop("prior_body", PAD), hidden=16, **kw)
+    with torch.no_grad():
+        for p in net.correction_parameters():
+            p.copy_(0.5 * torch.randn(p.shape))
+        net.train()
+        for _ in range(3):
+            net.law_parameters(g, state=_state(g) if net.history else None)
+    return net.eval()
+
+
+def _state(g, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    E = g.edge_index.shape[1]
+    return ContactState(rng.normal(0, 1e-4, (E, 3)), rng.uniform(0, 0.2, E), rng.uniform(0, 3, E), np.full(E, 1e4))
+
+
+@pytest.mark.parametrize("kw", [
+    {},
+    {"geometry": False},
+    {"history": True},
+    {"history": True, "geometry": False},
+    {"history": True, "prior_body": dict(PAD, presliding_stiffness=2e4)},
+    {"prior_body": dict(PAD, torsional_friction=2e-3, rolling_friction=1e-4)},
+    {"prior": dict(LAW, static_friction=1.3, stribeck_speed=0.01), "prior_body": dict(PAD, static_friction=1.2,
+                                                                                      stribeck_speed=0.02),
+     "stribeck": True, "steps": 3},
+], ids=["plain", "local", "history", "history-local", "presliding", "spin", "stribeck-3-steps"])
+def test_the_numpy_network_gives_the_torch_models_law_parameters(kw):
+    scene, d = _grasp()
+    g = _graph(scene, d)
+    net = _trained_net(g, **kw)
+    fast = network_numpy.numpy_network(net)
+    for state in ([None, _state(g)] if net.history else [None]):
+        with torch.no_grad():
+            ref = net.law_parameters(g, state=None if state is None else
+                                     ContactState(*(torch.from_numpy(x) for x in state))).numpy()
+        got = fast.law_parameters(g, state=state)
+        assert got.shape == ref.shape and got.dtype == np.float64
+        assert not np.allclose(ref[:, :3], ref[:1, :3])  # the corrections differ per contact: a real test
+        np.testing.assert_allclose(got, ref, rtol=2e-5, atol=0)
+        # the features the stepper checks, passed in, give the same
+        feats = network_numpy.features(g)
+        with torch.no_grad():
+            ef, nf = net.features(g)
+        np.testing.assert_allclose(feats[0], ef.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(feats[1], nf.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(fast.law_parameters(g, features=feats, state=state), got, rtol=1e-6, atol=0)
+
+
+def test_the_numpy_copy_follows_the_weights_and_stands_aside_in_training():
+    scene, d = _grasp()
+    g = _graph(scene, d)
+    net = _trained_net(g)
+    first = network_numpy.numpy_network(net)
+    assert network_numpy.numpy_network(net) is first  # cached while nothing changed
+    with torch.no_grad():
+        net.decoder[-1].bias.add_(0.3)  # an optimizer step writes in place
+        ref = net.law_parameters(g).numpy()
+    again = network_numpy.numpy_network(net)
+    assert again is not first
+    np.testing.assert_allclose(again.law_parameters(g), ref, rtol=2e-5)
+    assert network_numpy.numpy_network(net.train()) is None  # its normalizers still accumulate: torch's path
+    assert network_numpy.numpy_network(ContactLawGNN(prior=LAW, corrections=False).eval()) is None
+    assert network_numpy.numpy_network(net.eval(), network_numpy.MAX_CONTACTS + 1) is None  # torch: large batches
+
+
+def test_a_hybrid_rollout_is_the_same_with_the_numpy_network_or_torch(monkeypatch):
+    scene, d = _grasp()
+    net = _trained_net(_graph(scene, d), history=True)
+
+    def roll():
+        st, d2 = Stepper(scene, net), mujoco.MjData(scene.model)
+        mujoco.mj_copyData(d2, scene.model, d)
+        qpos = []
+        for _ in range(40):
+            step(scene.model, d2, st)
+            qpos.append(d2.qpos.copy())
+        return np.array(qpos), st.stats()
+
+    fast, fast_stats = roll()
+    use_torch_network(monkeypatch)
+    slow, _ = roll()
+    assert fast_stats["network_calls"] > 0
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-7)
+    assert np.abs(slow[-1] - slow[0]).max() > 1e-6  # the grasp moves: the rollout is not trivially equal
