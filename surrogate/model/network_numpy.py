@@ -12,6 +12,8 @@ accumulate, or one without a network).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import torch
 
@@ -25,7 +27,9 @@ MAX_CONTACTS = 256
 
 
 def _np(t) -> np.ndarray:
-    return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+    if isinstance(t, torch.Tensor):
+        return t.detach().cpu().numpy() if t.requires_grad or t.device.type != "cpu" else t.numpy()
+    return np.asarray(t)
 
 
 def _dot(a, b):
@@ -40,13 +44,23 @@ def _tan(x, n):
     return x - _dot(x, n) * n
 
 
+_last_arrays: list = [None, None]  # (weak reference to the last graph, its arrays): read once per physics step
+
+
 def _graph_arrays(g) -> dict:
-    """The fields of a ``ContactGraph`` the features read, as numpy (zero-copy views of its CPU tensors)."""
+    """The fields of a ``ContactGraph`` the features read, as numpy (zero-copy views of its CPU tensors); the last
+    graph's are kept, since the stepper's range check and the network read the same graph in turn."""
+    if _last_arrays[0] is not None and _last_arrays[0]() is g:
+        return _last_arrays[1]
     keys = ("edge_index", "normal", "dist", "r_obj", "r_oth", "geom_obj", "geom_oth", "vel", "omega", "mass",
             "inertia", "static", "is_object", "gravity", "length", "mass_ref")
     out = {k: _np(getattr(g, k)) for k in keys}
     batch = getattr(g, "batch", None)
     out["batch"] = np.zeros(int(g.num_nodes), dtype=np.int64) if batch is None else _np(batch)
+    try:
+        _last_arrays[:] = [weakref.ref(g), out]
+    except TypeError:  # a graph type without weak references (a plain namespace): not kept
+        pass
     return out
 
 
@@ -69,30 +83,35 @@ def _gravity_dir(a: dict) -> np.ndarray:
     return g / np.maximum(np.linalg.norm(g, axis=-1, keepdims=True), 1e-6)
 
 
+# ``graph.EDGE_SCALARS`` from the stacked parts of ``edge_features``: [dist, 5 normal components (v, r_obj, r_oth, w,
+# g), 5 tangential norms (the same), 3 tangential dots (vt.rt, gt.vt, gt.rt), 3 triple products (rt x vt, gt x vt,
+# gt x rt, on n)] reordered, and the powers of L and V that make each nondimensional
+_SCALAR_ORDER = np.array([0, 1, 6, 2, 7, 3, 8, 4, 9, 5, 10, 11, 14, 12, 15, 13, 16])
+_L_POWER = np.array([-1, 0, 0, -1, -1, -1, -1, 1, 1, 0, 0, -1, -1, 0, 0, -1, -1], dtype=float)
+_V_POWER = np.array([0, -1, -1, 0, 0, 0, 0, -1, -1, 0, 0, -1, -1, -1, -1, 0, 0], dtype=float)
+_TRIPLE_SIGN = np.array([-1.0, 1.0, 1.0])  # n.(rt x vt) = -n.(vt x rt)
+
+
 def edge_features(a: dict) -> np.ndarray:
-    """[E, 41] ``graph.edge_features`` of the arrays of ``_graph_arrays`` (float64)."""
+    """[E, 41] ``graph.edge_features`` of the arrays of ``_graph_arrays`` (float64), in a few stacked operations
+    (each numpy call costs microseconds whatever its size: a contact's 17 scalars one by one would be most of it)."""
     eg = a["batch"][a["edge_index"][1]]
     L, V, _ = _units(a)
     L, V = L[eg, None], V[eg, None]
-    gh = _gravity_dir(a)[eg]
-    n, r_obj, r_oth = a["normal"], a["r_obj"], a["r_oth"]
+    n = a["normal"]
     v, w = _relative_velocity(a)
-    vt, rt, gt = _tan(v, n), _tan(r_obj, n), _tan(gh, n)
-
-    def trip(x, y):
-        return _dot(n, cross(x, y))
-
-    scal = np.concatenate([
-        a["dist"][:, None] / L, _dot(v, n) / V, _norm(vt) / V, _dot(r_obj, n) / L, _norm(rt) / L,
-        _dot(r_oth, n) / L, _norm(_tan(r_oth, n)) / L, _dot(w, n) * L / V, _norm(_tan(w, n)) * L / V,
-        _dot(gh, n), _norm(gt), _dot(vt, rt) / (V * L), trip(rt, vt) / (V * L), _dot(gt, vt) / V, trip(gt, vt) / V,
-        _dot(gt, rt) / L, trip(gt, rt) / L,
-    ], axis=-1)
-
-    def geo(d):
-        return np.concatenate([d[:, :8], d[:, 8:] / L], axis=-1)
-
-    return np.concatenate([scal, geo(a["geom_obj"]), geo(a["geom_oth"])], axis=-1)
+    X = np.stack([v, a["r_obj"], a["r_oth"], w, _gravity_dir(a)[eg]], axis=1)  # [E, 5, 3]
+    Xn = (X @ n[:, :, None])[..., 0]  # [E, 5] normal components
+    T = X - Xn[..., None] * n[:, None, :]  # tangential parts
+    Tn = np.sqrt((T * T).sum(-1) + 1e-12)
+    A, B = T[:, [0, 4, 4]], T[:, [1, 0, 1]]  # (vt, rt), (gt, vt), (gt, rt)
+    dots = (A * B).sum(-1)
+    triples = (cross(A, B) @ n[:, :, None])[..., 0] * _TRIPLE_SIGN
+    parts = np.concatenate([a["dist"][:, None], Xn, Tn, dots, triples], axis=1)[:, _SCALAR_ORDER]
+    scal = parts * (L ** _L_POWER) * (V ** _V_POWER)
+    d = np.concatenate([a["geom_obj"], a["geom_oth"]], axis=1)
+    d[:, [8, 9, 10, 11, 20, 21, 22, 23]] /= L  # bounding radius and half-sizes over L
+    return np.concatenate([scal, d], axis=-1)
 
 
 def node_features(a: dict) -> np.ndarray:
