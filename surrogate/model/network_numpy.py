@@ -27,17 +27,15 @@ MAX_CONTACTS = 256
 
 
 def _np(t) -> np.ndarray:
+    """A numpy view of a tensor (a copy only off the CPU or with gradients)."""
     if isinstance(t, torch.Tensor):
         return t.detach().cpu().numpy() if t.requires_grad or t.device.type != "cpu" else t.numpy()
     return np.asarray(t)
 
 
 def _dot(a, b):
+    """[E, 1] row-wise dot products of [E, 3] a and b."""
     return np.einsum("ij,ij->i", a, b)[:, None]
-
-
-def _norm(a):
-    return np.sqrt(_dot(a, a) + 1e-12)
 
 
 def _tan(x, n):
@@ -189,12 +187,12 @@ class NumpyNetwork:
 
     def __init__(self, model):
         m = model
-        self.logs = [_np(m.log_stiffness), _np(m.log_damping), _np(m.log_friction)]
+        self.logs = [_np(m.log_stiffness).copy(), _np(m.log_damping).copy(), _np(m.log_friction).copy()]
         if m.presliding:
-            self.logs.append(_np(m.log_presliding))
+            self.logs.append(_np(m.log_presliding).copy())
             self.presliding_on = _np(m.presliding_on)
         if m.spin:
-            spin = _np(m.log_spin)
+            spin = _np(m.log_spin).copy()
             self.logs += [spin[0], spin[1]]
             self.spin_on, self.spin_column = _np(m.spin_on), m.spin_columns[0]
         self.presliding, self.spin, self.history = bool(m.presliding), bool(m.spin), bool(m.history)
