@@ -362,6 +362,10 @@ def test_default_splits_are_disjoint_by_family():
     assert {o.family for o in wide} == set(train.families) and len(wide) == 240
     all_names = [o.name for o in train_objs + heldout_objs + load_split("val") + wide]
     assert len(all_names) == len(set(all_names))
+    thousand = load_split("train_1k")  # the object-count study: train_wide's objects and 762 more, none held out
+    assert len(thousand) == 1002 and {o.family for o in thousand} == set(train.families)
+    assert {o.name for o in wide} <= {o.name for o in thousand}
+    assert not {o.name for o in thousand} & {o.name for o in train_objs + heldout_objs + load_split("val")}
 
 
 @pytest.mark.parametrize(
