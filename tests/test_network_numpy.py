@@ -1,6 +1,7 @@
 """The stepper's numpy copy of a contact network (``model.network_numpy``) gives the torch model's law parameters: the
 same features, normalizers, message passing and bounded corrections, for every switch of the model; it follows the
-weights when they change, stands aside in training mode, and a rollout of the hybrid stepper is the same either way."""
+weights when they change, stands aside in training mode, and a rollout of the hybrid stepper (its input-range check
+included) is the same either way."""
 
 from __future__ import annotations
 
@@ -121,7 +122,11 @@ def test_a_hybrid_rollout_is_the_same_with_the_numpy_network_or_torch(monkeypatc
 
     fast, fast_stats = roll()
     use_torch_network(monkeypatch)
-    slow, _ = roll()
+    slow, slow_stats = roll()
     assert fast_stats["network_calls"] > 0
     np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-7)
+    # the input-range check on the numpy features (``InputRange._check_numpy``) flags what the torch check flags
+    ood = [k for k in slow_stats if k.startswith("ood")]
+    assert ood and slow_stats["ood_edges"] > 0  # this random network's normalizers saw one state: the grasp moves out
+    assert {k: fast_stats[k] for k in ood} == {k: slow_stats[k] for k in ood}
     assert np.abs(slow[-1] - slow[0]).max() > 1e-6  # the grasp moves: the rollout is not trivially equal

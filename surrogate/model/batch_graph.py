@@ -80,6 +80,7 @@ class ContactBatch:
     num_envs: int
     K: int
     _make_graph: object = None  # () -> ContactGraph
+    _arrays: object = None  # () -> the graph's fields as numpy, computed once on first use
     _velocities: object = None  # () -> (vel, omega), computed once on first use
     _levers: object = None  # () -> (r_obj, r_oth), computed once on first use
     _frames: object = None  # () -> (rot [E, 3, 3], point [E, 3]), computed once on first use
@@ -102,6 +103,8 @@ class ContactBatch:
     # (rot [E, 3, 3] the other body's inertial frame (world = rot @ local), point [E, 3] the contact point in it, m):
     # what identifies a contact across steps (``model.history``); read from the batch's views when first used
     frames = property(lambda self: self._frames())
+    # the graph's fields as numpy arrays (float64; the module docstring's names): read without building the graph
+    arrays = property(lambda self: self._arrays())
 
     @property
     def num_contacts(self) -> int:
@@ -301,6 +304,25 @@ class GraphBuilder:
         xipos, rcom = xipos[:, self.node_body], scom[:, self.root]
         return (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), dyn
 
+    def _node_tables(self, model: mujoco.MjModel, B: int) -> dict:
+        """The graph's fields that depend only on the scene and the batch size B (masses, inertias, which node is
+        static or the object, gravity, sizes, indices): made once per B and model (a step reuses them, unchanged)."""
+        key = (B, id(model), model.opt.timestep, tuple(model.opt.gravity), float(model.body_mass[self.object_body]))
+        tables = self.__dict__.setdefault("_tables", {})
+        if key not in tables:
+            K = self.K
+            tables[key] = dict(
+                num_nodes=B * K, mass=np.tile(self.mass, B), inertia=np.tile(self.inertia, (B, 1)),
+                static=np.tile(self.static, B), is_object=np.tile(np.arange(K) == 0, B).astype(np.float64),
+                gravity=np.repeat(np.asarray(model.opt.gravity, dtype=np.float64)[None], B, axis=0),
+                length=np.full(B, self.length), mass_ref=np.full(B, model.body_mass[self.object_body]),
+                object_index=np.arange(B, dtype=np.int64) * K, batch=np.repeat(np.arange(B, dtype=np.int64), K),
+                dt=np.full(B, model.opt.timestep), body_id=np.tile(self.node_body, B))
+            for a in tables[key].values():
+                if isinstance(a, np.ndarray):
+                    a.flags.writeable = False  # shared by every step's batch: nobody writes into them
+        return tables[key]
+
     def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
               dynamics: bool = False, views: DataViews | None = None, graph: bool = True) -> ContactBatch:
         """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
@@ -342,37 +364,39 @@ class GraphBuilder:
             dyn = self._moving_node
             return np.where(dyn, v, 0.0).reshape(B * K, 3), np.where(dyn, w, 0.0).reshape(B * K, 3)
 
-        def make_graph() -> ContactGraph:
+        @_once
+        def arrays() -> dict:
+            """The graph's fields as numpy arrays (float64 where the graph's are float): what ``make_graph`` turns
+            into tensors, and what the stepper's numpy copy of a network reads (``model.network_numpy``)."""
             v, w = velocities()  # first: raises for a batch built with graph=False
             r_obj, r_oth = levers()
-            npd = np.float32 if dtype == torch.float32 else np.float64
-            f32 = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=npd))  # noqa: E731
-            inertia_w = np.einsum("bij,j,bkj->bik", ximat, model.body_inertia[self.object_body], ximat)
             E = len(env)
-            src = torch.from_numpy(env * K + node)
-            dst = torch.from_numpy(env * K)
-            return ContactGraph(
-                num_nodes=B * K,
-                edge_index=torch.stack([src, dst]) if E else torch.zeros((2, 0), dtype=torch.long),
-                normal=f32(normal), dist=f32(dist), r_obj=f32(r_obj), r_oth=f32(r_oth),
-                tangent=f32(frame[:, 3:6]), geom_obj=f32(self.geom_desc[g_obj]), geom_oth=f32(self.geom_desc[g_oth]),
-                vel=f32(v), omega=f32(w),
-                mass=f32(np.tile(self.mass, B)), inertia=f32(np.tile(self.inertia, (B, 1))),
-                static=f32(np.tile(self.static, B)), is_object=f32(np.tile(np.arange(K) == 0, B)),
-                gravity=f32(np.repeat(np.asarray(model.opt.gravity)[None], B, axis=0)),
-                length=f32(np.full(B, self.length)), mass_ref=f32(np.full(B, model.body_mass[self.object_body])),
-                object_index=torch.arange(B, dtype=torch.long) * K,
-                batch=torch.arange(B, dtype=torch.long).repeat_interleave(K),
-                inertia_w=f32(inertia_w), dt=f32(np.full(B, model.opt.timestep)),
-                env=torch.from_numpy(env), contact_id=torch.from_numpy(cid), sign=f32(sign),
-                body_id=torch.from_numpy(np.tile(self.node_body, B)),
+            return dict(
+                self._node_tables(model, B),
+                edge_index=np.stack([env * K + node, env * K]) if E else np.zeros((2, 0), dtype=np.int64),
+                normal=normal, dist=dist, r_obj=r_obj, r_oth=r_oth, tangent=frame[:, 3:6],
+                geom_obj=self.geom_desc[g_obj], geom_oth=self.geom_desc[g_oth], vel=v, omega=w,
+                inertia_w=np.einsum("bij,j,bkj->bik", ximat, model.body_inertia[self.object_body], ximat),
+                env=env, contact_id=cid, sign=sign,
             )
 
+        def make_graph() -> ContactGraph:
+            npd = np.float32 if dtype == torch.float32 else np.float64
+            out = {}
+            for k, a in arrays().items():
+                if k == "num_nodes":
+                    out[k] = a
+                else:  # copies: the graph's tensors own their memory (some arrays are shared tables, read-only)
+                    out[k] = torch.from_numpy(np.array(a, dtype=None if k in _INT_FIELDS else npd, order="C"))
+            return ContactGraph(**out)
+
         return ContactBatch(env=env, node=cs.node, normal=normal, dist=dist, num_envs=B, K=K, _make_graph=make_graph,
+                            _arrays=arrays,
                             _velocities=velocities, _levers=levers, _frames=frames, contact_set=cs,
                             dynamics=None if solve_arrays is None else (pos, *solve_arrays))
 
 
+_INT_FIELDS = ("edge_index", "object_index", "batch", "env", "contact_id", "body_id")
 _EDGE_FIELDS = ("normal", "dist", "r_obj", "r_oth", "tangent", "geom_obj", "geom_oth", "contact_id", "sign")
 _NODE_FIELDS = ("vel", "omega", "mass", "inertia", "static", "is_object", "body_id")
 _ENV_FIELDS = ("gravity", "length", "mass_ref", "inertia_w", "dt")

@@ -12,8 +12,6 @@ accumulate, or one without a network).
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import torch
 
@@ -42,29 +40,24 @@ def _tan(x, n):
     return x - _dot(x, n) * n
 
 
-_last_arrays: list = [None, None]  # (weak reference to the last graph, its arrays): read once per physics step
-
-
-def _graph_arrays(g) -> dict:
-    """The fields of a ``ContactGraph`` the features read, as numpy (zero-copy views of its CPU tensors); the last
-    graph's are kept, since the stepper's range check and the network read the same graph in turn."""
-    if _last_arrays[0] is not None and _last_arrays[0]() is g:
-        return _last_arrays[1]
+def graph_arrays(g) -> dict:
+    """The fields the features read, as numpy: ``g`` is a batch's arrays already (``ContactBatch.arrays``, what the
+    stepper passes), or a ``ContactGraph`` (zero-copy views of its CPU tensors)."""
+    if isinstance(g, dict):
+        return g
     keys = ("edge_index", "normal", "dist", "r_obj", "r_oth", "geom_obj", "geom_oth", "vel", "omega", "mass",
             "inertia", "static", "is_object", "gravity", "length", "mass_ref")
     out = {k: _np(getattr(g, k)) for k in keys}
     batch = getattr(g, "batch", None)
     out["batch"] = np.zeros(int(g.num_nodes), dtype=np.int64) if batch is None else _np(batch)
-    try:
-        _last_arrays[:] = [weakref.ref(g), out]
-    except TypeError:  # a graph type without weak references (a plain namespace): not kept
-        pass
+    out["num_nodes"] = int(g.num_nodes)
     return out
 
 
 def _units(a: dict):
     """Per-graph (L [G], V [G], F0 [G]) as ``graph.units``."""
-    gn = np.maximum(np.linalg.norm(a["gravity"], axis=-1), 1e-6)
+    g = a["gravity"]
+    gn = np.maximum(np.sqrt((g * g).sum(-1)), 1e-6)
     return a["length"], np.sqrt(gn * a["length"]), a["mass_ref"] * gn
 
 
@@ -78,7 +71,7 @@ def _relative_velocity(a: dict):
 
 def _gravity_dir(a: dict) -> np.ndarray:
     g = a["gravity"]
-    return g / np.maximum(np.linalg.norm(g, axis=-1, keepdims=True), 1e-6)
+    return g / np.maximum(np.sqrt((g * g).sum(-1, keepdims=True)), 1e-6)
 
 
 # ``graph.EDGE_SCALARS`` from the stacked parts of ``edge_features``: [dist, 5 normal components (v, r_obj, r_oth, w,
@@ -91,7 +84,7 @@ _TRIPLE_SIGN = np.array([-1.0, 1.0, 1.0])  # n.(rt x vt) = -n.(vt x rt)
 
 
 def edge_features(a: dict) -> np.ndarray:
-    """[E, 41] ``graph.edge_features`` of the arrays of ``_graph_arrays`` (float64), in a few stacked operations
+    """[E, 41] ``graph.edge_features`` of the arrays of ``graph_arrays`` (float64), in a few stacked operations
     (each numpy call costs microseconds whatever its size: a contact's 17 scalars one by one would be most of it)."""
     eg = a["batch"][a["edge_index"][1]]
     L, V, _ = _units(a)
@@ -113,7 +106,7 @@ def edge_features(a: dict) -> np.ndarray:
 
 
 def node_features(a: dict) -> np.ndarray:
-    """[N, 9] ``graph.node_features`` of the arrays of ``_graph_arrays`` (float64)."""
+    """[N, 9] ``graph.node_features`` of the arrays of ``graph_arrays`` (float64)."""
     nb = a["batch"]
     L, V, _ = _units(a)
     L, V, M = L[nb, None], V[nb, None], a["mass_ref"][nb, None]
@@ -129,7 +122,7 @@ def node_features(a: dict) -> np.ndarray:
 
 
 def history_features(a: dict, z, age, fn_last) -> np.ndarray:
-    """[E, 4] ``graph.history_features`` of the arrays of ``_graph_arrays`` and the contacts' state (float64)."""
+    """[E, 4] ``graph.history_features`` of the arrays of ``graph_arrays`` and the contacts' state (float64)."""
     eg = a["batch"][a["edge_index"][1]]
     L, V, F0 = (u[eg] for u in _units(a))
     v, _ = _relative_velocity(a)
@@ -141,8 +134,9 @@ def history_features(a: dict, z, age, fn_last) -> np.ndarray:
 
 
 def features(g) -> tuple[np.ndarray, np.ndarray]:
-    """(edge [E, 41], node [N, 9]) float32: ``ContactLawGNN.features`` of a ``ContactGraph`` in numpy."""
-    a = _graph_arrays(g)
+    """(edge [E, 41], node [N, 9]) float32: ``ContactLawGNN.features`` in numpy, of a ``ContactGraph`` or a batch's
+    arrays (``graph_arrays``)."""
+    a = graph_arrays(g)
     return edge_features(a).astype(_F32), node_features(a).astype(_F32)
 
 
@@ -183,7 +177,8 @@ class NumpyNetwork:
     """A copy of one ``ContactLawGNN``'s network (weights, normalizer statistics, switches) in numpy.
 
     ``law_parameters(g, features=None, state=None)`` is ``ContactLawGNN.law_parameters`` for a model in eval mode:
-    [E, C] float64 (k, c, mu[, k_z][, mu_spin, mu_roll]) in the prior's units."""
+    [E, C] float64 (k, c, mu[, k_z][, mu_spin, mu_roll]) in the prior's units; ``g`` a ``ContactGraph`` or a batch's
+    arrays (``graph_arrays``), ``state`` a ``history.ContactState`` of numpy arrays (None: fresh contacts)."""
 
     def __init__(self, model):
         m = model
@@ -216,7 +211,7 @@ class NumpyNetwork:
         return out
 
     def law_parameters(self, g, *, features=None, state=None) -> np.ndarray:
-        a = _graph_arrays(g)
+        a = graph_arrays(g)
         src, dst = a["edge_index"]
         group = (a["static"][src] < 0.5).astype(np.int64)
         base = np.stack([log[group] for log in self.logs], axis=1).astype(np.float64)
@@ -272,7 +267,7 @@ def numpy_network(model, contacts: int = 0) -> NumpyNetwork | None:
             or not hasattr(model, "stiffness_mlp"):
         return None
     cached = model.__dict__.get("_numpy_network")
-    if cached is not None and all(t._version == v for t, v in zip(cached[0], cached[1])):
+    if cached is not None and [t._version for t in cached[0]] == cached[1]:
         return cached[2]
     tensors = _tensors(model)
     cached = (tensors, [t._version for t in tensors], NumpyNetwork(model))

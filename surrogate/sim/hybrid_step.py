@@ -56,7 +56,7 @@ def _contact_forces(m, datas, stepper, cb):
     feats = None
     if stepper.input_range is not None and stepper.check_inputs and hasattr(model, "features"):
         if numpy_network(model, cb.num_contacts) is not None:  # computed once: the network's input and the range check's
-            feats = tuple(torch.from_numpy(f) for f in numpy_features(cb.graph))
+            feats = numpy_features(cb.arrays)  # numpy, from the batch's arrays: the torch graph is never built
         else:
             with torch.inference_mode():
                 feats = model.features(cb.graph)
@@ -115,7 +115,8 @@ def _bad_force_envs(m, stepper, cb, forces: np.ndarray) -> np.ndarray:
 
 def _check_inputs(stepper, cb, feats) -> None:
     """Count (and warn once about) inputs outside the model's training range."""
-    g = cb.graph
+    numpy_feats = feats is not None and isinstance(feats[0], np.ndarray)
+    g = cb.arrays if numpy_feats else cb.graph
     r = stepper.input_range.check(g, *(feats or (None, None)))
     ne, nn = int(r["edge"].sum()), int(r["node"].sum())
     if not (ne or nn):
@@ -124,7 +125,7 @@ def _check_inputs(stepper, cb, feats) -> None:
     stepper.count("ood_nodes", nn)
     envs = np.zeros(cb.num_envs, dtype=bool)
     envs[cb.env[r["edge"]]] = True
-    envs[g.batch.numpy()[r["node"]]] = True
+    envs[np.asarray(g["batch"] if numpy_feats else g.batch)[r["node"]]] = True
     stepper.count("ood_env_steps", int(envs.sum()))
     stepper.count_out_of_range(r["edge_features"], r["node_features"])
     stepper.warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "

@@ -152,7 +152,7 @@ def _network_parameters(model, cb, features, state) -> np.ndarray:
     numpy copy (``model.network_numpy``) where it has one, else by the torch model."""
     net = numpy_network(model, cb.num_contacts)
     if net is not None:
-        return net.law_parameters(cb.graph, features=features, state=state)
+        return net.law_parameters(cb.arrays, features=features, state=state)
     kw = {} if state is None else {"state": ContactState(*(torch.from_numpy(x) for x in state))}
     with torch.inference_mode():
         return model.law_parameters(cb.graph, features=features, **kw).double().numpy()
