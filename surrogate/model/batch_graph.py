@@ -310,6 +310,8 @@ class GraphBuilder:
         key = (B, id(model), model.opt.timestep, tuple(model.opt.gravity), float(model.body_mass[self.object_body]))
         tables = self.__dict__.setdefault("_tables", {})
         if key not in tables:
+            if len(tables) >= 8:  # models whose masses are randomized per rollout: keep a few, not one per draw
+                tables.clear()
             K = self.K
             tables[key] = dict(
                 num_nodes=B * K, mass=np.tile(self.mass, B), inertia=np.tile(self.inertia, (B, 1)),
