@@ -29,29 +29,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import mujoco
 import numpy as np
 import torch
-from torch_geometric.data import Data
 
 from ..scenes.scene import match_pair_keys, pair_keys
+from .contact_graph import INT_FIELDS, ContactGraph
 from .data_views import DataViews
 from .graph import GEOM_DESC, geom_descriptor
 from .law import cross
-
-
-class ContactGraph(SimpleNamespace):
-    """The batched graph as plain attributes (the fields of the module docstring).
-
-    Everything ``ContactLawGNN`` reads is an attribute, as on a PyG ``Data``; building a ``Data``
-    costs ~0.5 ms per call in PyG's attribute storage, so the stepper does not. ``to_pyg()``
-    gives a real ``Data`` for PyG tools.
-    """
-
-    def to_pyg(self) -> Data:
-        return Data(**vars(self))
 
 
 @dataclass
@@ -389,37 +376,10 @@ class GraphBuilder:
                 if k == "num_nodes":
                     out[k] = a
                 else:  # copies: the graph's tensors own their memory (some arrays are shared tables, read-only)
-                    out[k] = torch.from_numpy(np.array(a, dtype=None if k in _INT_FIELDS else npd, order="C"))
+                    out[k] = torch.from_numpy(np.array(a, dtype=None if k in INT_FIELDS else npd, order="C"))
             return ContactGraph(**out)
 
         return ContactBatch(env=env, node=cs.node, normal=normal, dist=dist, num_envs=B, K=K, _make_graph=make_graph,
                             _arrays=arrays,
                             _velocities=velocities, _levers=levers, _frames=frames, contact_set=cs,
                             dynamics=None if solve_arrays is None else (pos, *solve_arrays))
-
-
-_INT_FIELDS = ("edge_index", "object_index", "batch", "env", "contact_id", "body_id")
-_EDGE_FIELDS = ("normal", "dist", "r_obj", "r_oth", "tangent", "geom_obj", "geom_oth", "contact_id", "sign")
-_NODE_FIELDS = ("vel", "omega", "mass", "inertia", "static", "is_object", "body_id")
-_ENV_FIELDS = ("gravity", "length", "mass_ref", "inertia_w", "dt")
-
-
-def concat_graphs(graphs: Sequence[ContactGraph]) -> ContactGraph:
-    """One ``ContactGraph`` of several (e.g. of different scenes): environments, nodes and edges in order.
-
-    Node indices (``edge_index``, ``object_index``) and environment indices (``batch``, ``env``) are
-    offset; every other field is concatenated. Per-scene tables (``contact_id``, ``body_id``) keep
-    their meaning within their own scene.
-    """
-    if len(graphs) == 1:
-        return graphs[0]
-    node_off = np.cumsum([0] + [g.num_nodes for g in graphs])[:-1]
-    env_off = np.cumsum([0] + [len(g.object_index) for g in graphs])[:-1]
-    out = {"num_nodes": int(sum(g.num_nodes for g in graphs))}
-    out["edge_index"] = torch.cat([g.edge_index + int(o) for g, o in zip(graphs, node_off)], dim=1)
-    out["object_index"] = torch.cat([g.object_index + int(o) for g, o in zip(graphs, node_off)])
-    out["batch"] = torch.cat([g.batch + int(o) for g, o in zip(graphs, env_off)])
-    out["env"] = torch.cat([g.env + int(o) for g, o in zip(graphs, env_off)])
-    for k in _EDGE_FIELDS + _NODE_FIELDS + _ENV_FIELDS:
-        out[k] = torch.cat([getattr(g, k) for g in graphs])
-    return ContactGraph(**out)

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..model.batch_graph import concat_graphs
+from ..model.contact_graph import concat_graphs
 from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
 from ..quat import quat_to_mat
 from ..scenes import set_contact_mode

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..model.batch_graph import concat_graphs
+from ..model.contact_graph import concat_graphs
 from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
 from ..model.joint_solve import solve_joint
 from ..model.law import cross
