@@ -5,9 +5,10 @@ Why: a stepped scene holds ~12 contacts, so a torch forward is nearly all per-ca
 per physics step at batch 1), not arithmetic; numpy's calls cost a fraction of that. Training, the twin and every
 gradient use the torch model (its PyG message passing); ``tests/test_network_numpy.py`` holds this copy to it.
 
-``numpy_network(model)`` returns the copy of a model's current weights, remade when any of them changed (an optimizer
-step, a loaded state dict), or None where the torch path must run (a model in training mode, whose normalizers still
-accumulate, or one without a network).
+``numpy_network(model, contacts)`` returns the copy of a model's current weights, remade when any of them changed (an
+optimizer step, a loaded state dict), or None where the torch path must run (a model in training mode, whose
+normalizers still accumulate, one without a network, or a batch of more than ``MAX_CONTACTS`` contacts). The copy
+reads a batch's numpy arrays (``batch_graph.ContactBatch.arrays``) or a ``ContactGraph``.
 """
 
 from __future__ import annotations
