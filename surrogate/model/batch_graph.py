@@ -213,6 +213,7 @@ class GraphBuilder:
         self._model = model  # for ``M_take``, built on first use (only the law solve needs it)
         self._moving_node = (self.static == 0)[None, :, None]
         self._set = None  # (key, ContactSet) of the last contact set seen (``contact_set``)
+        self._tables = {}  # the node tables of each batch size and model (``_node_tables``)
 
     @functools.cached_property
     def M_take(self) -> tuple[np.ndarray, np.ndarray]:
@@ -295,7 +296,7 @@ class GraphBuilder:
         """The graph's fields that depend only on the scene and the batch size B (masses, inertias, which node is
         static or the object, gravity, sizes, indices): made once per B and model (a step reuses them, unchanged)."""
         key = (B, id(model), model.opt.timestep, tuple(model.opt.gravity), float(model.body_mass[self.object_body]))
-        tables = self.__dict__.setdefault("_tables", {})
+        tables = self._tables
         if key not in tables:
             if len(tables) >= 8:  # models whose masses are randomized per rollout: keep a few, not one per draw
                 tables.clear()
@@ -375,8 +376,10 @@ class GraphBuilder:
             for k, a in arrays().items():
                 if k == "num_nodes":
                     out[k] = a
-                else:  # copies: the graph's tensors own their memory (some arrays are shared tables, read-only)
-                    out[k] = torch.from_numpy(np.array(a, dtype=None if k in INT_FIELDS else npd, order="C"))
+                else:
+                    a = np.ascontiguousarray(a, dtype=None if k in INT_FIELDS else npd)
+                    # a shared node table (read-only) is copied: a tensor may be written, the table never
+                    out[k] = torch.from_numpy(a if a.flags.writeable else a.copy())
             return ContactGraph(**out)
 
         return ContactBatch(env=env, node=cs.node, normal=normal, dist=dist, num_envs=B, K=K, _make_graph=make_graph,

@@ -161,7 +161,8 @@ class InputRange:
         self.node_mean = torch.as_tensor(node_mean, dtype=torch.float32)
         self.edge_band = self.k * torch.as_tensor(edge_std, dtype=torch.float32).clamp_min(std_floor)
         self.node_band = self.k * torch.as_tensor(node_std, dtype=torch.float32).clamp_min(std_floor)
-        self._numpy = None  # numpy copies of the four, made on the first numpy check
+        # numpy views of the four (their memory: a band widened in place, as ``from_model`` does, is seen by ``check``)
+        self._numpy = tuple(t.numpy() for t in (self.edge_mean, self.edge_band, self.node_mean, self.node_band))
 
     @classmethod
     def from_model(cls, model, *, k: float = 6.0) -> InputRange | None:
@@ -185,35 +186,27 @@ class InputRange:
             out.edge_band[unread] = float("inf")
         return out
 
-    def check(self, graph, edge_feats: torch.Tensor | None = None, node_feats: torch.Tensor | None = None) -> dict:
+    def check(self, graph, edge_feats=None, node_feats=None) -> dict:
         """Out-of-range inputs of one batched graph.
 
-        ``edge_feats`` [E, 41] / ``node_feats`` [N, 9]: the features the model saw (computed from
+        ``graph``: a ``ContactGraph``, or a batch's arrays (``ContactBatch.arrays``, with the features given).
+        ``edge_feats`` [E, 41] / ``node_feats`` [N, 9]: the features the model saw, torch or numpy (computed from
         ``graph`` if not given).
 
         Returns:
           {"edge": [E] bool, "node": [N] bool (only nodes that take part in a contact),
            "edge_features": [41] int counts, "node_features": [9] int counts}.
         """
-        if isinstance(edge_feats, np.ndarray):  # the stepper's numpy features, with the batch's arrays as ``graph``
-            return self._check_numpy(graph, edge_feats, node_feats)
         ef = G.edge_features(graph) if edge_feats is None else edge_feats
-        eb = (ef - self.edge_mean).abs() > self.edge_band
         nf = G.node_features(graph) if node_feats is None else node_feats
-        used = torch.zeros(graph.num_nodes, dtype=torch.bool)
-        used[graph.edge_index.reshape(-1)] = True
-        nb = ((nf - self.node_mean).abs() > self.node_band) & used[:, None]
-        return {"edge": eb.any(1).numpy(), "node": nb.any(1).numpy(),
-                "edge_features": eb.sum(0).numpy(), "node_features": nb.sum(0).numpy()}
-
-    def _check_numpy(self, arrays: dict, ef: np.ndarray, nf: np.ndarray) -> dict:
-        """``check`` of numpy features [E, 41] / [N, 9] (``model.network_numpy.features``) on a batch's arrays
-        (``ContactBatch.arrays``): the same comparisons without torch's per-call cost."""
-        if self._numpy is None:
-            self._numpy = tuple(t.numpy() for t in (self.edge_mean, self.edge_band, self.node_mean, self.node_band))
+        ef, nf = (f.detach().numpy() if isinstance(f, torch.Tensor) else f for f in (ef, nf))
+        if isinstance(graph, dict):
+            num_nodes, edge_index = graph["num_nodes"], graph["edge_index"]
+        else:
+            num_nodes, edge_index = graph.num_nodes, graph.edge_index.numpy()
         em, eband, nm, nband = self._numpy
         eb = np.abs(ef - em) > eband
-        used = np.zeros(int(arrays["num_nodes"]), dtype=bool)
-        used[np.asarray(arrays["edge_index"]).reshape(-1)] = True
+        used = np.zeros(int(num_nodes), dtype=bool)
+        used[np.asarray(edge_index).reshape(-1)] = True
         nb = (np.abs(nf - nm) > nband) & used[:, None]
         return {"edge": eb.any(1), "node": nb.any(1), "edge_features": eb.sum(0), "node_features": nb.sum(0)}

@@ -115,9 +115,8 @@ def _bad_force_envs(m, stepper, cb, forces: np.ndarray) -> np.ndarray:
 
 def _check_inputs(stepper, cb, feats) -> None:
     """Count (and warn once about) inputs outside the model's training range."""
-    numpy_feats = feats is not None and isinstance(feats[0], np.ndarray)
-    g = cb.arrays if numpy_feats else cb.graph
-    r = stepper.input_range.check(g, *(feats or (None, None)))
+    # given the features (``_contact_forces``), the check reads only the batch's arrays: no torch graph
+    r = stepper.input_range.check(cb.graph, None, None) if feats is None else stepper.input_range.check(cb.arrays, *feats)
     ne, nn = int(r["edge"].sum()), int(r["node"].sum())
     if not (ne or nn):
         return
@@ -125,7 +124,7 @@ def _check_inputs(stepper, cb, feats) -> None:
     stepper.count("ood_nodes", nn)
     envs = np.zeros(cb.num_envs, dtype=bool)
     envs[cb.env[r["edge"]]] = True
-    envs[np.asarray(g["batch"] if numpy_feats else g.batch)[r["node"]]] = True
+    envs[np.flatnonzero(r["node"]) // cb.K] = True  # node i * K + k is environment i's
     stepper.count("ood_env_steps", int(envs.sum()))
     stepper.count_out_of_range(r["edge_features"], r["node_features"])
     stepper.warn_once("ood", f"contact model inputs outside its training range (> {stepper.input_range.k:g} std) "
