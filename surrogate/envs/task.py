@@ -372,7 +372,8 @@ def _count_ood_per_env(task: GraspTask) -> None:
 
     def per_env_check(graph, *args, **kwargs):
         r = check(graph, *args, **kwargs)
-        edge_env = graph.batch[graph.edge_index[1]].numpy()
+        # the stepper checks a batch's arrays (``ContactBatch.arrays``) or its graph: each contact's environment
+        edge_env = np.asarray(graph["env"] if isinstance(graph, dict) else graph.env)
         counts = np.bincount(edge_env[np.asarray(r["edge"], bool)], minlength=len(task._live))
         task.last_ood[task._live] += counts[:len(task._live)]
         return r
