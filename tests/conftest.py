@@ -76,14 +76,14 @@ def trajectory(m, datas, n: int, stepper=None, *, contact=None, control=None):
 
 
 def use_torch_network(monkeypatch) -> None:
-    """Make the hybrid stepper run a network's torch forward instead of its numpy copy (``model.network_numpy``)."""
+    """Make the hybrid stepper run a network's torch forward instead of its compiled copy (``model.network_numpy``)."""
     for where in ("surrogate.sim.law_solve.numpy_network", "surrogate.sim.hybrid_step.numpy_network"):
-        monkeypatch.setattr(where, lambda model, contacts=0: None)
+        monkeypatch.setattr(where, lambda model: None)
 
 
 @pytest.fixture
 def torch_network(monkeypatch):
     """The stepper on a network's torch forward: for the tests that hold the stepper to the twin to 1e-9, the same
-    float32 arithmetic on both sides. The numpy copy rounds its products apart from torch's kernels (~1e-7 relative,
-    which a chaotic toss amplifies); tests/test_network_numpy.py holds it to the torch model."""
+    float32 arithmetic on both sides. The compiled copy sums its products in another order than torch's kernels (~1e-7
+    relative, which a chaotic toss amplifies); tests/test_network_numpy.py holds it to the torch model."""
     use_torch_network(monkeypatch)

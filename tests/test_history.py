@@ -342,7 +342,7 @@ def test_history_model_trains_through_the_twin_and_round_trips(tmp_path):
         torch.testing.assert_close(back.solve(g, state=state)[0], model.solve(g, state=state)[0])
 
 
-def test_history_network_without_a_spring_corrects_the_spring_free_law():
+def test_history_network_without_a_spring_corrects_the_spring_free_law(torch_network):
     """History on a prior without a spring: no spring parameter and no k_z head; the network reads the time under
     load and the last normal force (damping and friction change with them, the stiffness never does). With saturated
     corrections and arbitrary time and force stored every 20 steps in contact, a dropped spinning cube never gains

@@ -104,7 +104,6 @@ def test_the_numpy_copy_follows_the_weights_and_stands_aside_in_training():
     np.testing.assert_allclose(again.law_parameters(g), ref, rtol=2e-5)
     assert network_numpy.numpy_network(net.train()) is None  # its normalizers still accumulate: torch's path
     assert network_numpy.numpy_network(ContactLawGNN(prior=LAW, corrections=False).eval()) is None
-    assert network_numpy.numpy_network(net.eval(), network_numpy.MAX_CONTACTS + 1) is None  # torch: large batches
 
 
 def test_a_hybrid_rollout_is_the_same_with_the_numpy_network_or_torch(monkeypatch):
@@ -130,3 +129,45 @@ def test_a_hybrid_rollout_is_the_same_with_the_numpy_network_or_torch(monkeypatc
     assert ood and slow_stats["ood_edges"] > 0  # this random network's normalizers saw one state: the grasp moves out
     assert {k: fast_stats[k] for k in ood} == {k: slow_stats[k] for k in ood}
     assert np.abs(slow[-1] - slow[0]).max() > 1e-6  # the grasp moves: the rollout is not trivially equal
+
+
+def test_the_compiled_network_matches_torch_on_a_batch_of_many_environments():
+    """Hundreds of contacts in 24 graphs (each environment its own state and, here, its own length and mass scales):
+    the compiled pass's matrix products over all rows and its per-graph units give the torch model's parameters."""
+    scene, d = _grasp()
+    rng = np.random.default_rng(3)
+    datas = []
+    for _ in range(24):
+        d2 = mujoco.MjData(scene.model)
+        mujoco.mj_copyData(d2, scene.model, d)
+        d2.qvel[:] += rng.normal(0, 0.05, scene.model.nv)
+        mujoco.mj_forward(scene.model, d2)
+        datas.append(d2)
+    g = GraphBuilder.from_scene(scene).build(scene.model, datas, dtype=torch.float64).graph
+    assert g.edge_index.shape[1] > 256 and int(g.batch.max()) == 23
+    g.length = g.length * torch.linspace(0.7, 1.3, 24, dtype=g.length.dtype)  # each graph its own units
+    g.mass_ref = g.mass_ref * torch.linspace(1.4, 0.6, 24, dtype=g.mass_ref.dtype)
+    net = _trained_net(g, seed=4, history=True)
+    state = _state(g, seed=5)
+    with torch.no_grad():
+        ref = net.law_parameters(g, state=ContactState(*(torch.from_numpy(x) for x in state))).numpy()
+    got = network_numpy.numpy_network(net).law_parameters(g, state=state)
+    assert np.ptp(ref[:, 2]) > 1e-3  # the friction corrections differ between contacts
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=0)
+
+
+def test_an_mlp_the_kernel_cannot_run_is_refused():
+    with pytest.raises(TypeError, match="compiled copy"):
+        network_numpy._mlp(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)))
+    with pytest.raises(TypeError, match="compiled copy"):
+        network_numpy._mlp(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)))  # no SiLU between
+
+
+def test_a_stepper_with_a_network_limits_the_kernels_blas_threads():
+    from threadpoolctl import threadpool_info
+
+    scene, d = _grasp()
+    net = _trained_net(_graph(scene, d))
+    Stepper(scene, net, num_threads=1)
+    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    assert blas and all(i["num_threads"] == 1 for i in blas)

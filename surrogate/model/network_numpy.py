@@ -1,14 +1,16 @@
-"""The network of a ``ContactLawGNN`` in numpy, for inference in the hybrid stepper: the same features, normalizers,
-MLPs, message passing and bounded corrections as ``ContactLawGNN.law_parameters``, without torch.
+"""The network of a ``ContactLawGNN`` without torch, for inference in the hybrid stepper: the same features,
+normalizers, MLPs, message passing and bounded corrections as ``ContactLawGNN.law_parameters``, on numpy arrays, the
+features and the encode-process-decode pass compiled (``network_kernel``).
 
 Why: a stepped scene holds ~12 contacts, so a torch forward is nearly all per-call dispatch (~100 calls, about 1 ms
-per physics step at batch 1), not arithmetic; numpy's calls cost a fraction of that. Training, the twin and every
-gradient use the torch model (its PyG message passing); ``tests/test_network_numpy.py`` holds this copy to it.
+per physics step at batch 1), not arithmetic; the compiled pass costs ~40 us there, and at a batch of 256 (3,072
+contacts) about what torch's does, while its features cost a fifth of torch's. Training, the twin and every gradient
+use the torch model (its PyG message passing); ``tests/test_network_numpy.py`` holds this copy to it.
 
-``numpy_network(model, contacts)`` returns the copy of a model's current weights, remade when any of them changed (an
-optimizer step, a loaded state dict), or None where the torch path must run (a model in training mode, whose
-normalizers still accumulate, one without a network, or a batch of more than ``MAX_CONTACTS`` contacts). The copy
-reads a batch's numpy arrays (``batch_graph.ContactBatch.arrays``) or a ``ContactGraph``.
+``numpy_network(model)`` returns the copy of a model's current weights, remade when any of them changed (an optimizer
+step, a loaded state dict), or None where the torch path must run (a model in training mode, whose normalizers still
+accumulate, or one without a network). The copy reads a batch's numpy arrays (``batch_graph.ContactBatch.arrays``) or
+a ``ContactGraph``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,10 @@ import numpy as np
 import torch
 
 from . import graph as G
+from . import network_kernel as K
 from .law import cross
 
 _F32 = np.float32
-# Above this many contacts in a batch the torch model is used: its dispatch is paid once per call, and its matrix
-# products on thousands of rows are several times numpy's (measured with `surrogate speed`, docs/stepper-and-envs.md).
-MAX_CONTACTS = 256
 
 
 def _np(t) -> np.ndarray:
@@ -70,56 +70,25 @@ def _relative_velocity(a: dict):
     return va - vb, omega[o] - omega[s]
 
 
-def _gravity_dir(a: dict) -> np.ndarray:
-    g = a["gravity"]
-    return g / np.maximum(np.sqrt((g * g).sum(-1, keepdims=True)), 1e-6)
-
-
-# ``graph.EDGE_SCALARS`` from the stacked parts of ``edge_features``: [dist, 5 normal components (v, r_obj, r_oth, w,
-# g), 5 tangential norms (the same), 3 tangential dots (vt.rt, gt.vt, gt.rt), 3 triple products (rt x vt, gt x vt,
-# gt x rt, on n)] reordered, and the powers of L and V that make each nondimensional
-_SCALAR_ORDER = np.array([0, 1, 6, 2, 7, 3, 8, 4, 9, 5, 10, 11, 14, 12, 15, 13, 16])
-_L_POWER = np.array([-1, 0, 0, -1, -1, -1, -1, 1, 1, 0, 0, -1, -1, 0, 0, -1, -1], dtype=float)
-_V_POWER = np.array([0, -1, -1, 0, 0, 0, 0, -1, -1, 0, 0, -1, -1, -1, -1, 0, 0], dtype=float)
-_TRIPLE_SIGN = np.array([-1.0, 1.0, 1.0])  # n.(rt x vt) = -n.(vt x rt)
-
-
 def edge_features(a: dict) -> np.ndarray:
-    """[E, 41] ``graph.edge_features`` of the arrays of ``graph_arrays`` (float64), in a few stacked operations
-    (each numpy call costs microseconds whatever its size: a contact's 17 scalars one by one would be most of it)."""
-    eg = a["batch"][a["edge_index"][1]]
-    L, V, _ = _units(a)
-    L, V = L[eg, None], V[eg, None]
-    n = a["normal"]
-    v, w = _relative_velocity(a)
-    X = np.stack([v, a["r_obj"], a["r_oth"], w, _gravity_dir(a)[eg]], axis=1)  # [E, 5, 3]
-    Xn = (X @ n[:, :, None])[..., 0]  # [E, 5] normal components
-    T = X - Xn[..., None] * n[:, None, :]  # tangential parts
-    Tn = np.sqrt((T * T).sum(-1) + 1e-12)
-    A, B = T[:, [0, 4, 4]], T[:, [1, 0, 1]]  # (vt, rt), (gt, vt), (gt, rt)
-    dots = (A * B).sum(-1)
-    triples = (cross(A, B) @ n[:, :, None])[..., 0] * _TRIPLE_SIGN
-    parts = np.concatenate([a["dist"][:, None], Xn, Tn, dots, triples], axis=1)[:, _SCALAR_ORDER]
-    scal = parts * (L ** _L_POWER) * (V ** _V_POWER)
-    d = np.concatenate([a["geom_obj"], a["geom_oth"]], axis=1)
-    d[:, [8, 9, 10, 11, 20, 21, 22, 23]] /= L  # bounding radius and half-sizes over L
-    return np.concatenate([scal, d], axis=-1)
+    """[E, 41] float32 ``graph.edge_features`` of the arrays of ``graph_arrays`` (compiled: ``network_kernel``)."""
+    out = np.empty((len(a["dist"]), K.N_EDGE), _F32)
+    K.edge_features(*_c(a, "edge_index", "batch", "normal", "dist", "r_obj", "r_oth", "geom_obj", "geom_oth", "vel",
+                        "omega", "gravity", "length"), out)
+    return out
 
 
 def node_features(a: dict) -> np.ndarray:
-    """[N, 9] ``graph.node_features`` of the arrays of ``graph_arrays`` (float64)."""
-    nb = a["batch"]
-    L, V, _ = _units(a)
-    L, V, M = L[nb, None], V[nb, None], a["mass_ref"][nb, None]
-    gh = _gravity_dir(a)[nb]
-    st, mass = a["static"][:, None], a["mass"][:, None]
-    vel, omega = a["vel"], a["omega"]
-    with np.errstate(divide="ignore", invalid="ignore"):  # a static node's row is replaced by zeros
-        logm = np.where(st > 0, 0.0, np.log(np.maximum(mass, 1e-9) / M))
-        inert = np.where(st > 0, 0.0, a["inertia"] / (np.maximum(mass, 1e-9) * L * L))
-    speed = np.sqrt(_dot(vel, vel) + 1e-12) / V
-    spin = np.sqrt(_dot(omega, omega) + 1e-12) * L / V
-    return np.concatenate([st, a["is_object"][:, None], logm, inert, speed, _dot(vel, gh) / V, spin], axis=-1)
+    """[N, 9] float32 ``graph.node_features`` of the arrays of ``graph_arrays`` (compiled: ``network_kernel``)."""
+    out = np.empty((len(a["vel"]), K.N_NODE), _F32)
+    K.node_features(*_c(a, "batch", "vel", "omega", "mass", "inertia", "static", "is_object", "gravity", "length",
+                        "mass_ref"), out)
+    return out
+
+
+def _c(a: dict, *keys) -> list:
+    """The arrays ``keys`` of ``a`` as the kernels take them: C-contiguous, float64 (indices int64)."""
+    return [np.ascontiguousarray(a[k], dtype=np.int64 if k in ("edge_index", "batch") else np.float64) for k in keys]
 
 
 def history_features(a: dict, z, age, fn_last) -> np.ndarray:
@@ -138,35 +107,20 @@ def features(g) -> tuple[np.ndarray, np.ndarray]:
     """(edge [E, 41], node [N, 9]) float32: ``ContactLawGNN.features`` in numpy, of a ``ContactGraph`` or a batch's
     arrays (``graph_arrays``)."""
     a = graph_arrays(g)
-    return edge_features(a).astype(_F32), node_features(a).astype(_F32)
+    return edge_features(a), node_features(a)
 
 
-def _mlp_weights(seq) -> list:
-    """[(kind, arrays)] of a ``layers.mlp``: ("linear", W^T [in, out], b), ("silu",), ("norm", w, b, eps)."""
-    out = []
-    for m in seq:
-        if isinstance(m, torch.nn.Linear):
-            out.append(("linear", _np(m.weight).T.copy(), _np(m.bias).copy()))
-        elif isinstance(m, torch.nn.SiLU):
-            out.append(("silu",))
-        elif isinstance(m, torch.nn.LayerNorm):
-            out.append(("norm", _np(m.weight).copy(), _np(m.bias).copy(), float(m.eps)))
-        else:
-            raise TypeError(f"no numpy copy of the layer {type(m).__name__}")
-    return out
-
-
-def _run(layers: list, x: np.ndarray) -> np.ndarray:
-    """One ``layers.mlp`` pass in float32 on [*, in] rows."""
-    for op in layers:
-        if op[0] == "linear":
-            x = x @ op[1] + op[2]
-        elif op[0] == "silu":
-            x = x / (1.0 + np.exp(-x))
-        else:
-            d = x - x.sum(-1, keepdims=True) / x.shape[-1]  # np.mean's own overhead is most of a small row's cost
-            x = d / np.sqrt((d * d).sum(-1, keepdims=True) / x.shape[-1] + op[3]) * op[1] + op[2]
-    return x
+def _mlp(seq) -> tuple:
+    """``([(W [out, in], b)], LayerNorm (weight, bias, eps) or None)`` of a ``layers.mlp`` (Linear layers with SiLU
+    between them, a LayerNorm or not on the output): what ``network_kernel.pack_mlps`` packs."""
+    kinds = "".join("L" if isinstance(m, torch.nn.Linear) else "S" if isinstance(m, torch.nn.SiLU) else
+                    "N" if isinstance(m, torch.nn.LayerNorm) else "?" for m in seq)
+    linears = [m for m in seq if isinstance(m, torch.nn.Linear)]
+    if kinds.removesuffix("N") != "LS" * (len(linears) - 1) + "L":
+        raise TypeError(f"no compiled copy of an MLP of layers {[type(m).__name__ for m in seq]}")
+    norm = seq[-1] if kinds.endswith("N") else None
+    return ([(_np(m.weight), _np(m.bias)) for m in linears],
+            None if norm is None else (_np(norm.weight), _np(norm.bias), float(norm.eps)))
 
 
 def _stats(norm) -> tuple[np.ndarray, np.ndarray]:
@@ -186,22 +140,25 @@ class NumpyNetwork:
         self.logs = [_np(m.log_stiffness).copy(), _np(m.log_damping).copy(), _np(m.log_friction).copy()]
         if m.presliding:
             self.logs.append(_np(m.log_presliding).copy())
-            self.presliding_on = _np(m.presliding_on)
+            self.presliding_on = _np(m.presliding_on).copy()
         if m.spin:
             spin = _np(m.log_spin).copy()
             self.logs += [spin[0], spin[1]]
-            self.spin_on, self.spin_column = _np(m.spin_on), m.spin_columns[0]
+            self.spin_on, self.spin_column = _np(m.spin_on).copy(), m.spin_columns[0]
         self.presliding, self.spin, self.history = bool(m.presliding), bool(m.spin), bool(m.history)
         self.bounds, self.presliding_bound, self.mu_max = m.bounds, m.presliding_bound, m.mu_max
-        self.edge_stats, self.node_stats = _stats(m.edge_norm), _stats(m.node_norm)
-        self.hist_stats = _stats(m.hist_norm) if self.history else None
-        self.config_index = _np(m.config_index)
-        self.edge_index_read = None if m.geometry else _np(m.edge_input_index)
-        self.stiffness = _mlp_weights(m.stiffness_mlp)
-        self.edge_enc, self.node_enc = _mlp_weights(m.edge_enc), _mlp_weights(m.node_enc)
-        self.layers = [(_mlp_weights(layer.edge_mlp), None if layer.node_mlp is None else _mlp_weights(layer.node_mlp))
-                       for layer in m.layers]
-        self.decoder = _mlp_weights(m.decoder)
+        self.edge_stats, self.node_stats = np.stack(_stats(m.edge_norm)), np.stack(_stats(m.node_norm))
+        self.hist_stats = np.stack(_stats(m.hist_norm)) if self.history else np.zeros((2, 0), _F32)
+        self.config_index = _np(m.config_index).astype(np.int64)
+        self.edge_read = np.arange(K.N_EDGE) if m.geometry else _np(m.edge_input_index).astype(np.int64)
+        mlps = [m.stiffness_mlp, m.edge_enc, m.node_enc, m.decoder]
+        for layer in m.layers:
+            mlps += [layer.edge_mlp, layer.node_mlp]
+        packed, roles = [], []  # the kernel's roles: stiffness, edge and node encoders, decoder, then each step's two
+        for q in mlps:
+            roles.append(-1 if q is None else len(packed))
+            packed += [] if q is None else [_mlp(q)]
+        self.weights, self.roles = K.pack_mlps(packed), np.array(roles, dtype=np.int64)
 
     def _spring_off(self, out: np.ndarray, group: np.ndarray) -> np.ndarray:
         if self.presliding:
@@ -217,30 +174,17 @@ class NumpyNetwork:
         group = (a["static"][src] < 0.5).astype(np.int64)
         base = np.stack([log[group] for log in self.logs], axis=1).astype(np.float64)
         if features is None:
-            ef, nf = edge_features(a).astype(_F32), node_features(a).astype(_F32)
+            ef, nf = edge_features(a), node_features(a)
         else:
-            ef, nf = (np.asarray(_np(f), dtype=_F32) for f in features)
-        ef = (ef - self.edge_stats[0]) / self.edge_stats[1]
-        nf = (nf - self.node_stats[0]) / self.node_stats[1]
+            ef, nf = (np.ascontiguousarray(_np(f), dtype=_F32) for f in features)
         s_k, s_c, s_mu = (np.float32(s) for s in self.bounds)
-        o_k = _run(self.stiffness, ef[:, self.config_index])[:, 0]
-        e = ef if self.edge_index_read is None else ef[:, self.edge_index_read]
+        hist = np.zeros((len(src), 0), _F32)
         if self.history:
             z, age, fn = (np.zeros((len(src), 3)), np.zeros(len(src)), np.zeros(len(src))) if state is None else state[:3]
-            h = history_features(a, z, age, fn).astype(_F32)
-            e = np.concatenate([e, (h - self.hist_stats[0]) / self.hist_stats[1]], axis=1)
-        e = _run(self.edge_enc, e)
-        x = _run(self.node_enc, nf)
-        n_nodes = len(x)
-        for edge_mlp, node_mlp in self.layers:  # layers.InteractionLayer: x_j the sender (row 0), x_i the receiver
-            e = e + _run(edge_mlp, np.concatenate([e, x[src], x[dst]], axis=1))
-            if node_mlp is not None:
-                agg_in = np.zeros((n_nodes, e.shape[1]), _F32)
-                agg_out = np.zeros((n_nodes, e.shape[1]), _F32)
-                np.add.at(agg_in, dst, e)
-                np.add.at(agg_out, src, e)
-                x = x + _run(node_mlp, np.concatenate([x, agg_in, agg_out], axis=1))
-        o = _run(self.decoder, e)
+            hist = history_features(a, z, age, fn).astype(_F32)
+        o_k, o = K.network(ef, nf, hist, np.ascontiguousarray(a["edge_index"], dtype=np.int64), self.edge_stats,
+                           self.node_stats, self.hist_stats, self.config_index, self.edge_read, self.roles,
+                           *self.weights)
         corr = [s_k * np.tanh(o_k), s_c * np.tanh(o[:, 0]), s_mu * np.tanh(o[:, 1])]
         if self.history and self.presliding:
             corr.append(np.float32(self.presliding_bound) * np.tanh(o[:, 2]))
@@ -258,14 +202,12 @@ def _tensors(model) -> list:
     return [*model.parameters(), *model.buffers()]
 
 
-def numpy_network(model, contacts: int = 0) -> NumpyNetwork | None:
+def numpy_network(model) -> NumpyNetwork | None:
     """The numpy copy of ``model``'s network (cached on the model, remade when a weight or buffer was written in place:
     an optimizer step, ``load_state_dict``, a normalizer's update), or None where the torch path must run: no network
-    (``corrections`` off), training mode (its normalizers still accumulate), or more than ``MAX_CONTACTS`` contacts
-    (``contacts``: the batch's), where torch's matrix products are the faster. A weight replaced by a new tensor
+    (``corrections`` off) or training mode (its normalizers still accumulate). A weight replaced by a new tensor
     object is not seen: write weights in place (as torch's optimizers and ``load_state_dict`` do)."""
-    if contacts > MAX_CONTACTS or not getattr(model, "corrections", False) or model.training \
-            or not hasattr(model, "stiffness_mlp"):
+    if not getattr(model, "corrections", False) or model.training or not hasattr(model, "stiffness_mlp"):
         return None
     cached = model.__dict__.get("_numpy_network")
     if cached is not None and [t._version for t in cached[0]] == cached[1]:

@@ -55,7 +55,7 @@ def _contact_forces(m, datas, stepper, cb):
         prepare(m, datas)
     feats = None
     if stepper.input_range is not None and stepper.check_inputs and hasattr(model, "features"):
-        if numpy_network(model, cb.num_contacts) is not None:  # computed once: the network's input and the range check's
+        if numpy_network(model) is not None:  # computed once: the network's input and the range check's
             feats = numpy_features(cb.arrays)  # numpy, from the batch's arrays: the torch graph is never built
         else:
             with torch.inference_mode():

@@ -150,7 +150,7 @@ def constant_law(model) -> bool:
 def _network_parameters(model, cb, features, state) -> np.ndarray:
     """[E, 3] or [E, 4] the per-contact law parameters the model's network gives on the batch's graph (numpy): by its
     numpy copy (``model.network_numpy``) where it has one, else by the torch model."""
-    net = numpy_network(model, cb.num_contacts)
+    net = numpy_network(model)
     if net is not None:
         return net.law_parameters(cb.arrays, features=features, state=state)
     kw = {} if state is None else {"state": ContactState(*(torch.from_numpy(x) for x in state))}

@@ -57,6 +57,7 @@ from ..errors import ConfigError
 from ..model.batch_graph import GraphBuilder
 from ..model.data_views import views_for
 from ..model.history import ContactHistory
+from ..model.network_kernel import limit_blas_threads
 from ..scenes import ROLES, set_contact_mode
 from .contact import InputRange
 from .contact_scope import check_contact_groups
@@ -114,8 +115,9 @@ class Stepper:
         (None): on for models with a network, off for a constant contact law (``ContactLawGNN`` with
         ``corrections=False``), whose forces do not depend on learned features: the law extrapolates
         by construction, and computing the 41 features of every contact would cost half its step.
-      num_threads: ``torch.set_num_threads`` for the network (process-wide). Default 1: the graphs are small, and
-        two OpenMP threads on a shared 2-core machine made one call ~80x slower; None leaves torch's setting alone.
+      num_threads: threads for the network, process-wide: ``torch.set_num_threads`` and the BLAS of its compiled
+        copy (``network_kernel.limit_blas_threads``). Default 1: the graphs are small, and two OpenMP threads on a
+        shared 2-core machine made one call ~80x slower; None leaves both settings alone.
       untrained_groups: ``refuse`` (a ``ConfigError``) owned pairs of a contact group the checkpoint's card says it
         never trained on (``contact_scope``), or ``allow`` them (its unfitted prior steps them).
     """
@@ -142,6 +144,8 @@ class Stepper:
         check_contact_groups(getattr(contact_model, "contact_groups", None), scene, roles, untrained=untrained_groups)
         if num_threads is not None:
             torch.set_num_threads(int(num_threads))
+            if getattr(contact_model, "corrections", False):
+                limit_blas_threads(num_threads)
         self.scene = scene
         self.contact = contact
         self.contact_model = contact_model
