@@ -61,6 +61,18 @@ def _units(gravity, length, graph):
     return L, math.sqrt(gn * L), g0 / gn, g1 / gn, g2 / gn
 
 
+@njit(cache=True, inline="always")
+def _relative_velocity(vel, omega, r_obj, r_oth, s, o, i):
+    """Contact ``i``'s (v_o + w_o x r_obj) - (v_s + w_s x r_oth): ``graph.relative_velocity``."""
+    ro0, ro1, ro2 = r_obj[i, 0], r_obj[i, 1], r_obj[i, 2]
+    rs0, rs1, rs2 = r_oth[i, 0], r_oth[i, 1], r_oth[i, 2]
+    wo0, wo1, wo2 = omega[o, 0], omega[o, 1], omega[o, 2]
+    ws0, ws1, ws2 = omega[s, 0], omega[s, 1], omega[s, 2]
+    return ((vel[o, 0] + (wo1 * ro2 - wo2 * ro1)) - (vel[s, 0] + (ws1 * rs2 - ws2 * rs1)),
+            (vel[o, 1] + (wo2 * ro0 - wo0 * ro2)) - (vel[s, 1] + (ws2 * rs0 - ws0 * rs2)),
+            (vel[o, 2] + (wo0 * ro1 - wo1 * ro0)) - (vel[s, 2] + (ws0 * rs1 - ws1 * rs0)))
+
+
 @njit(cache=True)
 def edge_features(edge_index, batch, normal, dist, r_obj, r_oth, geom_obj, geom_oth, vel, omega, gravity, length,
                   out):
@@ -74,10 +86,7 @@ def edge_features(edge_index, batch, normal, dist, r_obj, r_oth, geom_obj, geom_
         rs0, rs1, rs2 = r_oth[i, 0], r_oth[i, 1], r_oth[i, 2]
         wo0, wo1, wo2 = omega[o, 0], omega[o, 1], omega[o, 2]
         ws0, ws1, ws2 = omega[s, 0], omega[s, 1], omega[s, 2]
-        # v = (v_o + w_o x r_obj) - (v_s + w_s x r_oth), w = w_o - w_s: ``graph.relative_velocity``
-        v0 = (vel[o, 0] + (wo1 * ro2 - wo2 * ro1)) - (vel[s, 0] + (ws1 * rs2 - ws2 * rs1))
-        v1 = (vel[o, 1] + (wo2 * ro0 - wo0 * ro2)) - (vel[s, 1] + (ws2 * rs0 - ws0 * rs2))
-        v2 = (vel[o, 2] + (wo0 * ro1 - wo1 * ro0)) - (vel[s, 2] + (ws0 * rs1 - ws1 * rs0))
+        v0, v1, v2 = _relative_velocity(vel, omega, r_obj, r_oth, s, o, i)
         vt0, vt1, vt2, vn = _tangential(v0, v1, v2, n0, n1, n2)
         rt0, rt1, rt2, rn = _tangential(ro0, ro1, ro2, n0, n1, n2)
         st0, st1, st2, sn = _tangential(rs0, rs1, rs2, n0, n1, n2)
@@ -104,6 +113,25 @@ def edge_features(edge_index, batch, normal, dist, r_obj, r_oth, geom_obj, geom_
         for j in range(12):
             row[17 + j] = geom_obj[i, j] / L if j >= 8 else geom_obj[i, j]
             row[29 + j] = geom_oth[i, j] / L if j >= 8 else geom_oth[i, j]
+
+
+@njit(cache=True)
+def history_features(edge_index, batch, normal, r_obj, r_oth, vel, omega, gravity, length, mass_ref, z, age, fn_last,
+                     age_clip, out):
+    """Fill ``out`` [E, 4] float32 with ``graph.history_features`` of the contacts and their state (``z`` [E, 3]
+    presliding displacement in world axes, ``age`` [E] time under load, ``fn_last`` [E] last normal force)."""
+    for i in range(normal.shape[0]):
+        s, o = edge_index[0, i], edge_index[1, i]
+        L, V, _, _, _ = _units(gravity, length, batch[o])
+        g0, g1, g2 = gravity[batch[o], 0], gravity[batch[o], 1], gravity[batch[o], 2]
+        F0 = mass_ref[batch[o]] * max(math.sqrt(g0 * g0 + g1 * g1 + g2 * g2), 1e-6)
+        v0, v1, v2 = _relative_velocity(vel, omega, r_obj, r_oth, s, o, i)
+        vt0, vt1, vt2, _ = _tangential(v0, v1, v2, normal[i, 0], normal[i, 1], normal[i, 2])
+        z0, z1, z2 = z[i, 0], z[i, 1], z[i, 2]
+        out[i, 0] = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2 + 1e-30) / L
+        out[i, 1] = (z0 * vt0 + z1 * vt1 + z2 * vt2) / (L * V)
+        out[i, 2] = min(max(age[i] * V / L, 0.0), age_clip)
+        out[i, 3] = fn_last[i] / F0
 
 
 @njit(cache=True)

@@ -20,7 +20,6 @@ import torch
 
 from . import graph as G
 from . import network_kernel as K
-from .law import cross
 
 _F32 = np.float32
 
@@ -30,15 +29,6 @@ def _np(t) -> np.ndarray:
     if isinstance(t, torch.Tensor):
         return t.detach().cpu().numpy() if t.requires_grad or t.device.type != "cpu" else t.numpy()
     return np.asarray(t)
-
-
-def _dot(a, b):
-    """[E, 1] row-wise dot products of [E, 3] a and b."""
-    return np.einsum("ij,ij->i", a, b)[:, None]
-
-
-def _tan(x, n):
-    return x - _dot(x, n) * n
 
 
 def graph_arrays(g) -> dict:
@@ -53,21 +43,6 @@ def graph_arrays(g) -> dict:
     out["batch"] = np.zeros(int(g.num_nodes), dtype=np.int64) if batch is None else _np(batch)
     out["num_nodes"] = int(g.num_nodes)
     return out
-
-
-def _units(a: dict):
-    """Per-graph (L [G], V [G], F0 [G]) as ``graph.units``."""
-    g = a["gravity"]
-    gn = np.maximum(np.sqrt((g * g).sum(-1)), 1e-6)
-    return a["length"], np.sqrt(gn * a["length"]), a["mass_ref"] * gn
-
-
-def _relative_velocity(a: dict):
-    s, o = a["edge_index"]
-    vel, omega = a["vel"], a["omega"]
-    va = vel[o] + cross(omega[o], a["r_obj"])
-    vb = vel[s] + cross(omega[s], a["r_oth"])
-    return va - vb, omega[o] - omega[s]
 
 
 def edge_features(a: dict) -> np.ndarray:
@@ -92,15 +67,13 @@ def _c(a: dict, *keys) -> list:
 
 
 def history_features(a: dict, z, age, fn_last) -> np.ndarray:
-    """[E, 4] ``graph.history_features`` of the arrays of ``graph_arrays`` and the contacts' state (float64)."""
-    eg = a["batch"][a["edge_index"][1]]
-    L, V, F0 = (u[eg] for u in _units(a))
-    v, _ = _relative_velocity(a)
-    vt = _tan(v, a["normal"])
-    z = np.asarray(z, dtype=vt.dtype)
-    return np.stack([np.sqrt((z * z).sum(-1) + 1e-30) / L, (z * vt).sum(-1) / (L * V),
-                     np.clip(np.asarray(age, dtype=vt.dtype) * V / L, 0.0, G.HISTORY_AGE_CLIP),
-                     np.asarray(fn_last, dtype=vt.dtype) / F0], axis=-1)
+    """[E, 4] float32 ``graph.history_features`` of the arrays of ``graph_arrays`` and the contacts' state (compiled:
+    ``network_kernel``)."""
+    out = np.empty((len(a["dist"]), 4), _F32)
+    K.history_features(*_c(a, "edge_index", "batch", "normal", "r_obj", "r_oth", "vel", "omega", "gravity", "length",
+                           "mass_ref"), *(np.ascontiguousarray(x, dtype=np.float64) for x in (z, age, fn_last)),
+                       float(G.HISTORY_AGE_CLIP), out)
+    return out
 
 
 def features(g) -> tuple[np.ndarray, np.ndarray]:
@@ -181,7 +154,7 @@ class NumpyNetwork:
         hist = np.zeros((len(src), 0), _F32)
         if self.history:
             z, age, fn = (np.zeros((len(src), 3)), np.zeros(len(src)), np.zeros(len(src))) if state is None else state[:3]
-            hist = history_features(a, z, age, fn).astype(_F32)
+            hist = history_features(a, z, age, fn)
         o_k, o = K.network(ef, nf, hist, np.ascontiguousarray(a["edge_index"], dtype=np.int64), self.edge_stats,
                            self.node_stats, self.hist_stats, self.config_index, self.edge_read, self.roles,
                            *self.weights)
