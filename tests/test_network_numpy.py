@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from surrogate.bench.speed import grasped_state
+from surrogate.model import graph as G
 from surrogate.model import network_numpy
 from surrogate.model.batch_graph import GraphBuilder
 from surrogate.model.contact_law import ContactLawGNN
@@ -147,6 +148,8 @@ def test_the_compiled_network_matches_torch_on_a_batch_of_many_environments():
     assert g.edge_index.shape[1] > 256 and int(g.batch.max()) == 23
     g.length = g.length * torch.linspace(0.7, 1.3, 24, dtype=g.length.dtype)  # each graph its own units
     g.mass_ref = g.mass_ref * torch.linspace(1.4, 0.6, 24, dtype=g.mass_ref.dtype)
+    tilt = torch.linspace(-0.3, 0.3, 24, dtype=g.gravity.dtype)  # and its own gravity, in size and direction
+    g.gravity = (g.gravity + torch.stack([tilt, -tilt, torch.zeros_like(tilt)], 1) * 9.81) * (1.0 + tilt[:, None])
     net = _trained_net(g, seed=4, history=True)
     state = _state(g, seed=5)
     with torch.no_grad():
@@ -163,11 +166,49 @@ def test_an_mlp_the_kernel_cannot_run_is_refused():
         network_numpy._mlp(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)))  # no SiLU between
 
 
-def test_a_stepper_with_a_network_limits_the_kernels_blas_threads():
-    from threadpoolctl import threadpool_info
+def test_history_features_match_torch_up_to_the_age_clip():
+    scene, d = _grasp()
+    g = _graph(scene, d)
+    E = g.edge_index.shape[1]
+    rng = np.random.default_rng(7)
+    z, age, fn = rng.normal(0, 1e-3, (E, 3)), np.linspace(0.0, 20.0, E), rng.uniform(0, 30, E)
+    got = network_numpy.history_features(network_numpy.graph_arrays(g), z, age, fn)
+    ref = G.history_features(g, *(torch.from_numpy(x) for x in (z, age, fn))).numpy()
+    assert (ref[:, 2] == G.HISTORY_AGE_CLIP).any() and (ref[:, 2] < G.HISTORY_AGE_CLIP).any()  # both sides of it
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_non_finite_inputs_give_non_finite_parameters_where_torch_does():
+    """The stepper's force guard reads NaN: a contact with NaN features gives NaN parameters in the compiled pass
+    exactly where the torch model gives them (itself and what message passing reaches)."""
+    scene, d = _grasp()
+    g = _graph(scene, d)
+    net = _trained_net(g)
+    with torch.no_grad():
+        ef, nf = net.features(g)
+        ef[1, 3] = float("nan")
+        ref = net.law_parameters(g, features=(ef, nf)).numpy()
+    got = network_numpy.numpy_network(net).law_parameters(g, features=(ef.numpy(), nf.numpy()))
+    assert not np.isfinite(ref).all() and np.isfinite(ref).any()
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
+
+
+def test_a_stepper_with_a_network_limits_the_kernels_blas_threads(monkeypatch):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from surrogate.model import network_kernel
+
+    def blas_threads():
+        return {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
 
     scene, d = _grasp()
     net = _trained_net(_graph(scene, d))
-    Stepper(scene, net, num_threads=1)
-    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
-    assert blas and all(i["num_threads"] == 1 for i in blas)
+    import scipy.linalg.cython_blas  # noqa: F401  the BLAS the kernel calls, loaded
+
+    with threadpool_limits(limits=2, user_api="blas"):  # restored on exit
+        monkeypatch.setattr(network_kernel, "_blas_threads", None)  # as in a fresh process
+        Stepper(scene, net, num_threads=None)  # leaves BLAS alone
+        Stepper(scene, ContactLawGNN(prior=LAW, corrections=False).eval(), num_threads=1)  # no network: alone too
+        assert set(blas_threads().values()) == {2}
+        Stepper(scene, net, num_threads=1)
+        assert blas_threads() and set(blas_threads().values()) == {1}

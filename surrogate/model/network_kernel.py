@@ -203,8 +203,9 @@ def _silu(Y):
     libm call per element, most of the network's time at a thousand contacts. ``exp(x) = 2^k exp(r)``, ``k`` the
     integer nearest ``x / ln 2``, ``r = x - k ln 2`` in two parts (Cody-Waite), ``exp(r)`` by Cephes' ``expf``
     polynomial (about 1 ulp in float32), ``2^k`` written as a float's exponent bits (as an integer-valued float, then
-    converted, so that no 64-bit integer arithmetic stops the vectorization); ``x`` clamped to [-87, 88], where the
-    sigmoid is 0 or 1 in float32 anyway. Held to torch's SiLU by ``tests/test_network_numpy.py``."""
+    converted, so that no 64-bit integer arithmetic stops the vectorization); ``x`` clamped to [-87, 88], beyond
+    which the sigmoid is 0 or 1 in float32, and ``y < -88`` gives 0 as torch's underflow does. NaN stays NaN (no
+    comparison above is true for it). Held to torch's SiLU by ``tests/test_network_numpy.py``."""
     flat = Y.reshape(-1)
     bits = np.empty(flat.size, np.int32)
     poly = np.empty(flat.size, np.float32)
@@ -219,7 +220,8 @@ def _silu(Y):
         bits[i] = np.int32((k + np.float32(127.0)) * np.float32(8388608.0))  # (k + 127) << 23
     scale = bits.view(np.float32)
     for i in range(flat.size):
-        flat[i] = flat[i] / (np.float32(1.0) + poly[i] * scale[i])
+        y = flat[i]
+        flat[i] = np.float32(0.0) if y < np.float32(-88.0) else y / (np.float32(1.0) + poly[i] * scale[i])
 
 
 @njit(cache=True, fastmath=_FAST)
