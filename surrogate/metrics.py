@@ -148,18 +148,37 @@ def summarize(values, *, seed: int = 0) -> dict:
     }
 
 
-def paired_difference(a: list[dict], b: list[dict], key: str, *, seed: int = 0, n_boot: int = 2000) -> dict:
+def paired_difference(a: list[dict], b: list[dict], key: str, *, by: str | None = None, seed: int = 0,
+                      n_boot: int = 2000) -> dict:
     """Mean of b - a over the episodes both have (rows ``{"id", key}``; a None or non-finite value drops the
-    episode) with a 95 % bootstrap interval over episodes: negative, b is lower. The one paired comparison of
-    models (training's selections, the suites' verdicts)."""
+    episode) with a 95 % bootstrap interval: negative, b is lower. The one paired comparison of models (training's
+    selections, the suites' verdicts).
+
+    ``by``: a field of ``b``'s rows naming the unit a claim generalizes over (``"object"`` for a benchmark of unseen
+    objects). Where some unit holds several episodes, the bootstrap resamples units, each with all its episodes (a
+    cluster bootstrap): the episodes of one object share its grip and its slips, so resampling them one by one counts
+    one object's luck as many independent draws. The result then also carries ``units``, ``by`` and the interval over
+    episodes (``ci95_episodes``) beside the one over units (``ci95``). Without ``by``, or with one episode per unit,
+    the interval is over episodes, as it always was."""
     da = {r["id"]: r[key] for r in a if r.get(key) is not None and np.isfinite(r[key])}
-    diff = np.array([r[key] - da[r["id"]] for r in b if r["id"] in da and r.get(key) is not None and np.isfinite(r[key])])
+    rows = [r for r in b if r["id"] in da and r.get(key) is not None and np.isfinite(r[key])]
+    diff = np.array([r[key] - da[r["id"]] for r in rows])
     if not len(diff):
         return {"n": 0, "mean": None, "ci95": None}
     rng = np.random.default_rng(seed)
     boots = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(1)
-    return {"n": int(len(diff)), "mean": float(diff.mean()),
-            "ci95": [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]}
+    out = {"n": int(len(diff)), "mean": float(diff.mean()),
+           "ci95": [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]}
+    if by is None:
+        return out
+    _, unit = np.unique([str(r.get(by)) for r in rows], return_inverse=True)
+    sums, counts = np.bincount(unit, weights=diff), np.bincount(unit)
+    if counts.max() == 1:
+        return out
+    pick = np.random.default_rng(seed).integers(0, len(counts), size=(n_boot, len(counts)))
+    boots = sums[pick].sum(1) / counts[pick].sum(1)
+    return {**out, "ci95": [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))],
+            "ci95_episodes": out["ci95"], "units": int(len(counts)), "by": by}
 
 
 def box_penetration(pose: np.ndarray, half_extents, surface_z: float = 0.0) -> np.ndarray:

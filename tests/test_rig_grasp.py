@@ -141,6 +141,12 @@ def test_learned_rows_are_paired_with_the_surrogate_on_the_acceptance_sets():
     assert p["pos_pct_at_horizon"]["n"] == 2 and p["pos_pct_at_horizon"]["mean"] == pytest.approx(-2.0)
     assert p["pos_pct_at_horizon"]["ci95"] == pytest.approx([-3.0, -1.0])
     assert p["pos_pct_size"]["mean"] == pytest.approx(2.0) and p["pad_force_weights"]["mean"] == pytest.approx(0.2)
+    # the suite's unit (metrics.paired_by): the two held-out episodes are grasps of one object, so one unit
+    for row in models.values():
+        for e in row["per_episode"]:
+            e["object"] = "prism" if e["set"] == "held" else "box"
+    by_object = paired_minus_surrogate(models, sets=["held"], horizon_s=1.0, by="object")["network"]
+    assert by_object["pos_pct_at_horizon"]["units"] == 1 and by_object["pos_pct_at_horizon"]["ci95"] == [-2.0, -2.0]
 
 
 def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):

@@ -268,3 +268,46 @@ def test_a_cards_captures_made_outside_the_project_are_found_beside_its_checkpoi
     assert card_data_root(card, tmp_path / "checkpoint") == tmp_path / "captures"
     assert card_data_root({"data": {**card["data"], "sha256": "0" * 64}}, tmp_path / "checkpoint") is None  # other data
     assert card_data_root(card, None) is None
+
+
+# ----------------------------------------------------------------------------- the unit a claim generalizes over
+
+def test_paired_intervals_resample_objects_where_the_claim_is_about_objects():
+    """Ten objects with five episodes each; one object carries the whole difference (its grasps all flip). Over
+    episodes the interval excludes zero; resampling objects (``by="object"``) it does not: one object's five flips are
+    one draw, not five. With one episode per object, or without ``by``, the interval is the one over episodes."""
+    from surrogate.metrics import paired_difference
+
+    rng = np.random.default_rng(1)
+    a, b = [], []
+    for o in range(10):
+        for k in range(5):
+            i, base = f"o{o}/{k}", 10 + rng.normal(0, 1)
+            a.append({"id": i, "object": f"obj{o}", "v": base})
+            b.append({"id": i, "object": f"obj{o}", "v": base + (-20.0 if o == 3 else rng.normal(0, 0.2))})
+    episodes = paired_difference(a, b, "v")
+    objects = paired_difference(a, b, "v", by="object")
+    assert episodes["ci95"][1] < 0 and "units" not in episodes  # "significant" over 50 episodes
+    assert objects["ci95"][0] < 0 < objects["ci95"][1]  # a tie over 10 objects
+    assert objects["units"] == 10 and objects["by"] == "object" and objects["ci95_episodes"] == episodes["ci95"]
+    assert objects["mean"] == episodes["mean"] and objects["n"] == episodes["n"] == 50
+    singles = [dict(r, object=r["id"]) for r in b]  # one episode per unit: nothing to cluster
+    assert paired_difference(a, singles, "v", by="object") == episodes
+
+    # a suite that names the unit (rig-grasp's metrics.paired_by) decides its verdict and words by it
+    from surrogate.bench.ledger import suite_verdict
+    from surrogate.suites import load_suite
+
+    def row(rows):
+        vals = [r["v"] for r in rows]
+        eps = [{"id": r["id"], "object": r["object"], "set": "heldout_families", "horizon_pos_pct_size": {"1": r["v"]},
+                "pos_pct_size": r["v"]} for r in rows]
+        s = {"n": len(vals), "mean": float(np.mean(vals)), "median": float(np.median(vals))}
+        return {"overall": {"horizons": {"pos_pct_size": {"1": s}}, "pos_pct_size": s}, "per_episode": eps}
+
+    cfg = load_suite("rig-grasp-small", ["acceptance.max_ratio=1.0"])
+    assert cfg["metrics"]["paired_by"] == "object"
+    v = suite_verdict(cfg, {"analytic_identified": row(a), "surrogate": row(b)})
+    assert v["verdict"] == "tie" and "of 10 objects, resampled by object" in v["detail"]
+    cfg["metrics"]["paired_by"] = None
+    assert suite_verdict(cfg, {"analytic_identified": row(a), "surrogate": row(b)})["verdict"] == "supported"

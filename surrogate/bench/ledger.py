@@ -87,17 +87,20 @@ def identification_note(models: dict) -> str:
     return ""
 
 
-def paired(models: dict, name: str, baseline: str, value, *, sets=None, scale: float = 1.0) -> dict:
+def paired(models: dict, name: str, baseline: str, value, *, sets=None, scale: float = 1.0, by: str | None = None
+           ) -> dict:
     """``name`` minus ``scale`` x ``baseline`` over the test episodes both scored (``metrics.paired_difference``: mean
     and 95 % bootstrap interval; negative: ``name`` is lower). ``value(episode row) -> float | None`` picks the metric
-    from a row of the models' ``per_episode``; ``sets``: only episodes of these test sets (all where none matches)."""
+    from a row of the models' ``per_episode``; ``sets``: only episodes of these test sets (all where none matches);
+    ``by``: the episode field whose units the bootstrap resamples (the suite's ``metrics.paired_by``, e.g. object)."""
     def rows(n, k):
         eps = (models.get(n) or {}).get("per_episode") or []
         if sets and any(e.get("set") in sets for e in eps):
             eps = [e for e in eps if e.get("set") in sets]
-        return [{"id": e["id"], "v": None if value(e) is None else k * value(e)} for e in eps]
+        return [{"id": e["id"], "v": None if value(e) is None else k * value(e), **({by: e.get(by)} if by else {})}
+                for e in eps]
 
-    return paired_difference(rows(baseline, float(scale)), rows(name, 1.0), "v")
+    return paired_difference(rows(baseline, float(scale)), rows(name, 1.0), "v", by=by)
 
 
 def outcome(p: dict | None, met_on_means: bool) -> str:
@@ -138,13 +141,16 @@ def like_with_like(models: dict) -> str:
 
 
 def _paired_words(p: dict) -> str:
-    """ "paired -1.03 [-1.74, -0.35] over 120 episodes", or "" when no episode was scored by both."""
+    """ "paired -1.03 [-1.74, -0.35] over 120 episodes" ("... of 24 objects, resampled by object" where the interval
+    resamples units), or "" when no episode was scored by both."""
     if not p.get("n"):
         return ""
-    return f"paired {p['mean']:+.2f} [{p['ci95'][0]:+.2f}, {p['ci95'][1]:+.2f}] over {p['n']} episodes"
+    units = f" of {p['units']} {p['by']}s, resampled by {p['by']}" if p.get("units") else ""
+    return f"paired {p['mean']:+.2f} [{p['ci95'][0]:+.2f}, {p['ci95'][1]:+.2f}] over {p['n']} episodes{units}"
 
 
-def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "analytic_identified") -> dict:
+def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "analytic_identified", by: str | None = None
+            ) -> dict:
     """The surrogate against the baselines (lower is better), three targets, all must be met:
     mean ``metric`` below ``baseline``'s; mean rotation error at most ``baseline``'s (both decided by their paired
     intervals, ``outcome``: a tie is a tie); mean ``metric`` below the randomized ensemble's 95 % interval (below
@@ -156,7 +162,7 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
     sm, bm = s["overall"][metric], b["overall"][metric]
     def ci(x):
         return f"[{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
-    pp = paired(models, "surrogate", baseline, lambda e: e.get(metric))
+    pp = paired(models, "surrogate", baseline, lambda e: e.get(metric), by=by)
     out = outcome(pp, sm["mean"] < bm["mean"])
     gap = {"met": f"target met by {_value_words(metric, bm['mean'] - sm['mean'])}",
            "tie": "a tie: the paired interval contains zero",
@@ -170,7 +176,7 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
     more = []
     if "rot_deg" in s["overall"] and "rot_deg" in b["overall"]:
         sr, br = s["overall"]["rot_deg"]["mean"], b["overall"]["rot_deg"]["mean"]
-        pr = paired(models, "surrogate", baseline, lambda e: e.get("rot_deg"))
+        pr = paired(models, "surrogate", baseline, lambda e: e.get("rot_deg"), by=by)
         o = outcome(pr, sr <= br)
         targets.append({"metric": "rot_deg", "baseline": baseline, "surrogate": sr, "baseline_value": br,
                         "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "met": o == "met", "outcome": o, "paired": pr})
@@ -200,7 +206,7 @@ ANALYTIC = ("analytic_nominal", "analytic_randomized", "analytic_identified")
 
 
 def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, metric: str = "pos_pct_size",
-                          sets=None) -> dict:
+                          sets=None, by: str | None = None) -> dict:
     """Surrogate error at ``horizon_s`` (mean over the acceptance episodes, those of ``sets``) against the best
     analytic baseline's: the target is surrogate <= ``max_ratio`` x best, decided by the paired interval of
     surrogate - ``max_ratio`` x best over the same episodes (``outcome``: below zero met, containing zero a tie,
@@ -222,7 +228,7 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
     ratio = s["mean"] / max(b["mean"], 1e-12)
     def value(e):
         return (e.get(f"horizon_{metric}") or {}).get(h)
-    pb = paired(models, "surrogate", best, value, sets=sets, scale=max_ratio)
+    pb = paired(models, "surrogate", best, value, sets=sets, scale=max_ratio, by=by)
     out = outcome(pb, ratio <= max_ratio)
     def ci(x):
         return f" [{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
@@ -231,11 +237,11 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
            "tie": f"a tie: ratio {ratio:.2f} against {max_ratio:g}, and the paired interval of {bound} contains zero",
            "missed": f"target missed: ratio {ratio:.2f}, needs <= {max_ratio:g} (the surrogate's error would have to fall "
                      f"{100 * (1 - max_ratio / ratio):.0f} % to meet it" + (f"; {bound}" if bound else "") + ")"}[out]
-    pp = paired(models, "surrogate", best, value, sets=sets)
+    pp = paired(models, "surrogate", best, value, sets=sets, by=by)
     if pp["n"]:
         gap += f"; surrogate - {best} {_paired_words(pp)}"
     like = like_with_like(models)
-    floor = _floor(models, at, value, sets=sets, best=best, max_ratio=max_ratio)
+    floor = _floor(models, at, value, sets=sets, best=best, max_ratio=max_ratio, by=by)
     return {"verdict": overall_verdict([{"outcome": out}]),
             "detail": (f"{like} " if like else "")
                       + f"Mean {metric_words(f'{metric}@{h}s')}: surrogate {s['mean']:.2f}{ci(s)} vs best analytic "
@@ -248,7 +254,7 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
             **({"floor": {k: v for k, v in floor.items() if k != "words"}} if floor else {})}
 
 
-def _floor(models: dict, at, value, *, sets, best: str, max_ratio: float) -> dict | None:
+def _floor(models: dict, at, value, *, sets, best: str, max_ratio: float, by: str | None = None) -> dict | None:
     """The target (``max_ratio`` x ``best``) against the rig's own physics (``rig_floor``), where the suite ran it:
     {row: {mean, surrogate_minus_row (paired)}, floor_row, floor_minus_target (paired: the floor row minus ``max_ratio``
     x ``best``, per episode), target_vs_floor, words}. The floor row is the central redraw (``rig_redrawn_medoid``)
@@ -264,14 +270,14 @@ def _floor(models: dict, at, value, *, sets, best: str, max_ratio: float) -> dic
         f = at(models.get(name, {}))
         if f is None or f["mean"] is None:
             continue
-        pf = paired(models, "surrogate", name, value, sets=sets)
+        pf = paired(models, "surrogate", name, value, sets=sets, by=by)
         out[name] = {"mean": f["mean"], "surrogate_minus_row": pf}
         parts.append(f"{what} ({name}) {f['mean']:.2f}" + (f", surrogate - {name} {_paired_words(pf)}" if pf["n"] else ""))
     row = MEDOID_ROW if MEDOID_ROW in out else ROW if ROW in out else None
     if row is None:
         return None
     target = max_ratio * at(models[best])["mean"]
-    pt = paired(models, row, best, value, sets=sets, scale=max_ratio)
+    pt = paired(models, row, best, value, sets=sets, scale=max_ratio, by=by)
     # ``outcome`` of floor - target: "met" (interval below zero) is a floor under the target, "missed" one above it
     vs = {"met": "above", "tie": "tie", "missed": "below"}[outcome(pt, out[row]["mean"] < target)]
     where = {"below": "below", "tie": "not distinguishable from", "above": "above"}[vs]
@@ -282,16 +288,18 @@ def _floor(models: dict, at, value, *, sets, best: str, max_ratio: float) -> dic
 
 
 def suite_verdict(cfg: dict, models: dict) -> dict:
-    """The verdict the suite's ``acceptance`` section asks for (default: beat the identified baseline)."""
+    """The verdict the suite's ``acceptance`` section asks for (default: beat the identified baseline); paired
+    intervals resample the units of ``metrics.paired_by`` (e.g. object) where the suite names one."""
     acc = cfg.get("acceptance") or {}
+    by = (cfg.get("metrics") or {}).get("paired_by")
     if acc.get("kind") == "rate_gap":
         from .policy import verdict as policy_verdict
 
         return policy_verdict(models, max_gap=float(acc["max_gap"]))
     if acc.get("kind") == "horizon_ratio":
         return horizon_ratio_verdict(models, horizon_s=acc["horizon_s"], max_ratio=acc["max_ratio"],
-                                     metric=acc.get("metric", "pos_pct_size"), sets=acc.get("sets"))
-    return verdict(models)
+                                     metric=acc.get("metric", "pos_pct_size"), sets=acc.get("sets"), by=by)
+    return verdict(models, by=by)
 
 
 def build_ledger(*, suite: str, cfg: dict, cfg_hash: str, run: dict, assets: dict | None = None, result: dict | None = None,

@@ -22,10 +22,11 @@ def _per_episode(row: dict, sets: set, horizon: str) -> list[dict]:
     return out
 
 
-def paired_minus_surrogate(models: dict, *, sets, horizon_s: float) -> dict:
+def paired_minus_surrogate(models: dict, *, sets, horizon_s: float, by: str | None = None) -> dict:
     """{row: {metric: paired_difference (row - surrogate), "horizon_s"}} for every learned row besides
     ``surrogate`` (rows with per-episode scores); a metric an episode lacks in either row (no horizon reached, no
-    pad sensors) leaves that episode out of its pair."""
+    pad sensors) leaves that episode out of its pair; ``by``: the episode field whose units the bootstrap resamples
+    (the suite's ``metrics.paired_by``)."""
     base = models.get("surrogate") or {}
     if not base.get("per_episode"):
         return {}
@@ -36,5 +37,6 @@ def paired_minus_surrogate(models: dict, *, sets, horizon_s: float) -> dict:
         if name == "surrogate" or not row.get("checkpoint") or not row.get("per_episode"):
             continue
         mine = _per_episode(row, sets, h)
-        out[name] = {**{key: paired_difference(ref, mine, key) for key in PAIRED_METRICS}, "horizon_s": float(horizon_s)}
+        out[name] = {**{key: paired_difference(ref, mine, key, by=by) for key in PAIRED_METRICS},
+                     "horizon_s": float(horizon_s)}
     return out

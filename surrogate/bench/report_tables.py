@@ -263,10 +263,15 @@ def articulated_lines(ledger) -> list[str]:
 
 
 def _fmt_pair(p) -> str:
+    """``mean [interval] (episodes)``; where the interval resamples units (``paired_by``), the units follow the
+    episodes and the interval over episodes is given after it."""
     if not p or p.get("mean") is None:
         return "—"
     lo, hi = p["ci95"]
-    return f"{p['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}] ({p['n']})"
+    if not p.get("units"):
+        return f"{p['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}] ({p['n']})"
+    elo, ehi = p["ci95_episodes"]
+    return f"{p['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}] ({p['n']}, {p['units']} {p['by']}s; by episode [{elo:+.2f}, {ehi:+.2f}])"
 
 
 def paired_row_lines(ledger) -> list[str]:
@@ -278,7 +283,9 @@ def paired_row_lines(ledger) -> list[str]:
     h = next(iter(rows.values()))["horizon_s"]
     lines = ["", "## Learned rows against the surrogate", "",
              "Each further learned row (`surrogate.rows`) minus the `surrogate` row, paired per test episode of the "
-             "acceptance sets: mean [95 % bootstrap interval] (episodes). Negative: the row is lower; an interval "
+             "acceptance sets: mean [95 % bootstrap interval] (episodes). Where the suite names a unit "
+             "(`metrics.paired_by`, e.g. object), the interval resamples those units, each with all its episodes, and "
+             "the interval over single episodes follows for comparison. Negative: the row is lower; an interval "
              "across zero is a tie.", "",
              f"| row | position % of size at {h:g} s | position % of size over the episode | pad force error, object weights |",
              "|---|---|---|---|"]

@@ -376,7 +376,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     if redraws:
         models.update(floor_rows(ex, test, rig=rig, redraws=redraws, sim=sim, scorer=scorer, replays=replays,
                                  own_sets=set() if test_data else set(sets), by_source=by_source))
-    for name, paired in paired_minus_surrogate(models, sets=target_sets, horizon_s=cfg["acceptance"]["horizon_s"]).items():
+    for name, paired in paired_minus_surrogate(models, sets=target_sets, horizon_s=cfg["acceptance"]["horizon_s"],
+                                               by=cfg["metrics"].get("paired_by")).items():
         models[name]["paired_minus_surrogate"] = paired
 
     recorded = {name: rates([true_labels[f"{name}/{e.episode_id}"] for e in ds.episodes]) for name, ds in sets.items()}
