@@ -158,8 +158,9 @@ def paired_difference(a: list[dict], b: list[dict], key: str, *, by: str | None 
     objects). Where some unit holds several episodes, the bootstrap resamples units, each with all its episodes (a
     cluster bootstrap): the episodes of one object share its grip and its slips, so resampling them one by one counts
     one object's luck as many independent draws. The result then also carries ``units``, ``by`` and the interval over
-    episodes (``ci95_episodes``) beside the one over units (``ci95``). Without ``by``, or with one episode per unit,
-    the interval is over episodes, as it always was."""
+    episodes (``ci95_episodes``) beside the one over units (``ci95``). Without ``by``, with one episode per unit, or
+    with a single unit (the cube's tosses: a claim about that object's episodes), the interval is over episodes, as
+    it always was."""
     da = {r["id"]: r[key] for r in a if r.get(key) is not None and np.isfinite(r[key])}
     rows = [r for r in b if r["id"] in da and r.get(key) is not None and np.isfinite(r[key])]
     diff = np.array([r[key] - da[r["id"]] for r in rows])
@@ -173,7 +174,7 @@ def paired_difference(a: list[dict], b: list[dict], key: str, *, by: str | None 
         return out
     _, unit = np.unique([str(r.get(by)) for r in rows], return_inverse=True)
     sums, counts = np.bincount(unit, weights=diff), np.bincount(unit)
-    if counts.max() == 1:
+    if counts.max() == 1 or len(counts) == 1:
         return out
     pick = np.random.default_rng(seed).integers(0, len(counts), size=(n_boot, len(counts)))
     boots = sums[pick].sum(1) / counts[pick].sum(1)

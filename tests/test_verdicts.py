@@ -293,6 +293,8 @@ def test_paired_intervals_resample_objects_where_the_claim_is_about_objects():
     assert objects["mean"] == episodes["mean"] and objects["n"] == episodes["n"] == 50
     singles = [dict(r, object=r["id"]) for r in b]  # one episode per unit: nothing to cluster
     assert paired_difference(a, singles, "v", by="object") == episodes
+    cube = [dict(r, object="cube") for r in b]  # a single object (the cube's tosses): a claim about its episodes
+    assert paired_difference(a, cube, "v", by="object") == episodes
 
     # a suite that names the unit (rig-grasp's metrics.paired_by) decides its verdict and words by it
     from surrogate.bench.ledger import suite_verdict

@@ -111,5 +111,5 @@ def refit_grasp_law(model, train_episodes, val_episodes, meta, *, substeps: int,
     info.update(train_episodes=[str(e.episode_id) for e in train_episodes], per_episode=rows,
                 val_score=float(np.mean([r["score"] for r in rows])),
                 val_score_start=float(np.mean([r["score"] for r in start_rows])),
-                paired_minus_start=paired_difference(start_rows, rows, "score"))
+                paired_minus_start=paired_difference(start_rows, rows, "score", by="object"))
     return fitted, info

@@ -46,7 +46,8 @@ def replay_scores(model, episodes, meta, *, substeps: int, margin: float, rot_we
         a = r.scene.object_qpos_adr
         pos, rot = replay_errors(q[None, :, a:a + 7], ep)
         p, d = float(pos[0]) * 100.0, float(rot[0])
-        rows.append({"id": str(ep.episode_id), "pos_pct": p, "rot_deg": d, "score": p + rot_weight * d})
+        rows.append({"id": str(ep.episode_id), "object": ep.object.name, "pos_pct": p, "rot_deg": d,
+                     "score": p + rot_weight * d})
     return rows
 
 
@@ -77,4 +78,4 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
     fitted = scales.index(1.0)
     s, m, rows = results[best]
     return {"model": m, "scale": s, "friction": cands[best]["friction"], "candidates": cands, "n": len(episodes),
-            "paired_minus_fitted": paired_difference(results[fitted][2], rows, "score"), "per_episode": rows}
+            "paired_minus_fitted": paired_difference(results[fitted][2], rows, "score", by="object"), "per_episode": rows}

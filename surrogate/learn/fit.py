@@ -213,7 +213,7 @@ def fit_law(cfg: dict, *, out: Path, ready=None) -> dict:
         corr_rows = _load_best(m2, ck2, prior_rows)
         for r in corr_rows + prior_rows:
             r["score"] = r["pos_pct"] + rot_w * r["rot_deg"]
-        diff = {k: paired_difference(prior_rows, corr_rows, k) for k in ("score", "pos_pct", "rot_deg")}
+        diff = {k: paired_difference(prior_rows, corr_rows, k, by="object") for k in ("score", "pos_pct", "rot_deg")}
         helps = diff["score"]["ci95"] is not None and diff["score"]["ci95"][1] < 0
         metrics["corrections"] = {"fitted": score_summary(corr_rows, rot_w), "paired_minus_prior": diff, "kept": bool(helps),
                                   "history": m2.val_history, "wall_s": time.time() - t2}

@@ -156,8 +156,8 @@ def episode_scores(preds: dict, episodes, *, max_error_size: float = 10.0) -> li
         v = err["valid"]
         pos = np.where(np.isfinite(err["pos_m"]), np.minimum(err["pos_m"], max_error_size * e.object.size), max_error_size * e.object.size)
         rot = np.where(np.isfinite(err["rot_deg"]), err["rot_deg"], 180.0)
-        rows.append({"id": str(e.episode_id), "pos_pct": float(pos[v].mean() / e.object.size * 100.0),
-                     "rot_deg": float(rot[v].mean())})
+        rows.append({"id": str(e.episode_id), "object": e.object.name,
+                     "pos_pct": float(pos[v].mean() / e.object.size * 100.0), "rot_deg": float(rot[v].mean())})
     return rows
 
 

@@ -228,14 +228,14 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     net = res.get("network_model")
     if net is not None:
         nsel = select_pad_friction(net, eps, dm.capture.meta, **kw)
-        diff = paired_difference(sel["per_episode"], nsel["per_episode"], "score")
+        diff = paired_difference(sel["per_episode"], nsel["per_episode"], "score", by="object")
         kept = _below_zero(diff)
         res["network_selected"] = nsel["model"]
         cl["network"] = {**{k: nsel[k] for k in ("scale", "friction", "candidates", "paired_minus_fitted")},
                          "paired_minus_law": diff, "per_episode": nsel["per_episode"]}
         if "reference" in cl:  # and never a release that does not beat the previous one on the same replays
             cl["network"]["paired_minus_reference"] = ref_diff = paired_difference(
-                cl["reference"]["per_episode"], nsel["per_episode"], "score")
+                cl["reference"]["per_episode"], nsel["per_episode"], "score", by="object")
             kept = kept and _below_zero(ref_diff)
         cl["network"]["kept"] = bool(kept)
         if kept:
@@ -289,7 +289,7 @@ def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> d
     rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"])
     return {"checkpoint": portable_path(path), "pad_friction": model.prior("body").friction,
             "replay_score": float(sum(r["score"] for r in rows) / len(rows)),
-            "replay_paired_minus_law": paired_difference(law_rows, rows, "score"), "per_episode": rows}
+            "replay_paired_minus_law": paired_difference(law_rows, rows, "score", by="object"), "per_episode": rows}
 
 
 def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kinematic") -> list[dict]:
