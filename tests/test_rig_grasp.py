@@ -141,12 +141,17 @@ def test_learned_rows_are_paired_with_the_surrogate_on_the_acceptance_sets():
     assert p["pos_pct_at_horizon"]["n"] == 2 and p["pos_pct_at_horizon"]["mean"] == pytest.approx(-2.0)
     assert p["pos_pct_at_horizon"]["ci95"] == pytest.approx([-3.0, -1.0])
     assert p["pos_pct_size"]["mean"] == pytest.approx(2.0) and p["pad_force_weights"]["mean"] == pytest.approx(0.2)
-    # the suite's unit (metrics.paired_by): the two held-out episodes are grasps of one object, so one unit
-    for row in models.values():
-        for e in row["per_episode"]:
-            e["object"] = "prism" if e["set"] == "held" else "box"
+    # the suite's unit (metrics.paired_by): two held-out objects with two grasps each; the interval resamples objects
+    def grasps(at):
+        return [{"id": f"h/{k}", "set": "held", "object": f"obj{k // 2}", "horizon_pos_pct_size": {"1": a},
+                 "pos_pct_size": a, "pad_force_weights": 0.0} for k, a in enumerate(at)]
+
+    models = {"surrogate": {"checkpoint": "a", "per_episode": grasps([2.0, 4.0, 6.0, 8.0])},
+              "network": {"checkpoint": "b", "per_episode": grasps([1.0, 3.0, 6.0, 8.0])}}
     by_object = paired_minus_surrogate(models, sets=["held"], horizon_s=1.0, by="object")["network"]
-    assert by_object["pos_pct_at_horizon"]["units"] == 1 and by_object["pos_pct_at_horizon"]["ci95"] == [-2.0, -2.0]
+    p = by_object["pos_pct_at_horizon"]
+    assert p["units"] == 2 and p["by"] == "object" and p["mean"] == pytest.approx(-0.5)
+    assert p["ci95"] == pytest.approx([-1.0, 0.0]) and len(p["ci95_episodes"]) == 2  # an object: -1 or 0
 
 
 def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
