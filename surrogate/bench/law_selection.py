@@ -78,4 +78,5 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
     fitted = scales.index(1.0)
     s, m, rows = results[best]
     return {"model": m, "scale": s, "friction": cands[best]["friction"], "candidates": cands, "n": len(episodes),
-            "paired_minus_fitted": paired_difference(results[fitted][2], rows, "score", by="object"), "per_episode": rows}
+            "paired_minus_fitted": paired_difference(results[fitted][2], rows, "score", by="object"),
+            "per_episode": rows}

@@ -173,7 +173,7 @@ def limit_blas_threads(n: int) -> None:
 def pack_mlps(mlps: list) -> tuple:
     """(params float32 [P], layers int64 [K, 4], mlps int64 [M, 3], eps float32 [M]) of ``mlps``, each a list of
     ``(W [out, in], b [out])`` linear layers (SiLU between them) and a LayerNorm ``(weight, bias, eps)`` or None: a
-    layer row is (offset of W^T, offset of b, in, out), an MLP row (its first layer, its number of layers, the offset
+    layer row is (offset of W, offset of b, in, out), an MLP row (its first layer, its number of layers, the offset
     of its LayerNorm's weight and bias, or -1)."""
     chunks, layer_rows, mlp_rows, eps, offset = [], [], [], [], 0
 

@@ -4,8 +4,9 @@ features and the encode-process-decode pass compiled (``network_kernel``).
 
 Why: a stepped scene holds ~12 contacts, so a torch forward is nearly all per-call dispatch (~100 calls, about 1 ms
 per physics step at batch 1), not arithmetic; the compiled pass costs ~40 us there, and at a batch of 256 (3,072
-contacts) 2.5 ms against torch's 3.8-5.1 ms, its features a fifth of torch's (docs/stepper-and-envs.md). Training, the twin and every gradient
-use the torch model (its PyG message passing); ``tests/test_network_numpy.py`` holds this copy to it.
+contacts) 2.5 ms against torch's 3.8-5.1 ms, its features a fifth of torch's (docs/stepper-and-envs.md). Training,
+the twin and every gradient use the torch model (its PyG message passing); ``tests/test_network_numpy.py`` holds
+this copy to it.
 
 ``numpy_network(model)`` returns the copy of a model's current weights, remade when any of them changed (an optimizer
 step, a loaded state dict), or None where the torch path must run (a model in training mode, whose normalizers still
