@@ -66,6 +66,14 @@ def test_speed_json_names_the_checkpoint_and_every_batch(capsys):
     assert out["checkpoint"].endswith("rig_default") and out["object"] == "box"
     assert [r["batch"] for r in out["rows"]] == [1, 2]
     assert all(r["hybrid_sps"] > 0 and r["analytic_sps"] > 0 and r["ratio"] > 0 for r in out["rows"])
+    # --threads reaches the steppers it times (they set the network's threads; before, they reset them to 1)
+    import torch
+
+    try:
+        assert main(["speed", "--batches", "1", "--steps", "2", "--min-seconds", "0.01", "--json", "--threads", "2"]) == 0
+        assert json.loads(capsys.readouterr().out)["threads"] == 2 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
 
 
 def test_scene_command_writes_loadable_mjcf(tmp_path, capsys):

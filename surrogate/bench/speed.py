@@ -34,7 +34,7 @@ def grasped_state(scene, *, seconds: float = 1.0):
     from ..sim.stepper import Stepper, step
 
     m, h = scene.model, scene.hand
-    st = Stepper(scene, contact="analytic")
+    st = Stepper(scene, contact="analytic", num_threads=None)  # the threads are the caller's
     d = scene.make_data()
     dt = m.opt.timestep
     for k in range(int(seconds / dt)):
@@ -46,7 +46,8 @@ def grasped_state(scene, *, seconds: float = 1.0):
 
 
 def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand: str = "parallel_jaw",
-            family: str = "box", seed: int = 0, min_seconds: float = 0.5, clock: str = "wall") -> list[dict]:
+            family: str = "box", seed: int = 0, min_seconds: float = 0.5, clock: str = "wall", threads: int = 1
+            ) -> list[dict]:
     """Env steps per second, analytic and hybrid, per batch size, each on every path a user can take.
 
     Args:
@@ -55,6 +56,7 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
       steps: physics steps per timing (repeated until ``min_seconds`` have passed).
       clock: ``wall`` (``time.perf_counter``) or ``cpu`` (``time.process_time``: this process's CPU time, which
         other jobs on a shared machine disturb much less; all paths are timed with the same clock).
+      threads: the network's threads (``Stepper(num_threads=...)``: torch's and its compiled copy's BLAS).
     Returns:
       one dict per batch: batch; per path the env steps per second: ``analytic_loop_sps`` (``mj_step`` over B
       ``MjData``, as the stepper's loop runs it), ``analytic_rollout_sps`` (MuJoCo's ``rollout``, C loop, one
@@ -99,7 +101,8 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
         for mode in ("analytic", "hybrid"):
             for path, model, batch in (("loop", m, datas), ("copies", copies.model, copies)):
                 st = Stepper(scene, contact_model if mode == "hybrid" else None,
-                             contact="surrogate" if mode == "hybrid" else "analytic", on_bad_force="fallback")
+                             contact="surrogate" if mode == "hybrid" else "analytic", on_bad_force="fallback",
+                             num_threads=threads)
                 restore()
                 with warnings.catch_warnings():
                     # out-of-range inputs are expected with a toss model on pads; speed is all we measure
@@ -136,7 +139,7 @@ def _rollout_sps(scene, datas, snap, *, steps: int, min_seconds: float, timer) -
     from ..sim.stepper import Stepper
 
     m = scene.model
-    Stepper(scene, contact="analytic").set_mode(m, "analytic")
+    Stepper(scene, contact="analytic", num_threads=None).set_mode(m, "analytic")
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     d = datas[0]
     states = []
@@ -157,7 +160,7 @@ def _rollout_sps(scene, datas, snap, *, steps: int, min_seconds: float, timer) -
 
 
 def measure_env(contact_model, *, batches=(1, 64), hand: str = "parallel_jaw", family: str = "box", seed: int = 0,
-                min_seconds: float = 2.0, clock: str = "wall") -> list[dict]:
+                min_seconds: float = 2.0, clock: str = "wall", threads: int = 1) -> list[dict]:
     """Environment steps per second of the Gymnasium environments under uniform random actions, analytic and
     surrogate contact side by side.
 
@@ -183,7 +186,8 @@ def measure_env(contact_model, *, batches=(1, 64), hand: str = "parallel_jaw", f
         for contact in ("analytic", "surrogate"):
             model = contact_model if contact == "surrogate" else None
             for path in paths:
-                kw = {"hand": hand, "object": family, "contact": contact, "contact_model": model}
+                kw = {"hand": hand, "object": family, "contact": contact, "contact_model": model,
+                      "stepper_options": {"num_threads": threads}}
                 env = GraspEnv(**kw) if path == "single" else GraspVectorEnv(B, copies=path == "copies", **kw)
                 out[f"{contact}_{path}_sps"] = _env_sps(env, B, seed=seed, min_seconds=min_seconds, timer=timer)
                 env.close()
@@ -250,7 +254,8 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk (default 20)")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
                    help="surrogate checkpoint of the hybrid stepper (default: the released rig_default shipped with the package)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1; MuJoCo runs on one)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="the network's threads: torch's and its compiled copy's BLAS (default 1; MuJoCo runs on one)")
     p.add_argument("--hand", default="parallel_jaw", choices=list(CODE_HANDS),
                    help="hand model (default parallel_jaw; the Jaco: --robot jaco)")
     p.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
@@ -283,10 +288,11 @@ def run(args) -> list[dict]:
         return _jaco(model, args, clock)
     if env:
         rows = measure_env(model, batches=args.batches, hand=args.hand, family=args.family, clock=clock,
-                           min_seconds=args.min_seconds if args.min_seconds is not None else 2.0)
+                           min_seconds=args.min_seconds if args.min_seconds is not None else 2.0, threads=args.threads)
     else:
         rows = measure(model, batches=args.batches, steps=args.steps, hand=args.hand, family=args.family,
-                       min_seconds=args.min_seconds if args.min_seconds is not None else 0.5, clock=clock)
+                       min_seconds=args.min_seconds if args.min_seconds is not None else 0.5, clock=clock,
+                       threads=args.threads)
     if getattr(args, "json", False):
         import json
 
