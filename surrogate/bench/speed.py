@@ -46,8 +46,7 @@ def grasped_state(scene, *, seconds: float = 1.0):
 
 
 def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand: str = "parallel_jaw",
-            family: str = "box", seed: int = 0, min_seconds: float = 0.5, clock: str = "wall", threads: int = 1
-            ) -> list[dict]:
+            family: str = "box", seed: int = 0, min_seconds: float = 0.5, clock: str = "wall", threads: int = 1):
     """Env steps per second, analytic and hybrid, per batch size, each on every path a user can take.
 
     Args:
@@ -81,11 +80,9 @@ def measure(contact_model, *, batches=(1, 64, 256, 1024), steps: int = 20, hand:
     d0 = grasped_state(scene)
     rows = []
     for B in batches:
-        datas = []
-        for _ in range(B):
-            d = mujoco.MjData(m)
+        datas = [mujoco.MjData(m) for _ in range(B)]
+        for d in datas:
             mujoco.mj_copyData(d, m, d0)
-            datas.append(d)
         copies = Copies(scene, B)
         snap = [np.concatenate([d.qpos, d.qvel]) for d in datas]
 
