@@ -177,12 +177,13 @@ def run_grasp(h: Hybrid, js: JacoScene, plan: dict, *, contact: str) -> dict:
     return {"qpos": qpos, "times": times, "labels": labels, "step_s": wall / controls.shape[1]}
 
 
-def jaco_hybrid(js: JacoScene, *, checkpoint=None, contact_model=None) -> Hybrid:
+def jaco_hybrid(js: JacoScene, *, checkpoint=None, contact_model=None, **stepper_options) -> Hybrid:
     """``surrogate.hybrid`` on the Jaco scene: the learned model (a checkpoint folder, or a loaded ``contact_model``;
     default the released ``rig_default``) owns every contact of the object."""
     from ..hybrid_mjcf import hybrid
 
-    return hybrid(js.spec, owned=list(js.object_geoms), checkpoint=checkpoint, contact_model=contact_model)
+    return hybrid(js.spec, owned=list(js.object_geoms), checkpoint=checkpoint, contact_model=contact_model,
+                  **stepper_options)
 
 
 def held_state(h: Hybrid, js: JacoScene, plan: dict) -> mujoco.MjData:
@@ -307,14 +308,16 @@ def run(args) -> list[dict]:
     return plain
 
 
-def jaco_speed(contact_model, *, min_seconds: float = 1.0, timer=time.perf_counter, assets=None) -> dict:
+def jaco_speed(contact_model, *, min_seconds: float = 1.0, timer=time.perf_counter, assets=None, threads: int = 1
+               ) -> dict:
     """``surrogate speed --robot jaco``: physics steps per second of the Jaco holding the first held-out object
-    (``held_state``), analytic and learned (``step_rates``; batch 1: one ``MjData``)."""
+    (``held_state``), analytic and learned (``step_rates``; batch 1: one ``MjData``); ``threads``: the network's
+    (``Stepper(num_threads=...)``)."""
     from ..objects import load_split
     from ..scenes.jaco import jaco_spec
 
     obj = load_split("heldout")[0]
     js = jaco_spec(obj, assets=assets)
-    h = jaco_hybrid(js, contact_model=contact_model)
+    h = jaco_hybrid(js, contact_model=contact_model, num_threads=threads)
     d = held_state(h, js, grasp_plan(h.model, js))
     return {"robot": "jaco", "object": obj.name, **step_rates(h, d, min_seconds=min_seconds, timer=timer)}

@@ -306,7 +306,8 @@ def run(args) -> list[dict]:
 def _jaco(model, args, clock: str) -> list[dict]:
     from .jaco_grasp import jaco_speed
 
-    row = jaco_speed(model, min_seconds=args.min_seconds if args.min_seconds is not None else 1.0, timer=CLOCKS[clock])
+    row = jaco_speed(model, min_seconds=args.min_seconds if args.min_seconds is not None else 1.0, timer=CLOCKS[clock],
+                     threads=args.threads)
     if getattr(args, "json", False):
         import json
 
