@@ -194,6 +194,10 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     from surrogate.bench.identify import DEFAULT_RANGES
     assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])
     assert ms["analytic_identified"]["params"]["delay_s"] >= 0
+    # the learned rows replay with the hand's latency, identified from the hand joints of the same training grasps
+    delay = ledger["command_delay"]
+    assert delay["how"].startswith("identified") and 0.0 <= delay["delay_s"] <= 0.04 and delay["episodes"] == 2
+    assert delay["episode_ids"] == ms["analytic_identified"]["identification"]["episode_ids"]
     assert ledger["result"]["verdict"] in ("supported", "falsified", "tie")
     # the floor: the rig itself with the hidden draws redrawn, scored as a model on the same episodes
     fl = ms["rig_redrawn"]

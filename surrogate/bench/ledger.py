@@ -327,7 +327,8 @@ def build_ledger(*, suite: str, cfg: dict, cfg_hash: str, run: dict, assets: dic
         "result": result or suite_verdict(cfg, run["models"]),
         "reported": cfg.get("reported", {}),
     }
-    for key in ("recorded_outcomes", "attribution", "pad_force_traces", "execution", "transfer"):  # suite-specific parts
+    for key in ("recorded_outcomes", "command_delay", "attribution", "pad_force_traces", "execution",
+                "transfer"):  # suite-specific parts
         if key in run:
             ledger[key] = run[key]
     return ledger

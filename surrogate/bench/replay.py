@@ -9,6 +9,7 @@ prediction is scored against the recorded poses.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import mujoco
@@ -164,8 +165,8 @@ def surrogate_replay_qpos(replay: Replay, stepper, *, forces: bool = False):
     contact model's force of the frame's last physics step).
 
     ``replay`` must be prepared with ``mode="external"`` and ``stepper`` built on its scene
-    (``Stepper(replay.scene, contact_model)``); the recorded commands act at once, as in the
-    nominal analytic replay.
+    (``Stepper(replay.scene, contact_model)``); the commands act as ``replay.control`` holds them
+    (``replay_with_model`` delays them by the hand's latency).
     """
     sites = [site for _, site, _ in replay.sensors] if forces else None
     traj = rollout(replay.scene, replay.init_state[None], replay.control, contact=stepper, substeps=replay.substeps,
@@ -173,14 +174,18 @@ def surrogate_replay_qpos(replay: Replay, stepper, *, forces: bool = False):
     return (traj.qpos[0], traj.pad_force[0]) if forces else traj.qpos[0]
 
 
-def replay_with_model(ep, meta, model, *, substeps: int, margin: float, forces: bool = False):
+def replay_with_model(ep, meta, model, *, substeps: int, margin: float, forces: bool = False,
+                      delay_s: float = 0.0):
     """(replay, qpos [F, nq], pad forces [F, S, 3] or None, the stepper's stats): the recorded commands
     replayed through the hybrid stepper with ``model`` owning the contacts (a bad force falls back to
-    analytic contact for that step; ``surrogate_replay_qpos``). The one surrogate replay of the suites,
-    the videos and the closed-loop selection of a law."""
+    analytic contact for that step; ``surrogate_replay_qpos``), each acting ``delay_s`` late (the hand's
+    latency, ``command_delay``; 0: at once). The one surrogate replay of the suites, the videos and the
+    closed-loop selection of a law."""
     from ..sim import Stepper
 
     r = prepare_replay(ep, meta, substeps=substeps, margin=margin, mode="external")
+    if delay_s:
+        r = dataclasses.replace(r, control=delayed_control(r.control, round(delay_s / r.scene.model.opt.timestep)))
     stepper = Stepper(r.scene, model, on_bad_force="fallback")
     try:
         out = surrogate_replay_qpos(r, stepper, forces=forces)

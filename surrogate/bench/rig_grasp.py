@@ -41,6 +41,7 @@ from tqdm import tqdm
 from ..capture import dataset_hash, read_dataset
 from ..errors import ConfigError
 from ..parallel import Executor, task_cache
+from .command_delay import command_delay
 from .grasp_outcome import rates
 from .identify import fit_params, loss_of
 from .paired_rows import paired_minus_surrogate
@@ -67,7 +68,8 @@ TEXT = {"nominal": "MuJoCo analytic contact with the object's nominal friction a
                    "pyramidal cone, no actuator latency",
         "randomized": "ensemble of {n} MuJoCo models randomized around the identified values (friction, solref, "
                       "solimp width, mass, actuator latency)"}
-SURROGATE = "graph-network contact surrogate inside MuJoCo (hybrid stepper) owning pad, table and ground contact"
+SURROGATE = ("graph-network contact surrogate inside MuJoCo (hybrid stepper) owning pad, table and ground contact; "
+             "the recorded commands act with the suite's hand latency (the ledger's command_delay)")
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -131,7 +133,8 @@ def _surrogate_task(common: dict, item) -> tuple:
 
     key, ep, meta = item
     model = task_cache(common["token"], ("model", common["checkpoint"]), lambda: load_checkpoint(common["checkpoint"])[0])
-    _, q, f, st = replay_with_model(ep, meta, model, substeps=common["substeps"], margin=common["margin"], forces=True)
+    _, q, f, st = replay_with_model(ep, meta, model, substeps=common["substeps"], margin=common["margin"], forces=True,
+                                    delay_s=common["delay_s"])
     return q, f, st
 
 
@@ -180,7 +183,8 @@ def _identify(ex: Executor, train_ds, train_ids, cfg, *, sim, progress, seed, la
 def _surrogate(ex: Executor, checkpoint, model, test: list, sim: dict) -> tuple[dict, dict]:
     """({``SET/ID``: (qpos, pad forces)}, summed stepper stats) of the checkpoint's replays."""
     ex.share(("model", str(checkpoint)), model)
-    common = {"token": ex.token, "checkpoint": str(checkpoint), "substeps": sim["substeps"], "margin": sim["surrogate_margin"]}
+    common = {"token": ex.token, "checkpoint": str(checkpoint), "substeps": sim["substeps"],
+              "margin": sim["surrogate_margin"], "delay_s": sim["command_delay_s"]}
     runs = ex.map(_surrogate_task, [(k, ep, meta) for k, ep, meta in test], common=common, desc="surrogate replays",
                   unit="episode")
     totals = {"fallbacks": 0, "ood_env_steps": 0, "env_steps": 0, "bad_force_events": 0}
@@ -234,10 +238,11 @@ def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, 
         row[f"{label}_rot_deg"] = float(np.mean([s["rot_deg"] for s in scores]))
         row[f"{label}_unstable"] = int(sum(bool(s["unstable"]) for s in scores))
     row["learned"] = {}
+    delay = command_delay(ex, cfg, tds, info["episode_ids"], sim=sim)["delay_s"] if learned else 0.0  # this rig's hand
     for lname, (path, net, card) in (learned or {}).items():
         test = [(f"attr-{name}/{ep.episode_id}", ep, eds.meta) for ep in eds.episodes]
         margin = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))  # the model's own, as in its row
-        preds, _ = _surrogate(ex, path, net, test, {**sim, "surrogate_margin": margin})
+        preds, _ = _surrogate(ex, path, net, test, {**sim, "surrogate_margin": margin, "command_delay_s": delay})
         scores = [sc.score(preds[k][0]) for sc, (k, _, _) in zip(scorers, test)]
         at = [s["horizon_pos_pct_size"][h] for s in scores if s["horizon_pos_pct_size"][h] is not None]
         row["learned"][lname] = {"pos_pct_size": float(np.mean([s["pos_pct_size"] for s in scores])),
@@ -353,6 +358,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     overlap = _test_leaks(train_ds, replays)
     params, info = _identify(ex, train_ds, train_ids, cfg, sim=sim, progress=progress,
                              seed=int(cfg["baselines"]["identified"].get("seed", 0)))
+    delay = command_delay(ex, cfg, train_ds, info["episode_ids"], sim=sim)  # the learned rows' hand latency
+    sim["command_delay_s"] = delay["delay_s"]
     nom = cfg["baselines"]["nominal"]
     text = {**TEXT, "identified": "MuJoCo analytic contact, friction/solref/solimp/cone, mass and actuator latency identified "
                                   f"by differential evolution on {info['episodes']} training grasps"}
@@ -384,7 +391,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     recorded["overall"] = rates([true_labels[k] for k, _, _ in test if set_of[k] in target_sets])
     out = {"data": _data_info(train_ds, sets, skipped, overlap),
            "split": {"target_sets": target_sets, "sets": {n: [f"{n}/{e.episode_id}" for e in ds.episodes] for n, ds in sets.items()}},
-           "models": models, "recorded_outcomes": recorded}
+           "models": models, "recorded_outcomes": recorded, "command_delay": delay}
     out["pad_force_traces"] = force_traces(models, replays, traces)
     if cfg.get("attribution", {}).get("enabled") and not test_data:
         out["attribution"] = attribution(cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, ex=ex,

@@ -152,7 +152,8 @@ def benchmark_clip(ledger: dict, *, episode: str | None = None, which: str | Non
     if suite == "cube-real":
         clip = _toss_clip(ep, params, a_label, ckpt, sim, progress=progress, max_error_m=cap)
     else:
-        clip = _grasp_clip(ep, meta, params, a_label, ckpt, sim, max_error_m=cap)
+        delay = float((ledger.get("command_delay") or {}).get("delay_s", 0.0))  # the surrogate's hand, as scored
+        clip = _grasp_clip(ep, meta, params, a_label, ckpt, sim, max_error_m=cap, delay_s=delay)
     name = ledger.get("suite_name") or suite
     what = {"median": "median", "worst": "worst"}.get(pick["which"] or "", "")
     rank = f" ({what} {'surrogate' if pick['model'] == 'surrogate' else (pick['model'] or '')} error)" if what else ""
@@ -181,7 +182,7 @@ def _toss_clip(ep, params, a_label, ckpt, sim, *, progress, max_error_m=None) ->
     return Clip(scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
 
 
-def _grasp_clip(ep, meta, params, a_label, ckpt, sim, *, max_error_m=None) -> Clip:
+def _grasp_clip(ep, meta, params, a_label, ckpt, sim, *, max_error_m=None, delay_s: float = 0.0) -> Clip:
     from .replay import prepare_replay, replay_with_model, simulate_replay_qpos
     from .rig_grasp import _recorded_qpos
 
@@ -195,7 +196,7 @@ def _grasp_clip(ep, meta, params, a_label, ckpt, sim, *, max_error_m=None) -> Cl
 
         model, card = load_checkpoint(ckpt)
         _, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps,
-                                       margin=float((card.get("data") or {}).get("margin_m", margin)))
+                                       margin=float((card.get("data") or {}).get("margin_m", margin)), delay_s=delay_s)
         panels.append(_qpos_panel("surrogate", "surrogate", q, ep, adr, max_error_m))
     return Clip(r.scene.model, adr, float(ep.object.size), ep.timestamps - ep.timestamps[0], panels, "")
 

@@ -1,0 +1,98 @@
+"""The hand's command latency, identified from the recorded hand joints of training captures.
+
+A replay drives the scene's hand with the episode's recorded commands. A real hand (and the capture rig, whose
+``actuator_delay_backlash`` effect delays them 8-14 ms) executes a command late, so a replay whose commands act at
+once lifts the object a few milliseconds early: at the lift's speed, 1-3 mm, several percent of a small object's
+size. MuJoCo's identified baseline fits a latency jointly with its contact parameters (``identify.DELAY_BOUND``);
+the learned rows need the same hand, and their contact model has no say in it.
+
+So the latency is identified here without any contact model: each candidate (whole physics steps from 0 to
+``identify.DELAY_BOUND``'s upper bound) replays a training episode's commands in MuJoCo with nominal analytic
+contact, and the candidate whose hand joints track the recorded ones best, summed over episodes, is kept. The
+object's recorded pose is not used, so the latency of a checkpoint's replays never depends on how well that
+checkpoint predicts the object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..parallel import Executor
+from .analytic import nominal_params
+from .identify import DELAY_BOUND
+from .replay import joint_qpos_columns, prepare_replay, simulate_replay_qpos
+
+
+def joint_tracking_loss(replay, candidates_s, nominal: dict, *, threads: int = 1) -> np.ndarray:
+    """[K] how far the hand's simulated joints are from the recorded ones with each candidate latency: the sum
+    over recorded joints of the mean squared error over the episode's frames divided by the joint's squared
+    recorded range (unit-free, so slides in m and hinges in rad weigh alike; a joint that does not move is left
+    out). ``replay``: ``replay.prepare_replay`` (analytic contact); ``nominal``: a suite's ``baselines.nominal``."""
+    ep = replay.episode
+    base = nominal_params(ep, nominal)
+    q = simulate_replay_qpos(replay, [dataclasses.replace(base, delay_s=float(d)) for d in candidates_s],
+                             threads=threads)
+    n = min(q.shape[1], ep.num_frames)
+    loss = np.zeros(len(candidates_s))
+    for col, adr in joint_qpos_columns(replay.scene.model, list(replay.joint_names)):
+        recorded = np.asarray(ep.joint_pos[:n, col], dtype=float)
+        span = float(np.ptp(recorded))
+        if not np.isfinite(span) or span < 1e-6:
+            continue
+        loss += np.mean((q[:, :n, adr] - recorded[None]) ** 2, axis=1) / span**2
+    return loss
+
+
+def _loss_task(common: dict, item) -> np.ndarray:
+    ep, meta = item  # one task per episode, every candidate in it: nothing to cache
+    r = prepare_replay(ep, meta, substeps=common["substeps"], margin=common["margin"])
+    return joint_tracking_loss(r, common["candidates_s"], common["nominal"], threads=common["threads"])
+
+
+def identify_command_delay(ex: Executor, episodes, meta, *, substeps: int, margin: float, nominal: dict,
+                           max_delay_s: float = DELAY_BOUND[2]) -> dict:
+    """The latency (s) whose replays track the recorded hand joints of ``episodes`` best (module docstring):
+    ``{"delay_s", "episodes", "episode_ids", "candidates_s", "loss", "per_episode_best_s"}``. Episodes without
+    recorded hand joints or commands cannot say anything and are refused."""
+    episodes = list(episodes)
+    if not episodes:
+        raise ConfigError("no training episodes to identify the hand's command latency on",
+                          key="simulation.command_delay")
+    missing = [e.episode_id for e in episodes if e.joint_pos is None or e.joint_cmd is None]
+    if missing:
+        raise ConfigError(f"episodes {missing[:5]} have no recorded hand joints or commands: the command latency "
+                          "cannot be identified on them (set a number of seconds instead)",
+                          key="simulation.command_delay")
+    probe = prepare_replay(episodes[0], meta, substeps=substeps, margin=margin)
+    dt = float(probe.scene.model.opt.timestep)
+    candidates = np.arange(int(np.floor(max_delay_s / dt + 1e-9)) + 1) * dt
+    common = {"substeps": substeps, "margin": margin, "nominal": nominal,
+              "candidates_s": candidates, "threads": ex.threads}
+    items = [(e, meta) for e in episodes]
+    per = np.stack(ex.map(_loss_task, items, common=common, desc="hand latency", unit="episode"))
+    total = per.sum(axis=0)
+    return {"delay_s": float(candidates[int(np.argmin(total))]), "episodes": len(episodes),
+            "episode_ids": [e.episode_id for e in episodes], "candidates_s": candidates.tolist(),
+            "loss": (total / len(episodes)).tolist(), "per_episode_best_s": candidates[per.argmin(axis=1)].tolist()}
+
+
+def command_delay(ex: Executor, cfg: dict, train_ds, episode_ids, *, sim: dict) -> dict:
+    """The suite's ``simulation.command_delay`` for the learned rows' replays: ``identify`` (on the training
+    episodes MuJoCo is identified on, ``episode_ids``), a latency in s, or 0 / null (commands act at once). The
+    ledger's record: ``{"delay_s", "how", ...}``."""
+    setting = sim.get("command_delay", 0.0)
+    if setting in (None, 0, 0.0):
+        return {"delay_s": 0.0, "how": "none"}
+    if setting == "identify":
+        wanted = set(episode_ids)
+        eps = [e for e in train_ds.episodes if e.episode_id in wanted]
+        found = identify_command_delay(ex, eps, train_ds.meta, substeps=int(sim["substeps"]),
+                                       margin=float(sim["margin"]), nominal=cfg["baselines"]["nominal"])
+        return {**found, "how": "identified from the hand joints of training grasps"}
+    if isinstance(setting, bool) or not isinstance(setting, (int, float)) or not 0.0 <= setting <= 1.0:
+        raise ConfigError(f"must be 'identify', a latency in s in [0, 1], or null; got {setting!r}",
+                          key="simulation.command_delay")
+    return {"delay_s": float(setting), "how": "given"}

@@ -1,0 +1,83 @@
+"""The hand's command latency identified from recorded hand joints (``bench.command_delay``), and replays that apply it.
+
+Rig grasps are generated with the rig's actuator latency fixed (no backlash) at 0 and at 25 ms: the identified
+latencies must differ by 25 ms to within two physics steps (4 ms), whatever the offset between the rig's servos and the
+scene's. The object's pose plays no part, so the same holds for any contact model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from surrogate.bench.command_delay import command_delay, identify_command_delay
+from surrogate.bench.replay import prepare_replay, replay_with_model
+from surrogate.capture import read_dataset
+from surrogate.errors import ConfigError
+from surrogate.model.checkpoint import load_checkpoint
+from surrogate.parallel import Executor
+from surrogate.rig.generate import generate
+
+REPO = Path(__file__).resolve().parent.parent
+NOMINAL = {"friction": "object", "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.001], "cone": "pyramidal"}
+SIM = {"substeps": 4, "margin": 0.005}
+
+
+def _rig(delay_s: float) -> list[str]:
+    e = "effects.actuator_delay_backlash."
+    return [f"{e}delay_min={delay_s}", f"{e}delay_max={delay_s}", f"{e}backlash_slide_min=0.0",
+            f"{e}backlash_slide_max=0.0", f"{e}backlash_hinge_min=0.0", f"{e}backlash_hinge_max=0.0"]
+
+
+@pytest.fixture(scope="module")
+def grasps(tmp_path_factory):
+    """{latency: dataset} of three short rig grasps each (approach, close and the start of the lift)."""
+    out = {}
+    for delay in (0.0, 0.025):
+        path = tmp_path_factory.mktemp("delay") / f"d{delay}"
+        generate(None, objects="heldout", episodes=3, out=path, workers=0, seed=5, overrides=_rig(delay),
+                 duration=1.4, progress=False)
+        out[delay] = read_dataset(path)
+    return out
+
+
+def test_the_identified_latency_follows_the_rigs(grasps):
+    found = {}
+    ex = Executor(progress=False)
+    for delay, ds in grasps.items():
+        found[delay] = identify_command_delay(ex, ds.episodes, ds.meta, nominal=NOMINAL, **SIM)
+    dt = found[0.0]["candidates_s"][1]
+    assert found[0.025]["delay_s"] - found[0.0]["delay_s"] == pytest.approx(0.025, abs=2.01 * dt)
+    for f in found.values():  # the kept latency is the curve's minimum, over every candidate up to 40 ms
+        assert f["delay_s"] == f["candidates_s"][int(np.argmin(f["loss"]))]
+        assert f["candidates_s"][-1] == pytest.approx(0.04, abs=dt) and f["episodes"] == 3
+        assert len(f["per_episode_best_s"]) == 3
+
+
+def test_the_suite_setting(grasps):
+    ds = grasps[0.025]
+    ids = [e.episode_id for e in ds.episodes[:2]]
+    ex = Executor(progress=False)
+    assert command_delay(ex, {}, ds, ids, sim={**SIM, "command_delay": 0}) == {"delay_s": 0.0, "how": "none"}
+    assert command_delay(ex, {}, ds, ids, sim={**SIM, "command_delay": 0.01})["delay_s"] == 0.01
+    got = command_delay(ex, {"baselines": {"nominal": NOMINAL}}, ds, ids, sim={**SIM, "command_delay": "identify"})
+    assert got["episode_ids"] == ids and got["how"].startswith("identified")
+    with pytest.raises(ConfigError, match="simulation.command_delay"):
+        command_delay(ex, {}, ds, ids, sim={**SIM, "command_delay": "soon"})
+    with pytest.raises(ConfigError, match="no training episodes"):
+        command_delay(ex, {"baselines": {"nominal": NOMINAL}}, ds, [], sim={**SIM, "command_delay": "identify"})
+
+
+def test_a_delayed_replay_moves_the_hand_later(grasps):
+    ds = grasps[0.025]
+    ep = ds.episodes[0]
+    model, _ = load_checkpoint(REPO / "checkpoints" / "rig_default")
+    r = prepare_replay(ep, ds.meta, **SIM)
+    z = r.scene.model.jnt_qposadr[r.scene.model.joint("hand_z").id]
+    _, now, _, _ = replay_with_model(ep, ds.meta, model, **SIM)
+    _, late, _, _ = replay_with_model(ep, ds.meta, model, **SIM, delay_s=0.025)
+    rec = ep.joint_pos[:, list(ds.meta.joint_names).index("hand_z")]
+    err = [float(np.sqrt(np.mean((q[:, z] - rec[:len(q)]) ** 2))) for q in (now, late)]
+    assert err[1] < 0.7 * err[0]  # the rig's hand is 25 ms late: the delayed replay follows it
