@@ -121,6 +121,9 @@ def test_closed_loop_refit_of_the_law_on_training_replays_is_kept_only_if_valida
     fit(cfg)
     card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
     cl = card["training"]["metrics"]["closed_loop"]
+    # its replays, the friction selection's and the refit's, delay the commands by the hand's identified latency
+    assert cl["command_delay"]["how"].startswith("identified") and 0.0 <= cl["command_delay"]["delay_s"] <= 0.04
+    assert set(map(str, cl["command_delay"]["episode_ids"])) <= set(map(str, card["data"]["train_episodes"]))
     refit = cl["refit"]
     assert refit["evaluations"] > 2 and refit["loss"] <= refit["start_loss"]  # the start is in the first population
     assert set(refit["fitted"]) == {"stiffness[body]", "damping[body]", "friction[body]", "friction[surface]"}

@@ -26,6 +26,10 @@ from .identify import DELAY_BOUND
 from .replay import joint_qpos_columns, prepare_replay, simulate_replay_qpos
 
 
+# MuJoCo's own contact for the latency's replays where a suite gives no ``baselines.nominal`` (training)
+NOMINAL = {"friction": "object", "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.001], "cone": "pyramidal"}
+
+
 def joint_tracking_loss(replay, candidates_s, nominal: dict, *, threads: int = 1) -> np.ndarray:
     """[K] how far the hand's simulated joints are from the recorded ones with each candidate latency: the sum
     over recorded joints of the mean squared error over the episode's frames divided by the joint's squared
@@ -52,7 +56,7 @@ def _loss_task(common: dict, item) -> np.ndarray:
     return joint_tracking_loss(r, common["candidates_s"], common["nominal"], threads=common["threads"])
 
 
-def identify_command_delay(ex: Executor, episodes, meta, *, substeps: int, margin: float, nominal: dict,
+def identify_command_delay(ex: Executor, episodes, meta, *, substeps: int, margin: float, nominal: dict = NOMINAL,
                            max_delay_s: float = DELAY_BOUND[2]) -> dict:
     """The latency (s) whose replays track the recorded hand joints of ``episodes`` best (module docstring):
     ``{"delay_s", "episodes", "episode_ids", "candidates_s", "loss", "per_episode_best_s"}``. Episodes without
@@ -90,7 +94,8 @@ def command_delay(ex: Executor, cfg: dict, train_ds, episode_ids, *, sim: dict) 
         wanted = set(episode_ids)
         eps = [e for e in train_ds.episodes if e.episode_id in wanted]
         found = identify_command_delay(ex, eps, train_ds.meta, substeps=int(sim["substeps"]),
-                                       margin=float(sim["margin"]), nominal=cfg["baselines"]["nominal"])
+                                       margin=float(sim["margin"]),
+                                       nominal=(cfg.get("baselines") or {}).get("nominal") or NOMINAL)
         return {**found, "how": "identified from the hand joints of training grasps"}
     if isinstance(setting, bool) or not isinstance(setting, (int, float)) or not 0.0 <= setting <= 1.0:
         raise ConfigError(f"must be 'identify', a latency in s in [0, 1], or null; got {setting!r}",

@@ -88,10 +88,11 @@ def refit_search(model, keys, loss, *, span: dict | None = None, maxiter: int = 
 
 
 def refit_grasp_law(model, train_episodes, val_episodes, meta, *, substeps: int, margin: float, rot_weight: float,
-                    maxiter: int = 4, popsize: int = 4, seed: int = 0, val_rows: list[dict] | None = None):
+                    maxiter: int = 4, popsize: int = 4, seed: int = 0, val_rows: list[dict] | None = None,
+                    delay_s: float = 0.0):
     """The pads' (stiffness, damping, friction) and the table's friction of ``model`` refitted on closed-loop replays
     (``law_selection.replay_scores``: the recorded commands through MuJoCo's servos, the stepper's solve) of
-    ``train_episodes``, then scored on ``val_episodes`` against ``model``.
+    ``train_episodes``, then scored on ``val_episodes`` against ``model``; the commands act ``delay_s`` late.
 
     Returns:
       (the refitted copy, info: ``refit_search``'s plus ``val_score`` / ``val_score_start`` (means), ``per_episode``
@@ -99,7 +100,7 @@ def refit_grasp_law(model, train_episodes, val_episodes, meta, *, substeps: int,
     """
     from .law_selection import replay_scores
 
-    kw = dict(substeps=substeps, margin=margin, rot_weight=rot_weight, progress=False)
+    kw = dict(substeps=substeps, margin=margin, rot_weight=rot_weight, progress=False, delay_s=delay_s)
 
     def loss(m) -> float:
         return float(np.mean([r["score"] for r in replay_scores(m, train_episodes, meta, **kw)]))

@@ -37,12 +37,13 @@ def with_pad_friction_scale(model, scale: float):
 
 
 def replay_scores(model, episodes, meta, *, substeps: int, margin: float, rot_weight: float,
-                  progress: bool = True, desc: str = "closed-loop replays") -> list[dict]:
+                  progress: bool = True, desc: str = "closed-loop replays", delay_s: float = 0.0) -> list[dict]:
     """Per episode {id, pos_pct, rot_deg, score}: the recorded commands replayed through the hybrid
-    stepper with ``model`` owning the contacts, scored over the tracked frames as ``rig-grasp`` does."""
+    stepper with ``model`` owning the contacts, each ``delay_s`` late (the hand's latency,
+    ``command_delay``), scored over the tracked frames as ``rig-grasp`` does."""
     rows = []
     for ep in tqdm(episodes, desc=desc, unit="episode", disable=not progress, leave=False):
-        r, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps, margin=margin)
+        r, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps, margin=margin, delay_s=delay_s)
         a = r.scene.object_qpos_adr
         pos, rot = replay_errors(q[None, :, a:a + 7], ep)
         p, d = float(pos[0]) * 100.0, float(rot[0])
@@ -52,7 +53,7 @@ def replay_scores(model, episodes, meta, *, substeps: int, margin: float, rot_we
 
 
 def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin: float, rot_weight: float,
-                        progress: bool = True) -> dict:
+                        progress: bool = True, delay_s: float = 0.0) -> dict:
     """Replay ``episodes`` (with a hand) under each scale of the pad friction; keep the best mean score.
 
     Returns:
@@ -68,7 +69,8 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
     results = []
     for s in tqdm(scales, desc="pad friction candidates", unit="candidate", disable=not progress):
         m = with_pad_friction_scale(model, s)
-        rows = replay_scores(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight, progress=progress)
+        rows = replay_scores(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight, progress=progress,
+                             delay_s=delay_s)
         results.append((s, m, rows))
     cands = [{"scale": s, "friction": m.prior("body").friction,
               "pos_pct_mean": float(np.mean([r["pos_pct"] for r in rows])),

@@ -44,7 +44,10 @@ STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}, "ma
                                   # then the pads' k, c, mu and the table's mu refitted derivative-free on closed-loop
                                   # replays of this many training episodes (0: off; bench.law_refit), kept if the
                                   # validation replays' mean improves
-                                  "refit_episodes": 0, "refit_maxiter": 4, "refit_popsize": 4}}
+                                  "refit_episodes": 0, "refit_maxiter": 4, "refit_popsize": 4,
+                                  # the hand's latency the replays delay the commands by, as rig-grasp replays the
+                                  # learned rows: identify (on 8 training episodes' hand joints), seconds, or 0
+                                  "command_delay": "identify"}}
 
 # preset: the defaults of one kind of captures, between the defaults above and the config file (the file and --set
 # override it), so that a config names its captures and little else. The releases' recipes are these presets.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..errors import ConfigError
 from ..paths import portable_path, portable_paths  # cards carry no machine paths
@@ -216,8 +217,10 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     t0 = time.time()
     rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
     kw = dict(scales=st["friction_scales"], substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]), rot_weight=rot_w)
+    delay = hand_latency(st, [by_id[i] for i in dm.train_ids], dm)
+    kw["delay_s"] = delay["delay_s"]
     sel = select_pad_friction(res["prior_model"], eps, dm.capture.meta, **kw)
-    cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")}
+    cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")} | {"command_delay": delay}
     if int(st["refit_episodes"]) > 0:
         sel = refit_stage(st, sel, [by_id[i] for i in dm.train_ids if by_id[i].joint_pos is not None], eps, dm, kw, cl)
     res["prior_model"] = res["model"] = sel["model"]
@@ -254,6 +257,22 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
                                      replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
 
 
+def hand_latency(st: dict, train_eps: list, dm) -> dict:
+    """``stages.closed_loop.command_delay``: the hand's latency its replays delay the commands by, as ``rig-grasp``
+    replays the learned rows (``bench.command_delay``): ``identify`` on the first 8 training episodes with hand
+    joints and commands (0 where there are none), a number of seconds, or 0."""
+    from ..bench.command_delay import command_delay
+    from ..parallel import Executor
+
+    eps = [e for e in train_eps if e.joint_pos is not None and e.joint_cmd is not None][:8]
+    if st.get("command_delay") == "identify" and not eps:
+        return {"delay_s": 0.0, "how": "none: no training episode has recorded hand joints and commands"}
+    return command_delay(Executor(progress=False), {}, SimpleNamespace(episodes=eps, meta=dm.capture.meta),
+                         [e.episode_id for e in eps], sim={"command_delay": st.get("command_delay"),
+                                                           "substeps": int(dm.cfg["substeps"]),
+                                                           "margin": float(dm.cfg["margin"])})
+
+
 def _below_zero(diff: dict) -> bool:
     """The paired rule: the interval of a paired difference lies below zero."""
     return diff["ci95"] is not None and diff["ci95"][1] < 0
@@ -269,7 +288,7 @@ def refit_stage(st: dict, sel: dict, train_eps: list, val_eps: list, dm, kw: dic
     fitted, info = refit_grasp_law(sel["model"], train_eps[:int(st["refit_episodes"])], val_eps, dm.capture.meta,
                                    substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"],
                                    maxiter=int(st["refit_maxiter"]), popsize=int(st["refit_popsize"]),
-                                   val_rows=sel["per_episode"])
+                                   val_rows=sel["per_episode"], delay_s=kw["delay_s"])
     kept = info["val_score"] < info["val_score_start"]
     cl["refit"] = {**{k: v for k, v in info.items() if k != "per_episode"}, "kept": bool(kept)}
     if not kept:
@@ -286,7 +305,8 @@ def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> d
     from ..model.checkpoint import load_checkpoint
 
     model, _ = load_checkpoint(path)
-    rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"])
+    rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"],
+                         delay_s=kw["delay_s"])
     return {"checkpoint": portable_path(path), "pad_friction": model.prior("body").friction,
             "replay_score": float(sum(r["score"] for r in rows) / len(rows)),
             "replay_paired_minus_law": paired_difference(law_rows, rows, "score", by="object"), "per_episode": rows}
