@@ -25,7 +25,6 @@ from .analytic import nominal_params
 from .identify import DELAY_BOUND
 from .replay import joint_qpos_columns, prepare_replay, simulate_replay_qpos
 
-
 # MuJoCo's own contact for the latency's replays where a suite gives no ``baselines.nominal`` (training)
 NOMINAL = {"friction": "object", "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.001], "cone": "pyramidal"}
 
