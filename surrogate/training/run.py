@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 from ..errors import ConfigError
 from ..paths import portable_path, portable_paths  # cards carry no machine paths
@@ -264,13 +263,11 @@ def hand_latency(st: dict, train_eps: list, dm) -> dict:
     from ..bench.command_delay import command_delay
     from ..parallel import Executor
 
-    eps = [e for e in train_eps if e.joint_pos is not None and e.joint_cmd is not None][:8]
-    if st.get("command_delay") == "identify" and not eps:
+    ids = [e.episode_id for e in train_eps if e.joint_pos is not None and e.joint_cmd is not None][:8]
+    if st.get("command_delay") == "identify" and not ids:
         return {"delay_s": 0.0, "how": "none: no training episode has recorded hand joints and commands"}
-    return command_delay(Executor(progress=False), {}, SimpleNamespace(episodes=eps, meta=dm.capture.meta),
-                         [e.episode_id for e in eps], sim={"command_delay": st.get("command_delay"),
-                                                           "substeps": int(dm.cfg["substeps"]),
-                                                           "margin": float(dm.cfg["margin"])})
+    return command_delay(Executor(progress=False), {}, dm.capture, ids, sim={
+        "command_delay": st.get("command_delay"), "substeps": int(dm.cfg["substeps"]), "margin": float(dm.cfg["margin"])})
 
 
 def _below_zero(diff: dict) -> bool:
