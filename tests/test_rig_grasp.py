@@ -227,6 +227,7 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
+    assert f"The learned rows' hand latency: {1000 * delay['delay_s']:.1f} ms (identified" in report
     assert "| same_checkpoint |" in report and "| variant | surrogate | same_checkpoint |" in report
     assert "## Learned rows against the surrogate" in report and "| same_checkpoint | +0.00 [+0.00, +0.00] (2) |" in report
     # videos of the median and worst acceptance-set episode, with the hand, replayed as the suite did

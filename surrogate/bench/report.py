@@ -21,6 +21,7 @@ from .report_tables import (  # noqa: E402
     fmt_rate,
     fmt_summary,
     force_lines,
+    latency_lines,
     outcome_lines,
     paired_row_lines,
     per_object_lines,
@@ -327,7 +328,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
                   f"{ident['identification']['optimizer']}; training loss per cone: "
                   + ", ".join(f"{c} {v['loss']:.4f}" for c, v in ident["identification"]["per_cone"].items()), "",
                   "```json", __import__("json").dumps(ident["params"], indent=1), "```"]
-    lines += ensemble_lines(ledger) + articulated_lines(ledger)
+    lines += ensemble_lines(ledger) + latency_lines(ledger) + articulated_lines(ledger)
     lines += _tail_lines(ledger, out, plots)
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")

@@ -293,3 +293,13 @@ def paired_row_lines(ledger) -> list[str]:
         cells = [_fmt_pair(p.get(k)) for k in ("pos_pct_at_horizon", "pos_pct_size", "pad_force_weights")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
+
+
+def latency_lines(ledger) -> list[str]:
+    """``rig-grasp``: the hand latency the learned rows replay the commands with (identified MuJoCo's own is among
+    its parameters above)."""
+    delay = ledger.get("command_delay")
+    if not delay:
+        return []
+    where = f", on {delay['episodes']} training grasps" if "episodes" in delay else ""
+    return ["", f"The learned rows' hand latency: {1000 * delay['delay_s']:.1f} ms ({delay['how']}{where})."]
