@@ -9,9 +9,8 @@ the learned rows need the same hand, and their contact model has no say in it.
 So the latency is identified here without any contact model: each candidate (whole physics steps from 0 to
 ``identify.DELAY_BOUND``'s upper bound) replays a training episode's commands in MuJoCo with nominal analytic
 contact, and the candidate whose hand joints track the recorded ones best (``joint_tracking_loss``), summed over
-episodes, is kept. The
-object's recorded pose is not used, so the latency of a checkpoint's replays never depends on how well that
-checkpoint predicts the object.
+episodes, is kept. The object's recorded pose is not used, so the latency of a checkpoint's replays never depends
+on how well that checkpoint predicts the object.
 """
 
 from __future__ import annotations
@@ -33,11 +32,11 @@ NOMINAL = {"friction": "object", "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.
 def joint_tracking_loss(replay, candidates_s, nominal: dict, *, threads: int = 1) -> np.ndarray:
     """[K] how far the hand's simulated joints are from the recorded ones with each candidate latency: the sum
     over recorded joints of the log of the mean squared error over the episode's frames. That is the negative
-    profile log-likelihood of the latency (up to a factor) with each joint's noise unknown: unit-free, so slides in
-    m and hinges in rad weigh alike, and a joint that barely moves, whose error is its noise and backlash whatever
-    the latency, cannot outweigh the joints that do move (its error relative to its range would). A joint that
-    does not move at all is left out. ``replay``: ``replay.prepare_replay`` (analytic contact); ``nominal``: a
-    suite's ``baselines.nominal``."""
+    profile log-likelihood of the latency (up to a factor, each episode weighed alike) with each joint's noise
+    unknown: unit-free, so slides in m and hinges in rad weigh alike, and a joint that barely moves, whose error is
+    its noise and backlash whatever the latency, cannot outweigh the joints that do move (its error relative to its
+    range would). A joint that does not move at all is left out. ``replay``: ``replay.prepare_replay`` (analytic
+    contact); ``nominal``: a suite's ``baselines.nominal``."""
     ep = replay.episode
     base = nominal_params(ep, nominal)
     q = simulate_replay_qpos(replay, [dataclasses.replace(base, delay_s=float(d)) for d in candidates_s],
