@@ -7,7 +7,9 @@ scene's (both latencies are away from the candidates' bounds, 0 and 40 ms, so th
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -67,7 +69,13 @@ def test_the_suite_setting(grasps):
     with pytest.raises(ConfigError, match="simulation.command_delay"):
         command_delay(ex, {}, ds, ids, sim={**SIM, "command_delay": "soon"})
     with pytest.raises(ConfigError, match="no training episodes"):
-        command_delay(ex, {"baselines": {"nominal": NOMINAL}}, ds, [], sim={**SIM, "command_delay": "identify"})
+        identify_command_delay(ex, [], ds.meta, **SIM)
+    # training grasps without recorded commands: nothing to identify on, said in the record (the run goes on)
+    bare = SimpleNamespace(episodes=[dataclasses.replace(e, joint_cmd=None) for e in ds.episodes], meta=ds.meta)
+    none = command_delay(ex, {}, bare, ids, sim={**SIM, "command_delay": "identify"})
+    assert none["delay_s"] == 0.0 and none["how"].startswith("none: no training episode")
+    with pytest.raises(ConfigError, match="no recorded hand joints or commands"):
+        identify_command_delay(ex, bare.episodes, ds.meta, **SIM)
 
 
 def test_a_delayed_replay_moves_the_hand_later(grasps):

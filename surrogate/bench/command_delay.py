@@ -16,6 +16,7 @@ on how well that checkpoint predicts the object.
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from ..parallel import Executor
 from .analytic import nominal_params
 from .identify import DELAY_BOUND
 from .replay import joint_qpos_columns, prepare_replay, simulate_replay_qpos
+
+logger = logging.getLogger(__name__)
 
 # MuJoCo's own contact for the latency's replays where a suite gives no ``baselines.nominal`` (training)
 NOMINAL = {"friction": "object", "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.001], "cone": "pyramidal"}
@@ -86,15 +89,21 @@ def identify_command_delay(ex: Executor, episodes, meta, *, substeps: int, margi
 
 
 def command_delay(ex: Executor, cfg: dict, train_ds, episode_ids, *, sim: dict) -> dict:
-    """The suite's ``simulation.command_delay`` for the learned rows' replays: ``identify`` (on the training
-    episodes MuJoCo is identified on, ``episode_ids``), a latency in s, or 0 / null (commands act at once). The
-    ledger's record: ``{"delay_s", "how", ...}``."""
+    """The suite's ``simulation.command_delay`` for the learned rows' replays: ``identify`` (on those of the
+    training episodes ``episode_ids``, e.g. MuJoCo's identification's, with recorded hand joints and commands;
+    none: 0, said in ``how``), a latency in s, or 0 / null (commands act at once). The ledger's record:
+    ``{"delay_s", "how", ...}``."""
     setting = sim.get("command_delay", 0.0)
     if setting in (None, 0, 0.0):
         return {"delay_s": 0.0, "how": "none"}
     if setting == "identify":
         wanted = set(episode_ids)
-        eps = [e for e in train_ds.episodes if e.episode_id in wanted]
+        eps = [e for e in train_ds.episodes if e.episode_id in wanted and e.joint_pos is not None
+               and e.joint_cmd is not None]
+        if not eps:  # nothing to identify on: say so in the ledger rather than fail a run that has done its work
+            logger.warning("the hand's command latency is not identified: no training episode of %s has recorded "
+                           "hand joints and commands; the learned rows' commands act at once", train_ds.meta.name)
+            return {"delay_s": 0.0, "how": "none: no training episode has recorded hand joints and commands"}
         found = identify_command_delay(ex, eps, train_ds.meta, substeps=int(sim["substeps"]),
                                        margin=float(sim["margin"]),
                                        nominal=(cfg.get("baselines") or {}).get("nominal") or NOMINAL)

@@ -264,8 +264,6 @@ def hand_latency(st: dict, train_eps: list, dm) -> dict:
     from ..parallel import Executor
 
     ids = [e.episode_id for e in train_eps if e.joint_pos is not None and e.joint_cmd is not None][:8]
-    if st.get("command_delay") == "identify" and not ids:
-        return {"delay_s": 0.0, "how": "none: no training episode has recorded hand joints and commands"}
     return command_delay(Executor(progress=False), {}, dm.capture, ids, sim={
         "command_delay": st.get("command_delay"), "substeps": int(dm.cfg["substeps"]), "margin": float(dm.cfg["margin"])})
 
