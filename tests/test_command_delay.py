@@ -1,8 +1,10 @@
-"""The hand's command latency identified from recorded hand joints (``bench.command_delay``), and replays that apply it.
+"""The hand's command latency identified from recorded hand joints (``bench.command_delay``), and replays that
+apply it.
 
 Rig grasps are generated with the rig's actuator latency fixed (no backlash) at 10 and at 30 ms: the identified
-latencies must differ by 20 ms to within two physics steps (4 ms), whatever the offset between the rig's servos and the
-scene's (both latencies are away from the candidates' bounds, 0 and 40 ms, so the offset cancels). The object's pose plays no part, so the same holds for any contact model.
+latencies must differ by 20 ms to within two physics steps (4 ms), whatever the offset between the rig's servos and
+the scene's (both latencies are away from the candidates' bounds, 0 and 40 ms, so the offset cancels). The object's
+pose plays no part, so the same holds for any contact model.
 """
 
 from __future__ import annotations

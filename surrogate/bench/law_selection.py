@@ -69,8 +69,8 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
     results = []
     for s in tqdm(scales, desc="pad friction candidates", unit="candidate", disable=not progress):
         m = with_pad_friction_scale(model, s)
-        rows = replay_scores(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight, progress=progress,
-                             delay_s=delay_s)
+        rows = replay_scores(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight,
+                             progress=progress, delay_s=delay_s)
         results.append((s, m, rows))
     cands = [{"scale": s, "friction": m.prior("body").friction,
               "pos_pct_mean": float(np.mean([r["pos_pct"] for r in rows])),

@@ -264,8 +264,9 @@ def hand_latency(st: dict, train_eps: list, dm) -> dict:
     from ..parallel import Executor
 
     ids = [e.episode_id for e in train_eps if e.joint_pos is not None and e.joint_cmd is not None][:8]
-    return command_delay(Executor(progress=False), {}, dm.capture, ids, sim={
-        "command_delay": st.get("command_delay"), "substeps": int(dm.cfg["substeps"]), "margin": float(dm.cfg["margin"])})
+    sim = {"command_delay": st.get("command_delay"), "substeps": int(dm.cfg["substeps"]),
+           "margin": float(dm.cfg["margin"])}
+    return command_delay(Executor(progress=False), {}, dm.capture, ids, sim=sim)
 
 
 def _below_zero(diff: dict) -> bool:
@@ -300,8 +301,8 @@ def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> d
     from ..model.checkpoint import load_checkpoint
 
     model, _ = load_checkpoint(path)
-    rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"],
-                         delay_s=kw["delay_s"])
+    rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"],
+                         rot_weight=kw["rot_weight"], delay_s=kw["delay_s"])
     return {"checkpoint": portable_path(path), "pad_friction": model.prior("body").friction,
             "replay_score": float(sum(r["score"] for r in rows) / len(rows)),
             "replay_paired_minus_law": paired_difference(law_rows, rows, "score", by="object"), "per_episode": rows}
