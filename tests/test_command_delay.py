@@ -54,10 +54,11 @@ def test_the_identified_latency_follows_the_rigs(grasps):
         found[delay] = identify_command_delay(ex, ds.episodes, ds.meta, nominal=NOMINAL, **SIM)
     dt = found[0.01]["candidates_s"][1]
     assert found[0.03]["delay_s"] - found[0.01]["delay_s"] == pytest.approx(0.02, abs=2.01 * dt)
-    for f in found.values():  # the kept latency is the curve's minimum, over every candidate up to 40 ms
-        assert f["delay_s"] == f["candidates_s"][int(np.argmin(f["loss"]))]
-        assert f["candidates_s"][-1] == pytest.approx(0.04, abs=dt) and f["episodes"] == 3
-        assert len(f["per_episode_best_s"]) == 3
+    for f in found.values():  # every candidate up to 40 ms; the curve rises on both sides of the kept latency
+        assert f["candidates_s"][-1] == pytest.approx(0.04, abs=dt) and f["episodes"] == 3 and not f["at_bound"]
+        assert len(f["per_episode_best_s"]) == 3 and f["skipped"] == []
+    late = found[0.03]["loss"]
+    assert late[0] > min(late) + 1.0 and late[-1] > min(late) + 0.1
 
 
 def test_the_suite_setting(grasps):
@@ -76,8 +77,44 @@ def test_the_suite_setting(grasps):
     bare = SimpleNamespace(episodes=[dataclasses.replace(e, joint_cmd=None) for e in ds.episodes], meta=ds.meta)
     none = command_delay(ex, {}, bare, ids, sim={**SIM, "command_delay": "identify"})
     assert none["delay_s"] == 0.0 and none["how"].startswith("none: no training episode")
-    with pytest.raises(ConfigError, match="no recorded hand joints or commands"):
+    with pytest.raises(ConfigError, match="no recorded hand joints \\(joint_pos\\) or commands"):
         identify_command_delay(ex, bare.episodes, ds.meta, **SIM)
+
+
+def test_episodes_that_say_nothing_are_skipped_and_a_blown_up_candidate_never_wins(grasps, monkeypatch):
+    ds = grasps[0.03]
+    ex = Executor(progress=False)
+    # a grasp whose hand joints do not move (none the scene has moves): skipped and named, the others decide
+    still = dataclasses.replace(ds.episodes[0], episode_id="still",
+                                joint_pos=np.repeat(ds.episodes[0].joint_pos[:1], ds.episodes[0].num_frames, axis=0))
+    f = identify_command_delay(ex, [still, *ds.episodes[1:]], ds.meta, **SIM)
+    assert f["skipped"] == [{"episode": "still", "reason": "no moving hand joint the scene has"}]
+    assert f["episodes"] == 2 and "still" not in f["episode_ids"]
+    with pytest.raises(ConfigError, match="no episode to identify"):
+        identify_command_delay(ex, [still], ds.meta, **SIM)
+    # a candidate whose replay blows up scores +inf: it cannot be kept, whatever its place
+    import surrogate.bench.command_delay as cd
+
+    real, kept = cd.simulate_replay_qpos, identify_command_delay(ex, ds.episodes, ds.meta, **SIM)["delay_s"]
+
+    def blow_up_the_kept_latency(replay, params, threads=1):
+        q = real(replay, params, threads=threads)
+        q[[i for i, p in enumerate(params) if p.delay_s == kept]] = np.nan
+        return q
+
+    monkeypatch.setattr(cd, "simulate_replay_qpos", blow_up_the_kept_latency)
+    g = identify_command_delay(ex, ds.episodes, ds.meta, **SIM)
+    assert g["delay_s"] != kept and g["loss"].count(None) == 1  # the ledger's JSON has no inf
+    assert g["loss"][g["candidates_s"].index(kept)] is None
+
+
+def test_a_bad_setting_is_refused_before_any_work():
+    from surrogate.bench.command_delay import checked_simulation
+
+    for bad in ("identfy", 5.0, -0.01, True):
+        with pytest.raises(ConfigError, match="simulation.command_delay"):
+            checked_simulation({"command_delay": bad})
+    assert checked_simulation({"command_delay": 0.01}) == {"command_delay": 0.01}
 
 
 def test_a_delayed_replay_moves_the_hand_later(grasps):

@@ -90,6 +90,8 @@ def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_trai
         _config(grasps, tmp_path / "run", f"stages.closed_loop.reference={tmp_path / 'empty'}")
     with pytest.raises(ConfigError, match="stages.closed_loop.refit_episodes"):
         _config(grasps, tmp_path / "run", "stages.closed_loop.refit_episodes=-1")
+    with pytest.raises(ConfigError, match="stages.closed_loop.command_delay"):
+        _config(grasps, tmp_path / "run", "stages.closed_loop.command_delay=soon")
 
 
 def test_early_stopping_patience_is_checked(grasps, tmp_path):

@@ -41,7 +41,7 @@ from tqdm import tqdm
 from ..capture import dataset_hash, read_dataset
 from ..errors import ConfigError
 from ..parallel import Executor, task_cache
-from .command_delay import command_delay
+from .command_delay import checked_simulation, command_delay
 from .grasp_outcome import rates
 from .identify import fit_params, loss_of
 from .paired_rows import paired_minus_surrogate
@@ -238,7 +238,8 @@ def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, 
         row[f"{label}_rot_deg"] = float(np.mean([s["rot_deg"] for s in scores]))
         row[f"{label}_unstable"] = int(sum(bool(s["unstable"]) for s in scores))
     row["learned"] = {}
-    delay = command_delay(ex, cfg, tds, info["episode_ids"], sim=sim)["delay_s"] if learned else 0.0  # this rig's hand
+    row["command_delay_s"] = delay = (command_delay(ex, cfg, tds, info["episode_ids"], sim=sim)["delay_s"]
+                                      if learned else 0.0)  # this variant's hand
     for lname, (path, net, card) in (learned or {}).items():
         test = [(f"attr-{name}/{ep.episode_id}", ep, eds.meta) for ep in eds.episodes]
         margin = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))  # the model's own, as in its row
@@ -315,8 +316,8 @@ def _row_leaks(cfg, card, train_ds, overlap: list, replays: dict, **data) -> lis
 def _data_info(train_ds, sets: dict, skipped: dict, overlap: list) -> dict:
     other = sorted({str(ds.meta.hand_name) for ds in sets.values()} - {str(train_ds.meta.hand_name)})
     if other:  # e.g. a suite's default training captures against --test-data of another robot: say so
-        logger.warning("MuJoCo is identified on grasps by hand %r, the test sets are grasps by %s",
-                       train_ds.meta.hand_name, other)
+        logger.warning("MuJoCo and the learned rows' hand latency are identified on grasps by hand %r, the test "
+                       "sets are grasps by %s", train_ds.meta.hand_name, other)
     return {"name": train_ds.meta.name, "path": str(train_ds.root), "episodes": len(train_ds.episodes),
             "hash": dataset_hash(train_ds.root), "real": sorted({e.provenance.real for e in train_ds.episodes}),
             "sources": sorted({e.provenance.source for e in train_ds.episodes}), "hand": train_ds.meta.hand_name,
@@ -332,7 +333,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     t0 = time.time()
     ex = ex or Executor(progress=progress)
     rig = rig_settings(cfg, backend="ray" if ex.backend == "ray" else "process")
-    workers, sim = int(cfg.get("workers", 2)), dict(cfg["simulation"])
+    workers, sim = int(cfg.get("workers", 2)), checked_simulation(cfg["simulation"])  # a bad setting fails now
     from ..model.checkpoint import load_checkpoint
 
     model, card = load_checkpoint(checkpoint) if checkpoint is not None else (None, None)
@@ -358,8 +359,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     overlap = _test_leaks(train_ds, replays)
     params, info = _identify(ex, train_ds, train_ids, cfg, sim=sim, progress=progress,
                              seed=int(cfg["baselines"]["identified"].get("seed", 0)))
-    delay = command_delay(ex, cfg, train_ds, info["episode_ids"], sim=sim)  # the learned rows' hand latency
-    sim["command_delay_s"] = delay["delay_s"]
+    sim["command_delay_s"] = (delay := command_delay(ex, cfg, train_ds, info["episode_ids"], sim=sim))["delay_s"]
     nom = cfg["baselines"]["nominal"]
     text = {**TEXT, "identified": "MuJoCo analytic contact, friction/solref/solimp/cone, mass and actuator latency identified "
                                   f"by differential evolution on {info['episodes']} training grasps"}

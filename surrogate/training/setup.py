@@ -50,10 +50,9 @@ def check_setup(cfg: dict, *, file=None) -> None:
     for key in OUTPUT_KEYS:
         check_output_dir(_get(cfg, key), key=key, file=file)
     check_reference(_get(cfg, "stages.closed_loop.reference"), file=file)
-    delay = _get(cfg, "stages.closed_loop.command_delay")
-    if not (delay is None or delay == "identify" or (_number(delay) and 0 <= delay <= 1)):
-        raise ConfigError(f"stages.closed_loop.command_delay must be 'identify', a latency in s in [0, 1] or null, "
-                          f"got {delay!r}", file=file, key="stages.closed_loop.command_delay")
+    from ..bench.command_delay import check_setting
+
+    check_setting(_get(cfg, "stages.closed_loop.command_delay"), key="stages.closed_loop.command_delay", file=file)
     for key, least in (("refit_episodes", 0), ("refit_maxiter", 1), ("refit_popsize", 1)):
         v = _get(cfg, f"stages.closed_loop.{key}")
         if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= least):
