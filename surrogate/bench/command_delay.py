@@ -6,7 +6,7 @@ once lifts the object a few milliseconds early: at the lift's speed, 1-3 mm, sev
 size. MuJoCo's identified baseline fits a latency jointly with its contact parameters (``identify.DELAY_BOUND``);
 the learned rows need the same hand, and their contact model has no say in it.
 
-So the latency is identified here without any contact model: each candidate (whole physics steps from 0 to
+So the latency is identified here without the checkpoint's contact model: each candidate (whole physics steps from 0 to
 ``identify.DELAY_BOUND``'s upper bound) replays a training episode's commands in MuJoCo with nominal analytic
 contact, and the candidate whose hand joints track the recorded ones best (``joint_tracking_loss``), summed over
 episodes, is kept. The object's recorded pose is not used, so the latency of a checkpoint's replays never depends
