@@ -92,6 +92,9 @@ def test_episodes_that_say_nothing_are_skipped_and_a_blown_up_candidate_never_wi
     assert f["episodes"] == 2 and "still" not in f["episode_ids"]
     with pytest.raises(ConfigError, match="no episode to identify"):
         identify_command_delay(ex, [still], ds.meta, **SIM)
+    alone = SimpleNamespace(episodes=[still], meta=ds.meta)  # in a suite: said in the record, the run goes on
+    none = command_delay(ex, {}, alone, ["still"], sim={**SIM, "command_delay": "identify"})
+    assert none["delay_s"] == 0.0 and none["how"].startswith("none:") and "no episode to identify" in none["how"]
     # a candidate whose replay blows up scores +inf: it cannot be kept, whatever its place
     import surrogate.bench.command_delay as cd
 

@@ -143,6 +143,11 @@ def command_delay(ex: Executor, cfg: dict, train_ds, episode_ids, *, sim: dict) 
         logger.warning("the hand's command latency is not identified: no training episode of %s has recorded "
                        "hand joints and commands; the learned rows' commands act at once", train_ds.meta.name)
         return {"delay_s": 0.0, "how": "none: no training episode has recorded hand joints and commands"}
-    found = identify_command_delay(ex, eps, train_ds.meta, substeps=int(sim["substeps"]), margin=float(sim["margin"]),
-                                   nominal=(cfg.get("baselines") or {}).get("nominal") or NOMINAL)
+    try:
+        found = identify_command_delay(ex, eps, train_ds.meta, substeps=int(sim["substeps"]),
+                                       margin=float(sim["margin"]),
+                                       nominal=(cfg.get("baselines") or {}).get("nominal") or NOMINAL)
+    except ConfigError as e:  # every episode skipped (no moving joint, every replay blown up): as above
+        logger.warning("the hand's command latency is not identified (%s); the learned rows' commands act at once", e)
+        return {"delay_s": 0.0, "how": f"none: {e}"}
     return {**found, "how": "identified from the hand joints of training grasps"}
