@@ -150,4 +150,4 @@ def command_delay(ex: Executor, cfg: dict, train_ds, episode_ids, *, sim: dict) 
     except ConfigError as e:  # every episode skipped (no moving joint, every replay blown up): as above
         logger.warning("the hand's command latency is not identified (%s); the learned rows' commands act at once", e)
         return {"delay_s": 0.0, "how": f"none: {e}"}
-    return {**found, "how": "identified from the hand joints of training grasps"}
+    return {**found, "how": "identified from the hand joints"}

@@ -301,5 +301,5 @@ def latency_lines(ledger) -> list[str]:
     delay = ledger.get("command_delay")
     if not delay:
         return []
-    where = f", on {delay['episodes']} training grasps" if "episodes" in delay else ""
+    where = f" of {delay['episodes']} training grasps" if "episodes" in delay else ""
     return ["", f"The learned rows' hand latency: {1000 * delay['delay_s']:.1f} ms ({delay['how']}{where})."]
