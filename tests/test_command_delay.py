@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from surrogate.bench.command_delay import command_delay, identify_command_delay
+from surrogate.bench.command_delay import NOMINAL, command_delay, identify_command_delay
 from surrogate.bench.replay import prepare_replay, replay_with_model
 from surrogate.capture import read_dataset
 from surrogate.errors import ConfigError
@@ -25,7 +25,6 @@ from surrogate.parallel import Executor
 from surrogate.rig.generate import generate
 
 REPO = Path(__file__).resolve().parent.parent
-NOMINAL = {"friction": "object", "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.001], "cone": "pyramidal"}
 SIM = {"substeps": 4, "margin": 0.005}
 
 

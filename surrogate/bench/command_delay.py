@@ -22,14 +22,16 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..parallel import Executor
-from .analytic import nominal_params
+from .analytic import AnalyticParams, nominal_params
 from .identify import DELAY_BOUND
 from .replay import joint_qpos_columns, prepare_replay, simulate_replay_qpos
 
 logger = logging.getLogger(__name__)
 
-# MuJoCo's own contact for the latency's replays where a suite gives no ``baselines.nominal`` (training)
-NOMINAL = {"friction": "object", "solref": [0.02, 1.0], "solimp": [0.9, 0.95, 0.001], "cone": "pyramidal"}
+# MuJoCo's own contact (``AnalyticParams``' defaults) for the latency's replays where a suite gives no
+# ``baselines.nominal`` (training)
+_MUJOCO = AnalyticParams()
+NOMINAL = {"friction": "object", "solref": list(_MUJOCO.solref), "solimp": list(_MUJOCO.solimp), "cone": _MUJOCO.cone}
 
 
 def joint_tracking_loss(replay, candidates_s, nominal: dict, *, threads: int = 1) -> tuple[np.ndarray, int]:
