@@ -39,6 +39,7 @@ from .law import LawPrior, point_law, spin_law, spin_slip
 from .law_numpy import NumpyLaw
 from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .presliding import contact_state_after, with_presliding
+from .support import model_support_weights
 
 # Features that do not depend on any velocity: the stiffness head only sees these, so the
 # elastic force is a function of configuration alone.
@@ -91,6 +92,9 @@ class ContactLawGNN(NumpyLaw, nn.Module):
       geometry: the network also reads the shape descriptors of both sides of each contact (``edge_inputs``; False:
         contact-local features only, so nothing tells it which object it touches). The normalizers and the stepper's
         input-range check keep all 41 edge features; the range check ignores the columns the network does not read.
+      support_std: k, the corrections' support (``model.support``): in eval mode a contact's corrections are scaled
+        by 1 while its inputs lie within k training standard deviations, by 0 beyond 2 k (the fitted law there).
+        None: the corrections apply everywhere, as before it existed.
 
     Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
     or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further
@@ -102,8 +106,10 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
                  friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
-                 presliding_bound: float = 2.0, geometry: bool = True):
+                 presliding_bound: float = 2.0, geometry: bool = True, support_std: float | None = None):
         super().__init__()
+        if support_std is not None and not float(support_std) > 0:
+            raise ValueError(f"support_std must be a positive number of standard deviations or None, got {support_std!r}")
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
         if pb.units != ps.units or pb.exponent != ps.exponent or pb.slip_eps != ps.slip_eps:
@@ -138,6 +144,9 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         self.geometry = bool(geometry)
         if not self.geometry:  # cards of models that read every feature stay as they were
             self._hparams["geometry"] = False
+        self.support_std = None if support_std is None else float(support_std)
+        if self.support_std is not None:  # cards of models without a support stay as they were
+            self._hparams["support_std"] = self.support_std
         # without corrections there is no network to see the history (the prior stage of a history model): the law
         self.history = bool(history) and bool(corrections)
         self.presliding_bound = float(presliding_bound)
@@ -234,15 +243,16 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         # in float64, as the numpy path (``law_numpy``): the twin and the stepper agree to rounding
         if not self.corrections and not self.training:
             return spring_off(base.double().exp())  # no features needed (in training they fill the normalizers)
-        ef, nf = self.features(g, vel, omega) if features is None else features
-        ef, nf = self.edge_norm(ef), self.node_norm(nf)
+        raw = self.features(g, vel, omega) if features is None else features
+        ef, nf = self.edge_norm(raw[0]), self.node_norm(raw[1])
         if not self.corrections:
             return spring_off(base.double().exp())
         s_k, s_c, s_mu = self.bounds
         o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]  # configuration only: never the history
         e_in = ef if self.geometry else ef[:, self.edge_input_index]
+        hist = self.history_features(g, vel, omega, state) if self.history else None
         if self.history:
-            e_in = torch.cat([e_in, self.hist_norm(self.history_features(g, vel, omega, state))], dim=1)
+            e_in = torch.cat([e_in, self.hist_norm(hist)], dim=1)
         e = self.edge_enc(e_in)
         x = self.node_enc(nf)
         for layer in self.layers:
@@ -255,6 +265,10 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             corr.append(torch.zeros_like(o_k))
         if self.spin:  # one head scales torsion and rolling alike
             corr += [s_mu * torch.tanh(o[:, -1])] * 2
+        if self.support_std is not None and not self.training:  # the training range is fixed once trained
+            w_k, w = (torch.as_tensor(x, dtype=o.dtype, device=o.device)
+                      for x in model_support_weights(self, g.edge_index, *raw, hist))
+            corr = [corr[0] * w_k] + [c * w for c in corr[1:]]
         out = (base.double() + torch.stack(corr, dim=1).double()).exp()
         return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
 
