@@ -16,13 +16,11 @@ law's: zero at separation, a spring on penetration whose elastic part depends on
 only, damping and friction that only dissipate. ``corrections=False`` builds no network: the
 constant law with learnable global parameters (the prior's own row in the benchmarks).
 
-The learned core sees only nondimensional features (``surrogate.model.graph``: lengths in the
-object size L, velocities in V = sqrt(|g| L), forces in F0 = m |g|) through running normalizers
-that are buffers of the model (so of the checkpoint).
+The learned core sees only nondimensional features (``surrogate.model.graph``: lengths in the object size L, velocities
+in V = sqrt(|g| L), forces in F0 = m |g|) through running normalizers that are buffers of the model (so of the checkpoint).
 
-Graph fields used beyond ``surrogate.model.graph``'s: ``inertia_w`` [B, 3, 3] (the object's
-inertia about its COM in world axes) and ``dt`` [B] (the physics step), which the semi-implicit
-solve needs; ``surrogate.model.batch_graph.GraphBuilder`` (the stepper's and the twin's graphs) provides them.
+Graph fields used beyond ``surrogate.model.graph``'s: ``inertia_w`` [B, 3, 3] (the object's inertia about its COM in
+world axes) and ``dt`` [B] (the physics step), for the semi-implicit solve; ``batch_graph.GraphBuilder`` provides them.
 """
 
 from __future__ import annotations
@@ -92,9 +90,10 @@ class ContactLawGNN(NumpyLaw, nn.Module):
       geometry: the network also reads the shape descriptors of both sides of each contact (``edge_inputs``; False:
         contact-local features only, so nothing tells it which object it touches). The normalizers and the stepper's
         input-range check keep all 41 edge features; the range check ignores the columns the network does not read.
-      support_std: k, the corrections' support (``model.support``): in eval mode a contact's corrections are scaled
-        by 1 while its inputs lie within k training standard deviations, by 0 beyond 2 k (the fitted law there).
-        None: the corrections apply everywhere, as before it existed.
+      patch_radius: m, a pad's contacts are one soft patch, their lever arms about its centre capped at this
+        (``patches.contract_patches``, applied by the stepper's and the twin's graph builder); None: MuJoCo's points.
+      support_std: k, the corrections apply in full within k training standard deviations of every input, fade to
+        none (the fitted law) at 2 k (``model.support``; eval mode only). None: everywhere.
 
     Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
     or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further
@@ -106,10 +105,12 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
                  friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
-                 presliding_bound: float = 2.0, geometry: bool = True, support_std: float | None = None):
+                 presliding_bound: float = 2.0, geometry: bool = True, support_std: float | None = None,
+                 patch_radius: float | None = None):
         super().__init__()
-        if support_std is not None and not float(support_std) > 0:
-            raise ValueError(f"support_std must be a positive number of standard deviations or None, got {support_std!r}")
+        if not (patch_radius is None or 0.0 <= float(patch_radius) < 1.0) or not (support_std is None or support_std > 0):
+            raise ValueError(f"patch_radius must be in [0, 1) m and support_std positive (or None), got "
+                             f"{patch_radius!r}, {support_std!r}")
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
         if pb.units != ps.units or pb.exponent != ps.exponent or pb.slip_eps != ps.slip_eps:
@@ -144,9 +145,11 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         self.geometry = bool(geometry)
         if not self.geometry:  # cards of models that read every feature stay as they were
             self._hparams["geometry"] = False
+        self.patch_radius = None if patch_radius is None else float(patch_radius)
         self.support_std = None if support_std is None else float(support_std)
-        if self.support_std is not None:  # cards of models without a support stay as they were
-            self._hparams["support_std"] = self.support_std
+        for key in ("patch_radius", "support_std"):  # cards of models without them stay as they were
+            if getattr(self, key) is not None:
+                self._hparams[key] = getattr(self, key)
         # without corrections there is no network to see the history (the prior stage of a history model): the law
         self.history = bool(history) and bool(corrections)
         self.presliding_bound = float(presliding_bound)
