@@ -10,6 +10,7 @@ import pytest
 from surrogate.bench.grasp_outcome import agreement, predicted_labels, rates
 from surrogate.bench.ledger import horizon_ratio_verdict, validate_ledger
 from surrogate.bench.replay import delayed_control, prepare_replay
+from surrogate.bench.report_tables import confusion_lines
 from surrogate.bench.rig_grasp import _recorded_qpos
 from surrogate.capture import read_dataset
 from surrogate.rig.generate import generate
@@ -48,6 +49,13 @@ def test_rates_and_agreement_hand_computed():
     assert r["episodes"] == 3 and r["success_rate"] == pytest.approx(2 / 3) and r["slip_rate"] == pytest.approx(0.5)
     a = agreement(pred, true)
     assert a["episodes"] == 3 and a["success"] == pytest.approx(2 / 3) and a["slip"] == pytest.approx(2 / 3)
+    # which way: the recorded holds were predicted held, slipped and not lifted; nothing else was recorded
+    assert a["confusion"]["hold"] == {"no_lift": 1, "hold": 1, "slip": 1, "drop": 0}
+    assert sum(sum(a["confusion"][t].values()) for t in ("no_lift", "slip", "drop")) == 0
+    b = agreement([L(True, slipped=True, dropped=True), L(True)], [L(True, slipped=True), L(True, dropped=True)])
+    assert b["confusion"]["slip"]["drop"] == 1 and b["confusion"]["drop"]["hold"] == 1
+    lines = confusion_lines([("m", {"outcome_agreement": b}), ("old", {"outcome_agreement": {"slip": 1.0}})])
+    assert len(lines) == 6 and "| m | 0 / 0 / 1 of 1 | 0 / 0 of 0 | 0 / 1 of 1 |" in lines  # a ledger without it: no row
 
 
 def test_delayed_control_shifts_and_holds_the_first_command():
@@ -227,6 +235,7 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
+    assert "Which way the models err" in report
     assert f"The learned rows' hand latency: {1000 * delay['delay_s']:.1f} ms (identified" in report
     assert "| same_checkpoint |" in report and "| variant | surrogate | same_checkpoint |" in report
     assert "## Learned rows against the surrogate" in report and "| same_checkpoint | +0.00 [+0.00, +0.00] (2) |" in report

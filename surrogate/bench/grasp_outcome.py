@@ -15,7 +15,7 @@ import numpy as np
 from ..rig.outcomes import outcome_series
 from ..rig.scripts import episode_labels
 
-__all__ = ["agreement", "outcome_series", "predicted_labels", "rates"]
+__all__ = ["OUTCOMES", "agreement", "outcome_class", "outcome_series", "predicted_labels", "rates"]
 
 
 def predicted_labels(scene, qpos: np.ndarray, ep, thresholds: dict, *, series: dict | None = None) -> dict | None:
@@ -49,12 +49,32 @@ def rates(labels: list[dict | None]) -> dict:
     }
 
 
+OUTCOMES = ("no_lift", "hold", "slip", "drop")  # one grasp's outcome, as ``outcome_class`` names it
+
+
+def outcome_class(labels: dict | None) -> str | None:
+    """The one outcome of a grasp's labels (``episode_labels``): ``drop`` (lifted, then lost), ``slip`` (lifted, held,
+    but moved or turned in the grip beyond the thresholds), ``hold`` (lifted and held still) or ``no_lift``; None
+    without labels."""
+    if labels is None:
+        return None
+    if not labels["lifted"]:
+        return "no_lift"
+    return "drop" if labels["dropped"] else "slip" if labels["slipped"] else "hold"
+
+
 def agreement(pred: list[dict | None], true: list[dict | None]) -> dict:
-    """Per-episode agreement of predicted with recorded outcomes (fraction of episodes)."""
+    """Per-episode agreement of predicted with recorded outcomes: the fraction of episodes whose success and whose
+    slip label agree, and ``confusion`` {recorded outcome: {predicted outcome: episodes}} (``OUTCOMES``), which says
+    which way a model errs (e.g. holding the grasps the recording lets slip)."""
     pairs = [(p, t) for p, t in zip(pred, true) if p is not None and t is not None]
+    confusion = {t: dict.fromkeys(OUTCOMES, 0) for t in OUTCOMES}
+    for p, t in pairs:
+        confusion[outcome_class(t)][outcome_class(p)] += 1
     if not pairs:
-        return {"episodes": 0, "success": None, "slip": None}
+        return {"episodes": 0, "success": None, "slip": None, "confusion": confusion}
     ok = lambda x: bool(x["lifted"] and not x["dropped"])  # noqa: E731
     return {"episodes": len(pairs),
             "success": sum(ok(p) == ok(t) for p, t in pairs) / len(pairs),
-            "slip": sum(bool(p["slipped"]) == bool(t["slipped"]) for p, t in pairs) / len(pairs)}
+            "slip": sum(bool(p["slipped"]) == bool(t["slipped"]) for p, t in pairs) / len(pairs),
+            "confusion": confusion}

@@ -103,6 +103,23 @@ def outcome_lines(ledger) -> list[str]:
         lines.append(f"| {n} | {o['episodes']} | {fmt_rate(o['success_rate'])} | {fmt_rate(o['slip_rate'])} | "
                      f"{gap(o.get('success_gap'))} | {gap(o.get('slip_gap'))} | "
                      f"{fmt_rate(ag.get('success'))} | {fmt_rate(ag.get('slip'))} |")
+    return lines + confusion_lines(rows)
+
+
+def confusion_lines(rows) -> list[str]:
+    """Which way each model errs (``outcome_agreement.confusion``: recorded outcome -> predicted), for the models whose
+    ledger rows have it."""
+    rows = [(n, o["outcome_agreement"]["confusion"]) for n, o in rows if (o.get("outcome_agreement") or {}).get("confusion")]
+    if not rows:
+        return []
+    lines = ["", "Which way the models err: episodes by recorded outcome (hold, slip: held but moved or turned in the "
+             "grip, drop), and what each model predicted for them.", "",
+             "| model | recorded slips: predicted slip / hold / drop | recorded holds: predicted slip / drop | "
+             "recorded drops: predicted drop / hold |", "|---|---|---|---|"]
+    for n, c in rows:
+        ns, nh, nd = (sum(c[t].values()) for t in ("slip", "hold", "drop"))
+        lines.append(f"| {n} | {c['slip']['slip']} / {c['slip']['hold']} / {c['slip']['drop']} of {ns} | "
+                     f"{c['hold']['slip']} / {c['hold']['drop']} of {nh} | {c['drop']['drop']} / {c['drop']['hold']} of {nd} |")
     return lines
 
 
