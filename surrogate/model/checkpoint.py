@@ -232,8 +232,6 @@ def _check_hparams(hp: dict, *, law: bool, card: Path, peer: bool = False) -> No
         bad("mu_max", "a number in (0, 10]")
     if hp.get("patch_radius") is not None and not (_is_number(hp["patch_radius"]) and 0 <= hp["patch_radius"] < 1):
         bad("patch_radius", "a length in [0, 1) m (or null)")
-    if hp.get("support_std") is not None and not (_is_number(hp["support_std"]) and hp["support_std"] > 0):
-        bad("support_std", "a positive number of training standard deviations (or null)")
     for key in ("prior", "prior_body"):
         if hp.get(key) is not None and not isinstance(hp[key], dict):
             bad(key, "a mapping of the prior law's parameters")

@@ -16,11 +16,13 @@ law's: zero at separation, a spring on penetration whose elastic part depends on
 only, damping and friction that only dissipate. ``corrections=False`` builds no network: the
 constant law with learnable global parameters (the prior's own row in the benchmarks).
 
-The learned core sees only nondimensional features (``surrogate.model.graph``: lengths in the object size L, velocities
-in V = sqrt(|g| L), forces in F0 = m |g|) through running normalizers that are buffers of the model (so of the checkpoint).
+The learned core sees only nondimensional features (``surrogate.model.graph``: lengths in the
+object size L, velocities in V = sqrt(|g| L), forces in F0 = m |g|) through running normalizers
+that are buffers of the model (so of the checkpoint).
 
-Graph fields used beyond ``surrogate.model.graph``'s: ``inertia_w`` [B, 3, 3] (the object's inertia about its COM in
-world axes) and ``dt`` [B] (the physics step), for the semi-implicit solve; ``batch_graph.GraphBuilder`` provides them.
+Graph fields used beyond ``surrogate.model.graph``'s: ``inertia_w`` [B, 3, 3] (the object's
+inertia about its COM in world axes) and ``dt`` [B] (the physics step), which the semi-implicit
+solve needs; ``surrogate.model.batch_graph.GraphBuilder`` (the stepper's and the twin's graphs) provides them.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from .law import LawPrior, point_law, spin_law, spin_slip
 from .law_numpy import NumpyLaw
 from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .presliding import contact_state_after, with_presliding
-from .support import model_support_weights
 
 # Features that do not depend on any velocity: the stiffness head only sees these, so the
 # elastic force is a function of configuration alone.
@@ -92,8 +93,6 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         input-range check keep all 41 edge features; the range check ignores the columns the network does not read.
       patch_radius: m, a pad's contacts are one soft patch, their lever arms about its centre capped at this
         (``patches.contract_patches``, applied by the stepper's and the twin's graph builder); None: MuJoCo's points.
-      support_std: k, the corrections apply in full within k training standard deviations of every input, fade to
-        none (the fitted law) at 2 k (``model.support``; eval mode only). None: everywhere.
 
     Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
     or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further
@@ -105,12 +104,10 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
                  friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
-                 presliding_bound: float = 2.0, geometry: bool = True, support_std: float | None = None,
-                 patch_radius: float | None = None):
+                 presliding_bound: float = 2.0, geometry: bool = True, patch_radius: float | None = None):
         super().__init__()
-        if not (patch_radius is None or 0.0 <= float(patch_radius) < 1.0) or not (support_std is None or support_std > 0):
-            raise ValueError(f"patch_radius must be in [0, 1) m and support_std positive (or None), got "
-                             f"{patch_radius!r}, {support_std!r}")
+        if not (patch_radius is None or 0.0 <= float(patch_radius) < 1.0):
+            raise ValueError(f"patch_radius must be a length in [0, 1) m or None, got {patch_radius!r}")
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
         if pb.units != ps.units or pb.exponent != ps.exponent or pb.slip_eps != ps.slip_eps:
@@ -146,10 +143,8 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         if not self.geometry:  # cards of models that read every feature stay as they were
             self._hparams["geometry"] = False
         self.patch_radius = None if patch_radius is None else float(patch_radius)
-        self.support_std = None if support_std is None else float(support_std)
-        for key in ("patch_radius", "support_std"):  # cards of models without them stay as they were
-            if getattr(self, key) is not None:
-                self._hparams[key] = getattr(self, key)
+        if self.patch_radius is not None:  # cards of models without one stay as they were
+            self._hparams["patch_radius"] = self.patch_radius
         # without corrections there is no network to see the history (the prior stage of a history model): the law
         self.history = bool(history) and bool(corrections)
         self.presliding_bound = float(presliding_bound)
@@ -246,16 +241,15 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         # in float64, as the numpy path (``law_numpy``): the twin and the stepper agree to rounding
         if not self.corrections and not self.training:
             return spring_off(base.double().exp())  # no features needed (in training they fill the normalizers)
-        raw = self.features(g, vel, omega) if features is None else features
-        ef, nf = self.edge_norm(raw[0]), self.node_norm(raw[1])
+        ef, nf = self.features(g, vel, omega) if features is None else features
+        ef, nf = self.edge_norm(ef), self.node_norm(nf)
         if not self.corrections:
             return spring_off(base.double().exp())
         s_k, s_c, s_mu = self.bounds
         o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]  # configuration only: never the history
         e_in = ef if self.geometry else ef[:, self.edge_input_index]
-        hist = self.history_features(g, vel, omega, state) if self.history else None
         if self.history:
-            e_in = torch.cat([e_in, self.hist_norm(hist)], dim=1)
+            e_in = torch.cat([e_in, self.hist_norm(self.history_features(g, vel, omega, state))], dim=1)
         e = self.edge_enc(e_in)
         x = self.node_enc(nf)
         for layer in self.layers:
@@ -268,10 +262,6 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             corr.append(torch.zeros_like(o_k))
         if self.spin:  # one head scales torsion and rolling alike
             corr += [s_mu * torch.tanh(o[:, -1])] * 2
-        if self.support_std is not None and not self.training:  # the training range is fixed once trained
-            w_k, w = (torch.as_tensor(x, dtype=o.dtype, device=o.device)
-                      for x in model_support_weights(self, g.edge_index, *raw, hist))
-            corr = [corr[0] * w_k] + [c * w for c in corr[1:]]
         out = (base.double() + torch.stack(corr, dim=1).double()).exp()
         return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
 

@@ -21,7 +21,6 @@ import torch
 
 from . import graph as G
 from . import network_kernel as K
-from .support import model_ranges, support_weights
 
 _F32 = np.float32
 
@@ -125,8 +124,6 @@ class NumpyNetwork:
         self.edge_stats, self.node_stats = np.stack(_stats(m.edge_norm)), np.stack(_stats(m.node_norm))
         self.hist_stats = np.stack(_stats(m.hist_norm)) if self.history else np.zeros((2, 0), _F32)
         self.config_index = _np(m.config_index).astype(np.int64)
-        self.support_std = m.support_std  # the corrections' support (``model.support``), its ranges read once
-        self.support_ranges = model_ranges(m) if m.support_std is not None else None
         self.edge_read = np.arange(K.N_EDGE) if m.geometry else _np(m.edge_input_index).astype(np.int64)
         mlps = [m.stiffness_mlp, m.edge_enc, m.node_enc, m.decoder]
         for layer in m.layers:
@@ -169,11 +166,6 @@ class NumpyNetwork:
             corr.append(np.zeros_like(o_k))
         if self.spin:
             corr += [s_mu * np.tanh(o[:, -1])] * 2
-        if self.support_std is not None:
-            r = self.support_ranges
-            w_k, w = support_weights(self.support_std, ef, nf, a["edge_index"], r["edge"], r["node"], self.edge_read,
-                                     self.config_index, hist, r.get("hist"))
-            corr = [corr[0] * w_k] + [c * w for c in corr[1:]]
         out = np.exp(base + np.stack(corr, axis=1).astype(np.float64))
         out[:, 2] = np.minimum(out[:, 2], self.mu_max)
         return self._spring_off(out, group)

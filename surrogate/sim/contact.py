@@ -27,7 +27,6 @@ import numpy as np
 import torch
 
 from ..model import graph as G
-from ..model.support import training_range
 from ..scenes import set_contact_mode
 
 
@@ -172,7 +171,13 @@ class InputRange:
         if en is None or nn_ is None or float(en.count) == 0 or float(nn_.count) == 0:
             return None
 
-        (em, es), (nm, ns) = training_range(en), training_range(nn_)  # the range a network's support reads too
+        def raw(norm):
+            c = norm.count.clamp_min(1.0)
+            mean = norm.sum / c
+            return mean, torch.sqrt((norm.sumsq / c - mean * mean).clamp_min(0.0))
+
+        em, es = raw(en)
+        nm, ns = raw(nn_)
         out = cls(em, es, nm, ns, k=k)
         read = getattr(model, "edge_input_index", None)
         if read is not None and len(read) < len(out.edge_band):  # a column the network never reads is never out of range
