@@ -146,7 +146,8 @@ def train_dataset(cfg, *, card, rig, cache_dir, workers, progress, checkpoint=No
 
 def load_sets(cfg, *, test_data, rig, cache_dir, workers, progress) -> tuple[dict, dict]:
     """({set name: dataset}, {skipped set: why}): the ``--test-data`` datasets (``testsets.set_names``),
-    else the suite's ``data.test_sets``, generated once into ``cache_dir``."""
+    else the suite's ``data.test_sets``, generated once into ``cache_dir`` (a set given as null is not run: a suite
+    whose ``base`` has sets it does not want names them so)."""
     paths = as_paths(test_data)
     if paths:
         sets = {name: read_dataset(p) for name, p in zip(set_names(paths), paths)}
@@ -155,6 +156,8 @@ def load_sets(cfg, *, test_data, rig, cache_dir, workers, progress) -> tuple[dic
         return sets, {}
     sets, skipped = {}, {}
     for name, spec in cfg["data"]["test_sets"].items():
+        if spec is None:
+            continue
         path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label=name)
         if isinstance(path, str):
             skipped[name] = path
