@@ -123,6 +123,20 @@ def test_suite_config_inherits_and_overrides():
     assert cfg["baselines"]["identified"]["maxiter"] == 3
 
 
+def test_a_child_suite_drops_its_bases_test_sets_by_naming_them_null(tmp_path):
+    from surrogate.bench.rig_data import load_sets
+
+    cfg = load_suite("rig-grasp-wide")
+    sets = cfg["data"]["test_sets"]
+    assert {k for k, v in sets.items() if v is None} == {"train_objects", "heldout_families", "meshes"}
+    assert sets["heldout_fresh"]["objects"] == "heldout_fresh" and cfg["acceptance"]["sets"] == ["heldout_wide",
+                                                                                                  "heldout_fresh"]
+    # a null set is neither generated nor skipped: it is not there
+    got, skipped = load_sets({"data": {"test_sets": {"gone": None}}}, test_data=None, rig={}, cache_dir=tmp_path,
+                             workers=1, progress=False)
+    assert got == {} and skipped == {} and not any(tmp_path.iterdir())
+
+
 @needs_shared("contactnets_cube")
 def test_small_cube_real_suite_end_to_end(tmp_path):
     over = ["data.n_test=6", "data.train_sizes=[8]", "baselines.identified.sizes=[8]", "baselines.identified.maxiter=1",
