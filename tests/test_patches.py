@@ -48,27 +48,60 @@ def held_box():
     return scene, grasped_state(scene, seconds=0.9)
 
 
-def test_the_builder_caps_the_pads_arms_and_leaves_the_table(held_box):
-    scene, d = held_box
+def _pad_arms(scene, d, radius):
+    """(plain batch, patched batch, {pad body: arms [n] of its patched points about the penetration-weighted centre of
+    MuJoCo's points, each within the plane of its normal}, pad contact mask)."""
     b = GraphBuilder.from_scene(scene)
     plain = b.build(scene.model, [d], dtype=torch.float64, dynamics=True)
-    soft = b.build(scene.model, [d], dtype=torch.float64, dynamics=True, patch_radius=0.001)
-    pad = ~(plain.graph.static[plain.graph.edge_index[0]] > 0.5).numpy()
-    assert pad.sum() >= 4 and (~pad).sum() >= 1
+    soft = b.build(scene.model, [d], dtype=torch.float64, dynamics=True, patch_radius=radius)
+    g = plain.graph
+    pad = ~(g.static[g.edge_index[0]] > 0.5).numpy()
+    arms = {}
+    for side in np.unique(g.edge_index[0][pad].numpy()):
+        sel = pad & (g.edge_index[0].numpy() == side)
+        n, w = g.normal.numpy()[sel], np.maximum(-g.dist.numpy()[sel], 0.0)
+        p0, p = plain.dynamics[0][sel], soft.dynamics[0][sel]
+        c = (w[:, None] * p0).sum(0) / w.sum() if w.sum() > 0 else p0.mean(0)  # the centre of MuJoCo's points
+        r = p - c  # each moved point's arm within the plane of its own normal
+        arms[int(side)] = np.linalg.norm(r - (r * n).sum(1, keepdims=True) * n, axis=1)
+    return plain, soft, arms, pad
+
+
+def test_the_builder_caps_the_pads_arms_and_leaves_the_table(held_box):
+    scene, d = held_box
+    plain, soft, arms, pad = _pad_arms(scene, d, 0.001)
+    assert pad.sum() >= 4 and (~pad).sum() >= 1 and len(arms) == 2
     p0, p1 = plain.dynamics[0], soft.dynamics[0]
     np.testing.assert_array_equal(p1[~pad], p0[~pad])  # the table's contacts
     np.testing.assert_array_equal(soft.graph.dist.numpy(), plain.graph.dist.numpy())
     np.testing.assert_array_equal(soft.graph.normal.numpy(), plain.graph.normal.numpy())
-    for side in np.unique(plain.graph.edge_index[0][pad].numpy()):
-        sel = pad & (plain.graph.edge_index[0].numpy() == side)
-        n = plain.graph.normal.numpy()[sel][0]
-        arms = p1[sel] - p1[sel].mean(0)
-        arms -= np.outer(arms @ n, n)
-        assert np.linalg.norm(arms, axis=1).max() <= 0.001 + 1e-12
-        assert np.ptp(p0[sel], axis=0).max() > 0.01  # MuJoCo's points spread over the pad
+    assert max(a.max() for a in arms.values()) <= 0.001 + 1e-12
+    assert np.ptp(p0[pad], axis=0).max() > 0.01  # MuJoCo's points spread over the pads
     # the graph's lever arms follow the points (the network and the law see the patch)
     r = soft.graph.r_obj.numpy()
     np.testing.assert_allclose(r[pad], (p1 - d.xipos[scene.object_body_id])[pad], atol=1e-12)
+
+
+def test_an_object_of_several_pieces_is_one_patch_per_pad():
+    """An L-shape is two convex pieces (geoms): a pad touching both is still one patch."""
+    scene = build_scene(make_object("lshape", 0), hand="parallel_jaw", setting="table")
+    d = grasped_state(scene, seconds=0.9)
+    b = GraphBuilder.from_scene(scene)
+    g = b.build(scene.model, [d], dtype=torch.float64).graph
+    pad = ~(g.static[g.edge_index[0]] > 0.5).numpy()
+    geoms = {(int(s), int(gid)) for s, gid, on in zip(g.edge_index[0].numpy(), b.contact_set(
+        np.array([d.ncon]), np.array([[c.geom1, c.geom2] for c in d.contact[:d.ncon]])).g_obj, pad) if on}
+    assert len(geoms) > len({s for s, _ in geoms}), "no pad touches two pieces: the test needs another object"
+    _, _, arms, _ = _pad_arms(scene, d, 0.0005)
+    assert max(a.max() for a in arms.values()) <= 0.0005 + 1e-12
+
+
+def test_the_history_keeps_mujocos_points_as_the_contacts_identity(held_box):
+    scene, d = held_box
+    b = GraphBuilder.from_scene(scene)
+    plain = b.build(scene.model, [d], dtype=torch.float64)
+    soft = b.build(scene.model, [d], dtype=torch.float64, patch_radius=0.0)
+    np.testing.assert_array_equal(soft.frames[1], plain.frames[1])
 
 
 def _twist(scene, d0, model, seconds=0.4, torque=0.1):

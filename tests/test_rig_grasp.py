@@ -54,8 +54,12 @@ def test_rates_and_agreement_hand_computed():
     assert sum(sum(a["confusion"][t].values()) for t in ("no_lift", "slip", "drop")) == 0
     b = agreement([L(True, slipped=True, dropped=True), L(True)], [L(True, slipped=True), L(True, dropped=True)])
     assert b["confusion"]["slip"]["drop"] == 1 and b["confusion"]["drop"]["hold"] == 1
-    lines = confusion_lines([("m", {"outcome_agreement": b}), ("old", {"outcome_agreement": {"slip": 1.0}})])
-    assert len(lines) == 6 and "| m | 0 / 0 / 1 of 1 | 0 / 0 of 0 | 0 / 1 of 1 |" in lines  # a ledger without it: no row
+    lines = confusion_lines([("m", {"outcome_agreement": b}), ("old", {"outcome_agreement": {"slip": 1.0}}),
+                             ("none", {"outcome_agreement": agreement([None], [None])})])
+    # (recorded holds, slips, drops, not lifted: predicted hold / slip / drop / not lifted); old ledgers, no episodes: no row
+    assert lines[-2:] == ["|---|---|---|---|---|", "| m | 0 / 0 / 0 / 0 of 0 | 0 / 0 / 1 / 0 of 1 | 1 / 0 / 0 / 0 of 1 | "
+                                                    "0 / 0 / 0 / 0 of 0 |"]
+    assert confusion_lines([("x", {"outcome_agreement": a})])[-1].startswith("| x | 1 / 1 / 0 / 1 of 3 |")  # a no-lift shows
 
 
 def test_delayed_control_shifts_and_holds_the_first_command():

@@ -108,18 +108,18 @@ def outcome_lines(ledger) -> list[str]:
 
 def confusion_lines(rows) -> list[str]:
     """Which way each model errs (``outcome_agreement.confusion``: recorded outcome -> predicted), for the models whose
-    ledger rows have it."""
-    rows = [(n, o["outcome_agreement"]["confusion"]) for n, o in rows if (o.get("outcome_agreement") or {}).get("confusion")]
+    ledger rows have it and that were compared on some episode."""
+    rows = [(n, o["outcome_agreement"]["confusion"]) for n, o in rows
+            if (o.get("outcome_agreement") or {}).get("confusion") and o["outcome_agreement"].get("episodes")]
     if not rows:
         return []
-    lines = ["", "Which way the models err: episodes by recorded outcome (hold, slip: held but moved or turned in the "
-             "grip, drop), and what each model predicted for them.", "",
-             "| model | recorded slips: predicted slip / hold / drop | recorded holds: predicted slip / drop | "
-             "recorded drops: predicted drop / hold |", "|---|---|---|---|"]
+    lines = ["", "Which way the models err: episodes by recorded outcome (hold; slip: held but moved or turned in the "
+             "grip; drop; not lifted), and what each model predicted for them (hold / slip / drop / not lifted).", "",
+             "| model | recorded holds | recorded slips | recorded drops | recorded not lifted |", "|---|---|---|---|---|"]
     for n, c in rows:
-        ns, nh, nd = (sum(c[t].values()) for t in ("slip", "hold", "drop"))
-        lines.append(f"| {n} | {c['slip']['slip']} / {c['slip']['hold']} / {c['slip']['drop']} of {ns} | "
-                     f"{c['hold']['slip']} / {c['hold']['drop']} of {nh} | {c['drop']['drop']} / {c['drop']['hold']} of {nd} |")
+        cells = [" / ".join(str(c[t][p]) for p in ("hold", "slip", "drop", "no_lift")) + f" of {sum(c[t].values())}"
+                 for t in ("hold", "slip", "drop", "no_lift")]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return lines
 
 

@@ -327,8 +327,9 @@ class GraphBuilder:
         ``views``: the batch's ``DataViews`` (made here when not given).
         ``graph``: False skips the arrays only the graph and the node velocities need (the stepper's constant law
         reads neither); the batch's ``graph``, ``vel`` and ``omega`` then raise ``ValueError``.
-        ``patch_radius``: m, the contacts with each moving body (a fingertip pad) are a patch whose lever arms about its
-        centre are capped at this (``contract_patches``; the contact model's ``patch_radius``); None: as MuJoCo gives.
+        ``patch_radius``: m, an object body's contacts with each moving body (a fingertip pad) are one patch whose lever
+        arms about its centre are capped at this (``contract_patches``; the contact model's ``patch_radius``); None: as
+        MuJoCo gives. The history's contact identity (``frames``) keeps MuJoCo's points.
         """
         views = DataViews(datas) if views is None else views  # kept for ``frames``
         (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
@@ -339,8 +340,9 @@ class GraphBuilder:
         if not isinstance(cs.rows, slice):
             pos, frame, dist = pos[cs.rows], frame[cs.rows], dist[cs.rows]
         normal = sign[:, None] * frame[:, 0:3]
-        if patch_radius is not None:  # one patch per environment, moving body and pair of geoms
-            patch = (env * self.ngeom + g_obj) * self.ngeom + g_oth
+        at = pos  # where MuJoCo found each contact: its identity across steps (``frames``), whatever the law's point
+        if patch_radius is not None:  # one patch per environment, object body (all its pieces) and pad body
+            patch = (env * self.nbody + self.geom_body[g_obj]) * self.nbody + self.geom_body[g_oth]
             pos = contract_patches(pos, normal, dist, np.where(cs.oth_static[:, 0], -1, patch), float(patch_radius))
 
         @_once
@@ -351,7 +353,7 @@ class GraphBuilder:
         def frames() -> tuple[np.ndarray, np.ndarray]:
             # read now: valid while the MjData have not stepped on (the stepper and the twin use it before mj_step2)
             rot = views.stack("ximat").reshape(B, self.nbody, 9)[env, self.node_body[node]].reshape(-1, 3, 3)
-            return rot, np.einsum("eji,ej->ei", rot, pos - xipos[env, node])
+            return rot, np.einsum("eji,ej->ei", rot, at - xipos[env, node])
 
         @_once
         def velocities() -> tuple[np.ndarray, np.ndarray]:

@@ -91,8 +91,8 @@ class ContactLawGNN(NumpyLaw, nn.Module):
       geometry: the network also reads the shape descriptors of both sides of each contact (``edge_inputs``; False:
         contact-local features only, so nothing tells it which object it touches). The normalizers and the stepper's
         input-range check keep all 41 edge features; the range check ignores the columns the network does not read.
-      patch_radius: m, a pad's contacts are one soft patch, their lever arms about its centre capped at this
-        (``patches.contract_patches``, applied by the stepper's and the twin's graph builder); None: MuJoCo's points.
+      patch_radius: m, a pad's contacts are one soft patch, their arms about its centre (for twist and tilt) capped at
+        this (``patches.contract_patches``, by the stepper's and the twin's graph builder); None: MuJoCo's points.
 
     Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
     or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further

@@ -21,9 +21,11 @@ def contract_patches(pos: np.ndarray, normal: np.ndarray, dist: np.ndarray, grou
     ~14 mm about its centre), so a law applied at each point resists the object's twist about the pad normal as a rigid
     face would; a soft fingertip's patch has a radius of a few mm, and twists (Xydas and Kao 1999). Here every point's
     offset from its patch centre, within the plane of its normal, is capped at ``radius`` (m; 0: the patch acts at its
-    centre): its torsion lever is at most ``radius``, its depth and normal unchanged. The centre is the mean of the
-    patch's points weighted by penetration (a point that just appeared weighs nothing; none penetrating: the plain
-    mean), so points appearing and vanishing move it continuously.
+    centre), its depth and normal unchanged. The law then acts at the moved points, for its normal force too: the
+    patch's resistance to a twist about the normal *and* to a tilt of the object against the pad both have arms of at
+    most ``radius`` (the depth is still MuJoCo's, measured where the point was). The centre is the mean of the patch's
+    points weighted by penetration, so a point starting to penetrate shifts it gradually; when none penetrates (all
+    within the margin) it is the plain mean.
 
     Args: ``pos`` [C, 3], ``normal`` [C, 3] unit, ``dist`` [C] (negative: penetration), ``group`` [C] int: the patch of
     each contact (-1: not a patch, left where it is).
