@@ -110,7 +110,7 @@ def portable_path(path) -> str | None:
 
 # the keys of a training config that hold paths (the path rule of ``training.config``; made portable in cards)
 TRAINING_PATH_KEYS = ("out_dir", "ckpt_path", "data.root", "export.dir", "export.release_dir", "export.prior_dir",
-                      "export.network_dir", "stages.closed_loop.reference")
+                      "export.network_dir", "stages.closed_loop.reference", "stages.closed_loop.decision_data")
 
 def portable_paths(cfg: dict, keys) -> dict:
     """A copy of ``cfg`` with each dotted key of ``keys`` that holds a path made ``portable_path``."""

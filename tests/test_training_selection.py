@@ -84,6 +84,56 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     assert rows["law"]["replay_score"] == pytest.approx(law_cl["score"])
 
 
+@pytest.fixture(scope="module")
+def decision_grasps(tmp_path_factory):
+    """Grasps of objects the training never saw (the training families' unseen seeds), for the decision."""
+    out = tmp_path_factory.mktemp("rig") / "decision"
+    generate(None, objects="val", episodes=3, out=out, workers=0, seed=5, progress=False, duration=2.0)
+    return out
+
+
+def test_a_decision_dataset_decides_network_or_law_by_the_benchmarks_scorer(grasps, decision_grasps, tmp_path):
+    from surrogate.bench.law_selection import benchmark_scores
+    from surrogate.capture import read_dataset
+    from surrogate.model.checkpoint import load_checkpoint
+
+    cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=1", "stages.corrections.lr=0.05",
+                  "stages.closed_loop.episodes=1", "stages.closed_loop.friction_scales=[1.0]",
+                  "stages.closed_loop.command_delay=0", f"stages.closed_loop.decision_data={decision_grasps}",
+                  "stages.closed_loop.decision_horizon_s=0.5",
+                  f"export.prior_dir={tmp_path / 'law'}", f"export.network_dir={tmp_path / 'net'}")
+    fit(cfg)
+    card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
+    net = card["training"]["metrics"]["closed_loop"]["network"]
+    dec = net["decision"]
+    assert dec["n"] == 3 and dec["horizon_s"] == 0.5 and dec["sha256"]
+    at, whole = dec["paired_minus_law_at_horizon"], dec["paired_minus_law_episode"]
+    assert net["kept"] == dec["kept"] == (at["ci95"][1] < 0 and whole["ci95"][0] <= 0)
+    assert card["model"]["hparams"]["corrections"] is net["kept"]  # what ships is what the decision data decided
+    # the decision's figures are the benchmark scorer's on the exported law and network
+    ds = read_dataset(decision_grasps)
+    for name, folder in (("law", "law"), ("network", "net")):
+        rows = benchmark_scores(load_checkpoint(tmp_path / folder)[0], ds.episodes, ds.meta, substeps=4, margin=0.005,
+                                horizon_s=0.5, progress=False)
+        assert dec[f"{name}_at_horizon"] == pytest.approx(sum(r["at_horizon"] for r in rows) / len(rows), rel=1e-6)
+
+
+def test_the_network_ships_when_the_decision_data_keep_it(grasps, decision_grasps, tmp_path, monkeypatch):
+    """The decision, not the validation episodes' rule, says what ships (a decision forced to keep the network)."""
+    import surrogate.training.run as run
+
+    decide = run.network_decision
+    monkeypatch.setattr(run, "network_decision", lambda *a, **k: {**decide(*a, **k), "kept": True})
+    cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=1", "stages.closed_loop.episodes=1",
+                  "stages.closed_loop.friction_scales=[1.0]", "stages.closed_loop.command_delay=0",
+                  f"stages.closed_loop.decision_data={decision_grasps}")
+    fit(cfg)
+    card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
+    m = card["training"]["metrics"]
+    assert m["closed_loop"]["network"]["kept"] and card["model"]["hparams"]["corrections"] is True
+    assert m["release"]["structure"] == "law+corrections" and "decision data" in m["release"]["kept_by"]
+
+
 def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_training(grasps, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="stages.closed_loop.reference"):
@@ -92,6 +142,10 @@ def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_trai
         _config(grasps, tmp_path / "run", "stages.closed_loop.refit_episodes=-1")
     with pytest.raises(ConfigError, match="stages.closed_loop.command_delay"):
         _config(grasps, tmp_path / "run", "stages.closed_loop.command_delay=soon")
+    with pytest.raises(ConfigError, match="stages.closed_loop.decision_data"):
+        _config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={tmp_path / 'empty'}")
+    with pytest.raises(ConfigError, match="stages.closed_loop.decision_horizon_s"):
+        _config(grasps, tmp_path / "run", "stages.closed_loop.decision_horizon_s=0")
 
 
 def test_early_stopping_patience_is_checked(grasps, tmp_path):

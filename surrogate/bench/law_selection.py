@@ -82,3 +82,27 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
     return {"model": m, "scale": s, "friction": cands[best]["friction"], "candidates": cands, "n": len(episodes),
             "paired_minus_fitted": paired_difference(results[fitted][2], rows, "score", by="object"),
             "per_episode": rows}
+
+
+def benchmark_scores(model, episodes, meta, *, substeps: int, margin: float, horizon_s: float = 1.0,
+                     delay_s: float = 0.0, progress: bool = True, desc: str = "decision replays") -> list[dict]:
+    """Per episode {id, object, at_horizon, pos_pct, rot_deg}: the recorded commands replayed through the hybrid
+    stepper (``replay_with_model``, each ``delay_s`` late) and scored by ``rig-grasp``'s own scorer
+    (``rig_scoring.EpisodeScorer`` with the suite's metrics): the position error in % of the object's size
+    ``horizon_s`` after the close phase starts (the suite's verdict; None where the episode ends before it) and over
+    the episode, the rotation error in degrees. What training decides a network by, where it has the data for it
+    (``stages.closed_loop.decision_data``)."""
+    from ..suites import load_suite
+    from .rig_data import thresholds
+    from .rig_scoring import EpisodeScorer
+
+    cfg = load_suite("rig-grasp")
+    cfg["metrics"]["horizons_s"] = sorted({*map(float, cfg["metrics"]["horizons_s"]), float(horizon_s)})
+    key, thr = f"{float(horizon_s):g}", thresholds({"config": None, "overrides": ()})
+    rows = []
+    for ep in tqdm(episodes, desc=desc, unit="episode", disable=not progress, leave=False):
+        r, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps, margin=margin, delay_s=delay_s)
+        sc = EpisodeScorer(r, cfg, thr).score(q)
+        rows.append({"id": str(ep.episode_id), "object": ep.object.name, "at_horizon": sc["horizon_pos_pct_size"][key],
+                     "pos_pct": sc["pos_pct_size"], "rot_deg": sc["rot_deg"]})
+    return rows

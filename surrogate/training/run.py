@@ -20,6 +20,8 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..paths import portable_path, portable_paths  # cards carry no machine paths
 from .config import PATH_KEYS, kind_of, resolved_config
@@ -235,6 +237,9 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
         res["network_selected"] = nsel["model"]
         cl["network"] = {**{k: nsel[k] for k in ("scale", "friction", "candidates", "paired_minus_fitted")},
                          "paired_minus_law": diff, "per_episode": nsel["per_episode"]}
+        if st.get("decision_data"):  # decided on the grasps of objects the training never saw, as the benchmark scores
+            cl["network"]["decision"] = dec = network_decision(st, sel["model"], nsel["model"], kw)
+            kept = dec["kept"]
         if "reference" in cl:  # and never a release that does not beat the previous one on the same replays
             cl["network"]["paired_minus_reference"] = ref_diff = paired_difference(
                 cl["reference"]["per_episode"], nsel["per_episode"], "score", by="object")
@@ -248,7 +253,8 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     cl["wall_s"] = time.time() - t0
     res["metrics"]["closed_loop"] = cl
     res["metrics"]["release"].update(structure=structure, pad_friction=pad_friction,
-                                     kept_by="closed-loop replays" if net is not None else "law only")
+                                     kept_by="law only" if net is None else "decision data's replays (rig-grasp's "
+                                     "scorer)" if st.get("decision_data") else "closed-loop replays")
     res["metrics"]["ablation"] = rows = ablation_rows(res["metrics"], history=bool(cfg["model"].get("history")),
                                                       val_hand=res["data"].val_hand)
     # the release's whole-episode validation summary (the twin or the closed loop: data.val_hand), and its replay score
@@ -267,6 +273,34 @@ def hand_latency(st: dict, train_eps: list, dm) -> dict:
     sim = {"command_delay": st.get("command_delay"), "substeps": int(dm.cfg["substeps"]),
            "margin": float(dm.cfg["margin"])}
     return command_delay(Executor(progress=False), {}, dm.capture, ids, sim=sim)
+
+
+def network_decision(st: dict, law, network, kw: dict) -> dict:
+    """``stages.closed_loop.decision_data``: the law and the network (each at its selected pad friction) replayed on
+    that dataset's grasps with a hand and scored by ``rig-grasp``'s scorer (``law_selection.benchmark_scores``). The
+    network is kept if its position error ``decision_horizon_s`` after the close starts is below the law's by a paired
+    interval (resampling objects) below zero, and over the episode not above it. Returns {data, sha256, n, horizon_s,
+    paired_minus_law_at_horizon, paired_minus_law_episode, law_at_horizon, network_at_horizon, kept}."""
+    from ..bench.law_selection import benchmark_scores
+    from ..capture import dataset_hash, read_dataset
+    from ..metrics import paired_difference
+
+    ds = read_dataset(st["decision_data"])
+    eps = [e for e in ds.episodes if e.joint_pos is not None]
+    h = float(st.get("decision_horizon_s") or 1.0)
+    args = dict(substeps=kw["substeps"], margin=kw["margin"], horizon_s=h, delay_s=kw["delay_s"])
+    rows = {name: benchmark_scores(m, eps, ds.meta, desc=f"decision replays ({name})", **args)
+            for name, m in (("law", law), ("network", network))}
+    at = paired_difference(rows["law"], rows["network"], "at_horizon", by="object")
+    whole = paired_difference(rows["law"], rows["network"], "pos_pct", by="object")
+
+    def mean(name):
+        vals = [r["at_horizon"] for r in rows[name] if r["at_horizon"] is not None]
+        return float(np.mean(vals)) if vals else None
+
+    return {"data": portable_path(st["decision_data"]), "sha256": dataset_hash(st["decision_data"]), "n": len(eps), "horizon_s": h, "paired_minus_law_at_horizon": at,
+            "paired_minus_law_episode": whole, "law_at_horizon": mean("law"), "network_at_horizon": mean("network"),
+            "kept": bool(_below_zero(at) and whole["ci95"] is not None and whole["ci95"][0] <= 0)}
 
 
 def _below_zero(diff: dict) -> bool:

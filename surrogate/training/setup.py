@@ -50,6 +50,8 @@ def check_setup(cfg: dict, *, file=None) -> None:
     for key in OUTPUT_KEYS:
         check_output_dir(_get(cfg, key), key=key, file=file)
     check_reference(_get(cfg, "stages.closed_loop.reference"), file=file)
+    check_decision_data(_get(cfg, "stages.closed_loop.decision_data"), _get(cfg, "stages.closed_loop.decision_horizon_s"),
+                        file=file)
     from ..bench.command_delay import check_setting
 
     check_setting(_get(cfg, "stages.closed_loop.command_delay"), key="stages.closed_loop.command_delay", file=file)
@@ -75,6 +77,27 @@ def check_reference(path, *, file=None) -> None:
     if is_end_to_end(card):
         raise ConfigError(f"{path} is the end-to-end peer: closed-loop replays need a contact model (a law "
                           "checkpoint) for the hybrid stepper", file=file, key=key)
+
+
+def check_decision_data(path, horizon_s, *, file=None) -> None:
+    """``stages.closed_loop.decision_data`` is a capture dataset of grasps with a recorded hand, and
+    ``decision_horizon_s`` a positive number of seconds: checked before training, not an hour later."""
+    if horizon_s is not None and not (_number(horizon_s) and horizon_s > 0):
+        raise ConfigError(f"stages.closed_loop.decision_horizon_s must be a positive number of seconds, got {horizon_s!r}",
+                          file=file, key="stages.closed_loop.decision_horizon_s")
+    if not path:
+        return
+    from ..capture import read_dataset
+    from ..errors import SurrogateError
+
+    key = "stages.closed_loop.decision_data"
+    try:
+        ds = read_dataset(path)
+    except (SurrogateError, OSError) as e:
+        raise ConfigError(f"not a readable capture dataset: {e}", file=file, key=key) from None
+    if not any(e.joint_pos is not None for e in ds.episodes):
+        raise ConfigError(f"{path}: no episode records a hand (the decision replays the recorded hand commands)",
+                          file=file, key=key)
 
 
 def check_output_dir(path, *, key: str, file=None) -> None:
