@@ -327,9 +327,8 @@ class GraphBuilder:
         ``views``: the batch's ``DataViews`` (made here when not given).
         ``graph``: False skips the arrays only the graph and the node velocities need (the stepper's constant law
         reads neither); the batch's ``graph``, ``vel`` and ``omega`` then raise ``ValueError``.
-        ``patch_radius``: m, an object body's contacts with each moving body (a fingertip pad) are one patch whose lever
-        arms about its centre are capped at this (``contract_patches``; the contact model's ``patch_radius``); None: as
-        MuJoCo gives. The history's contact identity (``frames``) keeps MuJoCo's points.
+        ``patch_radius``: m, an object body's contacts with each pad (a moving body) are one patch, arms capped at this
+        (``contract_patches``); None: MuJoCo's points. The history's contact identity (``frames``) keeps MuJoCo's.
         """
         views = DataViews(datas) if views is None else views  # kept for ``frames``
         (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
