@@ -100,20 +100,22 @@ def test_a_decision_dataset_decides_network_or_law_by_the_benchmarks_scorer(gras
     cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=1", "stages.corrections.lr=0.05",
                   "stages.closed_loop.episodes=1", "stages.closed_loop.friction_scales=[1.0]",
                   "stages.closed_loop.command_delay=0", f"stages.closed_loop.decision_data={decision_grasps}",
-                  "stages.closed_loop.decision_horizon_s=0.5",
+                  "stages.closed_loop.decision_horizon_s=0.5", f"stages.closed_loop.reference={RELEASE}",
                   f"export.prior_dir={tmp_path / 'law'}", f"export.network_dir={tmp_path / 'net'}")
     fit(cfg)
     card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
     net = card["training"]["metrics"]["closed_loop"]["network"]
     dec = net["decision"]
     assert dec["n"] == 3 and dec["horizon_s"] == 0.5 and dec["sha256"]
-    at, whole = dec["paired_minus_law_at_horizon"], dec["paired_minus_law_episode"]
-    assert net["kept"] == dec["kept"] == (at["ci95"][1] < 0 and whole["ci95"][0] <= 0)
+    at, whole, ref = (dec[k] for k in ("paired_minus_law_at_horizon", "paired_minus_law_episode",
+                                       "paired_minus_reference_at_horizon"))
+    # the law, the episode and the previous release (replayed on the same grasps), all on the decision data
+    assert net["kept"] == dec["kept"] == (at["ci95"][1] < 0 and whole["ci95"][0] <= 0 and ref["ci95"][1] < 0)
     assert card["model"]["hparams"]["corrections"] is net["kept"]  # what ships is what the decision data decided
     # the decision's figures are the benchmark scorer's on the exported law and network
     ds = read_dataset(decision_grasps)
-    for name, folder in (("law", "law"), ("network", "net")):
-        rows = benchmark_scores(load_checkpoint(tmp_path / folder)[0], ds.episodes, ds.meta, substeps=4, margin=0.005,
+    for name, folder in (("law", tmp_path / "law"), ("network", tmp_path / "net"), ("reference", RELEASE)):
+        rows = benchmark_scores(load_checkpoint(folder)[0], ds.episodes, ds.meta, substeps=4, margin=0.005,
                                 horizon_s=0.5, progress=False)
         assert dec[f"{name}_at_horizon"] == pytest.approx(sum(r["at_horizon"] for r in rows) / len(rows), rel=1e-6)
 

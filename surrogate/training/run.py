@@ -243,7 +243,7 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
         if "reference" in cl:  # and never a release that does not beat the previous one on the same replays
             cl["network"]["paired_minus_reference"] = ref_diff = paired_difference(
                 cl["reference"]["per_episode"], nsel["per_episode"], "score", by="object")
-            kept = kept and _below_zero(ref_diff)
+            kept = kept and (bool(st.get("decision_data")) or _below_zero(ref_diff))  # decision data: its own rule
         cl["network"]["kept"] = bool(kept)
         if kept:
             res["model"], res["val_rows"] = nsel["model"], res["network_val_rows"]
@@ -279,8 +279,10 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
     """``stages.closed_loop.decision_data``: the law and the network (each at its selected pad friction) replayed on
     that dataset's grasps with a hand and scored by ``rig-grasp``'s scorer (``law_selection.benchmark_scores``). The
     network is kept if its position error ``decision_horizon_s`` after the close starts is below the law's by a paired
-    interval (resampling objects) below zero, and over the episode not above it. Returns {data, sha256, n, horizon_s,
-    paired_minus_law_at_horizon, paired_minus_law_episode, law_at_horizon, network_at_horizon, kept}."""
+    interval (resampling objects) below zero, and over the episode not above it; with ``stages.closed_loop.reference``
+    (the previous release) also below that checkpoint's at the horizon. Returns {data, sha256, n, horizon_s,
+    paired_minus_law_at_horizon, paired_minus_law_episode, law_at_horizon, network_at_horizon, kept}, with a
+    reference also paired_minus_reference_at_horizon and reference_at_horizon."""
     from ..bench.law_selection import benchmark_scores
     from ..capture import dataset_hash, read_dataset
     from ..metrics import paired_difference
@@ -289,8 +291,12 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
     eps = [e for e in ds.episodes if e.joint_pos is not None]
     h = float(st.get("decision_horizon_s") or 1.0)
     args = dict(substeps=kw["substeps"], margin=kw["margin"], horizon_s=h, delay_s=kw["delay_s"])
-    rows = {name: benchmark_scores(m, eps, ds.meta, desc=f"decision replays ({name})", **args)
-            for name, m in (("law", law), ("network", network))}
+    models = [("law", law), ("network", network)]
+    if st.get("reference"):
+        from ..model.checkpoint import load_checkpoint
+
+        models.append(("reference", load_checkpoint(st["reference"])[0]))
+    rows = {name: benchmark_scores(m, eps, ds.meta, desc=f"decision replays ({name})", **args) for name, m in models}
     at = paired_difference(rows["law"], rows["network"], "at_horizon", by="object")
     whole = paired_difference(rows["law"], rows["network"], "pos_pct", by="object")
 
@@ -298,9 +304,16 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
         vals = [r["at_horizon"] for r in rows[name] if r["at_horizon"] is not None]
         return float(np.mean(vals)) if vals else None
 
-    return {"data": portable_path(st["decision_data"]), "sha256": dataset_hash(st["decision_data"]), "n": len(eps), "horizon_s": h, "paired_minus_law_at_horizon": at,
-            "paired_minus_law_episode": whole, "law_at_horizon": mean("law"), "network_at_horizon": mean("network"),
-            "kept": bool(_below_zero(at) and whole["ci95"] is not None and whole["ci95"][0] <= 0)}
+    out = {"data": portable_path(st["decision_data"]), "sha256": dataset_hash(st["decision_data"]), "n": len(eps),
+           "horizon_s": h, "paired_minus_law_at_horizon": at, "paired_minus_law_episode": whole,
+           "law_at_horizon": mean("law"), "network_at_horizon": mean("network"),
+           "kept": bool(_below_zero(at) and whole["ci95"] is not None and whole["ci95"][0] <= 0)}
+    if "reference" in rows:  # never a release that does not beat the previous one on the same grasps
+        out["paired_minus_reference_at_horizon"] = ref = paired_difference(rows["reference"], rows["network"],
+                                                                           "at_horizon", by="object")
+        out["reference_at_horizon"] = mean("reference")
+        out["kept"] = out["kept"] and _below_zero(ref)
+    return out
 
 
 def _below_zero(diff: dict) -> bool:
