@@ -148,6 +148,8 @@ def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_trai
         _config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={tmp_path / 'empty'}")
     with pytest.raises(ConfigError, match="stages.closed_loop.decision_horizon_s"):
         _config(grasps, tmp_path / "run", "stages.closed_loop.decision_horizon_s=0")
+    with pytest.raises(ConfigError, match="objects are in the training data"):  # the training's own grasps
+        _config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={grasps}")
 
 
 def test_early_stopping_patience_is_checked(grasps, tmp_path):

@@ -51,7 +51,7 @@ def check_setup(cfg: dict, *, file=None) -> None:
         check_output_dir(_get(cfg, key), key=key, file=file)
     check_reference(_get(cfg, "stages.closed_loop.reference"), file=file)
     check_decision_data(_get(cfg, "stages.closed_loop.decision_data"), _get(cfg, "stages.closed_loop.decision_horizon_s"),
-                        file=file)
+                        train_root=_get(cfg, "data.root"), file=file)
     from ..bench.command_delay import check_setting
 
     check_setting(_get(cfg, "stages.closed_loop.command_delay"), key="stages.closed_loop.command_delay", file=file)
@@ -79,9 +79,10 @@ def check_reference(path, *, file=None) -> None:
                           "checkpoint) for the hybrid stepper", file=file, key=key)
 
 
-def check_decision_data(path, horizon_s, *, file=None) -> None:
-    """``stages.closed_loop.decision_data`` is a capture dataset of grasps with a recorded hand, and
-    ``decision_horizon_s`` a positive number of seconds: checked before training, not an hour later."""
+def check_decision_data(path, horizon_s, *, train_root=None, file=None) -> None:
+    """``stages.closed_loop.decision_data`` is a capture dataset of grasps with a recorded hand, of objects that the
+    training data (``train_root``, where readable) does not hold, and ``decision_horizon_s`` a positive number of
+    seconds: checked before training, not an hour later."""
     if horizon_s is not None and not (_number(horizon_s) and horizon_s > 0):
         raise ConfigError(f"stages.closed_loop.decision_horizon_s must be a positive number of seconds, got {horizon_s!r}",
                           file=file, key="stages.closed_loop.decision_horizon_s")
@@ -98,6 +99,15 @@ def check_decision_data(path, horizon_s, *, file=None) -> None:
     if not any(e.joint_pos is not None for e in ds.episodes):
         raise ConfigError(f"{path}: no episode records a hand (the decision replays the recorded hand commands)",
                           file=file, key=key)
+    try:
+        trained = {e.object.name for e in read_dataset(train_root).episodes} if train_root else set()
+    except (SurrogateError, OSError):
+        trained = set()  # the training data's own check names what is wrong with it
+    shared = sorted(trained & {e.object.name for e in ds.episodes})
+    if shared:
+        raise ConfigError(f"{path}: {len(shared)} of its objects are in the training data ({', '.join(shared[:4])}"
+                          f"{', ...' if len(shared) > 4 else ''}): the decision is about objects the training never "
+                          "saw", file=file, key=key)
 
 
 def check_output_dir(path, *, key: str, file=None) -> None:
