@@ -128,12 +128,22 @@ def test_the_network_ships_when_the_decision_data_keep_it(grasps, decision_grasp
     monkeypatch.setattr(run, "network_decision", lambda *a, **k: {**decide(*a, **k), "kept": True})
     cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=1", "stages.closed_loop.episodes=1",
                   "stages.closed_loop.friction_scales=[1.0]", "stages.closed_loop.command_delay=0",
-                  f"stages.closed_loop.decision_data={decision_grasps}")
+                  f"stages.closed_loop.decision_data={decision_grasps}", f"stages.closed_loop.reference={RELEASE}")
     fit(cfg)
     card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
     m = card["training"]["metrics"]
+    # the reference's veto on the validation episodes does not apply: the decision data decided (against it too)
+    assert "paired_minus_reference" in m["closed_loop"]["network"]
     assert m["closed_loop"]["network"]["kept"] and card["model"]["hparams"]["corrections"] is True
     assert m["release"]["structure"] == "law+corrections" and "decision data" in m["release"]["kept_by"]
+
+
+def test_decision_data_that_decides_nothing_says_so(grasps, decision_grasps, tmp_path):
+    cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=0", "stages.closed_loop.episodes=0",
+                  f"stages.closed_loop.decision_data={decision_grasps}")
+    fit(cfg)
+    card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
+    assert "no closed-loop stage" in card["training"]["metrics"]["closed_loop"]["decision_unused"]
 
 
 def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_training(grasps, tmp_path):

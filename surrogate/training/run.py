@@ -17,6 +17,7 @@ over an existing one without ``--overwrite``. TensorBoard and CSV logs go under 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from .config import PATH_KEYS, kind_of, resolved_config
 from .dataset import require_dataset
 from .setup import check_output_dir, check_split
 
+logger = logging.getLogger(__name__)
 RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
 RESUME_SECTIONS = ("data", "model", "loss", "stages")  # a resume (ckpt_path: last) must not change these
 
@@ -205,6 +207,8 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     st = {**STAGE_DEFAULTS["closed_loop"], **((cfg.get("stages") or {}).get("closed_loop") or {})}
     n = int(st["episodes"])
     if n <= 0:
+        if st.get("decision_data"):
+            _decision_unused(res, "stages.closed_loop.episodes is 0: there is no closed-loop stage")
         return
     from ..bench.law_selection import select_pad_friction
     from ..metrics import paired_difference
@@ -214,6 +218,8 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     eps = [by_id[i] for i in dm.val_ids if by_id[i].joint_pos is not None][:n]
     if not eps:
         res["metrics"]["closed_loop"] = {"skipped": "no validation episode has a hand"}
+        if st.get("decision_data"):
+            _decision_unused(res, "no validation episode has a hand: there is no closed-loop stage")
         return
     t0 = time.time()
     rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
@@ -252,6 +258,8 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
             res["val_rows"] = res["prior_val_rows"]
     cl["wall_s"] = time.time() - t0
     res["metrics"]["closed_loop"] = cl
+    if net is None and st.get("decision_data"):
+        _decision_unused(res, "no network was trained (model.corrections off): the law ships")
     res["metrics"]["release"].update(structure=structure, pad_friction=pad_friction,
                                      kept_by="law only" if net is None else "decision data's replays (rig-grasp's "
                                      "scorer)" if st.get("decision_data") else "closed-loop replays")
@@ -308,12 +316,21 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
            "horizon_s": h, "paired_minus_law_at_horizon": at, "paired_minus_law_episode": whole,
            "law_at_horizon": mean("law"), "network_at_horizon": mean("network"),
            "kept": bool(_below_zero(at) and whole["ci95"] is not None and whole["ci95"][0] <= 0)}
+    if not at["n"]:
+        out["reason"] = f"no decision grasp lasts {h:g} s after its close starts: the law ships"
+        logger.warning("stages.closed_loop.decision_data: %s", out["reason"])
     if "reference" in rows:  # never a release that does not beat the previous one on the same grasps
         out["paired_minus_reference_at_horizon"] = ref = paired_difference(rows["reference"], rows["network"],
                                                                            "at_horizon", by="object")
         out["reference_at_horizon"] = mean("reference")
         out["kept"] = out["kept"] and _below_zero(ref)
     return out
+
+
+def _decision_unused(res: dict, why: str) -> None:
+    """``stages.closed_loop.decision_data`` was given and decided nothing: the card and the log say why."""
+    res["metrics"].setdefault("closed_loop", {})["decision_unused"] = why
+    logger.warning("stages.closed_loop.decision_data decided nothing: %s", why)
 
 
 def _below_zero(diff: dict) -> bool:

@@ -88,22 +88,23 @@ def check_decision_data(path, horizon_s, *, train_root=None, file=None) -> None:
                           file=file, key="stages.closed_loop.decision_horizon_s")
     if not path:
         return
-    from ..capture import read_dataset
+    from ..capture.reader import read_metadata
+    from ..capture.schema import FEATURE_KEYS
     from ..errors import SurrogateError
 
-    key = "stages.closed_loop.decision_data"
+    key = "stages.closed_loop.decision_data"  # the metadata only: a dataset of thousands of grasps is read in training
     try:
-        ds = read_dataset(path)
+        info, meta = read_metadata(path)
     except (SurrogateError, OSError) as e:
         raise ConfigError(f"not a readable capture dataset: {e}", file=file, key=key) from None
-    if not any(e.joint_pos is not None for e in ds.episodes):
+    if FEATURE_KEYS["joint_pos"] not in info["features"]:
         raise ConfigError(f"{path}: no episode records a hand (the decision replays the recorded hand commands)",
                           file=file, key=key)
     try:
-        trained = {e.object.name for e in read_dataset(train_root).episodes} if train_root else set()
-    except (SurrogateError, OSError):
+        trained = {e["object"] for e in read_metadata(train_root)[1]["episodes"]} if train_root else set()
+    except (SurrogateError, OSError, KeyError, TypeError):
         trained = set()  # the training data's own check names what is wrong with it
-    shared = sorted(trained & {e.object.name for e in ds.episodes})
+    shared = sorted(trained & {e.get("object") for e in meta.get("episodes") or []})
     if shared:
         raise ConfigError(f"{path}: {len(shared)} of its objects are in the training data ({', '.join(shared[:4])}"
                           f"{', ...' if len(shared) > 4 else ''}): the decision is about objects the training never "
