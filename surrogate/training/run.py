@@ -30,7 +30,8 @@ from .dataset import require_dataset
 from .setup import check_output_dir, check_split
 
 logger = logging.getLogger(__name__)
-RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
+RUN_CONFIG = "run_config.json"
+MIN_DECISION_OBJECTS = 10  # stages.closed_loop.decision_data: fewer objects never keep a network  # in out_dir: the resolved config of the run, checked on resume
 RESUME_SECTIONS = ("data", "model", "loss", "stages")  # a resume (ckpt_path: last) must not change these
 
 
@@ -316,8 +317,11 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
            "horizon_s": h, "paired_minus_law_at_horizon": at, "paired_minus_law_episode": whole,
            "law_at_horizon": mean("law"), "network_at_horizon": mean("network"),
            "kept": bool(_below_zero(at) and whole["ci95"] is not None and whole["ci95"][0] <= 0)}
-    if not at["n"]:
-        out["reason"] = f"no decision grasp lasts {h:g} s after its close starts: the law ships"
+    objects = len({r["object"] for r in rows["law"] if r["at_horizon"] is not None})
+    if objects < MIN_DECISION_OBJECTS:  # a few objects' interval says nothing about objects (one grasp's is a point)
+        out["kept"] = False
+        out["reason"] = (f"{objects} objects' grasps last {h:g} s after the close starts, fewer than "
+                         f"{MIN_DECISION_OBJECTS}: too few to decide, the law ships")
         logger.warning("stages.closed_loop.decision_data: %s", out["reason"])
     if "reference" in rows:  # never a release that does not beat the previous one on the same grasps
         out["paired_minus_reference_at_horizon"] = ref = paired_difference(rows["reference"], rows["network"],
