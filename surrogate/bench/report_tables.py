@@ -116,9 +116,9 @@ def confusion_lines(rows) -> list[str]:
     lines = ["", "Which way the models err: episodes by recorded outcome (hold; slip: held but moved or turned in the "
              "grip; drop; not lifted), and what each model predicted for them (hold / slip / drop / not lifted).", "",
              "| model | recorded holds | recorded slips | recorded drops | recorded not lifted |", "|---|---|---|---|---|"]
+    order = ("hold", "slip", "drop", "no_lift")  # ``grasp_outcome.OUTCOMES`` in the table's order, rows and cells
     for n, c in rows:
-        cells = [" / ".join(str(c[t][p]) for p in ("hold", "slip", "drop", "no_lift")) + f" of {sum(c[t].values())}"
-                 for t in ("hold", "slip", "drop", "no_lift")]
+        cells = [" / ".join(str(c[t][p]) for p in order) + f" of {sum(c[t].values())}" for t in order]
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return lines
 

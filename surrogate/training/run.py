@@ -30,8 +30,8 @@ from .dataset import require_dataset
 from .setup import check_output_dir, check_split
 
 logger = logging.getLogger(__name__)
-RUN_CONFIG = "run_config.json"
-MIN_DECISION_OBJECTS = 10  # stages.closed_loop.decision_data: fewer objects never keep a network  # in out_dir: the resolved config of the run, checked on resume
+RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
+MIN_DECISION_OBJECTS = 10  # stages.closed_loop.decision_data: fewer objects never keep a network
 RESUME_SECTIONS = ("data", "model", "loss", "stages")  # a resume (ckpt_path: last) must not change these
 
 
