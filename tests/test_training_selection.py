@@ -28,7 +28,8 @@ def grasps(tmp_path_factory):
 def _config(root, out, *sets):
     base = [f"data.root={root}", "data.val_fraction=0.5", "data.val_min=0", "data.window_frames=24",
             "data.window_stride=60", "model.hidden=8", "model.steps=1", "trainer.enable_progress_bar=false",
-            f"out_dir={out}", f"export.dir={out / 'export'}", "stages.prior.epochs=1"]
+            f"out_dir={out}", f"export.dir={out / 'export'}", "stages.prior.epochs=1",
+            "data.val_split=episode", "stages.closed_loop.decision_data=null"]  # the release's recipe, on 4 grasps
     return load_config("rig_default", [*base, *sets])
 
 
@@ -75,6 +76,8 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     assert ref_row["pad_friction"] == pytest.approx(release, rel=1e-6)  # at its own friction, not re-selected
     ref = m["closed_loop"]["reference"]
     assert [r["id"] for r in ref["per_episode"]] == m["closed_loop"]["episodes"]
+    # which weights the path held: a release replaced by the run's own export keeps its name, not its weights
+    assert ref["weights_sha256"] == json.loads((RELEASE / "card.json").read_text())["weights_sha256"]
     diffs = [r["score"] - law["score"] for r, law in zip(ref["per_episode"], m["closed_loop"]["per_episode"])]
     assert ref_row["replay_paired_minus_law"]["mean"] == pytest.approx(sum(diffs) / len(diffs))
     assert ref_row["replay_score"] == pytest.approx(sum(r["score"] for r in ref["per_episode"]) / 2)
@@ -186,12 +189,17 @@ def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_trai
         _config(grasps, tmp_path / "run", "stages.closed_loop.refit_episodes=-1")
     with pytest.raises(ConfigError, match="stages.closed_loop.command_delay"):
         _config(grasps, tmp_path / "run", "stages.closed_loop.command_delay=soon")
-    with pytest.raises(ConfigError, match="stages.closed_loop.decision_data"):
-        _config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={tmp_path / 'empty'}")
     with pytest.raises(ConfigError, match="stages.closed_loop.decision_horizon_s"):
         _config(grasps, tmp_path / "run", "stages.closed_loop.decision_horizon_s=0")
+    # the decision data as training starts, before any work (a recipe's config loads before its data is made)
+    with pytest.raises(ConfigError, match="is not a capture dataset") as e:
+        fit(_config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={tmp_path / 'empty'}"))
+    assert e.value.location.field == "stages.closed_loop.decision_data"
+    with pytest.raises(ConfigError, match=r"not found; create it with:\n  surrogate rig generate --objects val_wide"):
+        fit(_config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={tmp_path / 'rig_val_wide'}"))
     with pytest.raises(ConfigError, match="objects are in the training data"):  # the training's own grasps
-        _config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={grasps}")
+        fit(_config(grasps, tmp_path / "run", f"stages.closed_loop.decision_data={grasps}"))
+    assert not (tmp_path / "run").exists()
 
 
 def test_early_stopping_patience_is_checked(grasps, tmp_path):

@@ -8,7 +8,18 @@ from ..errors import ConfigError
 from ..paths import shared_data_dir
 
 CAPTURE_MARKER = Path("meta") / "contact.json"  # every capture dataset has it (surrogate.capture.writer)
-RIG_COMMAND = "surrogate rig generate --objects train --episodes 300 --workers 2 --seed 1 --out {root}"
+RIG_COMMAND = "surrogate rig generate --objects {split} --episodes {episodes} --workers 2 --seed {seed} --out {root}"
+
+
+def rig_command(root: Path) -> str:
+    """The rig's command for a dataset named like the release's (``rig_v3_wide``: ``train_wide``; ``rig_val_wide``:
+    the decision grasps of ``val_wide``); any other rig dataset: grasps of the ``train`` split."""
+    name = root.name.lower()
+    if "val_wide" in name:
+        return RIG_COMMAND.format(split="val_wide", episodes=240, seed=9006, root=root)
+    if "wide" in name:
+        return RIG_COMMAND.format(split="train_wide", episodes=240, seed=1, root=root)
+    return RIG_COMMAND.format(split="train", episodes=300, seed=1, root=root)
 
 
 def contactnets_command(root: Path) -> str:
@@ -26,9 +37,9 @@ def create_commands(root: Path, data: dict) -> list[str]:
     if "contactnets" in name or "cube" in name or suite.startswith("cube-real"):
         return [contactnets_command(root)]
     if name.startswith("rig") or "grasp" in name:
-        return [RIG_COMMAND.format(root=root)]
+        return [rig_command(root)]
     return [contactnets_command(root), f"surrogate import poses SRC --config POSES.yaml --out {root}",
-            f"surrogate import lerobot SRC --mapping MAP.yaml --out {root}", RIG_COMMAND.format(root=root)]
+            f"surrogate import lerobot SRC --mapping MAP.yaml --out {root}", rig_command(root)]
 
 
 def require_dataset(cfg: dict) -> Path:
@@ -47,3 +58,20 @@ def require_dataset(cfg: dict) -> Path:
     how = "create it with" if len(cmds) == 1 else "create one with one of"
     raise ConfigError(f"capture dataset {root} {what}; {how}:\n  " + "\n  ".join(cmds)
                       + "\n(or point data.root at another capture dataset: --set data.root=DATASET)", key="data.root")
+
+
+def require_decision_data(cfg: dict) -> None:
+    """``stages.closed_loop.decision_data``, where given, holds a capture dataset; else a ConfigError naming the
+    folder and the command that creates it; one that is there is checked by ``setup.check_decision_data``."""
+    from .setup import check_decision_data
+
+    path = ((cfg.get("stages") or {}).get("closed_loop") or {}).get("decision_data")
+    if not path:
+        return
+    if (Path(path) / CAPTURE_MARKER).is_file():
+        check_decision_data(path, train_root=(cfg.get("data") or {}).get("root"))
+        return
+    what = "not found" if not Path(path).exists() else f"is not a capture dataset (no {CAPTURE_MARKER})"
+    raise ConfigError(f"decision dataset {path} {what}; create it with:\n  {rig_command(Path(path))}\n(or decide "
+                      "on the validation replays: --set stages.closed_loop.decision_data=null)",
+                      key="stages.closed_loop.decision_data")

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..paths import portable_path, portable_paths  # cards carry no machine paths
 from .config import PATH_KEYS, kind_of, resolved_config
-from .dataset import require_dataset
+from .dataset import require_dataset, require_decision_data
 from .setup import check_output_dir, check_split
 
 logger = logging.getLogger(__name__)
@@ -111,6 +111,7 @@ def fit(cfg: dict) -> dict:
 
     kind = kind_of(cfg)
     require_dataset(cfg)
+    require_decision_data(cfg)
     check_split(cfg, kind)  # before any work: a split without validation (or training) episodes
     # one run per out_dir (its logs, run config and export): a second is refused, not silently lost
     with pid_lock(cfg["out_dir"]):
@@ -363,15 +364,17 @@ def refit_stage(st: dict, sel: dict, train_eps: list, val_eps: list, dm, kw: dic
 def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> dict:
     """``stages.closed_loop.reference``: another checkpoint (e.g. the previous release) replayed on the same
     episodes at its own pad friction, paired against this run's law, so that the card compares models across runs
-    on the same replays: {checkpoint, pad_friction, replay_score, replay_paired_minus_law, per_episode}."""
+    on the same replays: {checkpoint, weights_sha256 (which weights that path held: a release replaced by this run's
+    own export keeps its name), pad_friction, replay_score, replay_paired_minus_law, per_episode}."""
     from ..bench.law_selection import replay_scores
     from ..metrics import paired_difference
     from ..model.checkpoint import load_checkpoint
 
-    model, _ = load_checkpoint(path)
+    model, card = load_checkpoint(path)
     rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"],
                          rot_weight=kw["rot_weight"], delay_s=kw["delay_s"])
-    return {"checkpoint": portable_path(path), "pad_friction": model.prior("body").friction,
+    return {"checkpoint": portable_path(path), "weights_sha256": card["weights_sha256"],
+            "pad_friction": model.prior("body").friction,
             "replay_score": float(sum(r["score"] for r in rows) / len(rows)),
             "replay_paired_minus_law": paired_difference(law_rows, rows, "score", by="object"), "per_episode": rows}
 

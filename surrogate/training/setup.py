@@ -50,8 +50,7 @@ def check_setup(cfg: dict, *, file=None) -> None:
     for key in OUTPUT_KEYS:
         check_output_dir(_get(cfg, key), key=key, file=file)
     check_reference(_get(cfg, "stages.closed_loop.reference"), file=file)
-    check_decision_data(_get(cfg, "stages.closed_loop.decision_data"), _get(cfg, "stages.closed_loop.decision_horizon_s"),
-                        train_root=_get(cfg, "data.root"), file=file)
+    check_decision_horizon(_get(cfg, "stages.closed_loop.decision_horizon_s"), file=file)  # its data: check_decision_data
     from ..bench.command_delay import check_setting
 
     check_setting(_get(cfg, "stages.closed_loop.command_delay"), key="stages.closed_loop.command_delay", file=file)
@@ -79,13 +78,17 @@ def check_reference(path, *, file=None) -> None:
                           "checkpoint) for the hybrid stepper", file=file, key=key)
 
 
-def check_decision_data(path, horizon_s, *, train_root=None, file=None) -> None:
-    """``stages.closed_loop.decision_data`` is a capture dataset of grasps with a recorded hand, of objects that the
-    training data (``train_root``, where readable) does not hold, and ``decision_horizon_s`` a positive number of
-    seconds: checked before training, not an hour later."""
+def check_decision_horizon(horizon_s, *, file=None) -> None:
+    """``stages.closed_loop.decision_horizon_s`` is a positive number of seconds (or null: 1 s)."""
     if horizon_s is not None and not (_number(horizon_s) and horizon_s > 0):
         raise ConfigError(f"stages.closed_loop.decision_horizon_s must be a positive number of seconds, got {horizon_s!r}",
                           file=file, key="stages.closed_loop.decision_horizon_s")
+
+
+def check_decision_data(path, *, train_root=None, file=None) -> None:
+    """``stages.closed_loop.decision_data`` is a capture dataset of grasps with a recorded hand, of objects that the
+    training data (``train_root``, where readable) does not hold: checked as training starts (``run.fit``), not an
+    hour later, and not when a config is only loaded (``--print-config`` of a recipe whose data is not made yet)."""
     if not path:
         return
     from ..capture.reader import read_metadata
