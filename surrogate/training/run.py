@@ -364,8 +364,8 @@ def refit_stage(st: dict, sel: dict, train_eps: list, val_eps: list, dm, kw: dic
 def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> dict:
     """``stages.closed_loop.reference``: another checkpoint (e.g. the previous release) replayed on the same
     episodes at its own pad friction, paired against this run's law, so that the card compares models across runs
-    on the same replays: {checkpoint, weights_sha256 (which weights that path held: a release replaced by this run's
-    own export keeps its name), pad_friction, replay_score, replay_paired_minus_law, per_episode}."""
+    on the same replays: {checkpoint, weights_sha256 (a release this run replaces keeps its name), pad_friction,
+    replay_score, replay_paired_minus_law, per_episode}."""
     from ..bench.law_selection import replay_scores
     from ..metrics import paired_difference
     from ..model.checkpoint import load_checkpoint
@@ -373,8 +373,7 @@ def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> d
     model, card = load_checkpoint(path)
     rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"],
                          rot_weight=kw["rot_weight"], delay_s=kw["delay_s"])
-    return {"checkpoint": portable_path(path), "weights_sha256": card["weights_sha256"],
-            "pad_friction": model.prior("body").friction,
+    return {"checkpoint": portable_path(path), "weights_sha256": card["weights_sha256"], "pad_friction": model.prior("body").friction,
             "replay_score": float(sum(r["score"] for r in rows) / len(rows)),
             "replay_paired_minus_law": paired_difference(law_rows, rows, "score", by="object"), "per_episode": rows}
 
