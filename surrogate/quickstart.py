@@ -202,8 +202,7 @@ def _quiet_lightning():
 def train_surrogate(out: Path, epochs: int) -> dict:
     """Train the rig surrogate on the captures of stage 4 (``surrogate train`` with the release's packaged config,
     shortened: 24 training and 8 validation episodes, ``epochs`` epochs of the prior law, one of the network's
-    corrections; validation episodes, not objects, and the network decided on them: the recipe's 240 decision grasps
-    are not made here). Runs in this process (the package's training entry point; torch's thread count is restored)."""
+    corrections). Runs in this process (the package's training entry point; torch's thread count is restored)."""
     import torch
 
     from .training.config import load_config
@@ -213,7 +212,7 @@ def train_surrogate(out: Path, epochs: int) -> dict:
     sets = [f"data.root={out / 'rig_captures'}", f"out_dir={out / 'train_rig'}", f"export.dir={ckpt}",
             f"stages.prior.epochs={epochs}", f"stages.corrections.epochs={min(epochs, 1)}", "data.max_train_episodes=24",
             "data.max_val_episodes=8", "stages.closed_loop.episodes=4", "stages.closed_loop.friction_scales=[1.0, 0.63, 0.4]",
-            "trainer.enable_progress_bar=false", "data.val_split=episode", "stages.closed_loop.decision_data=null"]
+            "trainer.enable_progress_bar=false"]
     print("surrogate train --config rig_default " + " ".join(f"--set {s}" for s in sets), flush=True)
     t0 = time.time()
     threads = torch.get_num_threads()

@@ -139,8 +139,7 @@ def test_actuated_training_fits_on_whole_episode_batches(grasps, tmp_path):
     base = [f"data.root={grasps}", "data.val_fraction=0.5", "data.val_min=0", "data.window_frames=24",
             "data.window_stride=60", "model.hidden=8", "model.steps=1", "trainer.enable_progress_bar=false",
             f"out_dir={tmp_path / 'run'}", f"export.dir={tmp_path / 'run' / 'export'}", "stages.prior.epochs=0",
-            "stages.corrections.epochs=2", "stages.closed_loop.episodes=2", "stages.closed_loop.friction_scales=[1.0]",
-            "data.val_split=episode", "stages.closed_loop.decision_data=null"]
+            "stages.corrections.epochs=2", "stages.closed_loop.episodes=2", "stages.closed_loop.friction_scales=[1.0]"]
     cfg = load_config("rig_default", [*base, "data.hand=actuated"])
     dm = RolloutData(**cfg["data"])
     dm.setup()

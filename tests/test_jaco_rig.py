@@ -199,8 +199,7 @@ def test_jaco_rig_captures_train_and_score_end_to_end(tmp_path, monkeypatch, cap
 
     assert main(["train", "-c", "rig_default", "--set", f"data.root={train}", "--set", f"out_dir={work}",
                  "--set", "stages.prior.epochs=1", "--set", "model.corrections=false", "--set", "data.val_min=1",
-                 "--set", "stages.closed_loop.episodes=1", "--set", "data.window_frames=16",
-                 "--set", "data.val_split=episode", "--set", "stages.closed_loop.decision_data=null"]) == 0
+                 "--set", "stages.closed_loop.episodes=1", "--set", "data.window_frames=16"]) == 0
     card = json.loads((work / "export" / "card.json").read_text())
     body = card["data"]["contact_groups"]["body"]
     assert body["hand"] == "jaco" and body["units"] == "si"  # what the pad law assumes: the hand, its pads, units

@@ -100,7 +100,10 @@ def test_deterministic_and_batch_equals_single_runs():
     batched = _run(s, Stepper(s, net), 120, datas=starts())
     singles = np.concatenate([_run(s, Stepper(s, net), 120, datas=[d]) for d in starts()], axis=1)
     assert np.isfinite(batched).all()
-    np.testing.assert_allclose(batched, singles, rtol=0, atol=1e-9)
+    # 1e-6, not 1e-9: a batch of three and a batch of one reach float32 products through kernels chosen by size, which
+    # may round apart (~1e-7 relative); a drop's contact onset amplifies that to 3.9e-8 m on a 2-core AVX2 machine
+    # without AVX-512 (equal to 1e-9 on the machines before). Members that leaked into each other would differ by mm.
+    np.testing.assert_allclose(batched, singles, rtol=0, atol=1e-6)
 
 
 class _BadModel:

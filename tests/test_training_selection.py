@@ -28,8 +28,7 @@ def grasps(tmp_path_factory):
 def _config(root, out, *sets):
     base = [f"data.root={root}", "data.val_fraction=0.5", "data.val_min=0", "data.window_frames=24",
             "data.window_stride=60", "model.hidden=8", "model.steps=1", "trainer.enable_progress_bar=false",
-            f"out_dir={out}", f"export.dir={out / 'export'}", "stages.prior.epochs=1",
-            "data.val_split=episode", "stages.closed_loop.decision_data=null"]  # the release's recipe, on 4 grasps
+            f"out_dir={out}", f"export.dir={out / 'export'}", "stages.prior.epochs=1"]
     return load_config("rig_default", [*base, *sets])
 
 

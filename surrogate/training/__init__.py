@@ -10,8 +10,7 @@
 In Python::
 
     from surrogate.training import export_dir, fit, load_config
-    cfg = load_config("rig_default", ["data.root=datasets/generated/rig_default", "stages.prior.epochs=1",
-                                      "stages.closed_loop.decision_data=null"])  # decided on validation replays
+    cfg = load_config("rig_default", ["data.root=datasets/generated/rig_default", "stages.prior.epochs=1"])
     cfg["export"]["dir"] = export_dir(cfg)
     summary = fit(cfg)
 
