@@ -42,6 +42,13 @@ def create_commands(root: Path, data: dict) -> list[str]:
             f"surrogate import lerobot SRC --mapping MAP.yaml --out {root}", rig_command(root)]
 
 
+def not_a_dataset(root: Path) -> str | None:
+    """None where ``root`` holds a capture dataset; else what it is instead, for the error that names it."""
+    if (root / CAPTURE_MARKER).is_file():
+        return None
+    return "not found" if not root.exists() else f"is not a capture dataset (no {CAPTURE_MARKER})"
+
+
 def require_dataset(cfg: dict) -> Path:
     """``data.root`` as a Path, if it holds a capture dataset; else a ConfigError naming the folder and the
     command(s) that create it."""
@@ -51,9 +58,9 @@ def require_dataset(cfg: dict) -> Path:
         raise ConfigError("no capture dataset given: set data.root in the config or with --set data.root=DATASET",
                           key="data.root")
     root = Path(root)
-    if (root / CAPTURE_MARKER).is_file():
+    what = not_a_dataset(root)
+    if what is None:
         return root
-    what = "not found" if not root.exists() else f"is not a capture dataset (no {CAPTURE_MARKER})"
     cmds = create_commands(root, data)
     how = "create it with" if len(cmds) == 1 else "create one with one of"
     raise ConfigError(f"capture dataset {root} {what}; {how}:\n  " + "\n  ".join(cmds)
@@ -68,10 +75,10 @@ def require_decision_data(cfg: dict) -> None:
     path = ((cfg.get("stages") or {}).get("closed_loop") or {}).get("decision_data")
     if not path:
         return
-    if (Path(path) / CAPTURE_MARKER).is_file():
+    what = not_a_dataset(Path(path))
+    if what is None:
         check_decision_data(path, train_root=(cfg.get("data") or {}).get("root"))
         return
-    what = "not found" if not Path(path).exists() else f"is not a capture dataset (no {CAPTURE_MARKER})"
     raise ConfigError(f"decision dataset {path} {what}; create it with:\n  {rig_command(Path(path))}\n(or decide "
                       "on the validation replays: --set stages.closed_loop.decision_data=null)",
                       key="stages.closed_loop.decision_data")
