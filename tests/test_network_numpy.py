@@ -60,15 +60,13 @@ def _state(g, seed: int = 1):
 
 @pytest.mark.parametrize("kw", [
     {},
-    {"geometry": False},
     {"history": True},
-    {"history": True, "geometry": False},
     {"history": True, "prior_body": dict(PAD, presliding_stiffness=2e4)},
     {"prior_body": dict(PAD, torsional_friction=2e-3, rolling_friction=1e-4)},
     {"prior": dict(LAW, static_friction=1.3, stribeck_speed=0.01), "prior_body": dict(PAD, static_friction=1.2,
                                                                                       stribeck_speed=0.02),
      "stribeck": True, "steps": 3},
-], ids=["plain", "local", "history", "history-local", "presliding", "spin", "stribeck-3-steps"])
+], ids=["plain", "history", "presliding", "spin", "stribeck-3-steps"])
 def test_the_numpy_network_gives_the_torch_models_law_parameters(kw):
     scene, d = _grasp()
     g = _graph(scene, d)

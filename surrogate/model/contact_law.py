@@ -46,14 +46,6 @@ _VELOCITY_EDGE = {"vn", "vt", "wn", "wt", "vt_dot_rt", "vt_cross_rt", "gt_dot_vt
 CONFIG_EDGE_INDEX = tuple(i for i, n in enumerate(G.EDGE_FEATURES) if n not in _VELOCITY_EDGE)
 
 
-def edge_inputs(geometry: bool) -> tuple[int, ...]:
-    """The edge feature columns the network reads: all 41, or (``geometry`` False) the 17 contact-local scalars
-    (``graph.EDGE_SCALARS``) without the two sides' shape descriptors (type one-hot, bounding radius, half-sizes),
-    which name an object more than they describe a contact: a network that reads them can fit each training object
-    and meets a type it never saw (a capsule, when no capsule was trained on) as an input it never learned."""
-    return tuple(range(len(G.EDGE_FEATURES) if geometry else len(G.EDGE_SCALARS)))
-
-
 def _zero_last(seq: nn.Sequential) -> None:
     last = [m for m in seq if isinstance(m, nn.Linear)][-1]
     nn.init.zeros_(last.weight)
@@ -88,9 +80,6 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         (the displacement features are zero) and corrects the spring-free law, which a prior without any builds
         exactly as before the spring.
       presliding_bound: s_z, the log-bound of the k_z correction.
-      geometry: the network also reads the shape descriptors of both sides of each contact (``edge_inputs``; False:
-        contact-local features only, so nothing tells it which object it touches). The normalizers and the stepper's
-        input-range check keep all 41 edge features; the range check ignores the columns the network does not read.
       patch_radius: m, a pad's contacts are one soft patch, their arms about its centre (for twist and tilt) capped at
         this (``patches.contract_patches``, by the stepper's and the twin's graph builder); None: MuJoCo's points.
 
@@ -104,7 +93,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
                  friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
-                 presliding_bound: float = 2.0, geometry: bool = True, patch_radius: float | None = None):
+                 presliding_bound: float = 2.0, patch_radius: float | None = None):
         super().__init__()
         if not (patch_radius is None or 0.0 <= float(patch_radius) < 1.0):
             raise ValueError(f"patch_radius must be a length in [0, 1) m or None, got {patch_radius!r}")
@@ -139,9 +128,6 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             self.log_spin = nn.Parameter(torch.where(spin > 0, spin, torch.ones_like(spin)).log())
         if history or presliding_bound != 2.0:
             self._hparams.update(history=bool(history), presliding_bound=float(presliding_bound))
-        self.geometry = bool(geometry)
-        if not self.geometry:  # cards of models that read every feature stay as they were
-            self._hparams["geometry"] = False
         self.patch_radius = None if patch_radius is None else float(patch_radius)
         if self.patch_radius is not None:  # cards of models without one stay as they were
             self._hparams["patch_radius"] = self.patch_radius
@@ -150,17 +136,14 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         self.presliding_bound = float(presliding_bound)
         nE, nN = len(G.EDGE_FEATURES), len(G.NODE_FEATURES)
         self.edge_norm, self.node_norm = Normalizer(nE), Normalizer(nN)
-        inputs = edge_inputs(self.geometry)
-        self.register_buffer("edge_input_index", torch.tensor(inputs, dtype=torch.long), persistent=False)
-        config = tuple(i for i in CONFIG_EDGE_INDEX if i in inputs)
-        self.register_buffer("config_index", torch.tensor(config, dtype=torch.long), persistent=False)
+        self.register_buffer("config_index", torch.tensor(CONFIG_EDGE_INDEX, dtype=torch.long), persistent=False)
         self.corrections = bool(corrections)
         if self.corrections:
-            self.stiffness_mlp = mlp(len(config), hidden, 1, mlp_layers, layer_norm=False)
+            self.stiffness_mlp = mlp(len(CONFIG_EDGE_INDEX), hidden, 1, mlp_layers, layer_norm=False)
             nH = len(G.HISTORY_FEATURES) if self.history else 0
             if self.history:  # their own normalizer: the 41 edge features' (and the input-range check) unchanged
                 self.hist_norm = Normalizer(nH)
-            self.edge_enc = mlp(len(inputs) + nH, hidden, hidden, mlp_layers)
+            self.edge_enc = mlp(nE + nH, hidden, hidden, mlp_layers)
             self.node_enc = mlp(nN, hidden, hidden, mlp_layers)
             self.layers = nn.ModuleList([InteractionLayer(hidden, mlp_layers, update_nodes=k < steps - 1)
                                          for k in range(steps)])
@@ -247,7 +230,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             return spring_off(base.double().exp())
         s_k, s_c, s_mu = self.bounds
         o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]  # configuration only: never the history
-        e_in = ef if self.geometry else ef[:, self.edge_input_index]
+        e_in = ef
         if self.history:
             e_in = torch.cat([e_in, self.hist_norm(self.history_features(g, vel, omega, state))], dim=1)
         e = self.edge_enc(e_in)

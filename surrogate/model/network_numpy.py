@@ -124,7 +124,7 @@ class NumpyNetwork:
         self.edge_stats, self.node_stats = np.stack(_stats(m.edge_norm)), np.stack(_stats(m.node_norm))
         self.hist_stats = np.stack(_stats(m.hist_norm)) if self.history else np.zeros((2, 0), _F32)
         self.config_index = _np(m.config_index).astype(np.int64)
-        self.edge_read = np.arange(K.N_EDGE) if m.geometry else _np(m.edge_input_index).astype(np.int64)
+        self.edge_read = np.arange(K.N_EDGE)
         mlps = [m.stiffness_mlp, m.edge_enc, m.node_enc, m.decoder]
         for layer in m.layers:
             mlps += [layer.edge_mlp, layer.node_mlp]

@@ -147,8 +147,7 @@ class InputRange:
     mean and standard deviation accumulated over the training set (the ``Normalizer`` buffers
     saved in the checkpoint). Features that were constant in training (one-hot geometry types,
     the gravity direction of ground contacts) get the ``std_floor`` band, so a pad contact on
-    a model trained only on ground contacts is flagged. The columns a model does not read
-    (``ContactLawGNN(geometry=False)``: the shape descriptors) are never out of range.
+    a model trained only on ground contacts is flagged.
 
     Args:
       edge_mean, edge_std: [41] per edge feature.  node_mean, node_std: [9] per node feature.
@@ -178,13 +177,7 @@ class InputRange:
 
         em, es = raw(en)
         nm, ns = raw(nn_)
-        out = cls(em, es, nm, ns, k=k)
-        read = getattr(model, "edge_input_index", None)
-        if read is not None and len(read) < len(out.edge_band):  # a column the network never reads is never out of range
-            unread = torch.ones(len(out.edge_band), dtype=torch.bool)
-            unread[read] = False
-            out.edge_band[unread] = float("inf")
-        return out
+        return cls(em, es, nm, ns, k=k)
 
     def check(self, graph, edge_feats=None, node_feats=None) -> dict:
         """Out-of-range inputs of one batched graph.
