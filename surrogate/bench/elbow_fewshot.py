@@ -1,25 +1,19 @@
 """``elbow-real``'s few-shot surrogate rows: the released cube surrogate fine-tuned on N elbow training tosses.
 
-Two methods (``few_shot.surrogate.method``), each from the release and selected by the benchmark's own rollouts:
-
-* ``gradient`` (the default, ``finetune_law``): gradient descent through the differentiable twin of the hinged pair
-  (``sim.twin_links``: the law solved in the elbow's joint space, gradients through the joint). Trained: the floor
-  group's (group 0, ``contact_law.GROUPS``: static surfaces) global log-parameters ``log_stiffness``, ``log_damping``,
-  ``log_friction`` and, with ``stribeck``, ``log_static_friction`` and ``log_stribeck_speed``, kept by projection within
-  ``span`` (a factor) of the release's values and inside ``law_ranges``; and the network's weights when the release
-  has one. Objective: the pose loss of link 1 (``learn.objective.pose_loss``, position over the link's size plus the
-  rotation in degrees / 100, MuJoCo's identification loss made smooth) over the first ``window`` frames of every toss,
-  which hold the first impacts where every model diverges, from the benchmarks' first-state estimate (``TossSet``);
-  Adam, ``steps`` steps. Selection: after every step the law rolls out the whole training tosses through the hybrid
-  stepper (``toss_loss``: MuJoCo's identification loss, the benchmark's scorer on the training tosses), and the best
-  step is kept, the release's own law (step 0) included: the fine-tune can only improve on the release on its
-  training tosses.
-* ``search`` (``refit_law``): the same parameters by scipy's differential evolution through the hybrid stepper, as
-  MuJoCo's identification runs it (``identify.fit_params``: sobol init, deferred updating, no polish), with the
-  release's law as a member of the first population (``x0``); derivative-free, the network is not retrained.
-
-Both minimise MuJoCo's identification loss on the same training tosses as the few-shot MuJoCo rows, from the same
-first-state estimate.
+``finetune_law``, from the release and selected by the benchmark's own rollouts: gradient descent through the
+differentiable twin of the hinged pair (``sim.twin_links``: the law solved in the elbow's joint space, gradients
+through the joint). Trained: the floor group's (group 0, ``contact_law.GROUPS``: static surfaces) global
+log-parameters ``log_stiffness``, ``log_damping``, ``log_friction`` and, with ``stribeck``, ``log_static_friction`` and
+``log_stribeck_speed``, kept by projection within ``span`` (a factor) of the release's values and inside
+``law_ranges``; and the network's weights when the release has one. Objective: the pose loss of link 1
+(``learn.objective.pose_loss``, position over the link's size plus the rotation in degrees / 100, MuJoCo's
+identification loss made smooth) over the first ``window`` frames of every toss, which hold the first impacts where
+every model diverges, from the benchmarks' first-state estimate (``TossSet``), the same training tosses as the few-shot
+MuJoCo rows; Adam, ``steps`` steps. Selection: after every step the law rolls out the whole training tosses through the
+hybrid stepper (``toss_loss``: MuJoCo's identification loss, the benchmark's scorer on the training tosses), and the
+best step is kept, the release's own law (step 0) included: the fine-tune can only improve on the release on its
+training tosses. (A derivative-free refit through the stepper, ``method: search``, was its alternative until the
+twentieth session; its rows were no better, and one fit of the law is kept.)
 """
 
 from __future__ import annotations
@@ -33,24 +27,24 @@ import torch
 from tqdm import tqdm
 
 from ..config import check_keys
-from ..errors import ConfigError
 from ..learn.objective import pose_loss
 from ..metrics import paired_difference
+from ..model.contact_law import GROUPS
+from ..model.law_ranges import bounds as law_bounds
 from ..model.law_ranges import check_model, range_problems
 from .analytic import TossSet
 from .identify import UNSTABLE_LOSS, loss_of, toss_errors
-from .law_refit import law_values, refit_search, search_bounds
 from .predictors import DEFAULT_MARGIN, object_scene
 from .rows import scored
 
 GROUP = 0  # contact_law.GROUPS[0]: static surfaces (the floor)
 METRICS = ("pos_pct_size", "rot_deg", "joint_deg")
 ROT_WEIGHT = 180.0 / (100.0 * math.pi)  # per radian: MuJoCo's identification loss weighs degrees by 1/100
-METHODS = ("gradient", "search")
+SPAN = {"stiffness": 4.0, "damping": 4.0, "friction": 2.0, "static_friction": 2.0, "stribeck_speed": 4.0}
 
 
 def refit_keys(model) -> list[tuple[str, int]]:
-    """The floor group's global parameters a refit searches, ``(name, group)`` (the Stribeck pair only with
+    """The floor group's global parameters the fine-tune trains, ``(name, group)`` (the Stribeck pair only with
     ``model.stribeck``)."""
     names = ["stiffness", "damping", "friction"] + (["static_friction", "stribeck_speed"] if model.stribeck else [])
     return [(k, GROUP) for k in names]
@@ -86,18 +80,23 @@ def toss_loss(model, scene, tosses: TossSet, size: float) -> float:
     return float(loss_of(pos, rot)[0])
 
 
-def refit_law(model, episodes, *, substeps: int, init_frames: int, margin: float = DEFAULT_MARGIN, maxiter: int = 20,
-              popsize: int = 8, seed: int = 0, span: dict | None = None):
-    """(a copy of ``model`` with its floor law refitted on ``episodes``, info): see the module docstring and
-    ``law_refit.refit_search`` (info: ``keys``, ``start`` / ``fitted`` values, ``bounds``, ``start_loss``, ``loss``
-    (<= ``start_loss``), ``evaluations``, ``optimizer``, ``wall_s``; here also ``group`` and ``episodes``)."""
-    scene = object_scene(episodes[0], substeps=substeps, mode="external", margin=margin)
-    tosses = TossSet.from_episodes(episodes, substeps=substeps, k=init_frames)
-    size = float(episodes[0].object.size)
-    fitted, info = refit_search(model, refit_keys(model), lambda m: toss_loss(m, scene, tosses, size), span=span,
-                                maxiter=maxiter, popsize=popsize, seed=seed, where="the refitted elbow law")
-    info.update(group="surface", episodes=[str(e.episode_id) for e in episodes], network=False)
-    return fitted, info
+def law_values(model, keys) -> dict:
+    """{"name[group]": value} of the ``(name, group)`` global parameters ``keys`` of a ``ContactLawGNN``."""
+    return {f"{k}[{GROUPS[g]}]": float(getattr(model, f"log_{k}")[g].detach().exp()) for k, g in keys}
+
+
+def search_bounds(model, keys, span: dict | None = None) -> list[tuple[float, float]]:
+    """Log-space bounds of ``keys``: ``span`` (factors, default ``SPAN``) around the current values, inside
+    ``law_ranges`` (friction also below ``mu_max``); the current value always lies inside."""
+    span = {**SPAN, **(span or {})}
+    out = []
+    for k, g in keys:
+        v = float(getattr(model, f"log_{k}")[g].detach().exp())
+        lo, hi = law_bounds(k, model.units)
+        if k == "friction":
+            hi = min(hi, model.mu_max)
+        out.append((float(np.log(max(v / span[k], lo))), float(np.log(min(v * span[k], hi)))))
+    return out
 
 
 def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: float = DEFAULT_MARGIN, steps: int = 8,
@@ -209,37 +208,28 @@ def predict_groups(model, episodes, *, substeps: int, init_frames: int, margin: 
     return preds, counts
 
 
-SURROGATE_DEFAULTS = {"enabled": True, "method": "gradient", "steps": 8, "lr": 0.1, "lr_network": 1e-3, "window": 121,
-                      "batch": 8, "maxiter": 20, "popsize": 8, "span": None}
+SURROGATE_DEFAULTS = {"enabled": True, "steps": 8, "lr": 0.1, "lr_network": 1e-3, "window": 121, "batch": 8,
+                      "span": None}
 
 
 def surrogate_settings(cfg: dict) -> dict:
-    """``few_shot.surrogate`` with its defaults, its keys and method checked (before any work: a misspelt key is
-    refused by name)."""
+    """``few_shot.surrogate`` with its defaults, its keys checked (before any work: a misspelt key is refused by
+    name)."""
     given = (cfg.get("few_shot") or {}).get("surrogate") or {}
     check_keys(given, SURROGATE_DEFAULTS, where="few_shot.surrogate")
-    sc = {**SURROGATE_DEFAULTS, **given}
-    if sc["method"] not in METHODS:
-        raise ConfigError(f"must be one of {list(METHODS)}, got {sc['method']!r}", key="few_shot.surrogate.method")
-    return sc
+    return {**SURROGATE_DEFAULTS, **given}
 
 
 def fit_on_tosses(release, train, sc: dict, *, substeps: int, init_frames: int, margin: float, seed: int,
                   progress: bool = False):
-    """(the release fine-tuned on ``train`` by ``sc["method"]``, info, the row's description)."""
-    if sc["method"] == "gradient":
-        fitted, info = finetune_law(release, train, substeps=substeps, init_frames=init_frames, margin=margin,
-                                    steps=int(sc["steps"]), lr=float(sc["lr"]), lr_network=float(sc["lr_network"]),
-                                    window=int(sc["window"]), batch=int(sc["batch"]), span=sc["span"], seed=seed,
-                                    progress=progress)
-        what = "its network and " if info["network"] else ""
-        return fitted, info, (f"the cube release fine-tuned on {len(train)} elbow training tosses by gradient through "
-                              f"the articulated twin: {what}the floor's {_names(info)}")
-    fitted, info = refit_law(release, train, substeps=substeps, init_frames=init_frames, margin=margin,
-                             maxiter=int(sc["maxiter"]), popsize=int(sc["popsize"]), seed=seed, span=sc["span"])
-    return fitted, info, (f"the cube release's contact law refitted on {len(train)} elbow training tosses (law refit, "
-                          f"derivative-free, the network is not retrained): the floor's {_names(info)} by differential "
-                          "evolution through the hybrid stepper")
+    """(the release fine-tuned on ``train`` (``finetune_law``), info, the row's description)."""
+    fitted, info = finetune_law(release, train, substeps=substeps, init_frames=init_frames, margin=margin,
+                                steps=int(sc["steps"]), lr=float(sc["lr"]), lr_network=float(sc["lr_network"]),
+                                window=int(sc["window"]), batch=int(sc["batch"]), span=sc["span"], seed=seed,
+                                progress=progress)
+    what = "its network and " if info["network"] else ""
+    return fitted, info, (f"the cube release fine-tuned on {len(train)} elbow training tosses by gradient through "
+                          f"the articulated twin: {what}the floor's {_names(info)}")
 
 
 def _names(info: dict) -> str:
@@ -270,9 +260,9 @@ def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dic
         preds, counts = predict_groups(fitted, test, substeps=sim["substeps"], init_frames=sim["init_frames"],
                                        margin=margin)
         m = scored(scorer, preds)
-        row = {"description": text, "method": sc["method"], "checkpoint": str(checkpoint), "fit": info,
+        row = {"description": text, "method": "gradient", "checkpoint": str(checkpoint), "fit": info,
                "law": fitted.prior("surface").to_json(), "train_size": k,
-               "trained_on": f"cube, then elbow ({sc['method']})", "stepper": counts,
+               "trained_on": "cube, then elbow (gradient)", "stepper": counts,
                "test_episodes_seen_in_training": sorted(set(info["episodes"]) & {str(e.episode_id) for e in test}), **m}
         refs = {f"analytic_identified_elbow_{k}": models.get(f"analytic_identified_elbow_{k}"),
                 "surrogate": models.get("surrogate"), "analytic_identified": models.get("analytic_identified")}

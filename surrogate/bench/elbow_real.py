@@ -18,9 +18,8 @@ and first divergence (pose or joint).
 The surrogate row is the ``--checkpoint`` contact model in the hybrid stepper, owning the floor contacts of every
 link (``sim.link_graph``), all test tosses stepped as one batch. The few-shot surrogate rows
 ``surrogate_finetuned_elbow_<N>`` (``elbow_fewshot``): the release fine-tuned on the same N elbow tosses as MuJoCo's
-few-shot identification, by gradient through the articulated twin (``sim.twin_links``; or, with ``few_shot.surrogate.
-method: search``, its law refitted derivative-free through the hybrid stepper), the best step chosen by whole-toss
-stepper rollouts of those tosses; paired against identified MuJoCo at the same N.
+few-shot identification, by gradient through the articulated twin (``sim.twin_links``), the best step chosen by
+whole-toss stepper rollouts of those tosses; paired against identified MuJoCo at the same N.
 """
 
 from __future__ import annotations

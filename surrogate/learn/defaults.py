@@ -41,10 +41,6 @@ STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}, "ma
                   # surrogate.bench.law_selection): the pad friction chosen by closed-loop replays of this
                   # many validation episodes with a hand (0: off), over these scales of the fitted value
                   "closed_loop": {"episodes": 0, "friction_scales": [1.0, 0.8, 0.63, 0.5, 0.4], "reference": None,
-                                  # then the pads' k, c, mu and the table's mu refitted derivative-free on closed-loop
-                                  # replays of this many training episodes (0: off; bench.law_refit), kept if the
-                                  # validation replays' mean improves
-                                  "refit_episodes": 0, "refit_maxiter": 4, "refit_popsize": 4,
                                   # the hand's latency the replays delay the commands by, as rig-grasp replays the
                                   # learned rows: identify (on 8 training episodes' hand joints), seconds, or 0
                                   "command_delay": "identify",

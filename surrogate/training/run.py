@@ -230,8 +230,6 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     kw["delay_s"] = delay["delay_s"]
     sel = select_pad_friction(res["prior_model"], eps, dm.capture.meta, **kw)
     cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")} | {"command_delay": delay}
-    if int(st["refit_episodes"]) > 0:
-        sel = refit_stage(st, sel, [by_id[i] for i in dm.train_ids if by_id[i].joint_pos is not None], eps, dm, kw, cl)
     res["prior_model"] = res["model"] = sel["model"]
     cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"], friction=sel["friction"])
     if st.get("reference"):
@@ -341,24 +339,6 @@ def _decision_unused(res: dict, why: str) -> None:
 def _below_zero(diff: dict) -> bool:
     """The paired rule: the interval of a paired difference lies below zero."""
     return diff["ci95"] is not None and diff["ci95"][1] < 0
-
-
-def refit_stage(st: dict, sel: dict, train_eps: list, val_eps: list, dm, kw: dict, cl: dict) -> dict:
-    """``stages.closed_loop.refit_episodes``: the selected law's pads (k, c, mu) and table mu refitted on closed-loop
-    replays of the first training episodes (``bench.law_refit.refit_grasp_law``: the actuated hand, the stepper's own
-    solve, which the kinematic twin cannot train through); kept if its validation replays' mean is lower (as the
-    friction selection chooses). Records ``cl["refit"]``; returns the selection to continue with."""
-    from ..bench.law_refit import refit_grasp_law
-
-    fitted, info = refit_grasp_law(sel["model"], train_eps[:int(st["refit_episodes"])], val_eps, dm.capture.meta,
-                                   substeps=kw["substeps"], margin=kw["margin"], rot_weight=kw["rot_weight"],
-                                   maxiter=int(st["refit_maxiter"]), popsize=int(st["refit_popsize"]),
-                                   val_rows=sel["per_episode"], delay_s=kw["delay_s"])
-    kept = info["val_score"] < info["val_score_start"]
-    cl["refit"] = {**{k: v for k, v in info.items() if k != "per_episode"}, "kept": bool(kept)}
-    if not kept:
-        return sel
-    return {**sel, "model": fitted, "per_episode": info["per_episode"], "friction": fitted.prior("body").friction}
 
 
 def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> dict:

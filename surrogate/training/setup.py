@@ -54,11 +54,6 @@ def check_setup(cfg: dict, *, file=None) -> None:
     from ..bench.command_delay import check_setting
 
     check_setting(_get(cfg, "stages.closed_loop.command_delay"), key="stages.closed_loop.command_delay", file=file)
-    for key, least in (("refit_episodes", 0), ("refit_maxiter", 1), ("refit_popsize", 1)):
-        v = _get(cfg, f"stages.closed_loop.{key}")
-        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= least):
-            raise ConfigError(f"stages.closed_loop.{key} must be an integer >= {least}, got {v!r}", file=file,
-                              key=f"stages.closed_loop.{key}")
 
 
 def check_reference(path, *, file=None) -> None:
