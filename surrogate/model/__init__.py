@@ -2,7 +2,6 @@
 
 - ``batch_graph``: the one contact-graph builder (``GraphBuilder``: owned contacts of many ``MjData`` as one graph);
   ``graph``: its fields and the network's nondimensional, invariant features; ``data_views``: the arrays it reads;
-  ``patches``: a fingertip pad's contacts drawn in to one soft patch (``patch_radius``);
 - ``law``: the passive contact law (Hunt-Crossley normal force, regularized Coulomb friction) and its
   semi-implicit solve; ``contact_law``: ``ContactLawGNN``, the law with a graph network's bounded corrections
   (contact model v2); ``layers``: the networks' building blocks; ``network_numpy``: the stepper's numpy copy of a

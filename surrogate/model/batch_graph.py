@@ -22,9 +22,6 @@ Fields (float32 unless noted; E contacts, N = B * K nodes, B environments), as i
     contact_id [E] long    index into that environment's ``data.contact``
     sign [E]               +1 if the object is geom2 of the contact (normal = sign * frame[0])
     body_id [N] long       MuJoCo body id of each node
-
-``build(..., patch_radius=r)`` gives the contacts of a fingertip pad the torsion of a soft finger's patch rather than
-of a rigid face (``contract_patches``).
 """
 
 from __future__ import annotations
@@ -42,7 +39,6 @@ from .contact_graph import INT_FIELDS, ContactGraph
 from .data_views import DataViews
 from .graph import GEOM_DESC, geom_descriptor
 from .law import cross
-from .patches import contract_patches
 
 
 @dataclass
@@ -318,8 +314,7 @@ class GraphBuilder:
         return tables[key]
 
     def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
-              dynamics: bool = False, views: DataViews | None = None, graph: bool = True,
-              patch_radius: float | None = None) -> ContactBatch:
+              dynamics: bool = False, views: DataViews | None = None, graph: bool = True) -> ContactBatch:
         """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
 
         ``dtype``: of the graph's float fields (float64 for the law models' semi-implicit solve and the twin).
@@ -327,8 +322,6 @@ class GraphBuilder:
         ``views``: the batch's ``DataViews`` (made here when not given).
         ``graph``: False skips the arrays only the graph and the node velocities need (the stepper's constant law
         reads neither); the batch's ``graph``, ``vel`` and ``omega`` then raise ``ValueError``.
-        ``patch_radius``: m, an object body's contacts with each pad (a moving body) are one patch, arms capped at this
-        (``contract_patches``); None: MuJoCo's points. The history's contact identity (``frames``) keeps MuJoCo's.
         """
         views = DataViews(datas) if views is None else views  # kept for ``frames``
         (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
@@ -339,10 +332,7 @@ class GraphBuilder:
         if not isinstance(cs.rows, slice):
             pos, frame, dist = pos[cs.rows], frame[cs.rows], dist[cs.rows]
         normal = sign[:, None] * frame[:, 0:3]
-        at = pos  # where MuJoCo found each contact: its identity across steps (``frames``), whatever the law's point
-        if patch_radius is not None:  # one patch per environment, object body (all its pieces) and pad body
-            patch = (env * self.nbody + self.geom_body[g_obj]) * self.nbody + self.geom_body[g_oth]
-            pos = contract_patches(pos, normal, dist, np.where(cs.oth_static[:, 0], -1, patch), float(patch_radius))
+        at = pos  # where MuJoCo found each contact: its identity across steps (``frames``)
 
         @_once
         def levers() -> tuple[np.ndarray, np.ndarray]:

@@ -230,8 +230,6 @@ def _check_hparams(hp: dict, *, law: bool, card: Path, peer: bool = False) -> No
             bad("bounds", "3 positive numbers <= 10 (log-bounds of the corrections of k, c, mu)")
     if "mu_max" in hp and not (_is_number(hp["mu_max"]) and 0 < hp["mu_max"] <= 10):
         bad("mu_max", "a number in (0, 10]")
-    if hp.get("patch_radius") is not None and not (_is_number(hp["patch_radius"]) and 0 <= hp["patch_radius"] < 1):
-        bad("patch_radius", "a length in [0, 1) m (or null)")
     for key in ("prior", "prior_body"):
         if hp.get(key) is not None and not isinstance(hp[key], dict):
             bad(key, "a mapping of the prior law's parameters")

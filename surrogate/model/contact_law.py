@@ -80,8 +80,6 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         (the displacement features are zero) and corrects the spring-free law, which a prior without any builds
         exactly as before the spring.
       presliding_bound: s_z, the log-bound of the k_z correction.
-      patch_radius: m, a pad's contacts are one soft patch, their arms about its centre (for twist and tilt) capped at
-        this (``patches.contract_patches``, by the stepper's and the twin's graph builder); None: MuJoCo's points.
 
     Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
     or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further
@@ -93,10 +91,8 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
                  friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
-                 presliding_bound: float = 2.0, patch_radius: float | None = None):
+                 presliding_bound: float = 2.0):
         super().__init__()
-        if not (patch_radius is None or 0.0 <= float(patch_radius) < 1.0):
-            raise ValueError(f"patch_radius must be a length in [0, 1) m or None, got {patch_radius!r}")
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
         if pb.units != ps.units or pb.exponent != ps.exponent or pb.slip_eps != ps.slip_eps:
@@ -128,9 +124,6 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             self.log_spin = nn.Parameter(torch.where(spin > 0, spin, torch.ones_like(spin)).log())
         if history or presliding_bound != 2.0:
             self._hparams.update(history=bool(history), presliding_bound=float(presliding_bound))
-        self.patch_radius = None if patch_radius is None else float(patch_radius)
-        if self.patch_radius is not None:  # cards of models without one stay as they were
-            self._hparams["patch_radius"] = self.patch_radius
         # without corrections there is no network to see the history (the prior stage of a history model): the law
         self.history = bool(history) and bool(corrections)
         self.presliding_bound = float(presliding_bound)

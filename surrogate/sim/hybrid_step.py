@@ -16,7 +16,6 @@ from ..errors import ConfigError, SurrogateError
 from ..model.law import cross
 from ..model.network_numpy import features as numpy_features
 from ..model.network_numpy import numpy_network
-from ..model.patches import patch_radius
 from .law_solve import constant_law, contact_jacobians, law_forces
 
 
@@ -170,7 +169,7 @@ def contact_stage(m, datas, stepper, views):
     environments with a bad force). Returns (ContactBatch, forces [E, 3], their generalized forces [B, nv] (None
     without contacts), bad_env [B] bool, the clock after each of the three stages)."""
     cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=True, views=views,
-                               graph=needs_graph(stepper), patch_radius=patch_radius(stepper.contact_model))
+                               graph=needs_graph(stepper))
     E = cb.num_contacts
     t_graph = time.perf_counter()
     wrench, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)

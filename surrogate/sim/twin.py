@@ -36,7 +36,6 @@ import torch
 from ..errors import ConfigError
 from ..model.contact_graph import concat_graphs
 from ..model.history import ContactHistory, ContactState, concat_keys, contact_keys
-from ..model.patches import patch_radius
 from ..quat import quat_to_mat
 from ..scenes import set_contact_mode
 from .link_graph import LinkGraphBuilder, scene_builder
@@ -155,7 +154,7 @@ def _free_rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_fram
                 mujoco.mj_comPos(m, d)
                 mujoco.mj_comVel(m, d)
                 mujoco.mj_collision(m, d)
-            cb = tw.builder.build(m, ds, dtype=torch.float64, patch_radius=patch_radius(contact_model))
+            cb = tw.builder.build(m, ds, dtype=torch.float64)
             graphs.append(cb.graph)
             if history is not None:
                 keys.append(contact_keys(cb, tw.builder.length, env_offset=idx[0]))
