@@ -1,5 +1,6 @@
 """``surrogate bench elbow-real-small``: cube-trained models predicting the real elbow tosses, few-shot rows (MuJoCo
-identified on N elbow tosses; the release fine-tuned on them by gradient through the articulated twin), and ``--test-data`` with another elbow dataset (where hidden tosses are scored)."""
+identified on N elbow tosses; the release fine-tuned on them by gradient through the articulated twin), and
+``--test-data`` with another elbow dataset (where hidden tosses are scored)."""
 
 from __future__ import annotations
 

@@ -274,20 +274,20 @@ def _normalized(F, cols, stats, out, at):
 
 
 @njit(cache=True, fastmath=_FAST)
-def network(ef, nf, hist, edge_index, edge_stats, node_stats, hist_stats, config_index, edge_read, roles, P, LT, MT,
+def network(ef, nf, hist, edge_index, edge_stats, node_stats, hist_stats, config_index, roles, P, LT, MT,
             eps):
     """(o_k [E], o [E, D]) float32, the raw outputs of ``ContactLawGNN.law_parameters``'s stiffness MLP and decoder, of
     raw features ``ef`` [E, 41], ``nf`` [N, 9], ``hist`` [E, 4] or [E, 0] (float32, normalized here by the (mean,
     std) rows of ``*_stats`` [2, F]): the stiffness MLP reads the columns ``config_index`` of the edge features, the
-    edge encoder ``edge_read`` then the history. ``roles`` [4 + 2 steps]: the MLP indices of stiffness, edge encoder,
+    edge encoder all of them then the history. ``roles`` [4 + 2 steps]: the MLP indices of stiffness, edge encoder,
     node encoder, decoder, then each message-passing step's edge and node MLP (-1: none, as in the last step)."""
     E, N = ef.shape[0], nf.shape[0]
     X = np.empty((E, config_index.shape[0]), np.float32)
     _normalized(ef, config_index, edge_stats, X, 0)
     o_k = _mlp(P, LT, MT, eps, roles[0], X)[:, 0].copy()
-    X = np.empty((E, edge_read.shape[0] + hist.shape[1]), np.float32)
-    _normalized(ef, edge_read, edge_stats, X, 0)
-    _normalized(hist, np.arange(hist.shape[1]), hist_stats, X, edge_read.shape[0])
+    X = np.empty((E, ef.shape[1] + hist.shape[1]), np.float32)
+    _normalized(ef, np.arange(ef.shape[1]), edge_stats, X, 0)
+    _normalized(hist, np.arange(hist.shape[1]), hist_stats, X, ef.shape[1])
     e = _mlp(P, LT, MT, eps, roles[1], X)
     X = np.empty((N, nf.shape[1]), np.float32)
     _normalized(nf, np.arange(nf.shape[1]), node_stats, X, 0)

@@ -124,7 +124,6 @@ class NumpyNetwork:
         self.edge_stats, self.node_stats = np.stack(_stats(m.edge_norm)), np.stack(_stats(m.node_norm))
         self.hist_stats = np.stack(_stats(m.hist_norm)) if self.history else np.zeros((2, 0), _F32)
         self.config_index = _np(m.config_index).astype(np.int64)
-        self.edge_read = np.arange(K.N_EDGE)
         mlps = [m.stiffness_mlp, m.edge_enc, m.node_enc, m.decoder]
         for layer in m.layers:
             mlps += [layer.edge_mlp, layer.node_mlp]
@@ -157,7 +156,7 @@ class NumpyNetwork:
             z, age, fn = (np.zeros((len(src), 3)), np.zeros(len(src)), np.zeros(len(src))) if state is None else state[:3]
             hist = history_features(a, z, age, fn)
         o_k, o = K.network(ef, nf, hist, np.ascontiguousarray(a["edge_index"], dtype=np.int64), self.edge_stats,
-                           self.node_stats, self.hist_stats, self.config_index, self.edge_read, self.roles,
+                           self.node_stats, self.hist_stats, self.config_index, self.roles,
                            *self.weights)
         corr = [s_k * np.tanh(o_k), s_c * np.tanh(o[:, 0]), s_mu * np.tanh(o[:, 1])]
         if self.history and self.presliding:
