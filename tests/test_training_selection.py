@@ -66,6 +66,9 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
         assert groups["body"]["hand"] == "parallel_jaw"
     assert law_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(m["closed_loop"]["friction"], rel=1e-5)
     assert net_card["model"]["hparams"]["prior_body"]["friction"] == pytest.approx(net["friction"], rel=1e-5)
+    # the network was trained on the law at its selected friction (before the corrections) and rescaled from there
+    assert m["prior"]["law"]["body"]["friction"] == pytest.approx(m["closed_loop"]["friction"], rel=1e-5)
+    assert net["friction"] == pytest.approx(m["closed_loop"]["friction"] * net["scale"], rel=1e-5)
     rows = {r["row"]: r for r in m["ablation"]}
     ref_row = rows.pop("reference checkpoints/rig_default")  # the previous release, replayed on the same episodes
     assert set(rows) == {"law", "network without history"}
@@ -84,6 +87,28 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
     # the law's own row is its replays' mean at its selected friction
     law_cl = [c for c in m["closed_loop"]["candidates"] if c["scale"] == m["closed_loop"]["scale"]][0]
     assert rows["law"]["replay_score"] == pytest.approx(law_cl["score"])
+
+
+def test_the_corrections_are_trained_on_the_law_that_select_law_returns(grasps, tmp_path):
+    from surrogate.bench.law_selection import with_pad_friction_scale
+    from surrogate.learn.fit import fit_law, score_summary
+
+    cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=1")
+    seen = []
+
+    def halve_pads(law, dm):
+        seen.append(law.prior("body").friction)
+        return with_pad_friction_scale(law, 0.5)
+
+    res = fit_law(cfg, out=tmp_path / "run", select_law=halve_pads)
+    fitted = seen[0]
+    for model in (res["prior_model"], res["network_model"]):
+        assert model.prior("body").friction == pytest.approx(0.5 * fitted, rel=1e-5)
+    m = res["metrics"]
+    assert m["prior"]["law"]["body"]["friction"] == pytest.approx(0.5 * fitted, rel=1e-5)
+    # the law's validation rows are the halved law's: the paired rule compares the network with the law it corrects
+    assert m["prior"]["selected"] == score_summary(res["prior_val_rows"], cfg["loss"]["rot_weight_val"])
+    assert m["corrections"]["paired_minus_prior"]["score"]["n"] == len(res["prior_val_rows"])
 
 
 @pytest.fixture(scope="module")

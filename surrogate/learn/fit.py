@@ -6,7 +6,9 @@
    descent from a poor start stays in its basin.
 1. Fit the prior (the constant law's global parameters) on rollout windows; keep the epoch with
    the best whole-episode validation score.
-2. Train the network's bounded corrections on top (prior frozen); keep the best epoch.
+2. Train the network's bounded corrections on top (prior frozen); keep the best epoch. Where the training layer
+   chooses the law's pad friction by closed-loop replays (``select_law``), it does so before this stage, so that
+   the network is trained and validated on top of the law it will be used with.
 3. Compare both on the same validation episodes (paired, per episode, with a bootstrap interval)
    and keep the corrections only if they help (the interval of the score difference lies below
    zero); otherwise the release is the fitted constant law. Both rows go into the card. Where the training layer's
@@ -151,11 +153,13 @@ def score_summary(rows: list[dict], rot_w: float) -> dict:
             "score": float(pos.mean() + rot_w * rot.mean())}
 
 
-def fit_law(cfg: dict, *, out: Path, ready=None) -> dict:
+def fit_law(cfg: dict, *, out: Path, ready=None, select_law=None) -> dict:
     """Run both stages; returns {model (the release), data module, metrics for the card}. With ``cfg["ckpt_path"]``
     ``last`` each stage resumes from its own ``<out>/checkpoints/<stage>/last.ckpt`` where there is one (the grid and
     the initial validation, deterministic, are computed again). ``ready()`` is called once the captures are read and
-    validated, before any training."""
+    validated, before any training. ``select_law(model, dm)`` (None: skipped) returns the fitted law to train the
+    corrections on (the training layer's closed-loop choice of the pad friction); it runs only where corrections
+    are trained, and the law's validation rows are then those of its returned copy."""
     model_cfg = {k: v for k, v in cfg["model"].items() if k != "kind"}
     bad = sorted(set(cfg.get("loss", {})) - set(LOSS_DEFAULTS))
     if bad:
@@ -204,6 +208,13 @@ def fit_law(cfg: dict, *, out: Path, ready=None) -> dict:
     # -- stage 2: the network's corrections ----------------------------------------------------
     if model_cfg.get("corrections", True) and stages["corrections"]["epochs"] > 0:
         t2 = time.time()
+        if select_law is not None:  # the law at the pad friction it is used at: the network corrects that law
+            chosen = select_law(m1.model, dm)
+            if chosen is not m1.model:
+                m1.model, prior_rows = chosen, validate(chosen, dm)
+                release, rows = m1.model, prior_rows
+                metrics["prior"].update(law={grp: chosen.prior(grp).to_json() for grp in ("surface", "body")},
+                                        selected=score_summary(prior_rows, rot_w))
         m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections", loss=loss, data=dm,
                               **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers

@@ -148,9 +148,11 @@ def fit_law(cfg: dict) -> dict:
     t0 = time.time()
     # the captures are valid: this is a run; its config is recorded for the check of a resume
     out_dir = Path(cfg["out_dir"])
-    res = run(cfg, out=out_dir, ready=lambda: write_json_atomic(out_dir / RUN_CONFIG, resolved))
+    law_choice: dict = {}  # the closed-loop stage's choice of the law's pad friction, made before the corrections
+    res = run(cfg, out=out_dir, ready=lambda: write_json_atomic(out_dir / RUN_CONFIG, resolved),
+              select_law=lambda law, dm: select_law(cfg, law, dm, law_choice))
     dm, metrics = res["data"], res["metrics"]
-    closed_loop_stage(cfg, res)
+    closed_loop_stage(cfg, res, law_choice)
     metrics["train_wall_s"] = time.time() - t0
     out = {"train_wall_s": metrics["train_wall_s"], "release": metrics["release"],
            "prior": {k: metrics["prior"][k] for k in ("initial", "fitted", "law")}}
@@ -197,38 +199,78 @@ def fit_law(cfg: dict) -> dict:
     return out
 
 
-def closed_loop_stage(cfg: dict, res: dict) -> None:
-    """``stages.closed_loop``: choose the pad friction of the fitted law by closed-loop replays of validation
-    episodes (``surrogate.bench.law_selection``), and of the trained network likewise where there is one; the
-    network is the release only if its replays beat the law's by a paired interval below zero (the benchmark's own
-    replays decide, not the kinematic twin). Updates ``res`` (model; the prior model becomes the law at its selected
-    friction) and records both selections, the paired comparison and the ablation rows in ``res["metrics"]``."""
-    from ..learn.defaults import LOSS_DEFAULTS, STAGE_DEFAULTS
-    from ..learn.fit import score_summary
+def closed_loop_episodes(cfg: dict, dm) -> tuple[dict, list]:
+    """The closed-loop stage's settings (``STAGE_DEFAULTS`` filled in) and its validation episodes with a hand (the
+    first ``stages.closed_loop.episodes`` of them; none where that is 0)."""
+    from ..learn.defaults import STAGE_DEFAULTS
 
     st = {**STAGE_DEFAULTS["closed_loop"], **((cfg.get("stages") or {}).get("closed_loop") or {})}
     n = int(st["episodes"])
-    if n <= 0:
+    by_id = {e.episode_id: e for e in dm.capture.episodes}
+    return st, [by_id[i] for i in dm.val_ids if by_id[i].joint_pos is not None][:n] if n > 0 else []
+
+
+def replay_settings(cfg: dict, st: dict, dm) -> dict:
+    """The closed-loop replays' arguments of ``law_selection.select_pad_friction``: friction scales, substeps, margin,
+    rotation weight and the hand's latency (``hand_latency``, as ``command_delay``)."""
+    from ..learn.defaults import LOSS_DEFAULTS
+
+    rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
+    by_id = {e.episode_id: e for e in dm.capture.episodes}
+    delay = hand_latency(st, [by_id[i] for i in dm.train_ids], dm)
+    return dict(scales=st["friction_scales"], substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]),
+                rot_weight=rot_w, delay_s=delay["delay_s"], command_delay=delay)
+
+
+def select_law(cfg: dict, law, dm, out: dict):
+    """``learn.fit``'s ``select_law``: the fitted law at the pad friction the closed-loop stage chooses for it
+    (``law_selection.select_pad_friction``), before the network's corrections are trained on top of it, so that the
+    network is trained and validated with the law it is used with. The choice and the replays' settings go into
+    ``out`` (``closed_loop_stage`` records them); ``law`` itself where the stage does not run."""
+    from ..bench.law_selection import select_pad_friction
+
+    st, eps = closed_loop_episodes(cfg, dm)
+    if not eps:
+        return law
+    t0 = time.time()
+    kw = replay_settings(cfg, st, dm)
+    out.update(kw=kw, selection=select_pad_friction(law, eps, dm.capture.meta,
+                                                    **{k: v for k, v in kw.items() if k != "command_delay"}),
+               wall_s=time.time() - t0)
+    return out["selection"]["model"]
+
+
+def closed_loop_stage(cfg: dict, res: dict, law_choice: dict | None = None) -> None:
+    """``stages.closed_loop``: choose the pad friction of the fitted law by closed-loop replays of validation
+    episodes (``surrogate.bench.law_selection``; ``law_choice``: as ``select_law`` chose it before the corrections),
+    and of the trained network likewise where there is one; the network is the release only if its replays beat the
+    law's by a paired interval below zero (the benchmark's own replays decide, not the kinematic twin). Updates
+    ``res`` (model; the prior model becomes the law at its selected friction) and records both selections, the
+    paired comparison and the ablation rows in ``res["metrics"]``."""
+    from ..learn.fit import score_summary
+
+    dm = res["data"]
+    st, eps = closed_loop_episodes(cfg, dm)
+    if int(st["episodes"]) <= 0:
         if st.get("decision_data"):
             _decision_unused(res, "stages.closed_loop.episodes is 0: there is no closed-loop stage")
         return
     from ..bench.law_selection import select_pad_friction
     from ..metrics import paired_difference
 
-    dm = res["data"]
-    by_id = {e.episode_id: e for e in dm.capture.episodes}
-    eps = [by_id[i] for i in dm.val_ids if by_id[i].joint_pos is not None][:n]
     if not eps:
         res["metrics"]["closed_loop"] = {"skipped": "no validation episode has a hand"}
         if st.get("decision_data"):
             _decision_unused(res, "no validation episode has a hand: there is no closed-loop stage")
         return
-    t0 = time.time()
-    rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
-    kw = dict(scales=st["friction_scales"], substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]), rot_weight=rot_w)
-    delay = hand_latency(st, [by_id[i] for i in dm.train_ids], dm)
-    kw["delay_s"] = delay["delay_s"]
-    sel = select_pad_friction(res["prior_model"], eps, dm.capture.meta, **kw)
+    t0 = time.time() - (law_choice or {}).get("wall_s", 0.0)
+    if law_choice and "selection" in law_choice:  # chosen before the corrections were trained on it
+        kw, sel = dict(law_choice["kw"]), law_choice["selection"]
+    else:
+        kw = replay_settings(cfg, st, dm)
+        sel = select_pad_friction(res["prior_model"], eps, dm.capture.meta,
+                                  **{k: v for k, v in kw.items() if k != "command_delay"})
+    delay = kw.pop("command_delay")
     cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")} | {"command_delay": delay}
     res["prior_model"] = res["model"] = sel["model"]
     cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"], friction=sel["friction"])
@@ -266,7 +308,7 @@ def closed_loop_stage(cfg: dict, res: dict) -> None:
     res["metrics"]["ablation"] = rows = ablation_rows(res["metrics"], history=bool(cfg["model"].get("history")),
                                                       val_hand=res["data"].val_hand)
     # the release's whole-episode validation summary (the twin or the closed loop: data.val_hand), and its replay score
-    res["metrics"]["release"].update(**score_summary(res["val_rows"], rot_w),
+    res["metrics"]["release"].update(**score_summary(res["val_rows"], kw["rot_weight"]),
                                      replay_score=(rows[-1] if structure != "law" else rows[0])["replay_score"])
 
 
