@@ -109,6 +109,9 @@ def test_the_corrections_are_trained_on_the_law_that_select_law_returns(grasps, 
     # the law's validation rows are the halved law's: the paired rule compares the network with the law it corrects
     assert m["prior"]["selected"] == score_summary(res["prior_val_rows"], cfg["loss"]["rot_weight_val"])
     assert m["corrections"]["paired_minus_prior"]["score"]["n"] == len(res["prior_val_rows"])
+    from surrogate.training.run import ablation_rows
+
+    assert ablation_rows(m)[0]["val_score"] == m["prior"]["selected"]["score"]  # the law the network was compared with
 
 
 @pytest.fixture(scope="module")

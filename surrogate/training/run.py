@@ -406,7 +406,8 @@ def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kine
     (actuated hand, the benchmark's replays) at its selected pad friction."""
     cl = metrics.get("closed_loop", {})
     mean = lambda rows: float(sum(r["score"] for r in rows) / len(rows)) if rows else None  # noqa: E731
-    rows = [{"row": "law", "val_hand": val_hand, "val_score": metrics["prior"]["fitted"]["score"],
+    law = metrics["prior"].get("selected") or metrics["prior"]["fitted"]  # at the friction the network was trained on
+    rows = [{"row": "law", "val_hand": val_hand, "val_score": law["score"],
              "replay_score": mean(cl.get("per_episode")), "pad_friction": cl.get("friction")}]
     if "reference" in cl:  # a checkpoint of another run (the previous release), replayed on the same episodes
         ref = cl["reference"]
