@@ -92,6 +92,7 @@ def test_closed_loop_replays_decide_whether_the_network_ships_and_the_card_lists
 def test_the_corrections_are_trained_on_the_law_that_select_law_returns(grasps, tmp_path):
     from surrogate.bench.law_selection import with_pad_friction_scale
     from surrogate.learn.fit import fit_law, score_summary
+    from surrogate.training.closed_loop import ablation_rows
 
     cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=1")
     seen = []
@@ -109,8 +110,6 @@ def test_the_corrections_are_trained_on_the_law_that_select_law_returns(grasps, 
     # the law's validation rows are the halved law's: the paired rule compares the network with the law it corrects
     assert m["prior"]["selected"] == score_summary(res["prior_val_rows"], cfg["loss"]["rot_weight_val"])
     assert m["corrections"]["paired_minus_prior"]["score"]["n"] == len(res["prior_val_rows"])
-    from surrogate.training.run import ablation_rows
-
     assert ablation_rows(m)[0]["val_score"] == m["prior"]["selected"]["score"]  # the law the network was compared with
 
 
@@ -162,7 +161,7 @@ def test_the_decision_rule_on_a_dozen_objects(decision_grasps, monkeypatch, netw
     import numpy as np
 
     import surrogate.bench.law_selection as ls
-    from surrogate.training.run import network_decision
+    from surrogate.training.closed_loop import network_decision
 
     noise = np.random.default_rng(0).normal(0.0, 1.0, 12)
     law = [{"id": f"e{i}", "object": f"o{i}", "at_horizon": 10.0 + 3 * noise[i], "pos_pct": 12.0} for i in range(12)]
@@ -184,10 +183,10 @@ def test_the_decision_rule_on_a_dozen_objects(decision_grasps, monkeypatch, netw
 
 def test_the_network_ships_when_the_decision_data_keep_it(grasps, decision_grasps, tmp_path, monkeypatch):
     """The decision, not the validation episodes' rule, says what ships (a decision forced to keep the network)."""
-    import surrogate.training.run as run
+    import surrogate.training.closed_loop as closed_loop
 
-    decide = run.network_decision
-    monkeypatch.setattr(run, "network_decision", lambda *a, **k: {**decide(*a, **k), "kept": True})
+    decide = closed_loop.network_decision
+    monkeypatch.setattr(closed_loop, "network_decision", lambda *a, **k: {**decide(*a, **k), "kept": True})
     cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=1", "stages.closed_loop.episodes=1",
                   "stages.closed_loop.friction_scales=[1.0]", "stages.closed_loop.command_delay=0",
                   f"stages.closed_loop.decision_data={decision_grasps}", f"stages.closed_loop.reference={RELEASE}")

@@ -12,7 +12,7 @@
 3. Compare both on the same validation episodes (paired, per episode, with a bootstrap interval)
    and keep the corrections only if they help (the interval of the score difference lies below
    zero); otherwise the release is the fitted constant law. Both rows go into the card. Where the training layer's
-   closed-loop stage runs (``training.run.closed_loop_stage``: grasps, the hand actuated as in the benchmark), it
+   closed-loop stage runs (``training.closed_loop.closed_loop_stage``: grasps, the hand actuated as in the benchmark), it
    decides again on replays, so the trained network is returned either way.
 
 A stage stops early after ``stages.<stage>.patience`` validated epochs without a better score (null: never).
@@ -153,13 +153,25 @@ def score_summary(rows: list[dict], rot_w: float) -> dict:
             "score": float(pos.mean() + rot_w * rot.mean())}
 
 
+def _selected_law(select_law, law: ContactLawGNN, rows: list[dict], dm: RolloutData, prior: dict, rot_w: float):
+    """The law the corrections are trained on and compared with: ``select_law(law, dm)`` (the training layer's
+    closed-loop choice of the pad friction) and the validation rows of what it returns (``law`` and ``rows`` where it
+    returns ``law`` or is None); a chosen law's parameters and validation summary go into the card's ``prior``
+    metrics (``law``, ``selected``)."""
+    chosen = law if select_law is None else select_law(law, dm)
+    if chosen is law:
+        return law, rows
+    rows = validate(chosen, dm)
+    prior.update(law={grp: chosen.prior(grp).to_json() for grp in ("surface", "body")},
+                 selected=score_summary(rows, rot_w))
+    return chosen, rows
+
+
 def fit_law(cfg: dict, *, out: Path, ready=None, select_law=None) -> dict:
     """Run both stages; returns {model (the release), data module, metrics for the card}. With ``cfg["ckpt_path"]``
     ``last`` each stage resumes from its own ``<out>/checkpoints/<stage>/last.ckpt`` where there is one (the grid and
     the initial validation, deterministic, are computed again). ``ready()`` is called once the captures are read and
-    validated, before any training. ``select_law(model, dm)`` (None: skipped) returns the fitted law to train the
-    corrections on (the training layer's closed-loop choice of the pad friction); it runs only where corrections
-    are trained, and the law's validation rows are then those of its returned copy."""
+    validated, before any training; ``select_law``, where corrections are trained: see ``_selected_law``."""
     model_cfg = {k: v for k, v in cfg["model"].items() if k != "kind"}
     bad = sorted(set(cfg.get("loss", {})) - set(LOSS_DEFAULTS))
     if bad:
@@ -208,13 +220,8 @@ def fit_law(cfg: dict, *, out: Path, ready=None, select_law=None) -> dict:
     # -- stage 2: the network's corrections ----------------------------------------------------
     if model_cfg.get("corrections", True) and stages["corrections"]["epochs"] > 0:
         t2 = time.time()
-        if select_law is not None:  # the law at the pad friction it is used at: the network corrects that law
-            chosen = select_law(m1.model, dm)
-            if chosen is not m1.model:
-                m1.model, prior_rows = chosen, validate(chosen, dm)
-                release, rows = m1.model, prior_rows
-                metrics["prior"].update(law={grp: chosen.prior(grp).to_json() for grp in ("surface", "body")},
-                                        selected=score_summary(prior_rows, rot_w))
+        m1.model, prior_rows = _selected_law(select_law, m1.model, prior_rows, dm, metrics["prior"], rot_w)
+        release, rows = m1.model, prior_rows  # the law at the pad friction it is used at: what the network corrects
         m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections", loss=loss, data=dm,
                               **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers
