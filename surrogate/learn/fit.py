@@ -12,8 +12,8 @@
 3. Compare both on the same validation episodes (paired, per episode, with a bootstrap interval)
    and keep the corrections only if they help (the interval of the score difference lies below
    zero); otherwise the release is the fitted constant law. Both rows go into the card. Where the training layer's
-   closed-loop stage runs (``training.closed_loop.closed_loop_stage``: grasps, the hand actuated as in the benchmark), it
-   decides again on replays, so the trained network is returned either way.
+   closed-loop stage runs (``training.closed_loop.closed_loop_stage``: grasps, the hand actuated as in the
+   benchmark), it decides again on replays, so the trained network is returned either way.
 
 A stage stops early after ``stages.<stage>.patience`` validated epochs without a better score (null: never).
 """
