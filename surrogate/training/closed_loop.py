@@ -27,33 +27,38 @@ def closed_loop_episodes(cfg: dict, dm) -> tuple[dict, list]:
     return st, [by_id[i] for i in dm.val_ids if by_id[i].joint_pos is not None][:n] if n > 0 else []
 
 
-def replay_settings(cfg: dict, st: dict, dm) -> dict:
-    """The closed-loop replays' arguments of ``law_selection.select_pad_friction``: friction scales, substeps, margin,
-    rotation weight and the hand's latency (``hand_latency``, as ``command_delay``)."""
+def replay_settings(cfg: dict, st: dict, dm) -> tuple[dict, dict]:
+    """The closed-loop replays' arguments of ``law_selection.select_pad_friction`` (friction scales, substeps, margin,
+    rotation weight, the hand's latency ``delay_s``) and that latency's record (``hand_latency``)."""
     from ..learn.defaults import LOSS_DEFAULTS
 
     rot_w = float({**LOSS_DEFAULTS, **cfg.get("loss", {})}["rot_weight_val"])
     by_id = {e.episode_id: e for e in dm.capture.episodes}
     delay = hand_latency(st, [by_id[i] for i in dm.train_ids], dm)
     return dict(scales=st["friction_scales"], substeps=int(dm.cfg["substeps"]), margin=float(dm.cfg["margin"]),
-                rot_weight=rot_w, delay_s=delay["delay_s"], command_delay=delay)
+                rot_weight=rot_w, delay_s=delay["delay_s"]), delay
+
+
+def choose_law(cfg: dict, st: dict, law, dm, eps: list) -> dict:
+    """The law's pad friction chosen by closed-loop replays of ``eps`` (``law_selection.select_pad_friction``):
+    {kw (the replays' arguments), delay (the latency's record), selection, wall_s}."""
+    from ..bench.law_selection import select_pad_friction
+
+    t0 = time.time()
+    kw, delay = replay_settings(cfg, st, dm)
+    sel = select_pad_friction(law, eps, dm.capture.meta, **kw)
+    return {"kw": kw, "delay": delay, "selection": sel, "wall_s": time.time() - t0}
 
 
 def select_law(cfg: dict, law, dm, out: dict):
     """``learn.fit``'s ``select_law``: the fitted law at the pad friction the closed-loop stage chooses for it
-    (``law_selection.select_pad_friction``), before the network's corrections are trained on top of it, so that the
-    network is trained and validated with the law it is used with. The choice and the replays' settings go into
-    ``out`` (``closed_loop_stage`` records them); ``law`` itself where the stage does not run."""
-    from ..bench.law_selection import select_pad_friction
-
+    (``choose_law``), before the network's corrections are trained on top of it, so that the network is trained and
+    validated with the law it is used with. The choice goes into ``out`` (``closed_loop_stage`` reuses it); ``law``
+    itself where the stage does not run."""
     st, eps = closed_loop_episodes(cfg, dm)
     if not eps:
         return law
-    t0 = time.time()
-    kw = replay_settings(cfg, st, dm)
-    out.update(kw=kw, selection=select_pad_friction(law, eps, dm.capture.meta,
-                                                    **{k: v for k, v in kw.items() if k != "command_delay"}),
-               wall_s=time.time() - t0)
+    out.update(choose_law(cfg, st, law, dm, eps))
     return out["selection"]["model"]
 
 
@@ -80,14 +85,10 @@ def closed_loop_stage(cfg: dict, res: dict, law_choice: dict | None = None) -> N
         if st.get("decision_data"):
             _decision_unused(res, "no validation episode has a hand: there is no closed-loop stage")
         return
-    t0 = time.time() - (law_choice or {}).get("wall_s", 0.0)
-    if law_choice and "selection" in law_choice:  # chosen before the corrections were trained on it
-        kw, sel = dict(law_choice["kw"]), law_choice["selection"]
-    else:
-        kw = replay_settings(cfg, st, dm)
-        sel = select_pad_friction(res["prior_model"], eps, dm.capture.meta,
-                                  **{k: v for k, v in kw.items() if k != "command_delay"})
-    delay = kw.pop("command_delay")
+    # chosen before the corrections were trained on it (select_law), else now
+    choice = law_choice if law_choice else choose_law(cfg, st, res["prior_model"], dm, eps)
+    kw, delay, sel = choice["kw"], choice["delay"], choice["selection"]
+    t0 = time.time() - choice["wall_s"]
     cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")} | {"command_delay": delay}
     res["prior_model"] = res["model"] = sel["model"]
     cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"], friction=sel["friction"])
