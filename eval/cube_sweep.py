@@ -100,13 +100,13 @@ def main(argv=None) -> int:
     p.add_argument("--gns", action="store_true", help="also train and score the end-to-end peer (row end_to_end_gns)")
     args = p.parse_args(argv)
 
-    from surrogate.bench.cube_real import load_episodes
     from surrogate.bench.run import CACHE_DIR, run_suite, summary_lines
+    from surrogate.bench.toss_data import load_tosses
     from surrogate.suites import load_suite
 
     cfg = load_suite(args.suite, args.set)
     sizes = args.sizes or [int(s) for s in cfg["data"]["train_sizes"]]
-    data_root = args.data or str(load_episodes(cfg["data"]["source"], cache_dir=CACHE_DIR).root)
+    data_root = args.data or str(load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR).root)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     trained = {n: train_size(n, out=out, suite=args.suite, data_root=data_root, steps=args.steps,

@@ -141,7 +141,12 @@ def test_elbow_real_takes_other_elbow_test_data(tmp_path):
     out = tmp_path / "bench"
     assert main(["bench", "elbow-real-small", "--out", str(out), "--test-data", str(ds), "--quiet"]) == 0
     led = json.loads((out / "ledger.json").read_text())
-    assert led["data"]["test_data"]["episodes"] == 4
+    assert led["data"]["test_data"]["episodes"] == 4 and "source" not in led["data"]["test_data"]
+    # the raw tosses themselves are taken too (imported with the suite's URDF), and score the same
+    assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "raw"), "--test-data", str(src), "--quiet"]) == 0
+    raw = json.loads((tmp_path / "raw" / "ledger.json").read_text())
+    assert raw["data"]["test_data"]["source"] == str(src)
+    assert raw["models"]["analytic_identified"]["overall"] == led["models"]["analytic_identified"]["overall"]
     assert led["models"]["analytic_identified"]["overall"]["episodes"] == 4
     assert led["models"]["surrogate"]["status"] == "not evaluated"  # no --checkpoint
     assert not [k for k in led["models"] if k.startswith("analytic_identified_elbow")]  # few-shot: own split only

@@ -523,7 +523,7 @@ def test_bench_with_a_corrupt_checkpoint_fails_before_any_baseline(tmp_path, mon
     def never(*a, **k):
         pytest.fail("baseline work ran before the checkpoint was checked")
 
-    monkeypatch.setattr(cube_real, "load_episodes", never)
+    monkeypatch.setattr(cube_real, "load_tosses", never)
     monkeypatch.setattr(cube_real, "identify", never)
     ckpt = _tiny_checkpoint(tmp_path / "ckpt")
     (ckpt / "weights.safetensors").write_bytes(b"garbage")

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..capture import dataset_hash, read_dataset
-from ..config import expand_env
+from ..capture import dataset_hash
 from ..errors import ConfigError
 from ..metrics import box_penetration, paired_difference
 from ..parallel import Executor
@@ -33,26 +32,12 @@ from .identify import identify
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
 from .testsets import as_paths, describe, keyed, require_kind, set_names
+from .toss_data import load_tosses
 
 logger = logging.getLogger(__name__)
 
 TEXT = {"nominal": "MuJoCo analytic contact with the object's nominal friction and MuJoCo's default solref/solimp, pyramidal cone",
         "randomized": "ensemble of {n} MuJoCo models randomized around the identified values (friction, solref, solimp width, mass)"}
-
-
-def load_episodes(source: str | Path, *, cache_dir: Path, progress: bool = True):
-    """Episodes of a capture dataset, or of a raw ContactNets folder (imported once into ``cache_dir``)."""
-    src = Path(expand_env(str(source), key="data.source"))
-    if (src / "meta" / "contact.json").exists():
-        ds = read_dataset(src)
-    else:
-        from ..importers.contactnets import import_contactnets
-
-        target = cache_dir / src.name
-        if not (target / "meta" / "contact.json").exists():
-            import_contactnets(src, target, overwrite=True, progress=progress)
-        ds = read_dataset(target)
-    return ds
 
 
 def _penetration(pred, ep):
@@ -293,14 +278,14 @@ def _learned_rows(cfg, checkpoint, test, *, scorer, ex, trained_ids) -> dict:
 
 # ----------------------------------------------------------------------------- run
 
-def _test_episodes(cfg, sp, by_id, test_data):
+def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
     """(test episodes, the ledger's ``data.test_data`` or None, {episode key: test set} or None)."""
     paths = as_paths(test_data)
     if not paths:
         return [by_id[i] for i in sp["test"]], None, None
     test, info, set_of = [], {}, {}
     for name, path in zip(set_names(paths), paths):
-        tds = read_dataset(path)
+        tds = load_tosses(path, cache_dir=cache_dir, progress=False, key="test_data")
         require_kind(tds, "tosses", suite=cfg.get("suite", "cube-real"))  # before any baseline runs
         kept = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
         if not kept:
@@ -310,7 +295,7 @@ def _test_episodes(cfg, sp, by_id, test_data):
             kept = keyed(kept, name)
             set_of.update({e.episode_id: name for e in kept})
         test += kept
-        info[name] = describe(tds, kept)
+        info[name] = describe(tds, kept, source=path)
     if len(paths) == 1:
         return test, {k: v for k, v in info["test_data"].items() if k != "objects"}, None
     return test, info, set_of
@@ -321,10 +306,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
     t0 = time.time()
     ex = ex or Executor(progress=progress)
-    ds = load_episodes(cfg["data"]["source"], cache_dir=cache_dir, progress=progress)
+    ds = load_tosses(cfg["data"]["source"], cache_dir=cache_dir, progress=progress)
     eps, sp = suite_split(ds.episodes, cfg["data"], cfg["data"]["train_sizes"])
     by_id = {e.episode_id: e for e in eps}
-    test, test_info, set_of = _test_episodes(cfg, sp, by_id, test_data)
+    test, test_info, set_of = _test_episodes(cfg, sp, by_id, test_data, cache_dir)
     data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
                  "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root)}
     if test_info is not None:

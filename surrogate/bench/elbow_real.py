@@ -31,42 +31,27 @@ from pathlib import Path
 
 import numpy as np
 
-from ..capture import dataset_hash, read_dataset
-from ..config import expand_env
+from ..capture import dataset_hash
 from ..errors import ConfigError
 from ..estimate import free_flight_start
 from ..metrics import paired_difference
 from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet
-from .cube_real import given_training, load_episodes, simulator, toss_scorer, toss_stability
+from .cube_real import given_training, simulator, toss_scorer, toss_stability
 from .elbow_fewshot import few_shot_detail, finetuned_rows, link_rollout, surrogate_settings
 from .identify import identify
 from .ledger import suite_verdict
 from .predictors import object_scene
 from .rows import analytic_rows, nominal_params, scored
 from .testsets import as_paths, describe, keyed, set_names
+from .toss_data import load_tosses
 
 logger = logging.getLogger(__name__)
 
 TEXT = {"nominal": "MuJoCo analytic contact with the URDF's nominal friction and MuJoCo's default solref/solimp, "
                    "pyramidal cone",
         "randomized": "ensemble of {n} MuJoCo models randomized around the values identified on the cube"}
-
-
-def load_elbow(cfg: dict, *, cache_dir: Path, progress: bool):
-    """The elbow capture dataset: ``data.source`` a capture dataset, or a raw folder of DAIR ``N.pt`` tosses imported
-    once (with ``data.urdf``) into ``cache_dir``."""
-    src = Path(expand_env(str(cfg["data"]["source"]), key="data.source"))
-    if (src / "meta" / "contact.json").exists():
-        return read_dataset(src)
-    from ..importers.contactnets import import_contactnets
-
-    urdf = Path(expand_env(str(cfg["data"]["urdf"]), key="data.urdf"))
-    target = cache_dir / f"{src.name}_urdf"
-    if not (target / "meta" / "contact.json").exists():
-        import_contactnets(src, target, overwrite=True, progress=progress, urdf=urdf)
-    return read_dataset(target)
 
 
 def from_free_flight(ep, est: dict):
@@ -81,7 +66,7 @@ def from_free_flight(ep, est: dict):
     return dataclasses.replace(ep, **cut, labels=labels)
 
 
-def _articulated_tests(cfg, elbow_eps, sp, test_data):
+def _articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
     """(test episodes from their free-flight start, the ledger's ``data.test_data`` or None, {key: set} or None)."""
     paths = as_paths(test_data)
     if not paths:
@@ -90,7 +75,7 @@ def _articulated_tests(cfg, elbow_eps, sp, test_data):
     else:
         raw, info, set_of = [], {}, {}
         for name, path in zip(set_names(paths), paths):
-            tds = read_dataset(path)
+            tds = load_tosses(path, cache_dir=cache_dir, urdf=cfg["data"]["urdf"], progress=False, key="test_data")
             kept = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
             if not kept or kept[0].object_joint_pos is None:
                 raise ConfigError("needs tosses of an articulated object (object_joint_pos; import with --urdf)",
@@ -99,7 +84,7 @@ def _articulated_tests(cfg, elbow_eps, sp, test_data):
                 kept = keyed(kept, name)
                 set_of.update({e.episode_id: name for e in kept})
             raw += kept
-            info[name] = describe(tds, kept)
+            info[name] = describe(tds, kept, source=path)
         if len(paths) == 1:
             info, set_of = {k: v for k, v in info["test_data"].items() if k != "objects"}, None
     ff = cfg.get("free_flight", {})
@@ -121,7 +106,7 @@ def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
     the ``--checkpoint`` surrogate's own cube training tosses (its card's, as ``cube-real`` does: like with like),
     else ``cube.train_size`` of cube-real's split."""
     cc = cfg["cube"]
-    cube = load_episodes(cc["source"], cache_dir=cache_dir, progress=progress)
+    cube = load_tosses(cc["source"], cache_dir=cache_dir, progress=progress, key="cube.source")
     eps, sp = suite_split(cube.episodes, cc, [int(cc["train_size"])])
     by_id = {e.episode_id: e for e in eps}
     given = given_training(checkpoint, by_id, set(sp["test"]))
@@ -209,9 +194,9 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     t0 = time.time()
     surrogate_settings(cfg)  # a misspelt few-shot key fails here, not after the identifications
     ex = ex or Executor(progress=progress)
-    ds = load_elbow(cfg, cache_dir=cache_dir, progress=progress)
+    ds = load_tosses(cfg["data"]["source"], cache_dir=cache_dir, urdf=cfg["data"]["urdf"], progress=progress)
     eps, sp = suite_split(ds.episodes, cfg["data"], [])
-    test, test_info, set_of = _articulated_tests(cfg, eps, sp, test_data)
+    test, test_info, set_of = _articulated_tests(cfg, eps, sp, test_data, cache_dir)
     starts = {e.episode_id: e.labels["free_flight_start"] for e in test}
     data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
                  "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root),

@@ -42,10 +42,14 @@ def keyed(episodes, set_name: str) -> list:
     return [dataclasses.replace(e, episode_id=f"{set_name}/{e.episode_id}") for e in episodes]
 
 
-def describe(ds, episodes) -> dict:
-    """The ledger's entry for one test dataset: where it is, its hash, how many episodes it gave."""
-    return {"name": ds.meta.name, "path": str(ds.root), "episodes": len(episodes), "hash": dataset_hash(ds.root),
-            "objects": sorted({e.object.name for e in episodes})}
+def describe(ds, episodes, source=None) -> dict:
+    """The ledger's entry for one test dataset: where it is, its hash, how many episodes it gave; ``source``: the
+    raw tosses it was imported from (``toss_data.load_tosses``), where that is not the dataset itself."""
+    out = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(episodes), "hash": dataset_hash(ds.root),
+           "objects": sorted({e.object.name for e in episodes})}
+    if source is not None and Path(source).resolve() != Path(ds.root).resolve():
+        out["source"] = str(source)
+    return out
 
 
 KINDS = {  # what a suite scores: its test data must be of that kind

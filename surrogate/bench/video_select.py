@@ -149,9 +149,9 @@ def suite_ledger(suite: str, *, overrides=(), test_data=None, cache_dir=None, pr
         if test_data is not None:
             out["data"] = {"path": str(test_data)}
         else:
-            from .cube_real import load_episodes
+            from .toss_data import load_tosses
 
-            out["data"] = {"path": str(load_episodes(cfg["data"]["source"], cache_dir=cache_dir, progress=progress).root)}
+            out["data"] = {"path": str(load_tosses(cfg["data"]["source"], cache_dir=cache_dir, progress=progress).root)}
     elif cfg["suite"] == "rig-grasp":
         from .rig_grasp import _load_sets
 

@@ -19,6 +19,7 @@ CaptureError naming the file and field, since every episode would be wrong.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -130,6 +131,20 @@ def _sources(src: str | Path):
     except ARCHIVE_ERRORS as e:
         raise CaptureError(f"unreadable archive, truncated or corrupt ({type(e).__name__}: {str(e)[:120]}); "
                            "download it again", file=src, field="archive") from None
+
+
+def source_fingerprint(src) -> str:
+    """A hash of what ``import_contactnets`` reads at ``src``: the toss files' names and bytes and the experiment file
+    (a URL: the URL itself, not downloaded twice). Two sources of the same folder name but other tosses differ."""
+    h = hashlib.sha256()
+    if str(src).startswith(("http://", "https://")):
+        h.update(str(src).encode())
+        return h.hexdigest()
+    for item in _sources(src):
+        name, raw = (item.name, item.raw) if isinstance(item, ExperimentFile) else item
+        h.update(Path(name).name.encode() + b"\0")
+        h.update(raw if isinstance(raw, bytes) else repr(raw).encode())
+    return h.hexdigest()
 
 
 def _archive_sources(src: Path):

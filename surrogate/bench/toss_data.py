@@ -1,0 +1,50 @@
+"""The toss suites' data: a capture dataset as it is, or raw DAIR Lab tosses imported once into the cache.
+
+``cube-real`` and ``elbow-real`` read their training tosses (``data.source``, ``cube.source``) and their
+``--test-data`` through ``load_tosses``, so a folder of upstream ``N.pt`` files works wherever a capture dataset
+does. The cache entry is named by the source's content (``importers.contactnets.source_fingerprint``) and, for a URDF
+object, by the URDF's bytes: another folder of the same name, or the same folder with tosses added, is imported
+afresh rather than served the tosses of the first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ..capture import read_dataset
+from ..config import expand_env
+from ..errors import CaptureError
+
+
+def is_capture_dataset(path: Path) -> bool:
+    return (Path(path) / "meta" / "contact.json").exists()
+
+
+def cache_entry(src: Path, cache_dir: Path, urdf: Path | None = None) -> Path:
+    """Where the import of ``src`` (with ``urdf``) lives in ``cache_dir``: ``<name>[_urdf]-<12 hex of the content>``."""
+    from ..importers.contactnets import source_fingerprint
+
+    h = hashlib.sha256(source_fingerprint(src).encode())
+    if urdf is not None:
+        try:
+            h.update(Path(urdf).read_bytes())
+        except OSError as e:
+            raise CaptureError(f"cannot read the URDF ({e.strerror or e})", file=urdf) from None
+    return Path(cache_dir) / f"{Path(src).name}{'_urdf' if urdf is not None else ''}-{h.hexdigest()[:12]}"
+
+
+def load_tosses(source, *, cache_dir: Path, urdf=None, progress: bool = True, key: str = "data.source"):
+    """The ``CaptureDataset`` at ``source`` (``${VAR}`` expanded): read as it is when it is a capture dataset, else the
+    DAIR tosses there (a folder or archive of ``N.pt``; ``urdf``: of that URDF object, else the cube) imported into
+    the cache on first use, bad files skipped and listed in its ``skipped``. ``key``: the setting named by errors."""
+    src = Path(expand_env(str(source), key=key))
+    if is_capture_dataset(src):
+        return read_dataset(src)
+    from ..importers.contactnets import import_contactnets
+
+    urdf = None if urdf is None else Path(expand_env(str(urdf), key="data.urdf"))
+    target = cache_entry(src, cache_dir, urdf)
+    if not is_capture_dataset(target):
+        import_contactnets(src, target, overwrite=True, progress=progress, urdf=urdf)
+    return read_dataset(target)

@@ -1,0 +1,60 @@
+"""The toss suites' data (``bench.toss_data.load_tosses``): raw DAIR tosses imported once into a cache entry named
+by their content, so another folder of the same name (hidden tosses scored where the shared ones were) is never
+served the tosses of the first; capture datasets read as they are."""
+
+from __future__ import annotations
+
+import shutil
+
+from surrogate.bench.toss_data import load_tosses
+from surrogate.importers.contactnets import import_contactnets
+
+from .conftest import SHARED, needs_shared
+
+CUBE = SHARED / "contactnets_cube"
+ELBOW = SHARED / "contactnets_elbow"
+
+
+def _copy(src, dst, names):
+    dst.mkdir(parents=True)
+    for n in names:
+        shutil.copy(src / f"{n}.pt", dst / f"{n}.pt")
+    return dst
+
+
+@needs_shared("contactnets_cube")
+def test_same_folder_name_other_tosses_get_their_own_import(tmp_path):
+    cache = tmp_path / "cache"
+    a = _copy(CUBE, tmp_path / "a" / "contactnets_cube", ["0", "1", "2"])
+    b = _copy(CUBE, tmp_path / "b" / "contactnets_cube", ["3", "4"])
+    ids_a = [e.episode_id for e in load_tosses(a, cache_dir=cache, progress=False).episodes]
+    ids_b = [e.episode_id for e in load_tosses(b, cache_dir=cache, progress=False).episodes]
+    assert ids_a == ["0", "1", "2"] and ids_b == ["3", "4"]
+    # the first is read from its cache entry again, not imported anew; a toss added to it makes a new entry
+    entries = sorted(p.name for p in cache.iterdir())
+    assert len(entries) == 2 and all(p.startswith("contactnets_cube-") for p in entries)
+    assert [e.episode_id for e in load_tosses(a, cache_dir=cache, progress=False).episodes] == ids_a
+    assert len(list(cache.iterdir())) == 2
+    shutil.copy(CUBE / "5.pt", a / "5.pt")
+    assert [e.episode_id for e in load_tosses(a, cache_dir=cache, progress=False).episodes] == ["0", "1", "2", "5"]
+    assert len(list(cache.iterdir())) == 3
+
+
+@needs_shared("contactnets_cube")
+def test_a_capture_dataset_is_read_where_it_is(tmp_path):
+    src = _copy(CUBE, tmp_path / "raw", ["0", "1"])
+    import_contactnets(src, tmp_path / "ds", progress=False)
+    ds = load_tosses(tmp_path / "ds", cache_dir=tmp_path / "cache", progress=False)
+    assert ds.root.resolve() == (tmp_path / "ds").resolve() and not (tmp_path / "cache").exists()
+
+
+@needs_shared("contactnets_elbow")
+def test_the_urdf_is_part_of_the_cache_entry(tmp_path):
+    src = _copy(ELBOW, tmp_path / "contactnets_elbow", ["0", "9"])
+    urdf = tmp_path / "elbow.urdf"
+    shutil.copy(ELBOW / "contactnets_elbow.urdf", urdf)
+    ds = load_tosses(src, cache_dir=tmp_path / "cache", urdf=urdf, progress=False)
+    assert [e.episode_id for e in ds.episodes] == ["0", "9"] and ds.episodes[0].object_joint_pos is not None
+    urdf.write_text(urdf.read_text().replace('value="0.3"', 'value="0.25"'))  # another object description
+    load_tosses(src, cache_dir=tmp_path / "cache", urdf=urdf, progress=False)
+    assert len(list((tmp_path / "cache").iterdir())) == 2
