@@ -58,3 +58,14 @@ def test_the_urdf_is_part_of_the_cache_entry(tmp_path):
     urdf.write_text(urdf.read_text().replace('value="0.3"', 'value="0.25"'))  # another object description
     load_tosses(src, cache_dir=tmp_path / "cache", urdf=urdf, progress=False)
     assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
+@needs_shared("contactnets_cube")
+def test_render_finds_episodes_of_raw_test_tosses(tmp_path):
+    """``surrogate render --suite cube-real --test-data RAW``: the episode is looked up in the raw tosses' import."""
+    from surrogate.bench.video_select import suite_ledger
+    from surrogate.capture import read_dataset
+
+    src = _copy(CUBE, tmp_path / "hidden", ["10", "11"])
+    led = suite_ledger("cube-real-small", test_data=src, cache_dir=tmp_path / "cache")
+    assert [e.episode_id for e in read_dataset(led["data"]["path"]).episodes] == ["10", "11"]

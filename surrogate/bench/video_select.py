@@ -146,12 +146,10 @@ def suite_ledger(suite: str, *, overrides=(), test_data=None, cache_dir=None, pr
     name = Path(suite).stem if str(suite).endswith((".yaml", ".yml")) else str(suite)
     out = {"suite": cfg["suite"], "suite_name": name, "config": cfg, "models": {}, "split": {}}
     if cfg["suite"] == "cube-real":
-        if test_data is not None:
-            out["data"] = {"path": str(test_data)}
-        else:
-            from .toss_data import load_tosses
+        from .toss_data import load_tosses
 
-            out["data"] = {"path": str(load_tosses(cfg["data"]["source"], cache_dir=cache_dir, progress=progress).root)}
+        source = cfg["data"]["source"] if test_data is None else test_data  # a capture dataset or raw tosses
+        out["data"] = {"path": str(load_tosses(source, cache_dir=cache_dir, progress=progress).root)}
     elif cfg["suite"] == "rig-grasp":
         from .rig_grasp import _load_sets
 
