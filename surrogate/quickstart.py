@@ -261,12 +261,29 @@ def small_benchmark(out: Path, overrides) -> dict:
                   [f"data.source={out / 'contactnets_cube'}", *overrides], 1)
 
 
-def quickstart(out: str | Path = "runs/quickstart", *, overwrite: bool = True, rig_episodes: int = 60, workers: int = 2,
-               epochs: int = 1, bench_overrides=(), rig_bench_overrides=()) -> dict:
+MARKER = ".quickstart"  # in OUT: the folder is a main job's, whose stages replace their own folders in it
+
+
+def claim_output(out: Path) -> None:
+    """Make ``out`` the main job's: refused, before any stage runs and with nothing touched, where it holds anything
+    and no earlier main job wrote it (its stages replace ``contactnets_cube``, ``rig_captures``, ``train_rig``...,
+    which there could be a user's own)."""
+    from .errors import ConfigError
+
+    if out.is_dir() and any(out.iterdir()) and not ((out / MARKER).exists() or (out / "summary.json").exists()):
+        raise ConfigError(f"is not empty and no earlier `surrogate quickstart` wrote it (no {MARKER}): its stages would "
+                          "replace folders there; give --out a new or empty folder, or one of its own", file=out,
+                          key="--out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by `surrogate quickstart`: a later run replaces its folders here\n")
+
+
+def quickstart(out: str | Path = "runs/quickstart", *, rig_episodes: int = 60, workers: int = 2, epochs: int = 1,
+               bench_overrides=(), rig_bench_overrides=()) -> dict:
     from .bench.run import mujoco_log
 
     out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    claim_output(out)
     with mujoco_log(out):  # MuJoCo's warnings into OUT/mujoco.log, not the console and the current folder
         return _quickstart(out, rig_episodes=rig_episodes, workers=workers, epochs=epochs,
                            bench_overrides=bench_overrides, rig_bench_overrides=rig_bench_overrides)

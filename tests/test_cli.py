@@ -120,6 +120,25 @@ def test_quickstart_runs_every_stage(tmp_path):
     assert {"train", "heldout"} <= set(s["objects"])
 
 
+def test_quickstart_refuses_a_folder_it_did_not_write(tmp_path):
+    """``--out`` holding a user's files (a dataset of the same name as a stage's, say) is refused before any stage
+    runs, nothing in it touched; a new folder, or one an earlier main job wrote, is taken (and marked)."""
+    from surrogate.quickstart import MARKER, claim_output
+
+    mine = tmp_path / "mine"
+    (mine / "contactnets_cube").mkdir(parents=True)
+    (mine / "contactnets_cube" / "notes.txt").write_text("mine")
+    assert main(["quickstart", "--out", str(mine)]) != 0
+    assert sorted(p.name for p in mine.rglob("*")) == ["contactnets_cube", "notes.txt"]
+    claim_output(tmp_path / "new")
+    assert (tmp_path / "new" / MARKER).is_file()
+    claim_output(tmp_path / "new")  # its own: taken again
+    earlier = tmp_path / "earlier"  # a main job's from before the marker: it wrote summary.json
+    earlier.mkdir()
+    (earlier / "summary.json").write_text("{}")
+    claim_output(earlier)
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir() or "forkserver" not in mp.get_all_start_methods(),
                     reason="needs /proc and the forkserver start method (Linux)")
 def test_the_main_jobs_cpu_time_counts_the_workers_of_a_forkserver_pool():
