@@ -316,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_train)
 
     c = sub.add_parser("quickstart", help="the main job on the embedded default (see README)")
-    c.add_argument("--out", default="runs/quickstart", help="output folder (default runs/quickstart): new, empty or an earlier quickstart's, whose folders are replaced")
+    c.add_argument("--out", default="runs/quickstart", help="output folder (default runs/quickstart): new, empty or "
+                   "an earlier quickstart's, whose folders are replaced")
     c.add_argument("--rig-episodes", type=int, default=60, help="grasp episodes the rig generates for training (default 60)")
     c.add_argument("--epochs", type=int, default=1, help="epochs of the surrogate's prior law (default 1; then one of its network corrections)")
     c.add_argument("--workers", type=int, default=2, help="parallel workers for generation and the rig-grasp "
