@@ -97,16 +97,13 @@ def _cmd_render(a):
     render_command(a)
 
 
-def _cmd_jaco(a):
-    from .bench.jaco_grasp import run
+def _lazy_run(module: str):
+    """The subcommand whose ``run(args)`` is in ``module``, imported only when it runs."""
+    def go(a):
+        import importlib
 
-    run(a)
-
-
-def _cmd_speed(a):
-    from .bench.speed import run
-
-    run(a)
+        importlib.import_module(module, __package__).run(a)
+    return go
 
 
 def _cmd_quickstart(a):
@@ -114,12 +111,6 @@ def _cmd_quickstart(a):
 
     quickstart(a.out, rig_episodes=a.rig_episodes, workers=a.workers, epochs=a.epochs,
                bench_overrides=a.set or [], rig_bench_overrides=a.rig_set or [])
-
-
-def _cmd_train(a):
-    from .training.cli import run
-
-    run(a)
 
 
 def _cmd_rig_generate(a):
@@ -300,20 +291,26 @@ def build_parser() -> argparse.ArgumentParser:
                    "installed dm_control: pip install --no-deps dm-control)")
     c.add_argument("--video", help="write a side-by-side MP4 (analytic | learned) of the first object here")
     c.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
-    c.set_defaults(func=_cmd_jaco)
+    c.set_defaults(func=_lazy_run(".bench.jaco_grasp"))
 
     c = sub.add_parser("speed", help="environment steps per second: analytic vs hybrid stepping")
     from .bench.speed import build_parser as speed_parser  # cheap: the study imports MuJoCo and torch when it runs
 
     speed_parser(c)
-    c.set_defaults(func=_cmd_speed)
+    c.set_defaults(func=_lazy_run(".bench.speed"))
+
+    c = sub.add_parser("release", help="a trained checkpoint becomes a release by a benchmark's paired rule (new folder)")
+    from .bench.promote import build_parser as release_parser
+
+    release_parser(c)
+    c.set_defaults(func=_lazy_run(".bench.promote"))
 
     from .training.cli import DESCRIPTION, EPILOG, add_arguments
 
     c = sub.add_parser("train", help="train a contact surrogate under a config (configs/train/<name>.yaml, or its name)",
                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(c)
-    c.set_defaults(func=_cmd_train)
+    c.set_defaults(func=_lazy_run(".training.cli"))
 
     c = sub.add_parser("quickstart", help="the main job on the embedded default (see README)")
     c.add_argument("--out", default="runs/quickstart", help="output folder (default runs/quickstart): new, empty or "

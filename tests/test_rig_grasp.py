@@ -202,6 +202,13 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert same["horizon_s"] == 1.0 and "paired_minus_surrogate" not in ms["surrogate"]
     for key in ("pos_pct_at_horizon", "pos_pct_size", "pad_force_weights"):
         assert same[key]["n"] == 2 and same[key]["mean"] == 0.0 and same[key]["ci95"] == [0.0, 0.0], key
+    # ... so it cannot replace the release by the paired rule (`surrogate release`); the ledger names its weights
+    from surrogate.bench.promote import promote
+    from surrogate.errors import ConfigError
+    assert ms["same_checkpoint"]["card"]["weights_sha256"] == ms["surrogate"]["card"]["weights_sha256"]
+    with pytest.raises(ConfigError, match=r"not released: at the horizon \+0.00 \[\+0.00, \+0.00\] does not lie below zero"):
+        promote(CKPT, tmp_path / "report" / "ledger.json", row="same_checkpoint", out=tmp_path / "release")
+    assert not (tmp_path / "release").exists()
     # the randomized ensemble records the ranges it drew from (the defaults where the suite gives none)
     from surrogate.bench.identify import DEFAULT_RANGES
     assert ms["analytic_randomized"]["ensemble"]["ranges"]["friction"] == list(DEFAULT_RANGES["friction"])

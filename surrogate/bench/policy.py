@@ -125,7 +125,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         net, card = load_checkpoint(checkpoint)
         ex.share(("model", str(checkpoint)), net)
         models["surrogate"] = {"description": "graph-network contact surrogate inside MuJoCo (hybrid stepper)",
-                               "checkpoint": str(checkpoint), "card": {k: card.get(k) for k in ("training", "model")},
+                               "checkpoint": str(checkpoint), "card": {k: card.get(k) for k in ("weights_sha256", "training", "model")},
                                **_run_model(objs, cfg=cfg, contact="surrogate", checkpoint=str(checkpoint), ex=ex,
                                             label="surrogate")}
     return {"data": {"name": str(cfg["data"]["objects"]), "episodes": models["analytic_nominal"]["overall"]["episodes"],

@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 
+from ..metrics import MIN_PAIRED_UNITS
 from ..paths import portable_path
 
 logger = logging.getLogger(__name__)
-MIN_DECISION_OBJECTS = 10  # stages.closed_loop.decision_data: fewer objects never keep a network
 
 
 def closed_loop_episodes(cfg: dict, dm) -> tuple[dict, list]:
@@ -153,7 +153,7 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
     reference also paired_minus_reference_at_horizon and reference_at_horizon."""
     from ..bench.law_selection import benchmark_scores
     from ..capture import dataset_hash, read_dataset
-    from ..metrics import paired_difference
+    from ..metrics import paired_difference, replacement_refusals
 
     ds = read_dataset(st["decision_data"])
     eps = [e for e in ds.episodes if e.joint_pos is not None]
@@ -175,12 +175,12 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
     out = {"data": portable_path(st["decision_data"]), "sha256": dataset_hash(st["decision_data"]), "n": len(eps),
            "horizon_s": h, "paired_minus_law_at_horizon": at, "paired_minus_law_episode": whole,
            "law_at_horizon": mean("law"), "network_at_horizon": mean("network"),
-           "kept": bool(_below_zero(at) and whole["ci95"] is not None and whole["ci95"][0] <= 0)}
+           "kept": not replacement_refusals(at, whole, min_units=0)}  # the objects are counted below, with a reason
     objects = len({r["object"] for r in rows["law"] if r["at_horizon"] is not None})
-    if objects < MIN_DECISION_OBJECTS:  # a few objects' interval says nothing about objects (one grasp's is a point)
+    if objects < MIN_PAIRED_UNITS:  # a few objects' interval says nothing about objects (one grasp's is a point)
         out["kept"] = False
         out["reason"] = (f"{objects} objects' grasps last {h:g} s after the close starts, fewer than "
-                         f"{MIN_DECISION_OBJECTS}: too few to decide, the law ships")
+                         f"{MIN_PAIRED_UNITS}: too few to decide, the law ships")
         logger.warning("stages.closed_loop.decision_data: %s", out["reason"])
     if "reference" in rows:  # never a release that does not beat the previous one on the same grasps
         out["paired_minus_reference_at_horizon"] = ref = paired_difference(rows["reference"], rows["network"],
