@@ -142,10 +142,17 @@ def test_elbow_real_takes_other_elbow_test_data(tmp_path):
     assert main(["bench", "elbow-real-small", "--out", str(out), "--test-data", str(ds), "--quiet"]) == 0
     led = json.loads((out / "ledger.json").read_text())
     assert led["data"]["test_data"]["episodes"] == 4 and "source" not in led["data"]["test_data"]
-    # the raw tosses themselves are taken too (imported with the suite's URDF), and score the same
+    # the raw tosses themselves are taken too (imported with the suite's URDF), and score the same; what they lose
+    # is named in the ledger and the report: a file of the wrong shape (skipped at import), a toss too short to score
+    toss = torch.load(ELBOW / "36.pt", weights_only=True)
+    torch.save(toss[:, :14].clone(), src / "900.pt")
+    torch.save(toss[:3].clone(), src / "901.pt")
     assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "raw"), "--test-data", str(src), "--quiet"]) == 0
     raw = json.loads((tmp_path / "raw" / "ledger.json").read_text())
     assert raw["data"]["test_data"]["source"] == str(src)
+    assert [(Path(s["file"]).name, s["field"]) for s in raw["data"]["test_data"]["skipped"]] == [("900.pt", "tensor")]
+    assert raw["data"]["test_data"]["left_out"] == [{"episode": "901", "reason": "3 frames, fewer than data.min_frames=20"}]
+    assert "4 episodes scored" in (report := (tmp_path / "raw" / "report.md").read_text()) and "not scored: 2" in report
     assert raw["models"]["analytic_identified"]["overall"] == led["models"]["analytic_identified"]["overall"]
     assert led["models"]["analytic_identified"]["overall"]["episodes"] == 4
     assert led["models"]["surrogate"]["status"] == "not evaluated"  # no --checkpoint

@@ -31,7 +31,7 @@ from .evaluate import aggregate, ensemble_mean_score, episode_errors, per_object
 from .identify import identify
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
-from .testsets import as_paths, describe, keyed, require_kind, set_names
+from .testsets import as_paths, describe, keyed, long_enough, require_kind, set_names
 from .toss_data import load_tosses
 
 logger = logging.getLogger(__name__)
@@ -287,7 +287,7 @@ def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
     for name, path in zip(set_names(paths), paths):
         tds = load_tosses(path, cache_dir=cache_dir, progress=False, key="test_data")
         require_kind(tds, "tosses", suite=cfg.get("suite", "cube-real"))  # before any baseline runs
-        kept = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
+        kept, left_out = long_enough(tds, int(cfg["data"].get("min_frames", 2)))
         if not kept:
             raise ConfigError(f"no episode of at least data.min_frames={cfg['data'].get('min_frames', 2)} frames",
                               file=tds.root, key="test_data")
@@ -295,7 +295,7 @@ def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
             kept = keyed(kept, name)
             set_of.update({e.episode_id: name for e in kept})
         test += kept
-        info[name] = describe(tds, kept, source=path)
+        info[name] = describe(tds, kept, source=path, left_out=left_out)
     if len(paths) == 1:
         return test, {k: v for k, v in info["test_data"].items() if k != "objects"}, None
     return test, info, set_of

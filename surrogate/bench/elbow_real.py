@@ -44,7 +44,7 @@ from .identify import identify
 from .ledger import suite_verdict
 from .predictors import object_scene
 from .rows import analytic_rows, nominal_params, scored
-from .testsets import as_paths, describe, keyed, set_names
+from .testsets import as_paths, describe, keyed, long_enough, set_names
 from .toss_data import load_tosses
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def _articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
         raw, info, set_of = [], {}, {}
         for name, path in zip(set_names(paths), paths):
             tds = load_tosses(path, cache_dir=cache_dir, urdf=cfg["data"]["urdf"], progress=False, key="test_data")
-            kept = [e for e in tds.episodes if e.num_frames >= cfg["data"].get("min_frames", 2)]
+            kept, left_out = long_enough(tds, int(cfg["data"].get("min_frames", 2)))
             if not kept or kept[0].object_joint_pos is None:
                 raise ConfigError("needs tosses of an articulated object (object_joint_pos; import with --urdf)",
                                   file=tds.root, key="test_data")
@@ -84,7 +84,7 @@ def _articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
                 kept = keyed(kept, name)
                 set_of.update({e.episode_id: name for e in kept})
             raw += kept
-            info[name] = describe(tds, kept, source=path)
+            info[name] = describe(tds, kept, source=path, left_out=left_out)
         if len(paths) == 1:
             info, set_of = {k: v for k, v in info["test_data"].items() if k != "objects"}, None
     ff = cfg.get("free_flight", {})

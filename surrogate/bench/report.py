@@ -27,6 +27,7 @@ from .report_tables import (  # noqa: E402
     per_object_lines,
     per_set_lines,
     scaled,
+    test_data_lines,
     video_lines,
 )
 
@@ -271,6 +272,7 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
         f"MuJoCo {ledger['versions'].get('mujoco')}); data `{ledger['data']['name']}` ({ledger['data']['episodes']} episodes, "
         f"hash {ledger['data']['hash'][:12]}).",
         "",
+        *test_data_lines(ledger),
         f"**Hypothesis.** {ledger['hypothesis']}",
         "",
         f"**Falsified if.** {ledger['falsified_if']}",

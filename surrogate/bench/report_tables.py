@@ -320,3 +320,19 @@ def latency_lines(ledger) -> list[str]:
         return []
     where = f" of {delay['episodes']} training grasps" if "episodes" in delay else ""
     return ["", f"The learned rows' hand latency: {1000 * delay['delay_s']:.1f} ms ({delay['how']}{where})."]
+
+
+def test_data_lines(ledger) -> list[str]:
+    """What ``--test-data`` scored, per dataset: where, how many episodes, its hash, the raw tosses it came from, and
+    what it lost (files its import skipped, episodes the suite left out), so that a verdict names its data."""
+    td = (ledger.get("data") or {}).get("test_data")
+    if not td:
+        return []
+    sets = {"test data": td} if "path" in td else td
+    out = []
+    for name, d in sets.items():
+        line = f"`{name}`: `{d.get('source') or d.get('path')}`, {d.get('episodes')} episodes scored (hash {str(d.get('hash'))[:12]})"
+        lost = [f"{s.get('file') or s.get('episode')}: {s.get('field')}: {s.get('reason')}" for s in d.get("skipped") or []]
+        lost += [f"episode {s['episode']}: {s['reason']}" for s in d.get("left_out") or []]
+        out.append(line + (f"; not scored: {len(lost)} ({'; '.join(lost[:5])}{' ...' if len(lost) > 5 else ''})" if lost else ""))
+    return ["**Test data.** " + "; ".join(out) + ".", ""]

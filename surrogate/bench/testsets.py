@@ -8,12 +8,14 @@ episodes of several sets are scored under ``SET/ID`` keys, as ``rig-grasp`` does
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 from ..capture import dataset_hash
 from ..errors import ConfigError
 
 SINGLE = "test_data"
+logger = logging.getLogger(__name__)
 
 
 def as_paths(test_data) -> list[Path]:
@@ -42,13 +44,35 @@ def keyed(episodes, set_name: str) -> list:
     return [dataclasses.replace(e, episode_id=f"{set_name}/{e.episode_id}") for e in episodes]
 
 
-def describe(ds, episodes, source=None) -> dict:
+def long_enough(ds, min_frames: int) -> tuple[list, list[dict]]:
+    """(the episodes of ``ds`` with at least ``min_frames`` frames, the others as {"episode", "reason"}): a suite
+    scores the first and names the second in its ledger (``describe``'s ``left_out``)."""
+    kept = [e for e in ds.episodes if e.num_frames >= min_frames]
+    out = [{"episode": e.episode_id, "reason": f"{e.num_frames} frames, fewer than data.min_frames={min_frames}"}
+           for e in ds.episodes if e.num_frames < min_frames]
+    return kept, out
+
+
+def describe(ds, episodes, source=None, left_out=()) -> dict:
     """The ledger's entry for one test dataset: where it is, its hash, how many episodes it gave; ``source``: the
-    raw tosses it was imported from (``toss_data.load_tosses``), where that is not the dataset itself."""
+    raw tosses it was imported from (``toss_data.load_tosses``), where that is not the dataset itself. What the test
+    set lost is named there and in a warning: ``skipped``, the files or episodes its import or reading skipped (file,
+    episode, field, reason), and ``left_out``, the episodes the suite does not score (``long_enough``)."""
     out = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(episodes), "hash": dataset_hash(ds.root),
            "objects": sorted({e.object.name for e in episodes})}
     if source is not None and Path(source).resolve() != Path(ds.root).resolve():
         out["source"] = str(source)
+    skipped = [dict(s) for s in getattr(ds, "skipped", None) or []]
+    if skipped:
+        out["skipped"] = skipped
+    if left_out:
+        out["left_out"] = list(left_out)
+    if skipped or left_out:
+        first = (skipped or list(left_out))[0]
+        logger.warning("test data %s: %d file(s) or episode(s) skipped at import or reading, %d episode(s) left out; "
+                       "%d scored (the ledger's data.test_data names each; first: %s)", source or ds.root,
+                       len(skipped), len(left_out), len(episodes),
+                       ", ".join(f"{k} {first[k]}" for k in ("file", "episode", "field", "reason") if first.get(k)))
     return out
 
 
