@@ -69,3 +69,32 @@ def test_render_finds_episodes_of_raw_test_tosses(tmp_path):
     src = _copy(CUBE, tmp_path / "hidden", ["10", "11"])
     led = suite_ledger("cube-real-small", test_data=src, cache_dir=tmp_path / "cache")
     assert [e.episode_id for e in read_dataset(led["data"]["path"]).episodes] == ["10", "11"]
+
+
+@needs_shared("contactnets_cube")
+def test_what_a_suites_data_lost_is_named_in_its_ledger_block(tmp_path, caplog):
+    import warnings
+
+    import torch
+
+    from surrogate.bench.testsets import data_block
+
+    src = _copy(CUBE, tmp_path / "raw", ["0", "1", "2"])
+    good = torch.load(CUBE / "3.pt", weights_only=True)
+    torch.save(good[:, :, :10].clone(), src / "7.pt")  # a wrong shape: skipped at import
+    bad = good.clone()
+    bad[0, 20, 0] = float("inf")
+    torch.save(bad, src / "8.pt")  # a non-finite position: skipped at import
+    torch.save(good[:, :4].clone(), src / "9.pt")  # too short to score: imported, left out by the suite
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the import's checks see the inf without numpy's warning
+        ds = load_tosses(src, cache_dir=tmp_path / "cache", progress=False)
+    with caplog.at_level("WARNING", logger="surrogate.bench.testsets"):
+        block = data_block(ds, min_frames=20)
+    assert block["episodes"] == 3 and block["real"] == [True]
+    assert [(s["episode"], s["field"]) for s in block["skipped"]] == [("7", "tensor"), ("8", "position")]
+    assert block["left_out"] == [{"episode": "9", "reason": "4 frames, fewer than data.min_frames=20"}]
+    assert "2 file(s) or episode(s) skipped at import or reading, 1 episode(s) left out; 3 kept" in caplog.text
+    clean = data_block(load_tosses(_copy(CUBE, tmp_path / "clean", ["0", "1"]), cache_dir=tmp_path / "cache",
+                                   progress=False), min_frames=20)
+    assert "skipped" not in clean and "left_out" not in clean and clean["episodes"] == 2

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..capture import dataset_hash
 from ..errors import ConfigError
 from ..metrics import box_penetration, paired_difference
 from ..parallel import Executor
@@ -31,7 +30,7 @@ from .evaluate import aggregate, ensemble_mean_score, episode_errors, per_object
 from .identify import identify
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
-from .testsets import as_paths, describe, keyed, long_enough, require_kind, set_names
+from .testsets import as_paths, data_block, describe, keyed, long_enough, require_kind, set_names
 from .toss_data import load_tosses
 
 logger = logging.getLogger(__name__)
@@ -310,8 +309,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     eps, sp = suite_split(ds.episodes, cfg["data"], cfg["data"]["train_sizes"])
     by_id = {e.episode_id: e for e in eps}
     test, test_info, set_of = _test_episodes(cfg, sp, by_id, test_data, cache_dir)
-    data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
-                 "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root)}
+    data_info = data_block(ds, int(cfg["data"].get("min_frames", 2)))
     if test_info is not None:
         data_info["test_data"] = test_info
     scorer = toss_scorer(test, cfg, set_of)

@@ -44,7 +44,7 @@ from .identify import identify
 from .ledger import suite_verdict
 from .predictors import object_scene
 from .rows import analytic_rows, nominal_params, scored
-from .testsets import as_paths, describe, keyed, long_enough, set_names
+from .testsets import as_paths, data_block, describe, keyed, long_enough, set_names
 from .toss_data import load_tosses
 
 logger = logging.getLogger(__name__)
@@ -198,8 +198,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     eps, sp = suite_split(ds.episodes, cfg["data"], [])
     test, test_info, set_of = _articulated_tests(cfg, eps, sp, test_data, cache_dir)
     starts = {e.episode_id: e.labels["free_flight_start"] for e in test}
-    data_info = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
-                 "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root),
+    data_info = {**data_block(ds, int(cfg["data"].get("min_frames", 2))),
                  "free_flight_starts": {k: v for k, v in starts.items() if v},
                  "not_free_at_start": sum(1 for v in starts.values() if v)}
     if test_info is not None:

@@ -55,13 +55,27 @@ def long_enough(ds, min_frames: int) -> tuple[list, list[dict]]:
 
 def describe(ds, episodes, source=None, left_out=()) -> dict:
     """The ledger's entry for one test dataset: where it is, its hash, how many episodes it gave; ``source``: the
-    raw tosses it was imported from (``toss_data.load_tosses``), where that is not the dataset itself. What the test
-    set lost is named there and in a warning: ``skipped``, the files or episodes its import or reading skipped (file,
-    episode, field, reason), and ``left_out``, the episodes the suite does not score (``long_enough``)."""
+    raw tosses it was imported from (``toss_data.load_tosses``), where that is not the dataset itself; what it lost
+    (``name_losses``: ``left_out``, the episodes the suite does not score, from ``long_enough``)."""
     out = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(episodes), "hash": dataset_hash(ds.root),
            "objects": sorted({e.object.name for e in episodes})}
     if source is not None and Path(source).resolve() != Path(ds.root).resolve():
         out["source"] = str(source)
+    return name_losses(out, ds, left_out, what=f"test data {source or ds.root}")
+
+
+def data_block(ds, min_frames: int) -> dict:
+    """The ledger's ``data`` for a toss suite's own dataset ``ds``: name, path, the episodes it scores or trains on
+    (at least ``min_frames`` frames), real or not, sources, hash, and what it lost (``name_losses``)."""
+    eps, left_out = long_enough(ds, min_frames)
+    out = {"name": ds.meta.name, "path": str(ds.root), "episodes": len(eps), "real": sorted({e.provenance.real for e in eps}),
+           "sources": sorted({e.provenance.source for e in eps}), "hash": dataset_hash(ds.root)}
+    return name_losses(out, ds, left_out, what=f"data {ds.root}")
+
+
+def name_losses(out: dict, ds, left_out, *, what: str) -> dict:
+    """``out`` with what a dataset lost named: ``skipped``, the files or episodes its import or reading skipped (file,
+    episode, field, reason), and ``left_out`` (each {"episode", "reason"}); and a warning saying so, once."""
     skipped = [dict(s) for s in getattr(ds, "skipped", None) or []]
     if skipped:
         out["skipped"] = skipped
@@ -69,9 +83,8 @@ def describe(ds, episodes, source=None, left_out=()) -> dict:
         out["left_out"] = list(left_out)
     if skipped or left_out:
         first = (skipped or list(left_out))[0]
-        logger.warning("test data %s: %d file(s) or episode(s) skipped at import or reading, %d episode(s) left out; "
-                       "%d scored (the ledger's data.test_data names each; first: %s)", source or ds.root,
-                       len(skipped), len(left_out), len(episodes),
+        logger.warning("%s: %d file(s) or episode(s) skipped at import or reading, %d episode(s) left out; %d kept "
+                       "(the ledger's data names each; first: %s)", what, len(skipped), len(left_out), out["episodes"],
                        ", ".join(f"{k} {first[k]}" for k in ("file", "episode", "field", "reason") if first.get(k)))
     return out
 

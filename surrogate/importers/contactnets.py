@@ -216,8 +216,10 @@ def _implied_dt(a: np.ndarray, pos: int = 0, vel: int = 7) -> float | None:
     """The time step the toss's own velocities imply (they are backward differences of its
     positions, columns ``pos:pos+3`` and ``vel:vel+3``): least squares of dp = v dt; None when the object hardly moves."""
     dp, v = np.diff(a[:, pos:pos + 3], axis=0), a[1:, vel:vel + 3]
+    if len(v) < 2 or not (np.isfinite(dp).all() and np.isfinite(v).all()):  # a bad toss, skipped by name later
+        return None
     vv = float((v * v).sum())
-    if len(v) < 2 or not np.isfinite(vv) or vv < 1e-6 * len(v):
+    if vv < 1e-6 * len(v):
         return None
     d = float((dp * v).sum()) / vv
     return d if math.isfinite(d) else None
