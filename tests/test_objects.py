@@ -235,6 +235,7 @@ def test_mesh_origin_and_scale_are_applied(tmp_path):
         ("flat", "extents", "thinner than 2 mm"),
         ("missing", "path", "does not exist"),
         ("format", "format", "unsupported"),
+        ("corrupt_glb", "mesh", "unreadable or corrupt"),
     ],
 )
 def test_bad_mesh_files_name_file_and_field(tmp_path, case, field, message):
@@ -257,9 +258,12 @@ def test_bad_mesh_files_name_file_and_field(tmp_path, case, field, message):
         _box([0, 0, 0], [0.05, 0.08, 0.0005]).export(path)
     elif case == "missing":
         path = tmp_path / "nowhere.stl"
-    else:
+    elif case == "corrupt_glb":
         path = tmp_path / "box.glb"
         path.write_bytes(b"glTF")
+    else:
+        path = tmp_path / "box.dae"
+        path.write_text("<COLLADA/>")
     with pytest.raises(AssetError, match=message) as err:
         load_mesh_object(path)
     assert err.value.location.field == field
@@ -303,10 +307,16 @@ def test_folder_skips_bad_files_with_reasons(tmp_path):
     _urdf(tmp_path / "thing.urdf", "cube.stl", mass="0.2")  # cube.stl is referenced: not loaded on its own
     (tmp_path / "cut.stl").write_bytes((tmp_path / "box.stl").read_bytes()[:200])
     _urdf(tmp_path / "broken.urdf", "missing.stl")
+    # a GLB scene of two bodies (metres, as glTF is) is one object of two hulls, each where its node puts it
+    trimesh.Scene([_box([0, 0, 0], [0.04, 0.04, 0.04]), _box([0.05, 0, 0], [0.07, 0.02, 0.06])]).export(tmp_path / "pair.glb")
+    (tmp_path / "cad.dae").write_text("<COLLADA/>")  # a 3D format it does not read: named, not ignored
     objects, skipped = load_object_folder(tmp_path)
-    assert sorted(o.name for o in objects) == ["box", "thing"]
-    assert sorted(p.name for p, _ in skipped) == ["broken.urdf", "cut.stl"]
+    assert sorted(o.name for o in objects) == ["box", "pair", "thing"]
+    pair = next(o for o in objects if o.name == "pair")
+    assert len(pair.pieces) == 2 and pair.size == pytest.approx(0.07) and pair.mass == pytest.approx(1000 * 8.8e-5)
+    assert sorted(p.name for p, _ in skipped) == ["broken.urdf", "cad.dae", "cut.stl"]
     assert all(reason for _, reason in skipped)
+    assert "unsupported mesh format '.dae'" in dict((p.name, r) for p, r in skipped)["cad.dae"]
 
 
 # --- YCB sample ---------------------------------------------------------------

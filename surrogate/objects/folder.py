@@ -7,7 +7,7 @@ from pathlib import Path
 
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset
-from surrogate.objects.meshes import MESH_SUFFIXES, load_mesh_object
+from surrogate.objects.meshes import MESH_SUFFIXES, OTHER_3D_SUFFIXES, load_mesh_object
 from surrogate.objects.urdf import load_urdf_object, mesh_candidates
 
 
@@ -28,7 +28,8 @@ def _referenced_files(urdf: Path, mesh_root) -> set[Path]:
 def load_object_folder(
     folder: str | Path, *, density: float = 1000.0, mesh_root: str | Path | None = None
 ) -> tuple[list[ObjectAsset], list[tuple[Path, str]]]:
-    """Every URDF under ``folder`` and every mesh file no URDF references (at ``density`` kg/m^3).
+    """Every URDF under ``folder`` and every mesh file no URDF references (at ``density`` kg/m^3); a 3D file of a
+    format this reader does not take (``OTHER_3D_SUFFIXES``, e.g. COLLADA) that no URDF references is skipped, named.
 
     Bad files are skipped, not fatal: a folder of downloaded assets usually has
     a few. Names must be unique; a later duplicate is skipped.
@@ -49,7 +50,10 @@ def load_object_folder(
         p for p in folder.rglob("*") if p.suffix.lower() in MESH_SUFFIXES and p.is_file() and p.resolve() not in referenced
     )
 
-    objects, skipped, names = [], [], set()
+    objects, names = [], set()
+    skipped = [(p, f"unsupported mesh format '{p.suffix}'; convert it to one of {list(MESH_SUFFIXES)}")
+               for p in sorted(folder.rglob("*")) if p.suffix.lower() in OTHER_3D_SUFFIXES and p.is_file()
+               and p.resolve() not in referenced]
     for p in urdfs + loose:
         try:
             if p.suffix == ".urdf":

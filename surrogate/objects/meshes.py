@@ -1,4 +1,4 @@
-"""Objects from mesh files (OBJ, STL, PLY); one-link URDFs are in ``urdf``, folders in ``folder``.
+"""Objects from mesh files (OBJ, STL, PLY, glTF/GLB, OFF); one-link URDFs are in ``urdf``, folders in ``folder``.
 
 MuJoCo collides the convex hull of every mesh geom, so an asset is a set of
 convex pieces. A file holding a convex decomposition (several hulls in one
@@ -32,7 +32,12 @@ import trimesh
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset, safe_name
 
-MESH_SUFFIXES = (".obj", ".stl", ".ply")
+# glTF / GLB (e.g. Objaverse's objects) are metres by their specification; a scene of several meshes is read as one,
+# each placed by its node's transform, in the file's order (one hull per closed mesh: see the splitting below)
+MESH_SUFFIXES = (".obj", ".stl", ".ply", ".glb", ".gltf", ".off")
+# 3D formats this reader does not take (a folder's file of one of these is skipped by name, never ignored silently)
+OTHER_3D_SUFFIXES = (".dae", ".fbx", ".3mf", ".step", ".stp", ".iges", ".igs", ".blend", ".usd", ".usda", ".usdc",
+                     ".usdz", ".3ds", ".wrl", ".x3d")
 # Outside these extents (m) a mesh is almost surely in the wrong unit.
 MIN_EXTENT, MAX_EXTENT = 0.002, 2.0
 # A piece whose hull is this much larger than the piece is reported as non-convex.
@@ -288,7 +293,7 @@ def load_mesh_object(
     split_pieces: bool = True,
     friction: float = 0.8,
 ) -> ObjectAsset:
-    """An object from an OBJ, STL or PLY file.
+    """An object from an OBJ, STL, PLY, glTF/GLB or OFF file.
 
     Args:
       path: mesh file; units times ``scale`` must give metres.
