@@ -130,11 +130,16 @@ def test_ungraspable_object_from_a_folder_is_skipped_and_reported(tmp_path):
     folder.mkdir()
     trimesh.creation.box(extents=[0.04, 0.04, 0.05]).export(folder / "small_box.stl")
     trimesh.creation.box(extents=[0.3, 0.3, 0.05]).export(folder / "wide_board.stl")
-    report = gen(tmp_path, "ds", objects=str(folder), episodes=2, workers=0, keep_parts=True)
+    trimesh.creation.box(extents=[0.04, 0.04, 0.001]).export(folder / "sheet.stl")  # no object: thinner than 2 mm
+    with pytest.warns(UserWarning, match="skipped 1 file"):
+        report = gen(tmp_path, "ds", objects=str(folder), episodes=2, workers=0, keep_parts=True)
     assert [(s["index"], s["object"], s["kind"]) for s in report.skipped] == [(1, "wide_board", "ungraspable")]
     assert "does not fit" in report.skipped[0]["reason"]
     ds = read_dataset(tmp_path / "ds")
-    assert [e.object.name for e in ds.episodes] == ["small_box"] and ds.meta.skipped[0]["episode"] == 1
+    assert [e.object.name for e in ds.episodes] == ["small_box"]
+    # the captures name both: the file that gave no object, the episode whose object did not fit the hand
+    assert [(Path(s["file"]).name if s["file"] else None, s["episode"], s["field"]) for s in ds.meta.skipped] == \
+        [("sheet.stl", None, "object"), (None, 1, "ungraspable")]
     ep, extra = read_shard(shard_path(Path(f"{tmp_path / 'ds'}.parts"), 0))
     assert ep.episode_id == "rig_000000" and extra["region_seeds"].shape == (16, 3)
 

@@ -322,8 +322,8 @@ def _data_info(train_ds, sets: dict, skipped: dict, overlap: list) -> dict:
             "hash": dataset_hash(train_ds.root), "real": sorted({e.provenance.real for e in train_ds.episodes}),
             "sources": sorted({e.provenance.source for e in train_ds.episodes}), "hand": train_ds.meta.hand_name,
             "test_data": {name: {"path": str(ds.root), "episodes": len(ds.episodes), "hash": dataset_hash(ds.root),
-                                 "objects": sorted({e.object.name for e in ds.episodes}), "hand": ds.meta.hand_name}
-                          for name, ds in sets.items()},
+                                 "objects": sorted({e.object.name for e in ds.episodes}), "hand": ds.meta.hand_name,
+                                 **({"skipped": list(ds.skipped)} if ds.skipped else {})} for name, ds in sets.items()},
             "skipped_sets": skipped, "train_episodes_in_test_sets": overlap}
 
 

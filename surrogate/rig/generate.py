@@ -92,6 +92,7 @@ class GenerateReport:
     regenerated: list = field(default_factory=list)
     simulated: int = 0
     skipped: list = field(default_factory=list)
+    skipped_files: list = field(default_factory=list)  # a folder's files that gave no object (load_objects)
     elapsed_s: float = 0.0
     worker_s: float = 0.0
     config_sha256: str = ""
@@ -137,15 +138,19 @@ def load_config(config, overrides=()) -> dict:
     return cfg
 
 
-def load_objects(objects: str) -> tuple[list, str]:
-    """(objects, key): an existing folder of meshes/URDFs, else a split name."""
+def load_objects(objects: str, skipped: list | None = None) -> tuple[list, str]:
+    """(objects, key): an existing folder of meshes/URDFs, else a split name. A folder's files that give no object
+    are warned about and, with ``skipped``, appended to it as {"file", "episode": None, "field": "object", "reason"}
+    (a dataset's ``skipped``: its captures name the objects they could not hold)."""
     from ..objects import load_object_folder, load_split
 
     p = Path(objects)
     if p.is_dir():
-        objs, skipped = load_object_folder(p)
-        if skipped:
-            warnings.warn(f"{p}: skipped {len(skipped)} file(s): " + "; ".join(f"{a}: {b}" for a, b in skipped), stacklevel=2)
+        objs, bad = load_object_folder(p)
+        if bad:
+            warnings.warn(f"{p}: skipped {len(bad)} file(s): " + "; ".join(f"{a}: {b}" for a, b in bad), stacklevel=2)
+        if skipped is not None:
+            skipped += [{"file": str(a), "episode": None, "field": "object", "reason": str(b)} for a, b in bad]
         key = f"folder:{p.resolve()}"
     else:
         objs, key = load_split(objects), f"split:{objects}"
@@ -188,8 +193,9 @@ def _assemble(out: Path, parts: Path, plans, hands, report, *, overwrite: bool, 
                         joint_names=list(extra["joint_names"]),
                         wrench_sensors=list(extra["sensor_names"]) if ep.wrench is not None else None,
                         tactile_unit="N" if ep.tactile is not None else None,
-                        skipped=[{"file": None, "episode": s["index"], "field": s["kind"], "reason": s["reason"]}
-                                 for s in report.skipped if s["hand"] == hand])
+                        skipped=report.skipped_files + [
+                            {"file": None, "episode": s["index"], "field": s["kind"], "reason": s["reason"]}
+                            for s in report.skipped if s["hand"] == hand])
                     writer = CaptureWriter(root, meta, overwrite=overwrite)
                 meta.contact_region_seeds.setdefault(ep.object.name, extra["region_seeds"])
                 writer.add(ep)
@@ -277,9 +283,9 @@ def _generate(config_path, *, objects, episodes, out: Path, workers, seed, backe
     parts = Path(f"{out}.parts")
 
     cfg = load_config(config_path, overrides)
-    objs, objects_key = load_objects(objects)
-    names = [o.name for o in objs]
     report = GenerateReport(requested=int(episodes), config_sha256=config_hash(cfg))
+    objs, objects_key = load_objects(objects, report.skipped_files)
+    names = [o.name for o in objs]
     manifest = {
         "config_sha256": report.config_sha256, "objects": objects_key, "object_names": names, "seed": int(seed),
         "hand": hand, "noise_seed": noise_seed, "duration": duration, "episodes": int(episodes)}
