@@ -5,10 +5,10 @@ The rule is the one training keeps a network by on its decision grasps (``metric
 suite run, the candidate's row minus the suite's ``surrogate`` row (the release it would replace), paired per test
 episode and resampled by the suite's unit (``paired_minus_surrogate``), has a 95 % interval below zero at the
 verdict's horizon, the one over the whole episode does not lie above zero, and at least 10 objects carry it.
-Anything else refuses, printing the intervals. The release goes to a new
-folder only: replacing a published release is the maintainers' commit, never a command. Its card is the
-candidate's, plus a ``release`` block naming the ledger, the rows it compared, the intervals and the ablation rows
-of its training (and of ``--ablation-from`` runs on the same validation episodes)."""
+Anything else refuses, printing the intervals. The release goes to a new folder only: replacing a published release
+is the maintainers' commit, never a command. Its card is the candidate's, plus a ``release`` block naming the ledger,
+the rows it compared, the intervals and the ablation rows of its training (and of ``--ablation-from`` runs on the
+same validation episodes)."""
 
 from __future__ import annotations
 
