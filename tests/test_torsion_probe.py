@@ -1,0 +1,48 @@
+"""``eval/torsion_probe.py``: a checkpoint's law replayed with MuJoCo's multi-point collision on or off and the pads'
+torsional friction set, scored by the decision rule's scorer and paired with a suite run's surrogate row."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+
+from surrogate.bench.law_selection import benchmark_scores
+from surrogate.capture import read_dataset
+from surrogate.model.checkpoint import load_checkpoint
+from surrogate.paths import REPO_ROOT
+from surrogate.rig.generate import generate
+
+RELEASE = REPO_ROOT / "checkpoints" / "rig_default"
+
+
+def _probe():
+    spec = importlib.util.spec_from_file_location("torsion_probe", REPO_ROOT / "eval" / "torsion_probe.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_probe_as_shipped_is_the_suites_replay_and_pairs_with_its_ledger(tmp_path, capsys):
+    generate(None, objects="heldout", episodes=2, out=tmp_path / "grasps", workers=0, seed=4, progress=False, duration=2.5)
+    probe = _probe()
+    ds = read_dataset(tmp_path / "grasps")
+    same = probe.probe_rows(tmp_path / "grasps", RELEASE, spread=True, torsion=0.0, delay_s=0.0104)
+    ref = benchmark_scores(load_checkpoint(RELEASE)[0], ds.episodes, ds.meta, substeps=4, margin=0.005, delay_s=0.0104,
+                           progress=False)
+    assert same == ref
+    # a ledger whose surrogate row scored these grasps: the unchanged probe pairs with it at exactly zero
+    ledger = {"models": {"surrogate": {"per_episode": [
+        {"id": r["id"], "object": r["object"], "horizon_pos_pct_size": {"1": r["at_horizon"]}, "pos_pct_size": r["pos_pct"]}
+        for r in ref]}}}
+    (tmp_path / "ledger.json").write_text(json.dumps(ledger))
+    for d in probe.paired_against(same, ledger).values():
+        assert d["mean"] == 0.0
+    # one point per mesh-pad pair and the pads' own torsion: another law, still finite, and the CLI prints the pairing
+    changed = probe.probe_rows(tmp_path / "grasps", RELEASE, spread=False, torsion=0.004, delay_s=0.0104)
+    assert all(math.isfinite(r["pos_pct"]) for r in changed) and [r["id"] for r in changed] == [r["id"] for r in ref]
+    assert [r["pos_pct"] for r in changed] != [r["pos_pct"] for r in ref]  # the held-out capsules are meshes: it acts
+    assert probe.main([str(tmp_path / "grasps"), "--torsion", "0.004", "--against", str(tmp_path / "ledger.json"),
+                       "--out", str(tmp_path / "rows.json")]) == 0
+    assert "minus the ledger's surrogate row, pos_pct" in capsys.readouterr().out
+    assert json.loads((tmp_path / "rows.json").read_text()) == changed
