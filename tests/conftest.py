@@ -6,6 +6,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,17 @@ def _jaco_assets_missing() -> str | None:
 # a test of dm_control's Kinova Jaco hand; it says plainly that it did not run without the assets
 needs_jaco = pytest.mark.skipif(_jaco_assets_missing() is not None,
                                 reason="no Jaco assets (pip install --no-deps dm-control)")
+
+
+def eval_script(name: str):
+    """The module of ``eval/<name>.py`` (the studies there are scripts, not a package), loaded for a test."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "eval" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def needs_shared(sub: str):

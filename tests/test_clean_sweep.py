@@ -3,24 +3,17 @@ own training tosses, and its epochs and corrections are selected on them too, so
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from surrogate.errors import ConfigError
 
-from .conftest import SHARED, needs_shared
+from .conftest import SHARED, eval_script, needs_shared
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CUBE = dict(stiffness=3000.0, exponent=1.5, damping=3.65, friction=0.16, slip_eps=1e-3)
 
-
-def _sweep():
-    spec = importlib.util.spec_from_file_location("cube_sweep", REPO_ROOT / "eval" / "cube_sweep.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_the_sweeps_overrides_are_valid_training_keys(tmp_path):
@@ -28,7 +21,7 @@ def test_the_sweeps_overrides_are_valid_training_keys(tmp_path):
     validates on the training tosses and scans the grid, the earlier one does neither."""
     from surrogate.training.config import load_config
 
-    sweep = _sweep()
+    sweep = eval_script("cube_sweep")
     for clean in (True, False):
         sets = sweep.train_overrides(8, out=tmp_path, suite="cube-real", data_root=str(tmp_path / "d"), steps=16,
                                      clean=clean)

@@ -3,22 +3,15 @@ lever about their centroid (why a learned grip resists turning more than the rig
 
 from __future__ import annotations
 
-import importlib.util
-
 from surrogate.paths import REPO_ROOT
 from surrogate.rig.generate import generate
 
-
-def _study():
-    spec = importlib.util.spec_from_file_location("pad_contact_lever", REPO_ROOT / "eval" / "pad_contact_lever.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from .conftest import eval_script
 
 
 def test_a_held_box_touches_each_pad_at_its_four_corners(tmp_path, capsys):
     generate(None, objects="train", episodes=2, out=tmp_path / "grasps", workers=0, seed=6, progress=False, duration=2.5)
-    study = _study()
+    study = eval_script("pad_contact_lever")
     rows = study.pad_levers(tmp_path / "grasps", REPO_ROOT / "checkpoints" / "rig_default", episodes=2)
     # the seeded grasps hold boxes: each pad's face is clipped against the box's side at the pad's four corners, 10 mm
     # from its centre along both axes, so the friction there resists a turn with a lever of 14.1 mm at any load

@@ -3,7 +3,6 @@ torsional friction set, scored by the decision rule's scorer and paired with a s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 
@@ -13,19 +12,15 @@ from surrogate.model.checkpoint import load_checkpoint
 from surrogate.paths import REPO_ROOT
 from surrogate.rig.generate import generate
 
+from .conftest import eval_script
+
 RELEASE = REPO_ROOT / "checkpoints" / "rig_default"
 
-
-def _probe():
-    spec = importlib.util.spec_from_file_location("torsion_probe", REPO_ROOT / "eval" / "torsion_probe.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_the_probe_as_shipped_is_the_suites_replay_and_pairs_with_its_ledger(tmp_path, capsys):
     generate(None, objects="heldout", episodes=2, out=tmp_path / "grasps", workers=0, seed=4, progress=False, duration=2.5)
-    probe = _probe()
+    probe = eval_script("torsion_probe")
     ds = read_dataset(tmp_path / "grasps")
     same = probe.probe_rows(tmp_path / "grasps", RELEASE, spread=True, torsion=0.0, delay_s=0.0104)
     ref = benchmark_scores(load_checkpoint(RELEASE)[0], ds.episodes, ds.meta, substeps=4, margin=0.005, delay_s=0.0104,
