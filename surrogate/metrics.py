@@ -185,12 +185,13 @@ def paired_difference(a: list[dict], b: list[dict], key: str, *, by: str | None 
 MIN_PAIRED_UNITS = 10  # fewer objects never replace a model: a few objects' interval says nothing about objects
 
 
-def replacement_refusals(at: dict, whole: dict, *, min_units: int = MIN_PAIRED_UNITS) -> list[str]:
+def replacement_refusals(at: dict, whole: dict, *, units: int, min_units: int = MIN_PAIRED_UNITS) -> list[str]:
     """The paired rule by which a candidate replaces a model (a network its law in training, a checkpoint the
     release): ``at`` and ``whole`` are ``paired_difference`` results, candidate minus model, of the position error
-    at the verdict's horizon and over the episode. Returns why it does not (empty: it does): the interval at the
-    horizon must lie below zero, the one over the episode must not lie above zero, and at least ``min_units``
-    units (objects) must carry the first."""
+    at the verdict's horizon and over the episode; ``units``: how many objects carry ``at`` (counted by the caller:
+    ``paired_difference`` does not say so where one object holds every episode). Returns why it does not replace it
+    (empty: it does): the interval at the horizon must lie below zero, the one over the episode must not lie above
+    zero, and at least ``min_units`` objects must carry the first."""
     out = []
     if at.get("ci95") is None or not at["ci95"][1] < 0:
         ci = at.get("ci95") or [float("nan")] * 2
@@ -198,8 +199,8 @@ def replacement_refusals(at: dict, whole: dict, *, min_units: int = MIN_PAIRED_U
     if whole.get("ci95") is None or whole["ci95"][0] > 0:
         ci = whole.get("ci95") or [float("nan")] * 2
         out.append(f"over the episode {whole.get('mean') or 0:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}] lies above zero")
-    if at.get("units", at.get("n", 0)) < min_units:
-        out.append(f"{at.get('units', at.get('n', 0))} objects, fewer than {min_units}: too few to decide")
+    if units < min_units:
+        out.append(f"{units} objects, fewer than {min_units}: too few to decide")
     return out
 
 

@@ -97,3 +97,16 @@ def test_the_cli_prints_the_intervals_it_released_on(tmp_path, candidate, capsys
     assert main(["release", str(candidate), "--ledger", str(ledger), "--row", "cand", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "position % of size at 1.0 s: -0.70 [-1.30, -0.20] against the release" in text and str(out) in text
+
+
+def test_one_object_grasped_many_times_is_too_few_objects(tmp_path, candidate):
+    """``paired_difference`` leaves out its units where a single object holds every episode: the objects are counted
+    from the row's own test episodes of the suite's target sets."""
+    ledger = json.loads(_ledger(tmp_path, candidate).read_text())
+    ledger["split"] = {"target_sets": ["meshes"]}
+    ledger["models"]["cand"]["paired_minus_surrogate"]["pos_pct_at_horizon"] = {"n": 12, "mean": -0.7, "ci95": [-1.3, -0.2]}
+    ledger["models"]["cand"]["per_episode"] = [{"id": f"meshes/{i}", "object": "mug", "set": "meshes",
+                                                "horizon_pos_pct_size": {"1": 5.0}} for i in range(12)]
+    ledger["models"]["cand"]["per_episode"].append({"id": "train/0", "object": "box", "set": "train",
+                                                    "horizon_pos_pct_size": {"1": 5.0}})  # not a target set
+    assert decide(ledger, "cand")["reasons"] == ["1 objects, fewer than 10: too few to decide"]

@@ -39,8 +39,19 @@ def decide(ledger: dict, row: str, *, file=None) -> dict:
     if not at.get("ci95") or whole.get("mean") is None:
         raise ConfigError(f"row {row!r} has no paired difference against the surrogate row (a suite run with "
                           f"surrogate.rows and per-episode scores writes it)", file=file, key=f"models.{row}")
-    reasons = replacement_refusals(at, whole)
+    reasons = replacement_refusals(at, whole, units=_objects(ledger, row, paired.get("horizon_s"), at))
     return {"kept": not reasons, "reasons": reasons, "paired": paired}
+
+
+def _objects(ledger: dict, row: str, horizon_s, at: dict) -> int:
+    """How many objects carry the row's paired difference at the horizon: its test episodes of the suite's target
+    sets that reach the horizon (a ledger without per-episode rows: the difference's own units or episodes)."""
+    eps = ledger["models"][row].get("per_episode")
+    if not eps:
+        return int(at.get("units", at.get("n", 0)))
+    sets, h = set((ledger.get("split") or {}).get("target_sets") or []), f"{float(horizon_s or 1.0):g}"
+    return len({r.get("object") for r in eps if (not sets or r.get("set") in sets)
+                and (r.get("horizon_pos_pct_size") or {}).get(h) is not None})
 
 
 def _same_model(card: dict, row: dict) -> bool:

@@ -172,13 +172,12 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
         vals = [r["at_horizon"] for r in rows[name] if r["at_horizon"] is not None]
         return float(np.mean(vals)) if vals else None
 
+    objects = len({r["object"] for r in rows["law"] if r["at_horizon"] is not None})
     out = {"data": portable_path(st["decision_data"]), "sha256": dataset_hash(st["decision_data"]), "n": len(eps),
            "horizon_s": h, "paired_minus_law_at_horizon": at, "paired_minus_law_episode": whole,
            "law_at_horizon": mean("law"), "network_at_horizon": mean("network"),
-           "kept": not replacement_refusals(at, whole, min_units=0)}  # the objects are counted below, with a reason
-    objects = len({r["object"] for r in rows["law"] if r["at_horizon"] is not None})
+           "kept": not replacement_refusals(at, whole, units=objects)}
     if objects < MIN_PAIRED_UNITS:  # a few objects' interval says nothing about objects (one grasp's is a point)
-        out["kept"] = False
         out["reason"] = (f"{objects} objects' grasps last {h:g} s after the close starts, fewer than "
                          f"{MIN_PAIRED_UNITS}: too few to decide, the law ships")
         logger.warning("stages.closed_loop.decision_data: %s", out["reason"])
