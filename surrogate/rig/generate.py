@@ -138,25 +138,24 @@ def load_config(config, overrides=()) -> dict:
     return cfg
 
 
-def load_objects(objects: str, skipped: list | None = None) -> tuple[list, str]:
-    """(objects, key): an existing folder of meshes/URDFs, else a split name. A folder's files that give no object
-    are warned about and, with ``skipped``, appended to it as {"file", "episode": None, "field": "object", "reason"}
-    (a dataset's ``skipped``: its captures name the objects they could not hold)."""
+def load_objects(objects: str) -> tuple[list, str, list]:
+    """(objects, key, skipped): an existing folder of meshes/URDFs, else a split name. A folder's files that give no
+    object are warned about and returned as {"file", "episode": None, "field": "object", "reason"} (a dataset's
+    ``skipped``: its captures name the objects they could not hold)."""
     from ..objects import load_object_folder, load_split
 
     p = Path(objects)
+    bad = []
     if p.is_dir():
         objs, bad = load_object_folder(p)
         if bad:
             warnings.warn(f"{p}: skipped {len(bad)} file(s): " + "; ".join(f"{a}: {b}" for a, b in bad), stacklevel=2)
-        if skipped is not None:
-            skipped += [{"file": str(a), "episode": None, "field": "object", "reason": str(b)} for a, b in bad]
         key = f"folder:{p.resolve()}"
     else:
         objs, key = load_split(objects), f"split:{objects}"
     if not objs:
         raise ConfigError(f"no objects in {objects!r}", key="objects")
-    return objs, key
+    return objs, key, [{"file": str(a), "episode": None, "field": "object", "reason": str(b)} for a, b in bad]
 
 
 def pad_material(cfg: dict) -> str:
@@ -283,8 +282,8 @@ def _generate(config_path, *, objects, episodes, out: Path, workers, seed, backe
     parts = Path(f"{out}.parts")
 
     cfg = load_config(config_path, overrides)
-    report = GenerateReport(requested=int(episodes), config_sha256=config_hash(cfg))
-    objs, objects_key = load_objects(objects, report.skipped_files)
+    objs, objects_key, skipped_files = load_objects(objects)
+    report = GenerateReport(requested=int(episodes), config_sha256=config_hash(cfg), skipped_files=skipped_files)
     names = [o.name for o in objs]
     manifest = {
         "config_sha256": report.config_sha256, "objects": objects_key, "object_names": names, "seed": int(seed),
