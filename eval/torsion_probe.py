@@ -1,14 +1,29 @@
 """Probe how much the grip's torsion matters: a checkpoint's law replayed on grasps with MuJoCo's multi-point convex
-collision on (as the suites run it) or off for the learned replay, and with the law's own torsional friction set.
+collision on (as the suites run it) or off for the learned replay, with the law's own torsional friction set, or with
+the pads' contacts as one patch whose friction and torsion share one limit.
 
 With ``--spread off`` each mesh-pad pair touches at one point (``mjDSBL_MULTICCD``), so the friction at the points no
 longer resists a turn about the pad normal with the pad's half width as lever (``eval/pad_contact_lever.py``); the
 law's ``torsional_friction`` (``spin_law``: the largest torque per unit normal force, m) on the pads then sets the
-torsion instead. Each grasp is scored by the decision rule's scorer (``bench.law_selection.benchmark_scores``:
-``rig-grasp``'s metrics, which reproduce a suite's rows), and with ``--against LEDGER`` paired by object with that
-suite run's ``surrogate`` row (the same checkpoint as the suites run it)::
+torsion instead.
+
+With ``--patch`` (the constant law of a checkpoint without corrections; the spread stays on) each pad-object pair's
+points are moved to their force-weighted centre (weights ``depth^p``, their depths and normals kept), and friction and
+torsion about the normal share one elliptic limit: with ``e`` = ``--torsion`` (m) and ``s = sqrt(|v_t|^2 + e^2 w_n^2 +
+eps^2)``, ``F_t = -mu f_n v_t / s`` and ``T_n = -mu f_n e^2 w_n / s``, linearized and re-linearized as the law's friction
+is (``sim.law_kernel``), so both only dissipate. A turn under a small tangential load meets ``mu e N`` of torsion, a
+grip carrying its object near ``mu N`` almost none: the coupling of a soft fingertip's patch, in the law's own
+regularized form (the rig's own law is not copied). The kernel is ``sim.law_kernel``'s source with three of its
+functions' friction lines replaced here (``patch_kernel``); a change there that removes those lines stops this probe
+with an error rather than probe another law.
+
+Each grasp is scored by the decision rule's scorer (``bench.law_selection.benchmark_scores``: ``rig-grasp``'s metrics,
+which reproduce a suite's rows, and the replay's outcome labels), the slip rate among lifted grasps is set beside the
+recording's, and with ``--against LEDGER`` the grasps are paired by object with that suite run's ``surrogate`` row (the
+same checkpoint as the suites run it)::
 
     python eval/torsion_probe.py DATASET --spread off --torsion 0.0018 --against runs/bench/X/ledger.json --out rows.json
+    python eval/torsion_probe.py DATASET --patch --torsion 0.0024 --against runs/bench/X/ledger.json --set heldout_wide
 
 A diagnostic, not a model: the learned law is changed only here, for this replay.
 """
@@ -18,28 +33,116 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import types
 
 import mujoco
+import numpy as np
+
+# (the line in ``sim.law_kernel`` -> its replacement): friction at a contact's point row and torsion at its angular row
+# on one ellipse of radius e = the table's mu_spin column (prm[5]), at the step's velocity and at the solved one
+_ELLIPSE = [
+    ("""                a[e] = _coefficient(prm, s2, stribeck) * fn / math.sqrt(s2 + eps * eps)
+                b[e] = prm[1] * elastic + dt * p * prm[0] * depth[r] ** (p - 1.0) - a[e]
+                for i in range(3):
+                    w0[e, i] = elastic * n[e, i]
+                if spin:
+                    _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b)""",
+     """                wn = 0.0
+                if spin:  # the angular row's Jacobian, and at it the spin about the normal
+                    _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b)
+                    for j in cols:
+                        wn += (J[e + 1, 0, j] * n[e, 0] + J[e + 1, 1, j] * n[e, 1] + J[e + 1, 2, j] * n[e, 2]) * qvel[env, j]
+                mu = _coefficient(prm, s2, stribeck)
+                sq = math.sqrt(s2 + prm[5] * prm[5] * wn * wn + eps * eps)
+                a[e] = mu * fn / sq
+                b[e] = prm[1] * elastic + dt * p * prm[0] * depth[r] ** (p - 1.0) - a[e]
+                for i in range(3):
+                    w0[e, i] = elastic * n[e, i]
+                if spin:
+                    a[e + 1] = 0.0
+                    b[e + 1] = mu * fn * prm[5] * prm[5] / sq"""),
+    ("""        prm = table[rows[s0 + c]]
+        a[e] = _coefficient(prm, s2, stribeck) * fn / math.sqrt(s2 + eps * eps)
+        b[e] = beta[e] - a[e]
+        if spin:
+            _spin_law(u[e + 1, 0], u[e + 1, 1], u[e + 1, 2], n, e + 1, prm, fn, eps_w, a, b)""",
+     """        prm = table[rows[s0 + c]]
+        wn = (u[e + 1, 0] * n[e, 0] + u[e + 1, 1] * n[e, 1] + u[e + 1, 2] * n[e, 2]) if spin else 0.0
+        mu = _coefficient(prm, s2, stribeck)
+        sq = math.sqrt(s2 + prm[5] * prm[5] * wn * wn + eps * eps)
+        a[e] = mu * fn / sq
+        b[e] = beta[e] - a[e]
+        if spin:
+            a[e + 1] = 0.0
+            b[e + 1] = mu * fn * prm[5] * prm[5] / sq"""),
+]
 
 
-def probe_rows(dataset, checkpoint, *, spread: bool, torsion: float, delay_s: float) -> list[dict]:
-    """Per grasp {id, object, at_horizon, pos_pct, rot_deg} of ``checkpoint``'s law with the pads' torsional friction
-    ``torsion`` (m; 0 keeps the checkpoint's) and MuJoCo's multi-point collision ``spread`` on or off."""
+def patch_kernel():
+    """``law_step`` of ``sim.law_kernel`` with friction and torsion on one ellipse (``_ELLIPSE``), compiled from that
+    module's source (not cached). Raises RuntimeError if a replaced line is no longer there."""
+    import inspect
+
+    import surrogate.sim.law_kernel as law_kernel
+
+    src = inspect.getsource(law_kernel)
+    for old, new in _ELLIPSE:
+        if src.count(old) != 1:
+            raise RuntimeError("sim/law_kernel.py no longer has the friction lines this probe replaces; update _ELLIPSE")
+        src = src.replace(old, new)
+    mod = types.ModuleType("law_kernel_ellipse")
+    exec(compile(src.replace("cache=True", "cache=False"), "<law_kernel_ellipse>", "exec"), mod.__dict__)
+    return mod.law_step
+
+
+def centred(step):
+    """``step`` (a ``law_step``) with each pad-object pair's pushing points moved to their centre, weighted by
+    ``depth^p`` (the law's elastic force), before the step; the table's contacts (row 0 of the constant law's table)
+    are left as they are."""
+
+    def law_step(pos, normal, depth, start, counts, local, *rest):
+        rows, p = rest[9], rest[10]
+        pos = pos.copy()
+        for s0, n in zip(start, counts):
+            on = np.arange(s0, s0 + n)
+            on = on[(rows[on] == 1) & (depth[on] > 0)]
+            for node in np.unique(local[on]):
+                idx = on[local[on] == node]
+                w = depth[idx] ** p
+                pos[idx] = (w[:, None] * pos[idx]).sum(0) / w.sum()
+        return step(np.ascontiguousarray(pos), normal, depth, start, counts, local, *rest)
+
+    return law_step
+
+
+def _with_torsion(model, card, torsion: float):
+    """A copy of the checkpoint's model with the pads' torsional friction (or ellipse radius) ``torsion`` m."""
+    hp = json.loads(json.dumps(card["model"]["hparams"]))
+    hp["prior_body"]["torsional_friction"] = float(torsion)
+    tuned = type(model)(**hp)
+    state = {k: v for k, v in model.state_dict().items() if k != "log_spin"}  # the new term's own value
+    tuned.load_state_dict(state, strict=False)
+    tuned.contact_groups = model.contact_groups
+    return tuned.eval()
+
+
+def probe_rows(dataset, checkpoint, *, spread: bool, torsion: float, delay_s: float, patch: bool = False) -> list[dict]:
+    """Per grasp {id, object, at_horizon, pos_pct, rot_deg, outcome, recorded} of ``checkpoint``'s law with the pads'
+    torsional friction ``torsion`` (m; 0 keeps the checkpoint's), MuJoCo's multi-point collision ``spread`` on or off,
+    or (``patch``) the pads' points as one patch with friction and torsion on one ellipse of radius ``torsion``;
+    ``recorded``: the grasp's recorded outcome labels."""
     import surrogate.bench.replay as replay
+    import surrogate.sim.law_solve as law_solve
     from surrogate.bench.law_selection import benchmark_scores
     from surrogate.capture import read_dataset
     from surrogate.model.checkpoint import load_checkpoint
 
     model, card = load_checkpoint(checkpoint)
+    if patch and (card["model"]["hparams"].get("corrections") or not torsion):
+        raise SystemExit("--patch needs a law without corrections (its table's rows are the two groups) and --torsion > 0")
     if torsion:
-        hp = json.loads(json.dumps(card["model"]["hparams"]))
-        hp["prior_body"]["torsional_friction"] = float(torsion)
-        tuned = type(model)(**hp)
-        state = {k: v for k, v in model.state_dict().items() if k != "log_spin"}  # the new term's own value
-        tuned.load_state_dict(state, strict=False)
-        tuned.contact_groups = model.contact_groups
-        model = tuned.eval()
-    prepare = replay.prepare_replay
+        model = _with_torsion(model, card, torsion)
+    prepare, step = replay.prepare_replay, law_solve.law_step
 
     def one_point(*a, **k):
         r = prepare(*a, **k)
@@ -51,11 +154,23 @@ def probe_rows(dataset, checkpoint, *, spread: bool, torsion: float, delay_s: fl
     eps = [e for e in ds.episodes if e.joint_pos is not None]
     if not spread:
         replay.prepare_replay = one_point
+    if patch:
+        law_solve.law_step = centred(patch_kernel())
     try:
-        return benchmark_scores(model, eps, ds.meta, substeps=4, margin=0.005, horizon_s=1.0, delay_s=delay_s,
+        rows = benchmark_scores(model, eps, ds.meta, substeps=4, margin=0.005, horizon_s=1.0, delay_s=delay_s,
                                 progress=False)
     finally:
-        replay.prepare_replay = prepare
+        replay.prepare_replay, law_solve.law_step = prepare, step
+    return [{**r, "recorded": dict(ep.labels or {})} for r, ep in zip(rows, eps)]
+
+
+def slip_rates(rows: list[dict]) -> dict:
+    """{probe, recording: (slip rate among lifted grasps, lifted grasps)}: the suites' slip rate (``grasp_outcome``)."""
+    def rate(labels):
+        lifted = [x for x in labels if x.get("lifted")]
+        return (sum(bool(x["slipped"]) for x in lifted) / len(lifted) if lifted else float("nan"), len(lifted))
+
+    return {"probe": rate([r["outcome"] for r in rows]), "recording": rate([r["recorded"] for r in rows])}
 
 
 def paired_against(rows: list[dict], ledger: dict, set_name: str | None = None) -> dict:
@@ -74,19 +189,26 @@ def main(argv=None) -> int:
     p.add_argument("dataset", help="a capture dataset of grasps (e.g. a suite's cached test set)")
     p.add_argument("--checkpoint", default="checkpoints/rig_default")
     p.add_argument("--spread", choices=("on", "off"), default="off", help="MuJoCo's multi-point collision (default off)")
-    p.add_argument("--torsion", type=float, default=0.0, help="the pads' torsional friction, m (0: the checkpoint's)")
+    p.add_argument("--torsion", type=float, default=0.0,
+                   help="the pads' torsional friction, m (0: the checkpoint's); with --patch the ellipse's radius e")
+    p.add_argument("--patch", action="store_true", help="the pads' points as one patch, friction and torsion on one "
+                   "ellipse (the spread stays on)")
     p.add_argument("--delay", type=float, default=0.0104, help="the hand's latency, s (the suites' learned rows: 0.0104)")
     p.add_argument("--against", help="a suite's ledger.json whose surrogate row scored the same grasps")
     p.add_argument("--set", help="with --against: the ledger's test set these grasps are (rig-grasp-wide has two)")
     p.add_argument("--out", help="write the per-grasp rows here (JSON)")
     a = p.parse_args(argv)
-    rows = probe_rows(a.dataset, a.checkpoint, spread=a.spread == "on", torsion=a.torsion, delay_s=a.delay)
+    rows = probe_rows(a.dataset, a.checkpoint, spread=a.spread == "on" or a.patch, torsion=a.torsion, delay_s=a.delay,
+                      patch=a.patch)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(rows, f)
     at = [r["at_horizon"] for r in rows if r["at_horizon"] is not None]
     print(f"{len(rows)} grasps: position % of size at 1 s {sum(at) / max(len(at), 1):.2f}, over the episode "
           f"{sum(r['pos_pct'] for r in rows) / max(len(rows), 1):.2f}")
+    s = slip_rates(rows)
+    print(f"slip rate among lifted grasps: probe {s['probe'][0]:.3f} ({s['probe'][1]} lifted), recording "
+          f"{s['recording'][0]:.3f} ({s['recording'][1]} lifted), gap {s['probe'][0] - s['recording'][0]:+.3f}")
     if a.against:
         with open(a.against) as f:
             for k, d in paired_against(rows, json.load(f), a.set).items():

@@ -86,12 +86,12 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
 
 def benchmark_scores(model, episodes, meta, *, substeps: int, margin: float, horizon_s: float = 1.0,
                      delay_s: float = 0.0, progress: bool = True, desc: str = "decision replays") -> list[dict]:
-    """Per episode {id, object, at_horizon, pos_pct, rot_deg}: the recorded commands replayed through the hybrid
-    stepper (``replay_with_model``, each ``delay_s`` late) and scored by ``rig-grasp``'s own scorer
+    """Per episode {id, object, at_horizon, pos_pct, rot_deg, outcome}: the recorded commands replayed through the
+    hybrid stepper (``replay_with_model``, each ``delay_s`` late) and scored by ``rig-grasp``'s own scorer
     (``rig_scoring.EpisodeScorer`` with the suite's metrics): the position error in % of the object's size
     ``horizon_s`` after the close phase starts (the suite's verdict; None where the episode ends before it) and over
-    the episode, the rotation error in degrees. What training decides a network by, where it has the data for it
-    (``stages.closed_loop.decision_data``)."""
+    the episode, the rotation error in degrees, the replay's outcome labels (``rig.scripts.episode_labels``). What
+    training decides a network by, where it has the data for it (``stages.closed_loop.decision_data``)."""
     from ..suites import load_suite
     from .rig_data import thresholds
     from .rig_scoring import EpisodeScorer
@@ -104,5 +104,5 @@ def benchmark_scores(model, episodes, meta, *, substeps: int, margin: float, hor
         r, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps, margin=margin, delay_s=delay_s)
         sc = EpisodeScorer(r, cfg, thr).score(q)
         rows.append({"id": str(ep.episode_id), "object": ep.object.name, "at_horizon": sc["horizon_pos_pct_size"][key],
-                     "pos_pct": sc["pos_pct_size"], "rot_deg": sc["rot_deg"]})
+                     "pos_pct": sc["pos_pct_size"], "rot_deg": sc["rot_deg"], "outcome": sc["outcome"]})
     return rows
