@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from surrogate.bench.grasp_outcome import agreement, predicted_labels, rates
+from surrogate.bench.grasp_outcome import agreement, counts, pooled_gap, predicted_labels, rates
 from surrogate.bench.ledger import horizon_ratio_verdict, validate_ledger
 from surrogate.bench.replay import delayed_control, prepare_replay
 from surrogate.bench.report_tables import confusion_lines
@@ -39,6 +39,16 @@ def test_labels_of_the_recorded_trajectory_match_the_rigs(rig_set):
         lab = predicted_labels(r.scene, _recorded_qpos(r), ep, _thr())
         assert lab["lifted"] == ep.labels["lifted"], ep.episode_id
         assert lab["dropped"] == ep.labels["dropped"], ep.episode_id
+
+
+def test_outcome_counts_pool_over_objects_into_a_gap_with_an_interval():
+    L = lambda lifted, slipped=False, dropped=False: {"lifted": lifted, "slipped": slipped, "dropped": dropped}  # noqa: E731
+    c = counts([L(True), L(True, slipped=True), L(True, dropped=True), L(False), None])
+    assert c == {"episodes": 4, "successes": 2, "lifted": 3, "slipped": 1}
+    per_obj = {"a": {"sim": counts([L(True), L(True)]), "rig": counts([L(True, slipped=True), L(True)])},
+               "b": {"sim": counts([L(True)]), "rig": counts([L(True, slipped=True)])}}
+    g = pooled_gap(per_obj, "slip", seed=0, n_boot=200)
+    assert g["gap"] == pytest.approx(0 - 2 / 3) and g["ci95"][0] <= g["gap"] <= g["ci95"][1]
 
 
 def test_rates_and_agreement_hand_computed():
@@ -194,6 +204,9 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
         # the success and slip gaps to the recording, over the same episodes
         rec = ledger["recorded_outcomes"]["overall"]
         assert o["success_gap"] == pytest.approx(o["success_rate"] - rec["success_rate"]), name
+        # ... with an interval resampling objects, except for the ensemble (its rate is already a mean)
+        ci = o["success_gap_ci95"]
+        assert (ci is None) if name == "analytic_randomized" else (ci[0] <= o["success_gap"] + 1e-12 <= ci[1] + 2e-12)
     # a further learned row is scored on the same replays: the same checkpoint gives the same errors
     assert [e["pos_pct_size"] for e in ms["same_checkpoint"]["per_episode"]] == \
         [e["pos_pct_size"] for e in ms["surrogate"]["per_episode"]]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from surrogate.bench.grasp_outcome import pooled_gap
 from surrogate.bench.rig_env import RigGraspVectorEnv, rig_timestep
 from surrogate.bench.transfer_trace import (
     KINDS,
     Tape,
     first_divergence,
-    pooled_gap,
     rates,
 )
 from surrogate.capture.reader import read_dataset

@@ -15,7 +15,7 @@ import numpy as np
 from ..rig.outcomes import outcome_series
 from ..rig.scripts import episode_labels
 
-__all__ = ["OUTCOMES", "agreement", "outcome_class", "outcome_series", "predicted_labels", "rates"]
+__all__ = ["OUTCOMES", "agreement", "counts", "outcome_class", "outcome_series", "pooled_gap", "predicted_labels", "rates"]
 
 
 def predicted_labels(scene, qpos: np.ndarray, ep, thresholds: dict, *, series: dict | None = None) -> dict | None:
@@ -78,3 +78,38 @@ def agreement(pred: list[dict | None], true: list[dict | None]) -> dict:
             "success": sum(ok(p) == ok(t) for p, t in pairs) / len(pairs),
             "slip": sum(bool(p["slipped"]) == bool(t["slipped"]) for p, t in pairs) / len(pairs),
             "confusion": confusion}
+
+
+def counts(labels: list[dict | None]) -> dict:
+    """{episodes, successes, lifted, slipped} of outcome labels (None: not labelled, left out), the counts a pooled rate
+    and ``pooled_gap`` add over objects."""
+    ls = [x for x in labels if x is not None]
+    return {"episodes": len(ls), "successes": sum(bool(x["lifted"] and not x["dropped"]) for x in ls),
+            "lifted": sum(bool(x["lifted"]) for x in ls), "slipped": sum(bool(x["lifted"] and x["slipped"]) for x in ls)}
+
+
+def _pooled(per_obj: list[dict], side: str, key: str):
+    num, den = ("successes", "episodes") if key == "success" else ("slipped", "lifted")
+    d = sum(v[side][den] for v in per_obj)
+    return sum(v[side][num] for v in per_obj) / d if d else None
+
+
+def pooled_gap(per_obj: dict, key: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
+    """Sim minus rig pooled ``key`` rate (``success`` or ``slip``), and its 95 % percentile bootstrap interval with the
+    held-out objects resampled (a resample where a side has no lifted episode gives no slip gap and is left out).
+
+    Returns {"gap": float or None, "ci95": [lo, hi] or None, "boot_n": resamples used}."""
+    vals = list(per_obj.values())
+
+    def gap(sel):
+        s, r = _pooled(sel, "sim", key), _pooled(sel, "rig", key)
+        return None if s is None or r is None else s - r
+
+    g = gap(vals)
+    if g is None:
+        return {"gap": None, "ci95": None, "boot_n": 0}
+    rng = np.random.default_rng(seed)
+    boots = [gap([vals[j] for j in rng.integers(0, len(vals), len(vals))]) for _ in range(n_boot)]
+    boots = np.array([b for b in boots if b is not None])
+    ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))] if len(boots) else None
+    return {"gap": float(g), "ci95": ci, "boot_n": len(boots)}

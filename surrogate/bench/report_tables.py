@@ -91,17 +91,20 @@ def outcome_lines(ledger) -> list[str]:
     lines = ["", "## Grasp outcomes", "",
              "Success: lifted and still held at the end; slip: among lifted episodes, the object moved or turned in the "
              "grip beyond the rig's thresholds. Agreement: fraction of episodes whose predicted outcome equals the recorded one; "
-             "gap: the model's rate minus the recording's.", "",
+             "gap: the model's rate minus the recording's, with its 95 % interval resampling objects.", "",
              "| model | episodes | success rate | slip rate | success gap | slip gap | success agreement | slip agreement |",
              "|---|---|---|---|---|---|---|---|"]
     rec = (ledger.get("recorded_outcomes") or {}).get("overall")
     if rec:
         lines.append(f"| recorded (rig) | {rec['episodes']} | {fmt_rate(rec['success_rate'])} | {fmt_rate(rec['slip_rate'])} | | | | |")
-    gap = lambda v: "—" if v is None else f"{v:+.2f}"  # noqa: E731
+    def gap(o, key):
+        v, ci = o.get(f"{key}_gap"), o.get(f"{key}_gap_ci95")
+        return "—" if v is None else f"{v:+.2f}" + ("" if not ci else f" [{ci[0]:+.2f}, {ci[1]:+.2f}]")
+
     for n, o in rows:
         ag = o.get("outcome_agreement") or {}
         lines.append(f"| {n} | {o['episodes']} | {fmt_rate(o['success_rate'])} | {fmt_rate(o['slip_rate'])} | "
-                     f"{gap(o.get('success_gap'))} | {gap(o.get('slip_gap'))} | "
+                     f"{gap(o, 'success')} | {gap(o, 'slip')} | "
                      f"{fmt_rate(ag.get('success'))} | {fmt_rate(ag.get('slip'))} |")
     return lines + confusion_lines(rows)
 

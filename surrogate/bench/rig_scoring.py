@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .evaluate import aggregate, ensemble_mean_score, per_object, score_episode, spread_coverage
-from .grasp_outcome import agreement, outcome_series, predicted_labels, rates
+from .grasp_outcome import agreement, counts, outcome_series, pooled_gap, predicted_labels, rates
 from .replay import joint_qpos_columns
 from .rows import Scorer
 
@@ -140,11 +140,19 @@ def grasp_metrics(scores: list[dict], sets: dict, target_sets: list, cfg, true_l
         agg["success_rate"], agg["slip_rate"], agg["drop_rate"] = r["success_rate"], r["slip_rate"], r.get("drop_rate")
         if rows and "outcome_members" not in rows[0]:
             agg["outcome_agreement"] = agreement([s["outcome"] for s in rows], [true_labels[s["id"]] for s in rows])
-        # the model's rates minus the recording's over the same episodes (an ensemble: its members' mean rate)
+        # the model's rates minus the recording's over the same episodes (an ensemble: its members' mean rate), with
+        # an interval resampling objects (``pooled_gap``; not for an ensemble, whose rate is already a mean)
         rec = rates([true_labels[s["id"]] for s in rows]) if rows else {}
+        per_obj = {}
+        if rows and "outcome_members" not in rows[0]:
+            for o in {s["object"] for s in rows}:
+                mine = [s for s in rows if s["object"] == o]
+                per_obj[o] = {"sim": counts([s["outcome"] for s in mine]),
+                              "rig": counts([true_labels[s["id"]] for s in mine])}
         for key in ("success", "slip"):
             a, b = agg[f"{key}_rate"], rec.get(f"{key}_rate")
             agg[f"{key}_gap"] = None if a is None or b is None else float(a - b)
+            agg[f"{key}_gap_ci95"] = pooled_gap(per_obj, key, seed=seed)["ci95"] if per_obj else None
         return agg
 
     return {"overall": block(target) if target else block(scores),

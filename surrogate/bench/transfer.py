@@ -34,9 +34,10 @@ import numpy as np
 from ..errors import ConfigError
 from ..metrics import summarize
 from .analytic import AnalyticParams, apply_params
+from .grasp_outcome import pooled_gap
 from .identify import ensemble_ranges, randomized_ensemble
 from .policy import _identified_params, _objects
-from .transfer_trace import Tape, first_divergence, pooled_gap, rates
+from .transfer_trace import Tape, first_divergence, rates
 
 SOURCES = ("analytic_nominal", "analytic_randomized", "surrogate")
 DESCRIPTIONS = {

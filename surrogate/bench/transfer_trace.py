@@ -86,30 +86,3 @@ def rates(results: list[dict]) -> dict:
     n, nl = len(succ), int(lifted.sum())
     return {"episodes": n, "successes": int(succ.sum()), "lifted": nl, "slipped": int(slipped.sum()),
             "success_rate": float(succ.mean()) if n else None, "slip_rate": float(slipped.sum() / nl) if nl else None}
-
-
-def _pooled(per_obj: list[dict], side: str, key: str):
-    num, den = ("successes", "episodes") if key == "success" else ("slipped", "lifted")
-    d = sum(v[side][den] for v in per_obj)
-    return sum(v[side][num] for v in per_obj) / d if d else None
-
-
-def pooled_gap(per_obj: dict, key: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
-    """Sim minus rig pooled ``key`` rate (``success`` or ``slip``), and its 95 % percentile bootstrap interval with the
-    held-out objects resampled (a resample where a side has no lifted episode gives no slip gap and is left out).
-
-    Returns {"gap": float or None, "ci95": [lo, hi] or None, "boot_n": resamples used}."""
-    vals = list(per_obj.values())
-
-    def gap(sel):
-        s, r = _pooled(sel, "sim", key), _pooled(sel, "rig", key)
-        return None if s is None or r is None else s - r
-
-    g = gap(vals)
-    if g is None:
-        return {"gap": None, "ci95": None, "boot_n": 0}
-    rng = np.random.default_rng(seed)
-    boots = [gap([vals[j] for j in rng.integers(0, len(vals), len(vals))]) for _ in range(n_boot)]
-    boots = np.array([b for b in boots if b is not None])
-    ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))] if len(boots) else None
-    return {"gap": float(g), "ci95": ci, "boot_n": len(boots)}
