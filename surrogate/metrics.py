@@ -185,6 +185,12 @@ def paired_difference(a: list[dict], b: list[dict], key: str, *, by: str | None 
 MIN_PAIRED_UNITS = 10  # fewer objects never replace a model: a few objects' interval says nothing about objects
 
 
+def signed_interval(mean: float, ci) -> str:
+    """``"+m [lo, hi]"``, two decimals with signs: how reports and commands write a difference and its interval (``ci``:
+    [lo, hi])."""
+    return f"{mean:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]"
+
+
 def replacement_refusals(at: dict, whole: dict, *, units: int, min_units: int = MIN_PAIRED_UNITS) -> list[str]:
     """The paired rule by which a candidate replaces a model (a network its law in training, a checkpoint the
     release): ``at`` and ``whole`` are ``paired_difference`` results, candidate minus model, of the position error
@@ -195,10 +201,10 @@ def replacement_refusals(at: dict, whole: dict, *, units: int, min_units: int = 
     out = []
     if at.get("ci95") is None or not at["ci95"][1] < 0:
         ci = at.get("ci95") or [float("nan")] * 2
-        out.append(f"at the horizon {at.get('mean') or 0:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}] does not lie below zero")
+        out.append(f"at the horizon {signed_interval(at.get('mean') or 0, ci)} does not lie below zero")
     if whole.get("ci95") is None or whole["ci95"][0] > 0:
         ci = whole.get("ci95") or [float("nan")] * 2
-        out.append(f"over the episode {whole.get('mean') or 0:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}] lies above zero")
+        out.append(f"over the episode {signed_interval(whole.get('mean') or 0, ci)} lies above zero")
     if units < min_units:
         out.append(f"{units} objects, fewer than {min_units}: too few to decide")
     return out

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from ..config import check_keys
 from ..learn.objective import pose_loss
-from ..metrics import paired_difference
+from ..metrics import paired_difference, signed_interval
 from ..model.contact_law import GROUPS
 from ..model.law_ranges import bounds as law_bounds
 from ..model.law_ranges import check_model, range_problems
@@ -284,7 +284,7 @@ def few_shot_detail(models: dict) -> str:
         for key, unit in (("pos_pct_size", " points"), ("rot_deg", " deg"), ("joint_deg", " deg hinge")):
             d = p.get((f"analytic_identified_elbow_{k}", key))
             if d and d.get("n"):
-                words.append(f"{d['mean']:+.2f} [{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}]{unit}")
+                words.append(f"{signed_interval(d['mean'], d['ci95'])}{unit}")
         if words:
             out.append(f"Few-shot, N = {k}: the fine-tuned surrogate ({row.get('method', 'search')}) minus MuJoCo "
                        f"identified on the same {k} elbow tosses, paired: " + ", ".join(words) + ".")

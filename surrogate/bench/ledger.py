@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 
 from ..atomic import write_json_atomic
-from ..metrics import paired_difference
+from ..metrics import paired_difference, signed_interval
 
 SCHEMA_PATH = Path(__file__).with_name("ledger.schema.json")
 LEDGER_VERSION = "1.0"
@@ -146,7 +146,7 @@ def _paired_words(p: dict) -> str:
     if not p.get("n"):
         return ""
     units = f" of {p['units']} {p['by']}s, resampled by {p['by']}" if p.get("units") else ""
-    return f"paired {p['mean']:+.2f} [{p['ci95'][0]:+.2f}, {p['ci95'][1]:+.2f}] over {p['n']} episodes{units}"
+    return f"paired {signed_interval(p['mean'], p['ci95'])} over {p['n']} episodes{units}"
 
 
 def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "analytic_identified", by: str | None = None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..atomic import atomic_directory, write_json_atomic
 from ..errors import ConfigError, OutputError
-from ..metrics import replacement_refusals
+from ..metrics import replacement_refusals, signed_interval
 from ..paths import portable_path
 
 RULE = ("the candidate minus the suite's surrogate row (the release), paired per test episode, resampled by the "
@@ -143,5 +143,5 @@ def run(a) -> None:
                       ("pad_force_weights", "pad force, object weights")):
         d = p.get(key) or {}
         if d.get("ci95"):
-            print(f"{what}: {d['mean']:+.2f} [{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}] against the release")
+            print(f"{what}: {signed_interval(d['mean'], d['ci95'])} against the release")
     print(f"released to {a.out} (its card's release block names the ledger and the rows)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..metrics import signed_interval
+
 MODEL_ORDER = ["analytic_nominal", "analytic_randomized", "analytic_identified", "surrogate"]
 
 
@@ -99,7 +101,7 @@ def outcome_lines(ledger) -> list[str]:
         lines.append(f"| recorded (rig) | {rec['episodes']} | {fmt_rate(rec['success_rate'])} | {fmt_rate(rec['slip_rate'])} | | | | |")
     def gap(o, key):
         v, ci = o.get(f"{key}_gap"), o.get(f"{key}_gap_ci95")
-        return "—" if v is None else f"{v:+.2f}" + ("" if not ci else f" [{ci[0]:+.2f}, {ci[1]:+.2f}]")
+        return "—" if v is None else f"{v:+.2f}" if not ci else signed_interval(v, ci)
 
     for n, o in rows:
         ag = o.get("outcome_agreement") or {}
@@ -277,8 +279,7 @@ def articulated_lines(ledger) -> list[str]:
         for n, p in paired:
             for d in p:
                 if d.get("n"):
-                    out.append(f"| {n} | {d['metric']} | {d['vs']} | {d['mean']:+.2f} [{d['ci95'][0]:+.2f}, "
-                               f"{d['ci95'][1]:+.2f}] |")
+                    out.append(f"| {n} | {d['metric']} | {d['vs']} | {signed_interval(d['mean'], d['ci95'])} |")
     return out
 
 
@@ -287,11 +288,10 @@ def _fmt_pair(p) -> str:
     episodes and the interval over episodes is given after it."""
     if not p or p.get("mean") is None:
         return "—"
-    lo, hi = p["ci95"]
     if not p.get("units"):
-        return f"{p['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}] ({p['n']})"
+        return f"{signed_interval(p['mean'], p['ci95'])} ({p['n']})"
     elo, ehi = p["ci95_episodes"]
-    return f"{p['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}] ({p['n']}, {p['units']} {p['by']}s; by episode [{elo:+.2f}, {ehi:+.2f}])"
+    return f"{signed_interval(p['mean'], p['ci95'])} ({p['n']}, {p['units']} {p['by']}s; by episode [{elo:+.2f}, {ehi:+.2f}])"
 
 
 def paired_row_lines(ledger) -> list[str]:
