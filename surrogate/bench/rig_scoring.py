@@ -145,7 +145,7 @@ def grasp_metrics(scores: list[dict], sets: dict, target_sets: list, cfg, true_l
         rec = rates([true_labels[s["id"]] for s in rows]) if rows else {}
         per_obj = {}
         if rows and "outcome_members" not in rows[0]:
-            for o in {s["object"] for s in rows}:
+            for o in sorted({s["object"] for s in rows}):
                 mine = [s for s in rows if s["object"] == o]
                 per_obj[o] = {"sim": counts([s["outcome"] for s in mine]),
                               "rig": counts([true_labels[s["id"]] for s in mine])}

@@ -1,6 +1,6 @@
 """The transfer suite's measurements: per-step traces of a rollout (``Tape``), the first divergence between the
-sim and rig traces of the same rollout, pooled rates and their sim-minus-rig gaps with bootstrap intervals
-over held-out objects.
+sim and rig traces of the same rollout, and the rates of rollouts (their sim-minus-rig gaps with bootstrap intervals
+over held-out objects: ``grasp_outcome.pooled_gap``).
 
 First divergence (per paired rollout: same object, same reset seed, same tuned policy), at control step k:
 
