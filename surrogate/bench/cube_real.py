@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
 from ..metrics import box_penetration, paired_difference
 from ..parallel import Executor
 from ..splits import suite_split
@@ -30,8 +29,8 @@ from .evaluate import aggregate, ensemble_mean_score, episode_errors, per_object
 from .identify import identify
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
-from .testsets import as_paths, data_block, describe, keyed, long_enough, require_kind, set_names
-from .toss_data import load_tosses
+from .testsets import as_paths, data_block, require_kind
+from .toss_data import load_tosses, test_tosses
 
 logger = logging.getLogger(__name__)
 
@@ -279,25 +278,10 @@ def _learned_rows(cfg, checkpoint, test, *, scorer, ex, trained_ids) -> dict:
 
 def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
     """(test episodes, the ledger's ``data.test_data`` or None, {episode key: test set} or None)."""
-    paths = as_paths(test_data)
-    if not paths:
+    if not as_paths(test_data):
         return [by_id[i] for i in sp["test"]], None, None
-    test, info, set_of = [], {}, {}
-    for name, path in zip(set_names(paths), paths):
-        tds = load_tosses(path, cache_dir=cache_dir, progress=False, key="test_data")
-        require_kind(tds, "tosses", suite=cfg.get("suite", "cube-real"))  # before any baseline runs
-        kept, left_out = long_enough(tds, int(cfg["data"].get("min_frames", 2)))
-        if not kept:
-            raise ConfigError(f"no episode of at least data.min_frames={cfg['data'].get('min_frames', 2)} frames",
-                              file=tds.root, key="test_data")
-        if len(paths) > 1:  # ids are unique within a dataset only
-            kept = keyed(kept, name)
-            set_of.update({e.episode_id: name for e in kept})
-        test += kept
-        info[name] = describe(tds, kept, source=path, left_out=left_out)
-    if len(paths) == 1:
-        return test, {k: v for k, v in info["test_data"].items() if k != "objects"}, None
-    return test, info, set_of
+    return test_tosses(test_data, cache_dir=cache_dir, min_frames=int(cfg["data"].get("min_frames", 2)),
+                       check=lambda tds, _: require_kind(tds, "tosses", suite=cfg.get("suite", "cube-real")))
 
 
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True,

@@ -44,8 +44,8 @@ from .identify import identify
 from .ledger import suite_verdict
 from .predictors import object_scene
 from .rows import analytic_rows, nominal_params, scored
-from .testsets import as_paths, data_block, describe, keyed, long_enough, set_names
-from .toss_data import load_tosses
+from .testsets import as_paths, data_block
+from .toss_data import load_tosses, test_tosses
 
 logger = logging.getLogger(__name__)
 
@@ -66,27 +66,21 @@ def from_free_flight(ep, est: dict):
     return dataclasses.replace(ep, **cut, labels=labels)
 
 
+def _articulated(tds, kept) -> None:
+    """``elbow-real``'s requirement of a test dataset: tosses of an articulated object."""
+    if kept[0].object_joint_pos is None:
+        raise ConfigError("needs tosses of an articulated object (object_joint_pos; import with --urdf)",
+                          file=tds.root, key="test_data")
+
+
 def _articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
     """(test episodes from their free-flight start, the ledger's ``data.test_data`` or None, {key: set} or None)."""
-    paths = as_paths(test_data)
-    if not paths:
+    if not as_paths(test_data):
         by_id = {e.episode_id: e for e in elbow_eps}
         raw, info, set_of = [by_id[i] for i in sp["test"]], None, None
     else:
-        raw, info, set_of = [], {}, {}
-        for name, path in zip(set_names(paths), paths):
-            tds = load_tosses(path, cache_dir=cache_dir, urdf=cfg["data"]["urdf"], progress=False, key="test_data")
-            kept, left_out = long_enough(tds, int(cfg["data"].get("min_frames", 2)))
-            if not kept or kept[0].object_joint_pos is None:
-                raise ConfigError("needs tosses of an articulated object (object_joint_pos; import with --urdf)",
-                                  file=tds.root, key="test_data")
-            if len(paths) > 1:
-                kept = keyed(kept, name)
-                set_of.update({e.episode_id: name for e in kept})
-            raw += kept
-            info[name] = describe(tds, kept, source=path, left_out=left_out)
-        if len(paths) == 1:
-            info, set_of = {k: v for k, v in info["test_data"].items() if k != "objects"}, None
+        raw, info, set_of = test_tosses(test_data, cache_dir=cache_dir, min_frames=int(cfg["data"].get("min_frames", 2)),
+                                        urdf=cfg["data"]["urdf"], check=_articulated)
     ff = cfg.get("free_flight", {})
     test = [from_free_flight(e, free_flight_start(e, window=int(ff.get("window", 7)), tol=float(ff.get("tol_ms2", 6.0)),
                                                   max_start=int(ff.get("max_start", 20)))) for e in raw]

@@ -48,3 +48,31 @@ def load_tosses(source, *, cache_dir: Path, urdf=None, progress: bool = True, ke
     if not is_capture_dataset(target):
         import_contactnets(src, target, overwrite=True, progress=progress, urdf=urdf)
     return read_dataset(target)
+
+
+def test_tosses(test_data, *, cache_dir: Path, min_frames: int, urdf=None, check=None) -> tuple[list, dict, dict | None]:
+    """The toss suites' ``--test-data``: every dataset or raw folder loaded (``load_tosses``), its tosses shorter than
+    ``min_frames`` left out and named (``testsets.long_enough``), ``check(dataset, kept)`` (a suite's own requirement)
+    raising before any baseline runs. Returns (the tosses, keyed by set where there are several; the ledger's
+    ``data.test_data``: one dataset's entry, or {set: entry}; {episode key: set} or None for one dataset)."""
+    from ..errors import ConfigError
+    from .testsets import as_paths, describe, keyed, long_enough, set_names
+
+    paths = as_paths(test_data)
+    test, info, set_of = [], {}, {}
+    for name, path in zip(set_names(paths), paths):
+        tds = load_tosses(path, cache_dir=cache_dir, urdf=urdf, progress=False, key="test_data")
+        kept, left_out = long_enough(tds, min_frames)
+        if not kept:
+            raise ConfigError(f"no episode of at least data.min_frames={min_frames} frames", file=tds.root,
+                              key="test_data")
+        if check is not None:
+            check(tds, kept)
+        if len(paths) > 1:  # ids are unique within a dataset only
+            kept = keyed(kept, name)
+            set_of.update({e.episode_id: name for e in kept})
+        test += kept
+        info[name] = describe(tds, kept, source=path, left_out=left_out)
+    if len(paths) == 1:
+        return test, {k: v for k, v in info["test_data"].items() if k != "objects"}, None
+    return test, info, set_of
