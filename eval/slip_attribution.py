@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 
 import numpy as np
+
+from surrogate.atomic import write_json_atomic
 
 EFFECTS = ("soft_finger_torsion", "stribeck_friction", "presliding_friction", "load_dependent_friction",
            "pad_relaxation", "friction_map", "compliant_pads", "pulp_stiffening", "actuator_delay_backlash",
@@ -32,7 +33,8 @@ LABELS = ("lifted", "dropped", "slipped", "max_slip_m", "max_slip_deg")
 
 
 def _simulate(common: dict, item) -> dict:
-    """The labels of one grasp simulated again with the effect ``off`` (None: none) switched off."""
+    """The labels of one grasp simulated again with the effect ``off`` (None: none) switched off, or {"error": why}
+    where the rig refuses or diverges (that grasp is then left out of the variant's counts and named)."""
     from surrogate.rig.simulate import simulate_episode
     from surrogate.scenes.from_capture import asset_from_spec
 
@@ -41,8 +43,11 @@ def _simulate(common: dict, item) -> dict:
     if off is not None:
         cfg = copy.deepcopy(cfg)
         cfg["effects"][off]["enabled"] = False
-    trace = simulate_episode(cfg, asset_from_spec(spec), hand=g["hand"], seed=int(g["seed"]),
-                             duration=float(g["script"]["physics"]["duration_s"]))
+    try:
+        trace = simulate_episode(cfg, asset_from_spec(spec), hand=g["hand"], seed=int(g["seed"]),
+                                 duration=float(g["script"]["physics"]["duration_s"]))
+    except Exception as e:  # noqa: BLE001 - one grasp's failure is reported, not the study's end
+        return {"error": f"{type(e).__name__}: {e}"}
     return {k: trace.labels[k] for k in LABELS}
 
 
@@ -95,11 +100,14 @@ def table(result: dict) -> list[str]:
     lines = [f"{'variant':26s} slips kept of {len(slips):<4d} holds now slipping of {len(holds):<4d} "
              "median turn on the slips, deg   no longer held"]
     for name, lab in result["variants"].items():
-        kept = sum(bool(lab[i]["slipped"]) for i in slips)
-        new = sum(bool(lab[i]["slipped"]) for i in holds)
-        turn = float(np.median([lab[i]["max_slip_deg"] for i in slips])) if slips else float("nan")
-        lost = sum(not lab[i]["lifted"] or bool(lab[i]["dropped"]) for i in rec)
-        lines.append(f"{name:26s} {kept:17d} {new:25d} {turn:31.1f} {lost:16d}")
+        ok = {i for i in rec if "error" not in lab[i]}
+        kept = sum(bool(lab[i]["slipped"]) for i in slips if i in ok)
+        new = sum(bool(lab[i]["slipped"]) for i in holds if i in ok)
+        turns = [lab[i]["max_slip_deg"] for i in slips if i in ok]
+        lost = sum(not lab[i]["lifted"] or bool(lab[i]["dropped"]) for i in ok)
+        failed = "" if len(ok) == len(rec) else f"   ({len(rec) - len(ok)} not simulated: {sorted(set(rec) - ok)[:3]})"
+        lines.append(f"{name:26s} {kept:17d} {new:25d} {np.median(turns) if turns else float('nan'):31.1f} {lost:16d}"
+                     + failed)
     return lines
 
 
@@ -115,11 +123,11 @@ def main(argv=None) -> int:
     res = attribution(a.dataset, holds=a.holds, effects=tuple(x for x in a.effects.split(",") if x),
                       rig_config=a.rig_config, workers=a.workers)
     if a.out:
-        with open(a.out, "w") as f:
-            json.dump(res, f)
+        write_json_atomic(a.out, res)
     print("\n".join(table(res)))
     exact, rec = res["variants"]["exact"], res["recorded"]
-    off = [i for i in rec if exact[i]["slipped"] != rec[i]["slipped"] or exact[i]["lifted"] != rec[i]["lifted"]]
+    off = [i for i in rec if "error" in exact[i] or exact[i]["slipped"] != rec[i]["slipped"]
+           or exact[i]["lifted"] != rec[i]["lifted"]]
     if off:
         print(f"warning: {len(off)} grasps simulated again with their own values do not reproduce their labels: {off[:5]}")
     return 0

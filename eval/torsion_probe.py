@@ -38,6 +38,8 @@ import types
 import mujoco
 import numpy as np
 
+from surrogate.atomic import write_json_atomic
+
 # (the line in ``sim.law_kernel`` -> its replacement): friction at a contact's point row and torsion at its angular row
 # on one ellipse of radius e = the table's mu_spin column (prm[5]), at the step's velocity and at the solved one
 _ELLIPSE = [
@@ -201,8 +203,7 @@ def main(argv=None) -> int:
     rows = probe_rows(a.dataset, a.checkpoint, spread=a.spread == "on" or a.patch, torsion=a.torsion, delay_s=a.delay,
                       patch=a.patch)
     if a.out:
-        with open(a.out, "w") as f:
-            json.dump(rows, f)
+        write_json_atomic(a.out, rows)
     at = [r["at_horizon"] for r in rows if r["at_horizon"] is not None]
     print(f"{len(rows)} grasps: position % of size at 1 s {sum(at) / max(len(at), 1):.2f}, over the episode "
           f"{sum(r['pos_pct'] for r in rows) / max(len(rows), 1):.2f}")

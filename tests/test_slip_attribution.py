@@ -42,3 +42,15 @@ def test_another_rig_config_or_an_unknown_effect_is_refused(grasps, tmp_path):
         study.attribution(grasps, rig_config=cfg, progress=False)
     with pytest.raises(SystemExit, match="not effects of the rig config"):
         study.attribution(grasps, effects=("wear",), progress=False)
+
+
+def test_a_grasp_the_rig_could_not_simulate_again_is_named_not_counted():
+    study = eval_script("slip_attribution")
+    lab = lambda slipped, deg: {"lifted": True, "dropped": False, "slipped": slipped, "max_slip_m": 0.0,  # noqa: E731
+                                "max_slip_deg": deg}
+    res = {"recorded": {"a": lab(True, 20.0), "b": lab(False, 1.0)},
+           "variants": {"exact": {"a": lab(True, 20.0), "b": lab(False, 1.0)},
+                        "soft_finger_torsion": {"a": {"error": "FloatingPointError: diverged"}, "b": lab(True, 12.0)}}}
+    lines = study.table(res)
+    assert lines[1].split()[:5] == ["exact", "1", "0", "20.0", "0"]
+    assert lines[2].split()[:5] == ["soft_finger_torsion", "0", "1", "nan", "0"] and "1 not simulated: ['a']" in lines[2]
