@@ -13,7 +13,7 @@ torsion about the normal share one elliptic limit: with ``e`` = ``--torsion`` (m
 eps^2)``, ``F_t = -mu f_n v_t / s`` and ``T_n = -mu f_n e^2 w_n / s``, linearized and re-linearized as the law's friction
 is (``sim.law_kernel``), so both only dissipate. A turn under a small tangential load meets ``mu e N`` of torsion, a
 grip carrying its object near ``mu N`` almost none: the coupling of a soft fingertip's patch, in the law's own
-regularized form (the rig's own law is not copied). The kernel is ``sim.law_kernel``'s source with three of its
+regularized form (the rig's own law is not copied). The kernel is ``sim.law_kernel``'s source with two of its
 functions' friction lines replaced here (``patch_kernel``); a change there that removes those lines stops this probe
 with an error rather than probe another law.
 
