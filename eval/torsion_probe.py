@@ -167,10 +167,13 @@ def probe_rows(dataset, checkpoint, *, spread: bool, torsion: float, delay_s: fl
 
 
 def slip_rates(rows: list[dict]) -> dict:
-    """{probe, recording: (slip rate among lifted grasps, lifted grasps)}: the suites' slip rate (``grasp_outcome``)."""
-    def rate(labels):  # a grasp without labels (a capture without its script's phases) is left out
-        lifted = [x for x in labels if x and x.get("lifted")]
-        return (sum(bool(x["slipped"]) for x in lifted) / len(lifted) if lifted else float("nan"), len(lifted))
+    """{probe, recording: (slip rate among lifted grasps, lifted grasps)}: the suites' own rate (``grasp_outcome.rates``;
+    a grasp without labels is left out)."""
+    from surrogate.bench.grasp_outcome import rates
+
+    def rate(labels):
+        r = rates([x or None for x in labels])
+        return (float("nan") if r["slip_rate"] is None else r["slip_rate"], r["lifted"])
 
     return {"probe": rate([r["outcome"] for r in rows]), "recording": rate([r["recorded"] for r in rows])}
 

@@ -36,17 +36,12 @@ def predicted_labels(scene, qpos: np.ndarray, ep, thresholds: dict, *, series: d
 
 
 def rates(labels: list[dict | None]) -> dict:
-    """Success (lifted and not dropped), slip (among lifted) and drop rates over episodes with labels."""
-    ls = [x for x in labels if x is not None]
-    n = len(ls)
-    lifted = [x for x in ls if x["lifted"]]
-    return {
-        "episodes": n,
-        "success_rate": None if n == 0 else sum(x["lifted"] and not x["dropped"] for x in ls) / n,
-        "slip_rate": None if not lifted else sum(x["slipped"] for x in lifted) / len(lifted),
-        "drop_rate": None if not lifted else sum(x["dropped"] for x in lifted) / len(lifted),
-        "lifted": len(lifted),
-    }
+    """Success (lifted and not dropped), slip (among lifted) and drop rates over episodes with labels (``counts``)."""
+    c = counts(labels)
+    n, nl = c["episodes"], c["lifted"]
+    return {"episodes": n, "success_rate": None if n == 0 else c["successes"] / n,
+            "slip_rate": None if not nl else c["slipped"] / nl, "drop_rate": None if not nl else c["dropped"] / nl,
+            "lifted": nl}
 
 
 OUTCOMES = ("no_lift", "hold", "slip", "drop")  # one grasp's outcome, as ``outcome_class`` names it
@@ -81,11 +76,12 @@ def agreement(pred: list[dict | None], true: list[dict | None]) -> dict:
 
 
 def counts(labels: list[dict | None]) -> dict:
-    """{episodes, successes, lifted, slipped} of outcome labels (None: not labelled, left out), the counts a pooled rate
-    and ``pooled_gap`` add over objects."""
+    """{episodes, successes, lifted, slipped, dropped} of outcome labels (None: not labelled, left out; slipped and
+    dropped among the lifted): what ``rates`` divides and ``pooled_gap`` adds over objects."""
     ls = [x for x in labels if x is not None]
-    return {"episodes": len(ls), "successes": sum(bool(x["lifted"] and not x["dropped"]) for x in ls),
-            "lifted": sum(bool(x["lifted"]) for x in ls), "slipped": sum(bool(x["lifted"] and x["slipped"]) for x in ls)}
+    lifted = [x for x in ls if x["lifted"]]
+    return {"episodes": len(ls), "successes": sum(not x["dropped"] for x in lifted), "lifted": len(lifted),
+            "slipped": sum(bool(x["slipped"]) for x in lifted), "dropped": sum(bool(x["dropped"]) for x in lifted)}
 
 
 def _pooled(per_obj: list[dict], side: str, key: str):

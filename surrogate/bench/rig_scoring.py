@@ -138,17 +138,18 @@ def grasp_metrics(scores: list[dict], sets: dict, target_sets: list, cfg, true_l
         agg = aggregate(rows, horizons=h, seed=seed)
         r = outcome_rates(rows)
         agg["success_rate"], agg["slip_rate"], agg["drop_rate"] = r["success_rate"], r["slip_rate"], r.get("drop_rate")
-        if rows and "outcome_members" not in rows[0]:
-            agg["outcome_agreement"] = agreement([s["outcome"] for s in rows], [true_labels[s["id"]] for s in rows])
         # the model's rates minus the recording's over the same episodes (an ensemble: its members' mean rate), with
-        # an interval resampling objects (``pooled_gap``; not for an ensemble, whose rate is already a mean)
+        # an interval resampling objects (``pooled_gap``, objects in sorted order; not for an ensemble, whose rate is
+        # already a mean)
         rec = rates([true_labels[s["id"]] for s in rows]) if rows else {}
         per_obj = {}
         if rows and "outcome_members" not in rows[0]:
-            for o in sorted({s["object"] for s in rows}):
-                mine = [s for s in rows if s["object"] == o]
-                per_obj[o] = {"sim": counts([s["outcome"] for s in mine]),
-                              "rig": counts([true_labels[s["id"]] for s in mine])}
+            agg["outcome_agreement"] = agreement([s["outcome"] for s in rows], [true_labels[s["id"]] for s in rows])
+            by_object = {}
+            for s in rows:
+                by_object.setdefault(s["object"], []).append(s)
+            per_obj = {o: {"sim": counts([s["outcome"] for s in by_object[o]]),
+                           "rig": counts([true_labels[s["id"]] for s in by_object[o]])} for o in sorted(by_object)}
         for key in ("success", "slip"):
             a, b = agg[f"{key}_rate"], rec.get(f"{key}_rate")
             agg[f"{key}_gap"] = None if a is None or b is None else float(a - b)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..capture import read_dataset
 from ..config import expand_env
-from ..errors import CaptureError
+from ..errors import CaptureError, ConfigError
+from .testsets import as_paths, describe, keyed, long_enough, set_names
 
 
 def is_capture_dataset(path: Path) -> bool:
@@ -55,9 +56,6 @@ def test_tosses(test_data, *, cache_dir: Path, min_frames: int, urdf=None, check
     ``min_frames`` left out and named (``testsets.long_enough``), ``check(dataset, kept)`` (a suite's own requirement)
     raising before any baseline runs. Returns (the tosses, keyed by set where there are several; the ledger's
     ``data.test_data``: one dataset's entry, or {set: entry}; {episode key: set} or None for one dataset)."""
-    from ..errors import ConfigError
-    from .testsets import as_paths, describe, keyed, long_enough, set_names
-
     paths = as_paths(test_data)
     test, info, set_of = [], {}, {}
     for name, path in zip(set_names(paths), paths):
