@@ -39,8 +39,9 @@ def rates(labels: list[dict | None]) -> dict:
     """Success (lifted and not dropped), slip (among lifted) and drop rates over episodes with labels (``counts``)."""
     c = counts(labels)
     n, nl = c["episodes"], c["lifted"]
+    dropped = sum(bool(x["lifted"] and x["dropped"]) for x in labels if x is not None)
     return {"episodes": n, "success_rate": None if n == 0 else c["successes"] / n,
-            "slip_rate": None if not nl else c["slipped"] / nl, "drop_rate": None if not nl else c["dropped"] / nl,
+            "slip_rate": None if not nl else c["slipped"] / nl, "drop_rate": None if not nl else dropped / nl,
             "lifted": nl}
 
 
@@ -76,12 +77,12 @@ def agreement(pred: list[dict | None], true: list[dict | None]) -> dict:
 
 
 def counts(labels: list[dict | None]) -> dict:
-    """{episodes, successes, lifted, slipped, dropped} of outcome labels (None: not labelled, left out; slipped and
-    dropped among the lifted): what ``rates`` divides and ``pooled_gap`` adds over objects."""
+    """{episodes, successes, lifted, slipped} of outcome labels (None: not labelled, left out; slipped among the
+    lifted): what ``rates`` divides and ``pooled_gap`` adds over objects."""
     ls = [x for x in labels if x is not None]
     lifted = [x for x in ls if x["lifted"]]
     return {"episodes": len(ls), "successes": sum(not x["dropped"] for x in lifted), "lifted": len(lifted),
-            "slipped": sum(bool(x["slipped"]) for x in lifted), "dropped": sum(bool(x["dropped"]) for x in lifted)}
+            "slipped": sum(bool(x["slipped"]) for x in lifted)}
 
 
 def _pooled(per_obj: list[dict], side: str, key: str):
