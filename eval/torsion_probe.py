@@ -7,15 +7,12 @@ longer resists a turn about the pad normal with the pad's half width as lever (`
 law's ``torsional_friction`` (``spin_law``: the largest torque per unit normal force, m) on the pads then sets the
 torsion instead.
 
-With ``--patch`` (the constant law of a checkpoint without corrections; the spread stays on) each pad-object pair's
-points are moved to their force-weighted centre (weights ``depth^p``, their depths and normals kept), and friction and
-torsion about the normal share one elliptic limit: with ``e`` = ``--torsion`` (m) and ``s = sqrt(|v_t|^2 + e^2 w_n^2 +
-eps^2)``, ``F_t = -mu f_n v_t / s`` and ``T_n = -mu f_n e^2 w_n / s``, linearized and re-linearized as the law's friction
-is (``sim.law_kernel``), so both only dissipate. A turn under a small tangential load meets ``mu e N`` of torsion, a
-grip carrying its object near ``mu N`` almost none: the coupling of a soft fingertip's patch, in the law's own
-regularized form (the rig's own law is not copied). The kernel is ``sim.law_kernel``'s source with two of its
-functions' friction lines replaced here (``patch_kernel``); a change there that removes those lines stops this probe
-with an error rather than probe another law.
+With ``--patch`` (the constant law of a checkpoint without corrections; the spread stays on) the law is the
+package's patch law (``friction_ellipse``, since the twenty-fifth session; before it this script replaced the
+compiled step's friction lines with the same arithmetic): each pad-object pair's points at their force-weighted
+centre (``model.patch.patch_centres``) and friction and torsion about the normal on one elliptic limit of length
+``e`` = ``--torsion`` (m; ``law.patch_law``). A turn under a small tangential load meets ``mu e N`` of torsion, a grip
+carrying its object near ``mu N`` almost none.
 
 Each grasp is scored by the decision rule's scorer (``bench.law_selection.benchmark_scores``: ``rig-grasp``'s metrics,
 which reproduce a suite's rows, and the replay's outcome labels), the slip rate among lifted grasps is set beside the
@@ -33,94 +30,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import types
 
 import mujoco
-import numpy as np
 
 from surrogate.atomic import write_json_atomic
 
-# (the line in ``sim.law_kernel`` -> its replacement): friction at a contact's point row and torsion at its angular row
-# on one ellipse of radius e = the table's mu_spin column (prm[5]), at the step's velocity and at the solved one
-_ELLIPSE = [
-    ("""                a[e] = _coefficient(prm, s2, stribeck) * fn / math.sqrt(s2 + eps * eps)
-                b[e] = prm[1] * elastic + dt * p * prm[0] * depth[r] ** (p - 1.0) - a[e]
-                for i in range(3):
-                    w0[e, i] = elastic * n[e, i]
-                if spin:
-                    _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b)""",
-     """                wn = 0.0
-                if spin:  # the angular row's Jacobian, and at it the spin about the normal
-                    _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b)
-                    for j in cols:
-                        wn += (J[e + 1, 0, j] * n[e, 0] + J[e + 1, 1, j] * n[e, 1] + J[e + 1, 2, j] * n[e, 2]) * qvel[env, j]
-                mu = _coefficient(prm, s2, stribeck)
-                sq = math.sqrt(s2 + prm[5] * prm[5] * wn * wn + eps * eps)
-                a[e] = mu * fn / sq
-                b[e] = prm[1] * elastic + dt * p * prm[0] * depth[r] ** (p - 1.0) - a[e]
-                for i in range(3):
-                    w0[e, i] = elastic * n[e, i]
-                if spin:
-                    a[e + 1] = 0.0
-                    b[e + 1] = mu * fn * prm[5] * prm[5] / sq"""),
-    ("""        prm = table[rows[s0 + c]]
-        a[e] = _coefficient(prm, s2, stribeck) * fn / math.sqrt(s2 + eps * eps)
-        b[e] = beta[e] - a[e]
-        if spin:
-            _spin_law(u[e + 1, 0], u[e + 1, 1], u[e + 1, 2], n, e + 1, prm, fn, eps_w, a, b)""",
-     """        prm = table[rows[s0 + c]]
-        wn = (u[e + 1, 0] * n[e, 0] + u[e + 1, 1] * n[e, 1] + u[e + 1, 2] * n[e, 2]) if spin else 0.0
-        mu = _coefficient(prm, s2, stribeck)
-        sq = math.sqrt(s2 + prm[5] * prm[5] * wn * wn + eps * eps)
-        a[e] = mu * fn / sq
-        b[e] = beta[e] - a[e]
-        if spin:
-            a[e + 1] = 0.0
-            b[e + 1] = mu * fn * prm[5] * prm[5] / sq"""),
-]
 
-
-def patch_kernel():
-    """``law_step`` of ``sim.law_kernel`` with friction and torsion on one ellipse (``_ELLIPSE``), compiled from that
-    module's source (not cached). Raises RuntimeError if a replaced line is no longer there."""
-    import inspect
-
-    import surrogate.sim.law_kernel as law_kernel
-
-    src = inspect.getsource(law_kernel)
-    for old, new in _ELLIPSE:
-        if src.count(old) != 1:
-            raise RuntimeError("sim/law_kernel.py no longer has the friction lines this probe replaces; update _ELLIPSE")
-        src = src.replace(old, new)
-    mod = types.ModuleType("law_kernel_ellipse")
-    exec(compile(src.replace("cache=True", "cache=False"), "<law_kernel_ellipse>", "exec"), mod.__dict__)
-    return mod.law_step
-
-
-def centred(step):
-    """``step`` (a ``law_step``) with each pad-object pair's pushing points moved to their centre, weighted by
-    ``depth^p`` (the law's elastic force), before the step; the table's contacts (row 0 of the constant law's table)
-    are left as they are."""
-
-    def law_step(pos, normal, depth, start, counts, local, *rest):
-        rows, p = rest[9], rest[10]
-        pos = pos.copy()
-        for s0, n in zip(start, counts):
-            on = np.arange(s0, s0 + n)
-            on = on[(rows[on] == 1) & (depth[on] > 0)]
-            for node in np.unique(local[on]):
-                idx = on[local[on] == node]
-                w = depth[idx] ** p
-                pos[idx] = (w[:, None] * pos[idx]).sum(0) / w.sum()
-        return step(np.ascontiguousarray(pos), normal, depth, start, counts, local, *rest)
-
-    return law_step
-
-
-def _with_torsion(model, card, torsion: float):
-    """A copy of the checkpoint's model with the pads' torsional friction (or ellipse radius) ``torsion`` m."""
+def _with_torsion(model, card, torsion: float, patch: bool = False):
+    """A copy of the checkpoint's model with the pads' torsional friction ``torsion`` m, or (``patch``) the pads as
+    patches whose friction and torsion share one limit of length ``torsion`` (``friction_ellipse``)."""
     hp = json.loads(json.dumps(card["model"]["hparams"]))
     hp["prior_body"]["torsional_friction"] = float(torsion)
+    if patch:
+        hp["friction_ellipse"] = True
     tuned = type(model)(**hp)
     state = {k: v for k, v in model.state_dict().items() if k != "log_spin"}  # the new term's own value
     tuned.load_state_dict(state, strict=False)
@@ -134,7 +56,6 @@ def probe_rows(dataset, checkpoint, *, spread: bool, torsion: float, delay_s: fl
     or (``patch``) the pads' points as one patch with friction and torsion on one ellipse of radius ``torsion``;
     ``recorded``: the grasp's recorded outcome labels."""
     import surrogate.bench.replay as replay
-    import surrogate.sim.law_solve as law_solve
     from surrogate.bench.law_selection import benchmark_scores
     from surrogate.capture import read_dataset
     from surrogate.model.checkpoint import load_checkpoint
@@ -143,8 +64,8 @@ def probe_rows(dataset, checkpoint, *, spread: bool, torsion: float, delay_s: fl
     if patch and (card["model"]["hparams"].get("corrections") or not torsion):
         raise SystemExit("--patch needs a law without corrections (its table's rows are the two groups) and --torsion > 0")
     if torsion:
-        model = _with_torsion(model, card, torsion)
-    prepare, step = replay.prepare_replay, law_solve.law_step
+        model = _with_torsion(model, card, torsion, patch)
+    prepare = replay.prepare_replay
 
     def one_point(*a, **k):
         r = prepare(*a, **k)
@@ -156,13 +77,11 @@ def probe_rows(dataset, checkpoint, *, spread: bool, torsion: float, delay_s: fl
     eps = [e for e in ds.episodes if e.joint_pos is not None]
     if not spread:
         replay.prepare_replay = one_point
-    if patch:
-        law_solve.law_step = centred(patch_kernel())
     try:
         rows = benchmark_scores(model, eps, ds.meta, substeps=4, margin=0.005, horizon_s=1.0, delay_s=delay_s,
                                 progress=False)
     finally:
-        replay.prepare_replay, law_solve.law_step = prepare, step
+        replay.prepare_replay = prepare
     return [{**r, "recorded": dict(ep.labels or {})} for r, ep in zip(rows, eps)]
 
 

@@ -47,7 +47,7 @@ def _batch(scene, n: int, kick: float):
 
 def _both(scene, model, datas):
     builder = GraphBuilder.from_scene(scene)
-    cb = builder.build(scene.model, datas, dtype=torch.float64, dynamics=True)
+    cb = builder.build(scene.model, datas, dtype=torch.float64, dynamics=True, patch=model.patch)
     feats = None
     if model.corrections:
         with torch.inference_mode():
@@ -74,12 +74,14 @@ def _network(stribeck: bool = False, spin: bool = False, **kw):
 
 
 @pytest.mark.parametrize("hand", ["parallel_jaw", "three_finger"])
-@pytest.mark.parametrize("which", ["release", "network", "stribeck_iterated", "spin", "spin_law_iterated"])
+@pytest.mark.parametrize("which", ["release", "network", "stribeck_iterated", "spin", "spin_law_iterated",
+                                   "ellipse", "ellipse_law_iterated"])
 def test_compiled_step_equals_the_numpy_path(hand, which):
     """Forces and generalized forces of the compiled step equal the numpy path's to 1e-10 (relative to the largest),
     on 4 environments with different contact counts (one without force), for the released rig law, a network's
-    per-contact parameters, static/kinetic friction with two re-linearizations, and torsional and rolling friction
-    (a network's, and a constant law's re-linearized)."""
+    per-contact parameters, static/kinetic friction with two re-linearizations, torsional and rolling friction
+    (a network's, and a constant law's re-linearized), and the pads as patches whose friction and torsion share one
+    limit (``friction_ellipse``: a network's, and a constant law's re-linearized)."""
     scene = build_scene(make_object("box", 0), hand=hand, setting="table")
     if which == "release":
         model = load_checkpoint(release_checkpoint("rig_default"))[0]
@@ -87,10 +89,12 @@ def test_compiled_step_equals_the_numpy_path(hand, which):
         model = _network()
     elif which == "spin":
         model = _network(spin=True)
-    elif which == "spin_law_iterated":
+    elif which == "ellipse":
+        model = _network(spin=True, friction_ellipse=True)
+    elif which in ("spin_law_iterated", "ellipse_law_iterated"):
         model = ContactLawGNN(corrections=False, friction_iterations=2, prior={
             "units": "si", "stiffness": 2e5, "damping": 1.0, "friction": 0.8, "torsional_friction": 0.004,
-            "rolling_friction": 0.002}).eval()
+            "rolling_friction": 0.002}, friction_ellipse=which == "ellipse_law_iterated").eval()
     else:
         model = _network(stribeck=True, friction_iterations=2)
     datas = _batch(scene, 4, 0.6)

@@ -44,32 +44,9 @@ def test_the_probe_as_shipped_is_the_suites_replay_and_pairs_with_its_ledger(tmp
     assert json.loads((tmp_path / "rows.json").read_text()) == changed
 
 
-def test_the_patch_moves_a_pads_points_to_their_centre_and_turns_the_law(tmp_path, capsys):
-    import numpy as np
+def test_the_patch_turns_the_law(tmp_path, capsys):
     import pytest
 
-    probe = eval_script("torsion_probe")
-    seen = {}
-
-    def step(pos, normal, depth, start, counts, local, *rest):
-        seen["pos"] = pos
-        return "forces"
-
-    # two environments: a pad's two points (row 1 of the law's table) and a table point (row 0); one point of the pad
-    # separated (depth <= 0) keeps its place and takes no weight
-    pos = np.array([[0.0, 0, 0], [0.02, 0, 0], [5.0, 5, 5], [1.0, 0, 0], [1.0, 0.01, 0], [1.0, 0.5, 0]])
-    depth = np.array([1e-3, 3e-3, 1e-3, 2e-3, 2e-3, -1e-3])
-    rows, local = np.array([1, 1, 0, 1, 1, 1]), np.array([3, 3, 0, 4, 4, 4])
-    rest = [None] * 9 + [rows, 1.0]
-    assert probe.centred(step)(pos, None, depth, np.array([0, 3]), np.array([3, 3]), local, *rest) == "forces"
-    moved = seen["pos"]
-    assert np.allclose(moved[:2], [0.015, 0, 0]) and np.allclose(moved[2], pos[2])  # weights depth^1: 1 and 3
-    assert np.allclose(moved[3:5], [1.0, 0.005, 0]) and np.allclose(moved[5], pos[5])
-    # the ellipse's kernel compiles from the law kernel's source, and says so when the lines it replaces are gone
-    assert callable(probe.patch_kernel())
-    probe._ELLIPSE = [("no such line", "")]
-    with pytest.raises(RuntimeError, match="update _ELLIPSE"):
-        probe.patch_kernel()
     probe = eval_script("torsion_probe")
     generate(None, objects="heldout", episodes=2, out=tmp_path / "grasps", workers=0, seed=4, progress=False, duration=2.5)
     plain = probe.probe_rows(tmp_path / "grasps", RELEASE, spread=True, torsion=0.0, delay_s=0.0104)

@@ -39,6 +39,7 @@ from .contact_graph import INT_FIELDS, ContactGraph
 from .data_views import DataViews
 from .graph import GEOM_DESC, geom_descriptor
 from .law import cross
+from .patch import patch_centres
 
 
 @dataclass
@@ -314,7 +315,8 @@ class GraphBuilder:
         return tables[key]
 
     def build(self, model: mujoco.MjModel, datas: Sequence[mujoco.MjData], *, dtype=torch.float32,
-              dynamics: bool = False, views: DataViews | None = None, graph: bool = True) -> ContactBatch:
+              dynamics: bool = False, views: DataViews | None = None, graph: bool = True,
+              patch: tuple | None = None) -> ContactBatch:
         """The batched contacts of all ``datas`` (see the module docstring for the graph's fields).
 
         ``dtype``: of the graph's float fields (float64 for the law models' semi-implicit solve and the twin).
@@ -322,6 +324,8 @@ class GraphBuilder:
         ``views``: the batch's ``DataViews`` (made here when not given).
         ``graph``: False skips the arrays only the graph and the node velocities need (the stepper's constant law
         reads neither); the batch's ``graph``, ``vel`` and ``omega`` then raise ``ValueError``.
+        ``patch``: ``(on [2] bool, p)`` of a law whose contacts act as patches (``ContactLawGNN.patch``): the points of
+        each object body-other body pair in a group ``on`` (surface, body) at their centre (``patch_centres``).
         """
         views = DataViews(datas) if views is None else views  # kept for ``frames``
         (ncon, geom, pos, frame, dist), (xipos, cvel, rcom, ximat), solve_arrays = self.gather(
@@ -333,6 +337,9 @@ class GraphBuilder:
             pos, frame, dist = pos[cs.rows], frame[cs.rows], dist[cs.rows]
         normal = sign[:, None] * frame[:, 0:3]
         at = pos  # where MuJoCo found each contact: its identity across steps (``frames``)
+        if patch is not None:
+            on = np.asarray(patch[0])[(self.static[cs.local] < 0.5).astype(np.int64)]
+            pos = patch_centres(pos, -dist, cs.node * self.nbody + self.geom_body[g_obj], on, patch[1])
 
         @_once
         def levers() -> tuple[np.ndarray, np.ndarray]:

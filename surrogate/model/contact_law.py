@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
 from . import graph as G
 from .history import ContactState
 from .joint_solve import Spin, solve_free_object
-from .law import LawPrior, point_law, spin_law, spin_slip
+from .law import LawPrior, patch_law, point_law, spin_law, spin_slip
 from .law_numpy import NumpyLaw
 from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
 from .presliding import contact_state_after, with_presliding
@@ -84,6 +85,9 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
     or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further
     bounded head (log-bound ``s_mu``) scales both per contact. Off: the law before them, bit for bit.
+    ``friction_ellipse``: in the groups with torsional friction each pad-object pair's points act as one patch at
+    their centre (``patch``) whose friction and torsion share one elliptic limit (``law.patch_law``), the prior's
+    ``torsional_friction`` its length ``e`` (the largest torque is ``mu f_n e``).
     """
 
     graph_dtype = torch.float64  # the stepper builds float64 graphs for the semi-implicit solve
@@ -91,7 +95,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
                  friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
-                 presliding_bound: float = 2.0):
+                 presliding_bound: float = 2.0, friction_ellipse: bool = False):
         super().__init__()
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
@@ -124,6 +128,13 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             self.log_spin = nn.Parameter(torch.where(spin > 0, spin, torch.ones_like(spin)).log())
         if history or presliding_bound != 2.0:
             self._hparams.update(history=bool(history), presliding_bound=float(presliding_bound))
+        # the pads' points as one patch whose friction and torsion share one limit (law.patch_law): for the groups
+        # with torsional friction, whose torsional_friction is then the patch's length e
+        self.ellipse = bool(friction_ellipse)
+        if self.ellipse:
+            if not (self.spin and bool(self.spin_on[0].any())):
+                raise ValueError("friction_ellipse needs a torsional_friction > 0 (the patch's length e, m) in a prior")
+            self._hparams["friction_ellipse"] = True
         # without corrections there is no network to see the history (the prior stage of a history model): the law
         self.history = bool(history) and bool(corrections)
         self.presliding_bound = float(presliding_bound)
@@ -242,6 +253,13 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
 
     @property
+    def patch(self) -> tuple[np.ndarray, float] | None:
+        """With ``friction_ellipse``: ([2] bool, the (surface, body) groups whose contacts of one object-other body
+        pair act as one patch at their centre, the exponent p that weights them: ``GraphBuilder.build``'s ``patch``);
+        else None."""
+        return (self.spin_on[0].numpy().copy(), self.exponent) if self.ellipse else None
+
+    @property
     def spin_columns(self) -> tuple[int, int]:
         """The columns of (mu_spin, mu_roll) in ``law_parameters`` (with ``spin``)."""
         j = 3 + int(self.presliding)
@@ -298,8 +316,15 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         if self.spin:  # torsion and rolling: lengths in L (weight units) or m
             i, j = self.spin_columns
             mu_spin, mu_roll, eps_w = prm[:, i] * L, prm[:, j] * L, eps / size
-            a_w, b_w = spin_law(fn, *spin_slip(w_obj - w_oth, n), mu_spin=mu_spin, mu_roll=mu_roll, eps_w=eps_w)
-            out["spin"] = Spin(None, a_w, b_w, mu_spin, mu_roll, eps_w, w_oth)
+            w_n, w_t2 = spin_slip(w_obj - w_oth, n)
+            if self.ellipse:  # the tangential damping from the patch's limit: the normal damping a + b kept
+                a_e, a_w, b_w = patch_law(fn, mu, speed * speed, w_n, w_t2, e=mu_spin, mu_roll=mu_roll, eps=eps,
+                                          eps_w=eps_w)
+                a, b = a_e, b + a - a_e
+                out["a"], out["b"] = a, b
+            else:
+                a_w, b_w = spin_law(fn, w_n, w_t2, mu_spin=mu_spin, mu_roll=mu_roll, eps_w=eps_w)
+            out["spin"] = Spin(None, a_w, b_w, mu_spin, mu_roll, eps_w, w_oth, self.ellipse)
         if self.presliding:
             kz = prm[:, 3] * F0 / L
             z, k_last = ((n.new_zeros(len(f0), 3), None) if state is None else

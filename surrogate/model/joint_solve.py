@@ -14,14 +14,15 @@ from typing import NamedTuple
 
 import torch
 
-from .law import friction_coefficient, spin_law, spin_slip
+from .law import friction_coefficient, patch_law, spin_law, spin_slip
 
 
 class Spin(NamedTuple):
     """The contacts' torsional and rolling friction (``law.spin_law``) for ``solve_joint``: ``Jw`` [E, 3, nv] the
     relative angular-velocity Jacobians; ``a``, ``b`` [E] the law linearized at the step's start; ``mu_spin``,
     ``mu_roll`` [E] (m) and ``eps`` (rad/s) for the re-linearizations; ``w_other`` [E, 3] the other body's angular
-    velocity, held for the step, where ``Jw`` moves the object alone (the twin; given with ``u_other``)."""
+    velocity, held for the step, where ``Jw`` moves the object alone (the twin; given with ``u_other``); ``ellipse``:
+    friction and torsion on one limit (``law.patch_law``, ``mu_spin`` the patch's length e), re-linearized so."""
 
     Jw: torch.Tensor
     a: torch.Tensor
@@ -30,6 +31,7 @@ class Spin(NamedTuple):
     mu_roll: torch.Tensor
     eps: object
     w_other: torch.Tensor | None = None
+    ellipse: bool = False
 
 
 def _pairs(lin: torch.Tensor, ang: torch.Tensor) -> torch.Tensor:
@@ -76,12 +78,18 @@ def solve_joint(w0, a, b, n, J, env, M, v_free, dt, *, mu=None, eps=None, iterat
         fn = (F_lin * n).sum(-1).clamp_min(0.0)
         ut = u_lin - (u_lin * n).sum(-1, keepdim=True) * n
         s2 = (ut * ut).sum(-1)
-        a = friction_coefficient(mu, s2) * fn / torch.sqrt(s2 + eps * eps)
+        if spin is not None and spin.ellipse:  # friction and torsion at the solved slip and spin, on one limit
+            a, a_w, b_w = patch_law(fn, mu, s2, *spin_slip(u[1::2], n), e=spin.mu_spin, mu_roll=spin.mu_roll, eps=eps,
+                                    eps_w=spin.eps)
+        else:
+            a = friction_coefficient(mu, s2) * fn / torch.sqrt(s2 + eps * eps)
         if a_spring is not None:
             a = a + a_spring
         ra, rb = a, beta - a
         if spin is not None:  # torsion and rolling at the solved normal force and end-of-step angular slip
-            a_w, b_w = spin_law(fn, *spin_slip(u[1::2], n), mu_spin=spin.mu_spin, mu_roll=spin.mu_roll, eps_w=spin.eps)
+            if not spin.ellipse:
+                a_w, b_w = spin_law(fn, *spin_slip(u[1::2], n), mu_spin=spin.mu_spin, mu_roll=spin.mu_roll,
+                                    eps_w=spin.eps)
             ra, rb = _pairs(a, a_w), _pairs(rb, b_w)
         F, v1, u = _solve_once(rw0, ra, rb, rn, lay, M, Mv, rdt, ruo)
     if spin is not None:

@@ -119,6 +119,33 @@ def spin_law(fn, w_n, w_t2, *, mu_spin, mu_roll, eps_w):
     return a_roll, a_spin - a_roll
 
 
+def patch_law(fn, mu, speed2, w_n, w_t2, *, e, mu_roll, eps, eps_w):
+    """Friction and torsion of a contact patch on one elliptic limit, linearized (numpy or torch; shapes broadcast).
+
+    A soft fingertip's patch that carries a tangential load has less left to resist a turn about its normal, and one
+    that turns slides more easily: its friction force and torsional moment share one limit surface, close to the
+    ellipse ``(|F_t| / mu f_n)^2 + (T_n / (mu f_n e))^2 <= 1`` (Howe & Cutkosky 1996; ``e`` a length, ~0.6 of a
+    uniform patch's radius, ``3 pi / 16`` of a Hertzian one's). Regularized as the point law's friction is, with
+    ``s = sqrt(|v_t|^2 + e^2 w_n^2 + eps^2)``::
+
+        F_t = -mu f_n v_t / s        T_n = -mu f_n e^2 w_n / s        (and rolling, as ``spin_law``)
+
+    so a turn under no tangential load meets ``mu f_n e``, a grip carrying its object near ``mu f_n`` almost none; with
+    ``e = 0`` the point law's friction exactly. Linearized as ``point_law`` and ``spin_law`` are: ``F_t = -a v_t``,
+    ``T = -(a_w I + b_w n n^T) w`` with ``a, a_w, a_w + b_w >= 0``: both only dissipate.
+
+    Args:
+      fn: [E] normal force (N, >= 0).  mu: [E] (or [E, 3], ``friction_coefficient``).  speed2: [E] |v_t|^2.
+      w_n: [E] spin about the normal (rad/s).  w_t2: [E] |w_t|^2.  e: [E] or scalar, the patch's length (m; 0 off).
+      mu_roll: [E] or scalar (m).  eps: slip regularization (m/s).  eps_w: angular regularization (rad/s).
+    Returns:
+      (a, a_w, b_w) [E]: the tangential damping (replaces ``point_law``'s ``a``) and the angular row's terms.
+    """
+    limit = friction_coefficient(mu, speed2) * fn / (speed2 + e * e * w_n * w_n + eps * eps) ** 0.5
+    a_roll = mu_roll * fn / (w_t2 + eps_w * eps_w) ** 0.5
+    return limit, a_roll, limit * e * e - a_roll
+
+
 def spin_slip(w, n):
     """``(w_n [E], |w_t|^2 [E])`` of relative angular velocities ``w`` [E, 3] about unit normals ``n`` [E, 3]."""
     w_n = (w * n).sum(-1)

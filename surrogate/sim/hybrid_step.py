@@ -169,7 +169,7 @@ def contact_stage(m, datas, stepper, views):
     environments with a bad force). Returns (ContactBatch, forces [E, 3], their generalized forces [B, nv] (None
     without contacts), bad_env [B] bool, the clock after each of the three stages)."""
     cb = stepper.builder.build(m, datas, dtype=stepper.graph_dtype, dynamics=True, views=views,
-                               graph=needs_graph(stepper))
+                               graph=needs_graph(stepper), patch=getattr(stepper.contact_model, "patch", None))
     E = cb.num_contacts
     t_graph = time.perf_counter()
     wrench, qfrc, feats = _contact_forces(m, datas, stepper, cb) if E else (np.zeros((0, 3)), None, None)

@@ -9,7 +9,8 @@ step costs ~10x MuJoCo's own. This kernel does it in one call with loops over th
 It takes the path of every law without per-contact state: the constant law (the releases) and a network's per-contact
 parameters (``k, c, mu`` from ``law_parameters``), Coulomb or static/kinetic friction, with or without the friction
 re-linearization (``friction_iterations``), with or without torsional and rolling friction (``spin``: each contact's
-angular row after its own, as ``joint_solve.solve_joint`` orders them). A law with the presliding spring or history
+angular row after its own, as ``joint_solve.solve_joint`` orders them), alone or with friction on one limit
+(``ellipse``: ``law.patch_law``). A law with the presliding spring or history
 features, and a step whose solve is recorded for training (``Stepper.tape``), take that path, whose solve is the law's
 one solve (``model.joint_solve.solve_joint``). ``tests/test_law_kernel.py`` holds the kernel to it to 1e-10.
 
@@ -150,7 +151,7 @@ def _spin_law(w0_, w1_, w2_, n, e, prm, fn, eps_w, a, b):
 
 @njit(cache=True, inline="always")
 def _contact_terms(env, s0, cols, pos, n, depth, local, cdof, dof_com, qvel, sign, table, rows, p, eps, dt, stribeck,
-                   spin, eps_w, J, w0, a, b, v):
+                   spin, eps_w, ellipse, J, w0, a, b, v):
     """Fill the environment's contact Jacobians ``J`` [R, 3, nv] (``law_solve.contact_jacobians``) and the law's
     linearization at this step's relative velocity (``law.point_law``): ``w0`` [R, 3], ``a``, ``b`` [R]; with ``spin``
     each contact's rows are 2c (its point) and 2c + 1 (its torsion and rolling: ``_spin_terms``), else c. Returns
@@ -191,7 +192,36 @@ def _contact_terms(env, s0, cols, pos, n, depth, local, cdof, dof_com, qvel, sig
                     w0[e, i] = elastic * n[e, i]
                 if spin:
                     _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b)
+                    if ellipse:
+                        _patch(J, n, e, cols, env, qvel, prm, fn, s2, eps, eps_w, stribeck, a, b)
     return any_force
+
+
+@njit(cache=True, inline="always")
+def _patch(J, n, e, cols, env, qvel, prm, fn, s2, eps, eps_w, stribeck, a, b):
+    """Rows ``e`` (a contact's point) and ``e + 1`` (its angular row, its Jacobian filled) re-made by ``law.patch_law``
+    at this step's slip and spin: friction and torsion on one limit of length ``prm[5]``, the normal damping
+    ``a + b`` of the point row kept."""
+    w0_, w1_, w2_ = 0.0, 0.0, 0.0
+    for j in cols:
+        w0_ += J[e + 1, 0, j] * qvel[env, j]
+        w1_ += J[e + 1, 1, j] * qvel[env, j]
+        w2_ += J[e + 1, 2, j] * qvel[env, j]
+    _patch_law(w0_, w1_, w2_, n, e, prm, fn, s2, eps, eps_w, stribeck, a, b)
+
+
+@njit(cache=True, inline="always")
+def _patch_law(w0_, w1_, w2_, n, e, prm, fn, s2, eps, eps_w, stribeck, a, b):
+    """``law.patch_law`` at the relative angular velocity (w0_, w1_, w2_) and squared slip ``s2`` of contact rows
+    ``e`` and ``e + 1``: ``a[e]`` replaced (``b[e]`` so that ``a[e] + b[e]`` stays), ``a[e + 1]``, ``b[e + 1]`` set."""
+    wn = w0_ * n[e, 0] + w1_ * n[e, 1] + w2_ * n[e, 2]
+    t0, t1, t2 = w0_ - wn * n[e, 0], w1_ - wn * n[e, 1], w2_ - wn * n[e, 2]
+    limit = _coefficient(prm, s2, stribeck) * fn / math.sqrt(s2 + prm[5] * prm[5] * wn * wn + eps * eps)
+    b[e] += a[e] - limit
+    a[e] = limit
+    a_roll = prm[6] * fn / math.sqrt(t0 * t0 + t1 * t1 + t2 * t2 + eps_w * eps_w)
+    a[e + 1] = a_roll
+    b[e + 1] = limit * prm[5] * prm[5] - a_roll
 
 
 @njit(cache=True, inline="always")
@@ -209,7 +239,7 @@ def _free_system(env, Msparse, M_take, M_nonzero, qvel, qacc, dt, M, rhs0):
 
 
 @njit(cache=True, inline="always")
-def _relinearize(s0, u, F, n, table, rows, beta, eps, stribeck, spin, eps_w, a, b):
+def _relinearize(s0, u, F, n, table, rows, beta, eps, stribeck, spin, eps_w, ellipse, a, b):
     """Friction re-linearized at the solved state (``joint_solve.solve_joint``): ``a`` from the solved normal
     force and end-of-step slip, the normal damping ``a + b = beta`` kept; with ``spin`` each contact's angular row
     at its solved normal force and end-of-step angular velocity."""
@@ -225,13 +255,15 @@ def _relinearize(s0, u, F, n, table, rows, beta, eps, stribeck, spin, eps_w, a, 
         prm = table[rows[s0 + c]]
         a[e] = _coefficient(prm, s2, stribeck) * fn / math.sqrt(s2 + eps * eps)
         b[e] = beta[e] - a[e]
-        if spin:
+        if spin and ellipse:
+            _patch_law(u[e + 1, 0], u[e + 1, 1], u[e + 1, 2], n, e, prm, fn, s2, eps, eps_w, stribeck, a, b)
+        elif spin:
             _spin_law(u[e + 1, 0], u[e + 1, 1], u[e + 1, 2], n, e + 1, prm, fn, eps_w, a, b)
 
 
 @njit(cache=True)
 def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc, Msparse, M_take, M_nonzero, sign,
-             table, rows, p, eps, dt, stribeck, iterations, spin, eps_w):
+             table, rows, p, eps, dt, stribeck, iterations, spin, eps_w, ellipse=False):
     """``(F [E, 3], qfrc [B, nv])``: the law's forces on the object (N, world axes) and their generalized forces
     ``J^T F`` for B environments whose E owned contacts are consecutive rows per environment; with ``spin`` ``F`` is
     [E, 6], each contact's force and its torque about the contact point (N m), and ``qfrc`` adds ``J_w^T T``.
@@ -248,7 +280,8 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
       rolling friction (mu_spin, mu_roll) m) and rows [E] each contact's row of it (``ContactLawGNN.numpy_law_table``);
       p exponent; eps slip regularization (m / s); dt step (s); stribeck: the static/kinetic law (else Coulomb
       ``mu_k``); iterations: friction re-linearizations; spin: torsional and rolling friction (``law.spin_law``,
-      regularized by eps_w rad / s), a second row of the system per contact.
+      regularized by eps_w rad / s), a second row of the system per contact; ellipse: with ``spin``, friction and
+      torsion on one limit (``law.patch_law``), the table's mu_spin column the patch's length e (m).
     """
     E, B, nv = pos.shape[0], start.shape[0], qvel.shape[1]
     F = np.zeros((E, 6 if spin else 3))
@@ -274,7 +307,7 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
         for e in range(n_r):
             n[e] = normal[s0 + e // stride]
         if not _contact_terms(env, s0, cols, pos, n, depth, local, cdof, dof_com, qvel, sign, table, rows, p, eps, dt,
-                              stribeck, spin, eps_w, J, w0, a, b, v):
+                              stribeck, spin, eps_w, ellipse, J, w0, a, b, v):
             continue  # no contact pushes: zero forces, nothing to solve
         _free_system(env, Msparse, M_take, M_nonzero, qvel, qacc, dt, M, rhs0)
         ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x, nJ)
@@ -283,7 +316,7 @@ def law_step(pos, normal, depth, start, counts, local, cdof, dof_com, qvel, qacc
         for _ in range(iterations):
             if not ok:
                 break
-            _relinearize(s0, u, Fe, n, table, rows, beta, eps, stribeck, spin, eps_w, a, b)
+            _relinearize(s0, u, Fe, n, table, rows, beta, eps, stribeck, spin, eps_w, ellipse, a, b)
             ok = _solve(J, n, w0, a, b, M, rhs0, dt, cols, Fe, u, v1, A, x, nJ)
         if not ok:  # NaN: the stepper's force guard falls back to analytic contact for this environment
             F[s0:s0 + n_c] = math.nan

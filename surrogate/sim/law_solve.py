@@ -41,7 +41,7 @@ import torch
 from ..model.data_views import DataViews
 from ..model.history import ContactState, contact_keys
 from ..model.joint_solve import Spin, solve_joint
-from ..model.law import contact_velocities, cross, spin_law, spin_slip
+from ..model.law import contact_velocities, cross, patch_law, spin_law, spin_slip
 from ..model.network_numpy import numpy_network
 from ..model.presliding import contact_state_after, with_presliding
 from .law_kernel import kernel_eligible, law_step
@@ -164,7 +164,7 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=N
     (``features``: its precomputed inputs, as the stepper checks them); ``spring``: None, or ``(z, kz, a_spring)``
     [E, 3], [E], [E] of the presliding spring (``presliding.with_presliding``), from the contacts' ``state`` (a
     ``history.ContactState``, z in world axes; None: fresh contacts); ``spin``: None, or ``(Jw, a_w, b_w, mu_spin,
-    mu_roll, eps_w)`` of torsional and rolling friction (``joint_solve.Spin``'s fields, numpy)."""
+    mu_roll, eps_w, None, ellipse)`` of torsional and rolling friction (``joint_solve.Spin``'s fields, numpy)."""
     presliding, spinning = getattr(model, "presliding", False), getattr(model, "spin", False)
     params = None if constant_law(model) else _network_parameters(model, cb, features, state)
     cs = cb.contact_set
@@ -184,8 +184,14 @@ def _terms(m: mujoco.MjModel, cb, model, builder, features=None, J=None, state=N
         Jw = angular_jacobians(builder, cb)
         mu_s, mu_r = model.numpy_spin_parameters(moving, length=builder.length, params=params)
         eps_w = eps / builder.length  # the slip regularization over the object's size, as law_terms
-        w = contact_velocities(Jw, cb.dynamics[3], cs.counts, cs.env)
-        spin = (Jw, *spin_law(t[5], *spin_slip(w, n), mu_spin=mu_s, mu_roll=mu_r, eps_w=eps_w), mu_s, mu_r, eps_w)
+        w_n, w_t2 = spin_slip(contact_velocities(Jw, cb.dynamics[3], cs.counts, cs.env), n)
+        ellipse = bool(getattr(model, "ellipse", False))
+        if ellipse:  # friction and torsion on one limit (law.patch_law): the normal damping a + b kept
+            a_e, a_w, b_w = patch_law(t[5], mu, speed * speed, w_n, w_t2, e=mu_s, mu_roll=mu_r, eps=eps, eps_w=eps_w)
+            a, b = a_e, b + a - a_e
+        else:
+            a_w, b_w = spin_law(t[5], w_n, w_t2, mu_spin=mu_s, mu_roll=mu_r, eps_w=eps_w)
+        spin = (Jw, a_w, b_w, mu_s, mu_r, eps_w, None, ellipse)
     if not presliding:
         return f0, f0[:, None] * n, a, b, n, mu, eps, None, spin
     fn, kz = t[5:]
@@ -320,7 +326,7 @@ def _kernel_forces(m, datas, cb, model, builder, features, views, accelerated) -
                     c_(acc), c_(Msparse), take, nonzero, sign, table, rows, float(model.exponent), eps,
                     float(m.opt.timestep), bool(getattr(model, "stribeck", False)),
                     int(getattr(model, "friction_iterations", 0)), bool(getattr(model, "spin", False)),
-                    eps / builder.length)
+                    eps / builder.length, bool(getattr(model, "ellipse", False)))
 
 
 def _free_motion(m, datas, cb, builder, envs, todo, views) -> tuple[np.ndarray, np.ndarray]:

@@ -154,7 +154,7 @@ def _free_rollout(contact_model, twins: list[Twin], state0: torch.Tensor, n_fram
                 mujoco.mj_comPos(m, d)
                 mujoco.mj_comVel(m, d)
                 mujoco.mj_collision(m, d)
-            cb = tw.builder.build(m, ds, dtype=torch.float64)
+            cb = tw.builder.build(m, ds, dtype=torch.float64, patch=getattr(contact_model, "patch", None))
             graphs.append(cb.graph)
             if history is not None:
                 keys.append(contact_keys(cb, tw.builder.length, env_offset=idx[0]))

@@ -114,7 +114,8 @@ def link_rollout(contact_model, twins: list, state0: torch.Tensor, n_frames: int
     for s in range((n_frames - 1) * substeps):
         state = (pos, quat, joints, v)
         want_grad = torch.is_grad_enabled() and any(x.requires_grad for x in state)
-        step = _mujoco_half(groups, datas, cols, state, s, qpos, qvel, history is not None, want_grad)
+        step = _mujoco_half(groups, datas, cols, state, s, qpos, qvel, history is not None, want_grad,
+                            getattr(contact_model, "patch", None))
         forces, v = _solve(contact_model, step, state, history)
         dt = step["dt"][:, None]
         pos, quat = integrate_pose(pos, quat, v[:, :3], v[:, 3:6], dt)
@@ -175,7 +176,7 @@ def _slopes(m: mujoco.MjModel, d: mujoco.MjData, vc: np.ndarray, points: np.ndar
     return dM, dJ
 
 
-def _mujoco_half(groups, datas, cols, state, s: int, qpos, qvel, keyed: bool, want_grad: bool) -> dict:
+def _mujoco_half(groups, datas, cols, state, s: int, qpos, qvel, keyed: bool, want_grad: bool, patch=None) -> dict:
     """Steps 1-2 of the module docstring for every environment: MuJoCo's first half step at the detached state and the
     contacts' tables (numpy, restricted to the object's dofs). Returns {graph, env [E], J [E, 3, n], Jw [E, 3, n],
     u_oth, w_oth [E, 3] (the other body's point and angular velocity, held for the step), M [B, n, n], acc [B, n] (the
@@ -195,7 +196,7 @@ def _mujoco_half(groups, datas, cols, state, s: int, qpos, qvel, keyed: bool, wa
             mujoco.mj_step1(m, d)
             mujoco.mj_fwdActuation(m, d)
             mujoco.mj_fwdAcceleration(m, d)
-        cb = tw.builder.build(m, ds, dtype=torch.float64, dynamics=True)
+        cb = tw.builder.build(m, ds, dtype=torch.float64, dynamics=True, patch=patch)
         out["graph"].append(cb.graph)
         take, nonzero = tw.builder.M_take
         out["M"].append(np.where(nonzero, cb.dynamics[2][:, take], 0.0)[:, vc][:, :, vc])
