@@ -150,6 +150,34 @@ def test_a_decision_dataset_decides_network_or_law_by_the_benchmarks_scorer(gras
         assert dec[f"{name}_at_horizon"] == pytest.approx(sum(r["at_horizon"] for r in rows) / len(rows), rel=1e-6)
 
 
+def test_with_decision_data_the_pad_friction_is_chosen_on_its_grasps_by_the_verdict(grasps, decision_grasps,
+                                                                                      tmp_path):
+    """Given decision data, the closed-loop grid scores each pad friction on its grasps by ``rig-grasp``'s verdict
+    (position error at the decision horizon), not on the validation episodes: each candidate's score is the
+    benchmark scorer's mean for the exported law at that friction, and the lowest is chosen."""
+    from surrogate.bench.law_selection import benchmark_scores, with_pad_friction_scale
+    from surrogate.capture import read_dataset
+    from surrogate.model.checkpoint import load_checkpoint
+
+    cfg = _config(grasps, tmp_path / "run", "model.corrections=false", "stages.closed_loop.episodes=1",
+                  "stages.closed_loop.friction_scales=[1.0, 0.4]", "stages.closed_loop.command_delay=0",
+                  f"stages.closed_loop.decision_data={decision_grasps}", "stages.closed_loop.decision_horizon_s=0.5")
+    fit(cfg)
+    card = json.loads((tmp_path / "run" / "export" / "card.json").read_text())
+    cl = card["training"]["metrics"]["closed_loop"]
+    ds = read_dataset(decision_grasps)
+    assert cl["episodes"] == [str(e.episode_id) for e in ds.episodes] and "decision data" in cl["chosen_on"]
+    law = load_checkpoint(tmp_path / "run" / "export")[0]
+    assert law.prior("body").friction == pytest.approx(cl["friction"], rel=1e-6)
+    scores = []
+    for c in cl["candidates"]:
+        m = with_pad_friction_scale(law, c["friction"] / cl["friction"])
+        rows = benchmark_scores(m, ds.episodes, ds.meta, substeps=4, margin=0.005, horizon_s=0.5, progress=False)
+        scores.append(sum(r["at_horizon"] for r in rows) / len(rows))
+        assert c["score"] == pytest.approx(scores[-1], rel=1e-6)
+    assert len(set(scores)) == 2 and cl["friction"] == cl["candidates"][scores.index(min(scores))]["friction"]
+
+
 @pytest.mark.parametrize("network_gain, reference_gain, kept", [
     (3.0, 3.0, True),    # below the law and the previous release on every object
     (0.1, 3.0, False),   # within the noise: the interval crosses zero

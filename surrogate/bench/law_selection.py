@@ -53,13 +53,17 @@ def replay_scores(model, episodes, meta, *, substeps: int, margin: float, rot_we
 
 
 def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin: float, rot_weight: float,
-                        progress: bool = True, delay_s: float = 0.0) -> dict:
+                        progress: bool = True, delay_s: float = 0.0, horizon_s: float | None = None) -> dict:
     """Replay ``episodes`` (with a hand) under each scale of the pad friction; keep the best mean score.
+
+    The score of an episode is its position error plus ``rot_weight`` x its rotation error over the episode
+    (``replay_scores``); with ``horizon_s`` it is ``rig-grasp``'s verdict instead, the position error ``horizon_s``
+    after the close starts (``benchmark_scores``; an episode that ends before it is left out of the mean).
 
     Returns:
       {model (the selected copy), scale, friction (the selected pad mu), candidates: [{scale, friction,
        pos_pct_mean, rot_deg_mean, score}], paired_minus_fitted: the paired score difference of the
-       selection against scale 1 (mean, 95 % bootstrap interval; negative: better), n: episodes}.
+       selection against scale 1 (mean, 95 % bootstrap interval; negative: better), n: episodes, per_episode}.
     """
     scales = [float(s) for s in scales]
     if 1.0 not in scales:
@@ -69,13 +73,18 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
     results = []
     for s in tqdm(scales, desc="pad friction candidates", unit="candidate", disable=not progress):
         m = with_pad_friction_scale(model, s)
-        rows = replay_scores(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight,
-                             progress=progress, delay_s=delay_s)
+        if horizon_s is None:
+            rows = replay_scores(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight,
+                                 progress=progress, delay_s=delay_s)
+        else:
+            rows = [{**r, "score": r["at_horizon"]} for r in benchmark_scores(
+                m, episodes, meta, substeps=substeps, margin=margin, horizon_s=horizon_s, delay_s=delay_s,
+                progress=progress, desc="closed-loop replays")]
         results.append((s, m, rows))
     cands = [{"scale": s, "friction": m.prior("body").friction,
               "pos_pct_mean": float(np.mean([r["pos_pct"] for r in rows])),
               "rot_deg_mean": float(np.mean([r["rot_deg"] for r in rows])),
-              "score": float(np.mean([r["score"] for r in rows]))} for s, m, rows in results]
+              "score": float(np.mean([r["score"] for r in rows if r["score"] is not None]))} for s, m, rows in results]
     best = min(range(len(results)), key=lambda i: cands[i]["score"])
     fitted = scales.index(1.0)
     s, m, rows = results[best]

@@ -39,15 +39,33 @@ def replay_settings(cfg: dict, st: dict, dm) -> tuple[dict, dict]:
                 rot_weight=rot_w, delay_s=delay["delay_s"]), delay
 
 
+def friction_episodes(st: dict, dm, eps: list) -> tuple[list, object, dict]:
+    """What the pad friction is chosen on: ``(episodes, meta, select_pad_friction's scoring arguments)``. With
+    ``decision_data`` its grasps (objects the training never saw) by ``rig-grasp``'s verdict, the position error
+    ``decision_horizon_s`` after the close starts, as the network is decided; else the validation episodes ``eps``
+    by the validation score. (24 validation grasps chose a pad friction that the 240 decision grasps score worse,
+    twice: docs/contact-model.md, twentieth and twenty-fifth sessions.)"""
+    if not st.get("decision_data"):
+        return eps, dm.capture.meta, {}
+    from ..capture import read_dataset
+
+    ds = read_dataset(st["decision_data"])
+    return ([e for e in ds.episodes if e.joint_pos is not None], ds.meta,
+            {"horizon_s": float(st.get("decision_horizon_s") or 1.0)})
+
+
 def choose_law(cfg: dict, st: dict, law, dm, eps: list) -> dict:
-    """The law's pad friction chosen by closed-loop replays of ``eps`` (``law_selection.select_pad_friction``):
-    {kw (the replays' arguments), delay (the latency's record), selection, wall_s}."""
+    """The law's pad friction chosen by closed-loop replays (``law_selection.select_pad_friction``) of ``eps`` or
+    of the decision data (``friction_episodes``): {kw (the replays' arguments), delay (the latency's record),
+    selection, wall_s}."""
     from ..bench.law_selection import select_pad_friction
 
     t0 = time.time()
     kw, delay = replay_settings(cfg, st, dm)
-    sel = select_pad_friction(law, eps, dm.capture.meta, **kw)
-    return {"kw": kw, "delay": delay, "selection": sel, "wall_s": time.time() - t0}
+    on, meta, by = friction_episodes(st, dm, eps)
+    sel = select_pad_friction(law, on, meta, **kw, **by)
+    return {"kw": kw, "delay": delay, "selection": sel, "episodes": [str(e.episode_id) for e in on],
+            "wall_s": time.time() - t0}
 
 
 def select_law(cfg: dict, law, dm, out: dict):
@@ -91,13 +109,16 @@ def closed_loop_stage(cfg: dict, res: dict, law_choice: dict | None = None) -> N
     t0 = time.time() - choice["wall_s"]
     cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")} | {"command_delay": delay}
     res["prior_model"] = res["model"] = sel["model"]
-    cl.update(episodes=[str(e.episode_id) for e in eps], per_episode=sel["per_episode"], friction=sel["friction"])
+    cl.update(episodes=choice["episodes"], per_episode=sel["per_episode"], friction=sel["friction"])
+    on, meta, by = friction_episodes(st, dm, eps)
+    if by:
+        cl["chosen_on"] = "decision data: rig-grasp's position error at the decision horizon"
     if st.get("reference"):
-        cl["reference"] = reference_replays(st["reference"], eps, dm.capture.meta, sel["per_episode"], kw)
+        cl["reference"] = reference_replays(st["reference"], on, meta, sel["per_episode"], kw, by)
     structure, pad_friction = "law", sel["friction"]
     net = res.get("network_model")
     if net is not None:
-        nsel = select_pad_friction(net, eps, dm.capture.meta, **kw)
+        nsel = select_pad_friction(net, on, meta, **kw, **by)
         diff = paired_difference(sel["per_episode"], nsel["per_episode"], "score", by="object")
         kept = _below_zero(diff)
         res["network_selected"] = nsel["model"]
@@ -200,20 +221,24 @@ def _below_zero(diff: dict) -> bool:
     return diff["ci95"] is not None and diff["ci95"][1] < 0
 
 
-def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict) -> dict:
+def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict, by: dict | None = None) -> dict:
     """``stages.closed_loop.reference``: another checkpoint (e.g. the previous release) replayed on the same
-    episodes at its own pad friction, paired against this run's law, so that the card compares models across runs
-    on the same replays: {checkpoint, weights_sha256 (a release this run replaces keeps its name), pad_friction,
-    replay_score, replay_paired_minus_law, per_episode}."""
-    from ..bench.law_selection import replay_scores
+    episodes at its own pad friction and scored as the law's friction was chosen (``by``: ``friction_episodes``),
+    paired against this run's law, so that the card compares models across runs on the same replays:
+    {checkpoint, weights_sha256 (a release this run replaces keeps its name), pad_friction, replay_score,
+    replay_paired_minus_law, per_episode}."""
+    from ..bench.law_selection import benchmark_scores, replay_scores
     from ..metrics import paired_difference
     from ..model.checkpoint import load_checkpoint
 
     model, card = load_checkpoint(path)
-    rows = replay_scores(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"],
-                         rot_weight=kw["rot_weight"], delay_s=kw["delay_s"])
+    args = dict(substeps=kw["substeps"], margin=kw["margin"], delay_s=kw["delay_s"])
+    if by:
+        rows = [{**r, "score": r["at_horizon"]} for r in benchmark_scores(model, episodes, meta, **args, **by)]
+    else:
+        rows = replay_scores(model, episodes, meta, rot_weight=kw["rot_weight"], **args)
     return {"checkpoint": portable_path(path), "weights_sha256": card["weights_sha256"], "pad_friction": model.prior("body").friction,
-            "replay_score": float(sum(r["score"] for r in rows) / len(rows)),
+            "replay_score": _mean_score(rows),
             "replay_paired_minus_law": paired_difference(law_rows, rows, "score", by="object"), "per_episode": rows}
 
 
@@ -222,7 +247,7 @@ def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kine
     episodes; ``val_hand`` kinematic: the twin, actuated: the stepper in closed loop) and by closed-loop replays
     (actuated hand, the benchmark's replays) at its selected pad friction."""
     cl = metrics.get("closed_loop", {})
-    mean = lambda rows: float(sum(r["score"] for r in rows) / len(rows)) if rows else None  # noqa: E731
+    mean = _mean_score
     law = metrics["prior"].get("selected") or metrics["prior"]["fitted"]  # at the friction the network was trained on
     rows = [{"row": "law", "val_hand": val_hand, "val_score": law["score"],
              "replay_score": mean(cl.get("per_episode")), "pad_friction": cl.get("friction")}]
@@ -238,3 +263,9 @@ def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kine
                      "replay_score": mean(net.get("per_episode")), "replay_paired_minus_law": net.get("paired_minus_law"),
                      "pad_friction": net.get("friction"), "kept": net.get("kept")})
     return rows
+
+
+def _mean_score(rows: list[dict] | None) -> float | None:
+    """The mean score of replayed episodes (an episode without one, ending before the decision horizon, left out)."""
+    vals = [r["score"] for r in rows or () if r["score"] is not None]
+    return float(sum(vals) / len(vals)) if vals else None
