@@ -44,9 +44,9 @@ STAGE_DEFAULTS = {"grid": {"group": "surface", **{k: [] for k in GRID_KEYS}, "ma
                                   # the hand's latency the replays delay the commands by, as rig-grasp replays the
                                   # learned rows: identify (on 8 training episodes' hand joints), seconds, or 0
                                   "command_delay": "identify",
-                                  # network or law decided on this capture dataset's grasps (objects the training
-                                  # never saw) instead of the validation episodes: paired by object, position
-                                  # decision_horizon_s after the close starts and over the episode, as rig-grasp scores
+                                  # network or law decided, and the pad friction chosen, on this capture dataset's
+                                  # grasps (objects the training never saw) instead of the validation episodes: by
+                                  # object, position decision_horizon_s after the close starts, as rig-grasp scores
                                   "decision_data": None, "decision_horizon_s": 1.0}}
 
 # preset: the defaults of one kind of captures, between the defaults above and the config file (the file and --set
