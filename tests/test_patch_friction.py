@@ -5,7 +5,6 @@ never grows with saturated corrections."""
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 import pytest
 import torch
@@ -18,7 +17,8 @@ from surrogate.scenes import build_scene
 from surrogate.sim import Stepper, step
 from surrogate.sim.twin import Twin
 
-from .test_contact_law import CUBE, PAD, TABLE, _cube_scene, _energy, _free_data, _perturbed, stepper_toss
+from .test_contact_law import CUBE, PAD, TABLE, _cube_scene, _perturbed, stepper_toss
+from .test_spin_friction import dropped_spinning_cube_energy, held_box_batch
 
 torch.set_num_threads(1)
 
@@ -130,42 +130,21 @@ def test_twin_matches_the_stepper_with_the_ellipse(corrections, iterations, torc
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dropped_spinning_cube_never_gains_energy_with_the_ellipse_and_saturated_corrections(seed):
-    scene = _cube_scene()
     model = _perturbed(ContactLawGNN(prior=dict(CUBE, torsional_friction=0.05, rolling_friction=0.01),
                                      corrections=True, friction_iterations=1, friction_ellipse=True), seed=seed)
-    stepper = Stepper(scene, model)
-    rng = np.random.default_rng(seed)
-    d = _free_data(scene, [0, 0, 0.0524 * 1.8 + 0.05], rng.normal(size=4), [0.4, -0.2, 0.0], rng.normal(0, 6, 3))
-    e0, es = _energy(scene, d), []
-    for _ in range(600):
-        step(scene.model, d, stepper)
-        es.append(_energy(scene, d))
-    es = np.array(es)
+    e0, es = dropped_spinning_cube_energy(model, seed)
     assert np.isfinite(es).all() and es.max() <= e0 + 1e-4 * abs(e0) and es[-1] < e0 - 0.1
 
 
 def test_the_steppers_patch_terms_equal_the_twins_on_a_held_box():
     """A gripper holding a box: the pads' points at their centres, and the numpy terms of the patch law (MuJoCo's
     Jacobians) equal to the torch ones (the graph's twists), with the network's per-contact scaling far from one."""
-    from surrogate.bench.speed import grasped_state
     from surrogate.sim.law_solve import _terms, contact_jacobians
 
     model = ContactLawGNN(prior=TABLE, prior_body=dict(PAD, torsional_friction=0.003), corrections=True,
                           friction_ellipse=True)
     model = _perturbed(model, scale=0.3)
-    scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
-    m = scene.model
-    d0 = grasped_state(scene, seconds=0.9)
-    datas = []
-    for k in range(2):
-        d = mujoco.MjData(m)
-        mujoco.mj_copyData(d, m, d0)
-        d.qvel[scene.object_dof_adr:scene.object_dof_adr + 6] += [0.01, 0.0, 0.02 * k, 0.3 * k, -0.2, 0.5]
-        datas.append(d)
-    st = Stepper(scene, model, on_bad_force="fallback")
-    st.set_mode(m, "surrogate")
-    for d in datas:
-        mujoco.mj_step1(m, d)
+    m, datas, st = held_box_batch(model, lambda k: [0.01, 0.0, 0.02 * k, 0.3 * k, -0.2, 0.5])
     cb = st.builder.build(m, datas, dtype=torch.float64, dynamics=True, patch=model.patch)
     plain = st.builder.build(m, datas, dtype=torch.float64, dynamics=True)
     pads = st.builder.static[cb.contact_set.local] < 0.5

@@ -101,10 +101,9 @@ def test_a_rolling_sphere_slows_at_the_rolling_deceleration():
     assert (speed[0] - speed[1]) / T == pytest.approx(decel, rel=0.05)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_dropped_spinning_cube_never_gains_energy_with_saturated_spin_corrections(seed):
+def dropped_spinning_cube_energy(model, seed: int) -> tuple[float, np.ndarray]:
+    """(the energy at the start, [600] after each step) of a spinning cube dropped onto the ground under ``model``."""
     scene = _cube_scene()
-    model = _perturbed(ContactLawGNN(prior=dict(CUBE, **SPIN), corrections=True, friction_iterations=1), seed=seed)
     stepper = Stepper(scene, model)
     rng = np.random.default_rng(seed)
     d = _free_data(scene, [0, 0, 0.0524 * 1.8 + 0.05], rng.normal(size=4), [0.4, -0.2, 0.0], rng.normal(0, 6, 3))
@@ -112,7 +111,13 @@ def test_dropped_spinning_cube_never_gains_energy_with_saturated_spin_correction
     for _ in range(600):
         step(scene.model, d, stepper)
         es.append(_energy(scene, d))
-    es = np.array(es)
+    return e0, np.array(es)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dropped_spinning_cube_never_gains_energy_with_saturated_spin_corrections(seed):
+    model = _perturbed(ContactLawGNN(prior=dict(CUBE, **SPIN), corrections=True, friction_iterations=1), seed=seed)
+    e0, es = dropped_spinning_cube_energy(model, seed)
     assert np.isfinite(es).all() and es.max() <= e0 + 1e-4 * abs(e0) and es[-1] < e0 - 0.1
 
 
@@ -142,15 +147,11 @@ def test_twin_gradients_reach_the_spin_parameters():
     assert float(model.decoder[-1].weight.grad.abs().sum()) > 0  # the spin head is reached too
 
 
-def test_the_steppers_spin_terms_equal_the_twins_on_a_held_box():
-    """A gripper holding a box: the numpy terms of torsion and rolling (MuJoCo's angular Jacobians) equal the torch
-    ones (the graph's twists), with the network's per-contact scaling far from one."""
+def held_box_batch(model, kick):
+    """``(MjModel, two MjData, Stepper)``: a parallel-jaw gripper holding a box, the object's velocity kicked by
+    ``kick(k)`` [6] in environment k, each MjData right after ``mj_step1`` with ``model`` owning the contacts."""
     from surrogate.bench.speed import grasped_state
-    from surrogate.sim.law_solve import _terms, contact_jacobians, law_forces
 
-    model = ContactLawGNN(prior=TABLE, prior_body=dict(PAD, torsional_friction=0.004, rolling_friction=0.001),
-                          corrections=True)
-    model = _perturbed(model, scale=0.3)
     scene = build_scene(make_object("box", 0), hand="parallel_jaw", setting="table")
     m = scene.model
     d0 = grasped_state(scene, seconds=0.9)
@@ -158,12 +159,24 @@ def test_the_steppers_spin_terms_equal_the_twins_on_a_held_box():
     for k in range(2):
         d = mujoco.MjData(m)
         mujoco.mj_copyData(d, m, d0)
-        d.qvel[scene.object_dof_adr + 3:scene.object_dof_adr + 6] += [0.3 * k, -0.2, 0.5]
+        d.qvel[scene.object_dof_adr:scene.object_dof_adr + 6] += kick(k)
         datas.append(d)
     st = Stepper(scene, model, on_bad_force="fallback")
     st.set_mode(m, "surrogate")
     for d in datas:
         mujoco.mj_step1(m, d)
+    return m, datas, st
+
+
+def test_the_steppers_spin_terms_equal_the_twins_on_a_held_box():
+    """A gripper holding a box: the numpy terms of torsion and rolling (MuJoCo's angular Jacobians) equal the torch
+    ones (the graph's twists), with the network's per-contact scaling far from one."""
+    from surrogate.sim.law_solve import _terms, contact_jacobians, law_forces
+
+    model = ContactLawGNN(prior=TABLE, prior_body=dict(PAD, torsional_friction=0.004, rolling_friction=0.001),
+                          corrections=True)
+    model = _perturbed(model, scale=0.3)
+    m, datas, st = held_box_batch(model, lambda k: [0.0, 0.0, 0.0, 0.3 * k, -0.2, 0.5])
     cb = st.builder.build(m, datas, dtype=torch.float64, dynamics=True)
     spin = _terms(m, cb, model, st.builder, J=contact_jacobians(st.builder, cb))[-1]
     with torch.no_grad():
