@@ -52,12 +52,15 @@ def _law(kind: str) -> ContactLawGNN:
     if kind == "torsion":  # torsional and rolling friction with the presliding spring: the per-contact state
         prior = dict(SPRING_CUBE, torsional_friction=0.02, rolling_friction=0.01)
         return ContactLawGNN(prior=prior, corrections=False, friction_iterations=2).eval()
+    if kind == "patch":  # each link's floor points as one patch, friction and torsion on one limit (law.patch_law)
+        return ContactLawGNN(prior=dict(CUBE, torsional_friction=0.02), corrections=False, friction_iterations=2,
+                             friction_ellipse=True).eval()
     if kind == "history":  # a network that sees each contact's history, matched across steps
         return _perturbed(ContactLawGNN(prior=SPRING_CUBE, corrections=True, friction_iterations=1, history=True), 0.5)
     return _perturbed(ContactLawGNN(prior=CUBE, corrections=True, friction_iterations=1), scale=0.5)
 
 
-@pytest.mark.parametrize("kind", ["constant", "network", "torsion", "history"])
+@pytest.mark.parametrize("kind", ["constant", "network", "torsion", "patch", "history"])
 def test_twin_matches_the_hybrid_stepper_on_an_articulated_toss(scene, kind, torch_network):
     model = _law(kind)
     frames = 100  # 0.68 s: falls, both links hit the floor, bounce and slide

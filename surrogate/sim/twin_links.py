@@ -180,7 +180,8 @@ def _mujoco_half(groups, datas, cols, state, s: int, qpos, qvel, keyed: bool, wa
     """Steps 1-2 of the module docstring for every environment: MuJoCo's first half step at the detached state and the
     contacts' tables (numpy, restricted to the object's dofs). Returns {graph, env [E], J [E, 3, n], Jw [E, 3, n],
     u_oth, w_oth [E, 3] (the other body's point and angular velocity, held for the step), M [B, n, n], acc [B, n] (the
-    smooth acceleration), dt [B], keys (``history.ContactKeys`` or None)}; with ``want_grad`` also the configuration's
+    smooth acceleration), dt [B], keys (``history.ContactKeys`` or None)}; ``patch``: the law's patches
+    (``ContactLawGNN.patch``: their points at their centres) or None; with ``want_grad`` also the configuration's
     first order: flow [B, n, 2n] (``_flow``), slope [B, n, n, n] and dJ [E, 3, n, n] (``_slopes``), else None."""
     pos, quat, joints, v = (x.detach().numpy() for x in state)
     q_obj = np.concatenate([pos, quat, joints], axis=-1)
