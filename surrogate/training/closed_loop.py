@@ -125,7 +125,8 @@ def closed_loop_stage(cfg: dict, res: dict, law_choice: dict | None = None) -> N
         cl["network"] = {**{k: nsel[k] for k in ("scale", "friction", "candidates", "paired_minus_fitted")},
                          "paired_minus_law": diff, "per_episode": nsel["per_episode"]}
         if st.get("decision_data"):  # decided on the grasps of objects the training never saw, as the benchmark scores
-            cl["network"]["decision"] = dec = network_decision(st, sel["model"], nsel["model"], kw)
+            known = {"law": sel["per_episode"], "network": nsel["per_episode"]} if by else None  # scored already
+            cl["network"]["decision"] = dec = network_decision(st, sel["model"], nsel["model"], kw, known)
             kept = dec["kept"]
         if "reference" in cl:  # and never a release that does not beat the previous one on the same replays
             cl["network"]["paired_minus_reference"] = ref_diff = paired_difference(
@@ -164,14 +165,15 @@ def hand_latency(st: dict, train_eps: list, dm) -> dict:
     return command_delay(Executor(progress=False), {}, dm.capture, ids, sim=sim)
 
 
-def network_decision(st: dict, law, network, kw: dict) -> dict:
+def network_decision(st: dict, law, network, kw: dict, known: dict | None = None) -> dict:
     """``stages.closed_loop.decision_data``: the law and the network (each at its selected pad friction) replayed on
     that dataset's grasps with a hand and scored by ``rig-grasp``'s scorer (``law_selection.benchmark_scores``). The
     network is kept if its position error ``decision_horizon_s`` after the close starts is below the law's by a paired
     interval (resampling objects) below zero, and over the episode not above it; with ``stages.closed_loop.reference``
     (the previous release) also below that checkpoint's at the horizon. Returns {data, sha256, n, horizon_s,
     paired_minus_law_at_horizon, paired_minus_law_episode, law_at_horizon, network_at_horizon, kept}, with a
-    reference also paired_minus_reference_at_horizon and reference_at_horizon."""
+    reference also paired_minus_reference_at_horizon and reference_at_horizon. ``known``: {law, network} rows the
+    friction grid already scored on these grasps at the selected frictions (``friction_episodes``): not replayed."""
     from ..bench.law_selection import benchmark_scores
     from ..capture import dataset_hash, read_dataset
     from ..metrics import paired_difference, replacement_refusals
@@ -185,7 +187,10 @@ def network_decision(st: dict, law, network, kw: dict) -> dict:
         from ..model.checkpoint import load_checkpoint
 
         models.append(("reference", load_checkpoint(st["reference"])[0]))
-    rows = {name: benchmark_scores(m, eps, ds.meta, desc=f"decision replays ({name})", **args) for name, m in models}
+    rows = dict(known or {})
+    for name, m in models:
+        if name not in rows:
+            rows[name] = benchmark_scores(m, eps, ds.meta, desc=f"decision replays ({name})", **args)
     at = paired_difference(rows["law"], rows["network"], "at_horizon", by="object")
     whole = paired_difference(rows["law"], rows["network"], "pos_pct", by="object")
 
