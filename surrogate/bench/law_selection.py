@@ -52,13 +52,31 @@ def replay_scores(model, episodes, meta, *, substeps: int, margin: float, rot_we
     return rows
 
 
+def scored_replays(model, episodes, meta, *, substeps: int, margin: float, rot_weight: float, delay_s: float = 0.0,
+                   horizon_s: float | None = None, progress: bool = True) -> list[dict]:
+    """Per episode rows with a ``score``: position plus ``rot_weight`` x rotation error over the episode
+    (``replay_scores``), or with ``horizon_s`` ``rig-grasp``'s verdict, the position error ``horizon_s`` after the
+    close starts (``benchmark_scores``; None where the episode ends before it)."""
+    if horizon_s is None:
+        return replay_scores(model, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight,
+                             progress=progress, delay_s=delay_s)
+    return [{**r, "score": r["at_horizon"]} for r in benchmark_scores(
+        model, episodes, meta, substeps=substeps, margin=margin, horizon_s=horizon_s, delay_s=delay_s,
+        progress=progress, desc="closed-loop replays")]
+
+
+def mean_score(rows: list[dict] | None) -> float | None:
+    """The mean ``score`` of replayed episodes (an episode without one, ending before the horizon, left out)."""
+    vals = [r["score"] for r in rows or () if r["score"] is not None]
+    return float(sum(vals) / len(vals)) if vals else None
+
+
 def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin: float, rot_weight: float,
                         progress: bool = True, delay_s: float = 0.0, horizon_s: float | None = None) -> dict:
     """Replay ``episodes`` (with a hand) under each scale of the pad friction; keep the best mean score.
 
-    The score of an episode is its position error plus ``rot_weight`` x its rotation error over the episode
-    (``replay_scores``); with ``horizon_s`` it is ``rig-grasp``'s verdict instead, the position error ``horizon_s``
-    after the close starts (``benchmark_scores``; an episode that ends before it is left out of the mean).
+    Each episode is scored by ``scored_replays`` (with ``horizon_s``: ``rig-grasp``'s verdict; an episode that ends
+    before it is left out of the mean).
 
     Returns:
       {model (the selected copy), scale, friction (the selected pad mu), candidates: [{scale, friction,
@@ -73,18 +91,13 @@ def select_pad_friction(model, episodes, meta, *, scales, substeps: int, margin:
     results = []
     for s in tqdm(scales, desc="pad friction candidates", unit="candidate", disable=not progress):
         m = with_pad_friction_scale(model, s)
-        if horizon_s is None:
-            rows = replay_scores(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight,
-                                 progress=progress, delay_s=delay_s)
-        else:
-            rows = [{**r, "score": r["at_horizon"]} for r in benchmark_scores(
-                m, episodes, meta, substeps=substeps, margin=margin, horizon_s=horizon_s, delay_s=delay_s,
-                progress=progress, desc="closed-loop replays")]
+        rows = scored_replays(m, episodes, meta, substeps=substeps, margin=margin, rot_weight=rot_weight,
+                              delay_s=delay_s, horizon_s=horizon_s, progress=progress)
         results.append((s, m, rows))
     cands = [{"scale": s, "friction": m.prior("body").friction,
               "pos_pct_mean": float(np.mean([r["pos_pct"] for r in rows])),
               "rot_deg_mean": float(np.mean([r["rot_deg"] for r in rows])),
-              "score": float(np.mean([r["score"] for r in rows if r["score"] is not None]))} for s, m, rows in results]
+              "score": mean_score(rows)} for s, m, rows in results]
     best = min(range(len(results)), key=lambda i: cands[i]["score"])
     fitted = scales.index(1.0)
     s, m, rows = results[best]

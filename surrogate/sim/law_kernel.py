@@ -126,7 +126,8 @@ def _columns(sign, local, s0, n_c, used, cols):
 @njit(cache=True, inline="always")
 def _spin_terms(J, n, e, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b):
     """Row ``e`` (a contact's angular row): its relative angular-velocity Jacobian (``law_solve.angular_jacobians``)
-    and torsional and rolling friction linearized at this step's angular velocity (``law.spin_law``)."""
+    and torsional and rolling friction linearized at this step's angular velocity (``law.spin_law``), which it
+    returns (3 floats, world axes)."""
     w0_, w1_, w2_ = 0.0, 0.0, 0.0
     for j in cols:
         sg = sign[local[r], j]
@@ -137,6 +138,7 @@ def _spin_terms(J, n, e, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, 
         w1_ += J[e, 1, j] * qvel[env, j]
         w2_ += J[e, 2, j] * qvel[env, j]
     _spin_law(w0_, w1_, w2_, n, e, prm, fn, eps_w, a, b)
+    return w0_, w1_, w2_
 
 
 @njit(cache=True, inline="always")
@@ -191,23 +193,11 @@ def _contact_terms(env, s0, cols, pos, n, depth, local, cdof, dof_com, qvel, sig
                 for i in range(3):
                     w0[e, i] = elastic * n[e, i]
                 if spin:
-                    _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w, a, b)
-                    if ellipse:
-                        _patch(J, n, e, cols, env, qvel, prm, fn, s2, eps, eps_w, stribeck, a, b)
+                    w0_, w1_, w2_ = _spin_terms(J, n, e + 1, env, cols, sign, local, r, cdof, qvel, prm, fn, eps_w,
+                                                a, b)
+                    if ellipse:  # rows e and e + 1 re-made at the same slip and spin, on one limit
+                        _patch_law(w0_, w1_, w2_, n, e, prm, fn, s2, eps, eps_w, stribeck, a, b)
     return any_force
-
-
-@njit(cache=True, inline="always")
-def _patch(J, n, e, cols, env, qvel, prm, fn, s2, eps, eps_w, stribeck, a, b):
-    """Rows ``e`` (a contact's point) and ``e + 1`` (its angular row, its Jacobian filled) re-made by ``law.patch_law``
-    at this step's slip and spin: friction and torsion on one limit of length ``prm[5]``, the normal damping
-    ``a + b`` of the point row kept."""
-    w0_, w1_, w2_ = 0.0, 0.0, 0.0
-    for j in cols:
-        w0_ += J[e + 1, 0, j] * qvel[env, j]
-        w1_ += J[e + 1, 1, j] * qvel[env, j]
-        w2_ += J[e + 1, 2, j] * qvel[env, j]
-    _patch_law(w0_, w1_, w2_, n, e, prm, fn, s2, eps, eps_w, stribeck, a, b)
 
 
 @njit(cache=True, inline="always")

@@ -57,15 +57,14 @@ def friction_episodes(st: dict, dm, eps: list) -> tuple[list, object, dict]:
 def choose_law(cfg: dict, st: dict, law, dm, eps: list) -> dict:
     """The law's pad friction chosen by closed-loop replays (``law_selection.select_pad_friction``) of ``eps`` or
     of the decision data (``friction_episodes``): {kw (the replays' arguments), delay (the latency's record),
-    selection, wall_s}."""
+    selection, replays (``friction_episodes``' triple, which the network's selection reuses), wall_s}."""
     from ..bench.law_selection import select_pad_friction
 
     t0 = time.time()
     kw, delay = replay_settings(cfg, st, dm)
     on, meta, by = friction_episodes(st, dm, eps)
     sel = select_pad_friction(law, on, meta, **kw, **by)
-    return {"kw": kw, "delay": delay, "selection": sel, "episodes": [str(e.episode_id) for e in on],
-            "wall_s": time.time() - t0}
+    return {"kw": kw, "delay": delay, "selection": sel, "replays": (on, meta, by), "wall_s": time.time() - t0}
 
 
 def select_law(cfg: dict, law, dm, out: dict):
@@ -109,8 +108,8 @@ def closed_loop_stage(cfg: dict, res: dict, law_choice: dict | None = None) -> N
     t0 = time.time() - choice["wall_s"]
     cl = {k: sel[k] for k in ("scale", "friction", "candidates", "n", "paired_minus_fitted")} | {"command_delay": delay}
     res["prior_model"] = res["model"] = sel["model"]
-    cl.update(episodes=choice["episodes"], per_episode=sel["per_episode"], friction=sel["friction"])
-    on, meta, by = friction_episodes(st, dm, eps)
+    on, meta, by = choice["replays"]
+    cl.update(episodes=[str(e.episode_id) for e in on], per_episode=sel["per_episode"], friction=sel["friction"])
     if by:
         cl["chosen_on"] = "decision data: rig-grasp's position error at the decision horizon"
     if st.get("reference"):
@@ -232,18 +231,15 @@ def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict, by: 
     paired against this run's law, so that the card compares models across runs on the same replays:
     {checkpoint, weights_sha256 (a release this run replaces keeps its name), pad_friction, replay_score,
     replay_paired_minus_law, per_episode}."""
-    from ..bench.law_selection import benchmark_scores, replay_scores
+    from ..bench.law_selection import mean_score, scored_replays
     from ..metrics import paired_difference
     from ..model.checkpoint import load_checkpoint
 
     model, card = load_checkpoint(path)
-    args = dict(substeps=kw["substeps"], margin=kw["margin"], delay_s=kw["delay_s"])
-    if by:
-        rows = [{**r, "score": r["at_horizon"]} for r in benchmark_scores(model, episodes, meta, **args, **by)]
-    else:
-        rows = replay_scores(model, episodes, meta, rot_weight=kw["rot_weight"], **args)
+    rows = scored_replays(model, episodes, meta, substeps=kw["substeps"], margin=kw["margin"],
+                          rot_weight=kw["rot_weight"], delay_s=kw["delay_s"], **(by or {}))
     return {"checkpoint": portable_path(path), "weights_sha256": card["weights_sha256"], "pad_friction": model.prior("body").friction,
-            "replay_score": _mean_score(rows),
+            "replay_score": mean_score(rows),
             "replay_paired_minus_law": paired_difference(law_rows, rows, "score", by="object"), "per_episode": rows}
 
 
@@ -251,8 +247,9 @@ def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kine
     """The card's ablation: each trained model on the same validation episodes, by the training's validation (whole
     episodes; ``val_hand`` kinematic: the twin, actuated: the stepper in closed loop) and by closed-loop replays
     (actuated hand, the benchmark's replays) at its selected pad friction."""
+    from ..bench.law_selection import mean_score as mean
+
     cl = metrics.get("closed_loop", {})
-    mean = _mean_score
     law = metrics["prior"].get("selected") or metrics["prior"]["fitted"]  # at the friction the network was trained on
     rows = [{"row": "law", "val_hand": val_hand, "val_score": law["score"],
              "replay_score": mean(cl.get("per_episode")), "pad_friction": cl.get("friction")}]
@@ -268,9 +265,3 @@ def ablation_rows(metrics: dict, *, history: bool = False, val_hand: str = "kine
                      "replay_score": mean(net.get("per_episode")), "replay_paired_minus_law": net.get("paired_minus_law"),
                      "pad_friction": net.get("friction"), "kept": net.get("kept")})
     return rows
-
-
-def _mean_score(rows: list[dict] | None) -> float | None:
-    """The mean score of replayed episodes (an episode without one, ending before the decision horizon, left out)."""
-    vals = [r["score"] for r in rows or () if r["score"] is not None]
-    return float(sum(vals) / len(vals)) if vals else None
