@@ -97,7 +97,7 @@ def test_rates_and_pooled_gaps_over_objects():
 
 
 def test_transfer_suite_writes_its_ledger(tmp_path):
-    """A minimal transfer-small run: three rows, the gaps are sim minus rig, the verdict follows the rows."""
+    """A minimal transfer-small run: four rows, the gaps are sim minus rig, the verdicts follow the rows."""
     from surrogate.bench.ledger import validate_ledger
     from surrogate.bench.run import run_suite
 
@@ -107,7 +107,7 @@ def test_transfer_suite_writes_its_ledger(tmp_path):
     led = run_suite("transfer-small", out=tmp_path, overrides=sets, progress=False)
     validate_ledger(led)
     rows = {r["source"]: r for r in led["transfer"]}
-    assert list(rows) == ["analytic_nominal", "analytic_randomized", "surrogate"]
+    assert list(rows) == ["analytic_nominal", "analytic_randomized", "surrogate", "surrogate_randomized"]
     for r in rows.values():
         assert r["success_gap"] == pytest.approx(r["sim_success_rate"] - r["rig_success_rate"])
         assert len(r["first_divergence"]["per_rollout"]) == r["episodes"] == 1
@@ -117,8 +117,15 @@ def test_transfer_suite_writes_its_ledger(tmp_path):
     s, z = rows["surrogate"], rows["analytic_randomized"]
     better = abs(s["success_gap"]) < abs(z["success_gap"]) and abs(s["slip_gap"] or 0) < abs(z["slip_gap"] or 0)
     assert (led["result"]["verdict"] == "supported") == better
+    # the learned law randomized as MuJoCo is: the same ensemble size and ranges, mapped onto the law's parameters
+    lr = rows["surrogate_randomized"]
+    assert lr["randomization_ranges"]["stiffness"] == [0.25, 4.0] and len(lr["members"]) == 2
+    assert all(0.7 <= m["friction"] <= 1.3 and 0.9 <= m["mass_scale"] <= 1.1 for m in lr["members"])
+    better = abs(lr["success_gap"]) < abs(z["success_gap"]) and abs(lr["slip_gap"] or 0) < abs(z["slip_gap"] or 0)
+    assert (led["result"]["randomized"]["verdict"] == "supported") == better
     text = (tmp_path / "report.md").read_text()
     assert "Policy transfer to the rig" in text and (tmp_path / "transfer.png").is_file()
+    assert "Randomized learned contact against randomized MuJoCo" in text
     # the median and worst held-out object of the surrogate-tuned policy, hybrid simulator beside the rig
     from surrogate.bench.video import rendering_unavailable
 

@@ -73,11 +73,17 @@ def apply_params(model: mujoco.MjModel, scene, p: AnalyticParams, *, base_mass=N
     model.pair_solimp[ids, :3] = np.asarray(p.solimp, dtype=float)
     model.pair_solimp[ids, 3:] = (0.5, 2.0)
     model.opt.cone = CONES[p.cone]
+    return set_mass_scale(model, scene, p.mass_scale, base_mass=base_mass, base_inertia=base_inertia)
+
+
+def set_mass_scale(model: mujoco.MjModel, scene, scale: float, *, base_mass=None, base_inertia=None) -> mujoco.MjModel:
+    """The object's mass and inertia (every link of an articulated one) ``scale`` x ``base_mass`` / ``base_inertia``
+    (None: the model's own), in place; returns ``model``."""
     b = scene.meta.get("object_link_bodies") or scene.object_body_id  # every link of an articulated object
     m0 = model.body_mass[b] if base_mass is None else base_mass
     i0 = model.body_inertia[b].copy() if base_inertia is None else base_inertia
-    model.body_mass[b] = m0 * p.mass_scale
-    model.body_inertia[b] = i0 * p.mass_scale
+    model.body_mass[b] = m0 * scale
+    model.body_inertia[b] = i0 * scale
     return model
 
 

@@ -161,6 +161,9 @@ def summary_lines(ledger: dict) -> list[str]:
             return "—" if x is None else f"{x:+.2f}"
         lines.append(f"  transfer {r['source']:20s} rig success {r['rig_success_rate']:.2f}   success_gap "
                      f"{f(r['success_gap'])}   slip_gap {f(r['slip_gap'])}   tuned {r['tuned']}")
+    if ledger["result"].get("randomized"):
+        rnd = ledger["result"]["randomized"]
+        lines.append(f"  randomized learned contact against randomized MuJoCo: {rnd['verdict']} — {rnd['detail']}")
     v = ledger.get("videos") or {}
     for r in v.get("videos") or []:
         lines.append(f"  video ({r['which']} episode {r['episode']}): {r['video']}")

@@ -11,7 +11,12 @@ over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under three
   ``baselines.randomized``) around the identified values of a ``rig-grasp`` ledger
   (``baselines.identified.ledger``) or, without one, around the nominal ones (the row says which);
   a candidate's score is its mean over the ensemble's members;
-* ``surrogate``: the hybrid stepper with the learned contact (the checkpoint; default ``rig_default``).
+* ``surrogate``: the hybrid stepper with the learned contact (the checkpoint; default ``rig_default``);
+* ``surrogate_randomized`` (with ``baselines.randomized.learned``, on by default): the hybrid stepper randomized
+  around the learned law as MuJoCo is around its centre, with the same ensemble size, seed and ranges
+  (``model.randomize``: friction as friction, solref's time constant as the law's stiffness, the damping ratio's
+  range as its damping's, the object's mass as is; ``learned_ranges``); a candidate's score is its mean over the
+  members.
 
 Each source's best policy is then rolled out on the held-out objects (``data.objects``, ``data.poses`` poses
 each) in its own simulator and on the rig (``bench.rig_env.RigGraspVectorEnv``) from the same reset
@@ -27,24 +32,58 @@ from __future__ import annotations
 import itertools
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..metrics import summarize
-from .analytic import AnalyticParams, apply_params
+from .analytic import AnalyticParams, apply_params, set_mass_scale
 from .grasp_outcome import pooled_gap
 from .identify import ensemble_ranges, randomized_ensemble
 from .policy import _identified_params, _objects
 from .transfer_trace import Tape, first_divergence, rates
 
-SOURCES = ("analytic_nominal", "analytic_randomized", "surrogate")
+SOURCES = ("analytic_nominal", "analytic_randomized", "surrogate", "surrogate_randomized")
 DESCRIPTIONS = {
     "analytic_nominal": "policy tuned under MuJoCo analytic contact, nominal parameters",
     "analytic_randomized": "policy tuned under MuJoCo analytic contact randomized around {anchor} values",
     "surrogate": "policy tuned under the hybrid stepper (learned contact inside MuJoCo)",
+    "surrogate_randomized": "policy tuned under the hybrid stepper randomized around the learned law (the same "
+                            "ensemble size, seed and ranges as MuJoCo's)",
 }
+
+
+@dataclass(frozen=True)
+class LearnedVariant:
+    """One member of the randomized learned contact: a scaled copy of the law, its scales ({friction, stiffness,
+    damping}) and the object's mass scale."""
+
+    model: object
+    scales: dict
+    mass_scale: float = 1.0
+
+
+def learned_ranges(ranges: dict) -> dict:
+    """The learned law's ranges equivalent to an analytic ensemble's (``identify.ensemble_ranges``): ``friction`` as
+    friction; solref's time constant x[lo, hi] as the law's stiffness x[1 / hi^2, 1 / lo^2] (a contact's time
+    constant goes as 1 / sqrt(k)); the damping ratio's range as the damping's; ``mass_scale`` as is. The solimp width
+    has no counterpart in the law and the latency none in these rollouts."""
+    lo, hi = ranges["timeconst"]
+    return {"friction": tuple(ranges["friction"]), "stiffness": (1.0 / hi ** 2, 1.0 / lo ** 2),
+            "damping": tuple(ranges["dampratio"]), "mass_scale": tuple(ranges["mass_scale"])}
+
+
+def learned_ensemble(model, *, n: int, seed: int, ranges: dict) -> list[LearnedVariant]:
+    """``n`` members around ``model``: ``model.randomize.randomized_laws`` with ``learned_ranges(ranges)`` and, from a
+    generator of its own (the same seed), each member's mass scale (uniform, as ``randomized_ensemble`` draws it)."""
+    from ..model.randomize import randomized_laws
+
+    r = learned_ranges(ranges)
+    laws = randomized_laws(model, n=n, seed=seed, ranges={k: r[k] for k in ("friction", "stiffness", "damping")})
+    rng = np.random.default_rng([int(seed), 0x3A55])
+    return [LearnedVariant(law, sc, float(rng.uniform(*r["mass_scale"]))) for law, sc in laws]
 
 
 def _spread(objs: list, n) -> list:
@@ -65,16 +104,19 @@ def _candidates(grid: dict) -> list[dict]:
 
 def sim_rollout(obj, cand: dict, variant, *, d: dict, poses: int, seed: int, model, tape: bool = False):
     """``policies.rollout`` of candidate ``cand`` on ``poses`` copies of ``obj`` in one simulator ``variant``
-    (None: nominal analytic; an ``AnalyticParams``; ``"surrogate"``). Returns (result, Tape or None)."""
+    (None: nominal analytic; an ``AnalyticParams``; ``"surrogate"``: ``model``; a ``LearnedVariant``). Returns
+    (result, Tape or None)."""
     from ..envs import GraspVectorEnv
     from ..policies import GraspParams, ScriptedGraspPolicy, rollout
 
-    contact = "surrogate" if variant == "surrogate" else "analytic"
-    venv = GraspVectorEnv(poses, copies=False, hand=d["hand"], object=obj, contact=contact,
-                          contact_model=model if contact == "surrogate" else None, grip_force=cand["grip_force"],
-                          max_episode_steps=None)
+    learned = variant == "surrogate" or isinstance(variant, LearnedVariant)
+    law = variant.model if isinstance(variant, LearnedVariant) else model
+    venv = GraspVectorEnv(poses, copies=False, hand=d["hand"], object=obj, contact="surrogate" if learned else "analytic",
+                          contact_model=law if learned else None, grip_force=cand["grip_force"], max_episode_steps=None)
     if isinstance(variant, AnalyticParams):
         apply_params(venv.task.model, venv.task.scene, variant)
+    elif isinstance(variant, LearnedVariant):
+        set_mass_scale(venv.task.model, venv.task.scene, variant.mass_scale)
     pol = ScriptedGraspPolicy(venv.task, GraspParams(lift_speed=cand["lift_speed"]), close=cand["close_time"])
     rec = Tape(venv.task) if tape else None
     with warnings.catch_warnings():
@@ -212,20 +254,29 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         centre = ident or AnalyticParams(friction=float(obj.friction or 0.8))
         return randomized_ensemble(centre, n=int(rc["n"]), seed=int(rc["seed"]), ranges=rc.get("ranges"))
 
+    learned = rc.get("learned", True)
+    if not isinstance(learned, bool):
+        raise ConfigError(f"must be true or false, got {learned!r}", key="baselines.randomized.learned")
+    members = learned_ensemble(model, n=int(rc["n"]), seed=int(rc["seed"]), ranges=ranges) if learned else []
     cands = _candidates(pc["grid"])
     thr = cfg["divergence"]
     models, rows = {}, []
-    for source in SOURCES:
+    for source in (s for s in SOURCES if learned or s != "surrogate_randomized"):
         def variants(obj, source=source):
-            return {"analytic_nominal": [None], "surrogate": ["surrogate"]}.get(source) or ensemble(obj)
+            fixed = {"analytic_nominal": [None], "surrogate": ["surrogate"], "surrogate_randomized": members}
+            return fixed.get(source) or ensemble(obj)
 
         tuned = _tune_per_object(source, variants, tune_objs, cands, d=d, model=model,
                                  penalty=float(pc["slip_penalty"]), force_cost=float(pc.get("force_cost", 0.0)),
                                  log=log)
         dep = _deploy_per_object(source, variants, tuned["best"], objs, d=d, model=model, rig_cfg=rig_cfg, thr=thr)
-        rng = ranges if source == "analytic_randomized" else None
+        rng = {"analytic_randomized": ranges,
+               "surrogate_randomized": {k: list(v) for k, v in learned_ranges(ranges).items()}}.get(source)
         row = _row(source, tuned, dep, ranges=rng, seed=int(cfg.get("bootstrap_seed", 0)), n_boot=int(cfg["n_boot"]))
         row["tuning"] = tuned["grid"]
+        if source == "surrogate_randomized":
+            row["anchor"] = "the learned law (the checkpoint)"
+            row["members"] = [{**m.scales, "mass_scale": m.mass_scale} for m in members]
         if source == "analytic_randomized":
             row["anchor"] = "identified (rig-grasp ledger)" if ident else "nominal (no identified ledger given)"
             if ident:
@@ -240,7 +291,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                                           seed=int(cfg.get("bootstrap_seed", 0)))},
                           "per_object": {k: {"episodes": v["sim"]["episodes"], "success_rate": v["sim"]["success_rate"],
                                              "slip_rate": v["sim"]["slip_rate"]} for k, v in dep["per_object"].items()}}
-        if source == "surrogate":
+        if source.startswith("surrogate"):
             models[source]["checkpoint"] = ckpt
         log(f"{source}: tuned {tuned['best']}; success_gap {row['success_gap']}, slip_gap {row['slip_gap']}")
     return {"data": {"name": str(d["objects"]), "episodes": rows[0]["episodes"], "hash": "",
@@ -281,11 +332,21 @@ def _deploy_per_object(source, variants, best, objs, **kw) -> dict:
 
 def verdict(rows: list[dict]) -> dict:
     """Supported when the surrogate-tuned policy's |success_gap| and |slip_gap| are both smaller than the
-    randomized-tuned policy's."""
+    randomized-tuned policy's (``compare``); with a ``surrogate_randomized`` row, ``randomized`` holds the same
+    comparison of the policy tuned under the randomized learned contact (randomization against randomization)."""
+    out = compare(rows, "surrogate")
+    if any(r["source"] == "surrogate_randomized" for r in rows):
+        out["randomized"] = compare(rows, "surrogate_randomized")
+    return out
+
+
+def compare(rows: list[dict], source: str) -> dict:
+    """{verdict, detail, targets}: whether the policy tuned under ``source`` has both |success_gap| and |slip_gap|
+    smaller than the one tuned under randomized MuJoCo."""
     by = {r["source"]: r for r in rows}
-    s, r = by.get("surrogate"), by.get("analytic_randomized")
+    s, r = by.get(source), by.get("analytic_randomized")
     if s is None or r is None:
-        return {"verdict": "not tested", "detail": "no surrogate or randomized row"}
+        return {"verdict": "not tested", "detail": f"no {source} or randomized row"}
     targets, words = [], []
     for k in ("success_gap", "slip_gap"):
         if s[k] is None or r[k] is None:
@@ -295,12 +356,12 @@ def verdict(rows: list[dict]) -> dict:
         def ci(x):
             return f" [{x[0]:+.2f}, {x[1]:+.2f}]" if x else ""
         tie = " (equal: not smaller)" if abs(s[k]) == abs(r[k]) else ""
-        words.append(f"{k} surrogate {s[k]:+.2f}{ci(s[k + '_ci95'])} vs randomized {r[k]:+.2f}{ci(r[k + '_ci95'])}{tie}")
+        words.append(f"{k} {source} {s[k]:+.2f}{ci(s[k + '_ci95'])} vs randomized {r[k]:+.2f}{ci(r[k + '_ci95'])}{tie}")
         targets.append({"metric": k, "baseline": "analytic_randomized", "surrogate": abs(s[k]),
                         "baseline_value": abs(r[k]), "met": bool(met)})
     ok = len(targets) == 2 and all(t["met"] for t in targets)
     return {"verdict": "supported" if ok else ("falsified" if targets else "not tested"),
             "detail": f"sim-to-rig gaps over {s['objects']} held-out objects ({s['episodes']} rig rollouts): "
                       + "; ".join(words)
-                      + ("" if ok else "; the surrogate-tuned policy does not transfer better on both"),
+                      + ("" if ok else f"; the {source}-tuned policy does not transfer better on both"),
             "targets": targets}

@@ -51,7 +51,11 @@ def transfer_lines(ledger: dict, out: Path) -> list[str]:
             "rig slip | slip_gap | rollouts | first divergence: median step (kinds) |")
     lines = ["", "## Policy transfer to the rig (stand-in for hardware)", "",
              ("Gaps are sim minus rig over the held-out objects' rollouts, with 95 % bootstrap intervals (objects "
-              "resampled). Slip rates are among lifted episodes."), "", head, "|---" * 10 + "|"]
+              "resampled). Slip rates are among lifted episodes."), ""]
+    rnd = (ledger.get("result") or {}).get("randomized")
+    if rnd:
+        lines += [f"**Randomized learned contact against randomized MuJoCo: {rnd['verdict']}.** {rnd['detail']}", ""]
+    lines += [head, "|---" * 10 + "|"]
     for r in rows:
         t, fd = r["tuned"], r["first_divergence"]
         kinds = ", ".join(f"{k} {n}" for k, n in fd["kinds"].items())
@@ -65,8 +69,8 @@ def transfer_lines(ledger: dict, out: Path) -> list[str]:
     for r in rows:
         if r.get("randomization_ranges"):
             rng = ", ".join(f"{k} {v[0]:g}..{v[1]:g}" for k, v in r["randomization_ranges"].items())
-            lines += ["", (f"Randomized source: anchored on {r.get('anchor')}; ranges (multiplicative; delay_s "
-                           f"additive, unused by these rollouts): {rng}.")]
+            lines += ["", (f"Randomized source `{r['source']}`: anchored on {r.get('anchor')}; ranges (multiplicative; "
+                           f"delay_s additive, unused by these rollouts): {rng}.")]
         if r.get("skipped_objects"):
             lines += ["", f"{r['source']}: skipped objects: " + "; ".join(r["skipped_objects"].values())]
     p = plot_transfer(rows, Path(out) / "transfer.png")
