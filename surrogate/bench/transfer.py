@@ -4,7 +4,7 @@ The policy is ``policies.ScriptedGraspPolicy`` with three tunable parameters: th
 fingertip force bound), the closing time (s, the closing speed) and the lift speed (m/s). It is tuned by a
 grid search (``policy.grid``; score: success rate minus ``policy.slip_penalty`` times the slipped fraction minus
 ``policy.force_cost`` per N of grip force, so each source picks the gentlest grip that works in its simulator;
-over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under three sources:
+over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under four sources:
 
 * ``analytic_nominal``: MuJoCo's analytic contact with the scene's nominal parameters;
 * ``analytic_randomized``: MuJoCo randomized (``identify.randomized_ensemble``, the benchmarks' ranges,

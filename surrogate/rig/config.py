@@ -80,6 +80,11 @@ SCRIPT_PARAMS = {
     "grip_force_jaco_max": _p("float", 8.0, 0.1, 50.0, "N", "Jaco fingertip force bound, high"),
     "lift_height_min": _p("float", 0.06, 0.02, 0.3, "m", "lift height, low"),
     "lift_height_max": _p("float", 0.12, 0.02, 0.3, "m", "lift height, high"),
+    # Optional: a lift that starts at once at a constant speed, as a scripted policy's (``policies.ScriptedGraspPolicy``)
+    # does, instead of the minimum-jerk ramp over ``lift_time`` (drawn from the episode's own ``lift`` generator)
+    "lift_ramp_probability": _p("float", 0.0, 0.0, 1.0, "1", "probability of a constant-speed lift that starts at once"),
+    "lift_ramp_speed_min": _p("float", 0.1, 0.01, 1.0, "m/s", "constant lift speed, low (log-uniform)"),
+    "lift_ramp_speed_max": _p("float", 0.3, 0.01, 1.0, "m/s", "constant lift speed, high"),
     "shake_probability": _p("float", 0.5, 0.0, 1.0, "1", "probability of a shake (else a rotation)"),
     "shake_amplitude_min": _p("float", 0.005, 0.0, 0.1, "m", "shake amplitude, low"),
     "shake_amplitude_max": _p("float", 0.03, 0.0, 0.1, "m", "shake amplitude, high"),
@@ -131,8 +136,10 @@ def effect_names() -> tuple[str, ...]:
 
 
 # Keys a config may set but the defaults leave out (their defaults apply where read: ``script_value``): the Jaco hand's
-# grip range came after the captures of the other hands, whose config hash (``rig.recorder.config_hash``) it keeps.
-OPTIONAL_SCRIPT_KEYS = ("grip_force_jaco_min", "grip_force_jaco_max")
+# grip range and the constant-speed lifts came after the captures of the other hands and of the smooth lifts, whose
+# config hash (``rig.recorder.config_hash``) they keep.
+OPTIONAL_SCRIPT_KEYS = ("grip_force_jaco_min", "grip_force_jaco_max", "lift_ramp_probability", "lift_ramp_speed_min",
+                        "lift_ramp_speed_max")
 
 
 def script_value(script: dict, key: str):

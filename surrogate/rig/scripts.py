@@ -173,7 +173,11 @@ class GraspScript:
         c0, c1 = ph["close"]
         grip = float(_smooth((t - c0) / (c1 - c0)))
         l0, l1 = ph["lift"]
-        z = p["grasp_z"] * s_z + p["lift_height"] * _smooth((t - l0) / (l1 - l0))
+        if p.get("lift_speed"):  # a constant-speed lift that starts at once (``draw_lift_speed``)
+            rise = min(max(t - l0, 0.0) * p["lift_speed"], p["lift_height"])
+        else:  # the minimum-jerk ramp over the lift phase
+            rise = p["lift_height"] * _smooth((t - l0) / (l1 - l0))
+        z = p["grasp_z"] * s_z + rise
         base = np.array([p["offset"][0] * s_xy, p["offset"][1] * s_xy, z, p["yaw"] * s_xy])
         q0 = ph["perturb"][0]
         if t > q0:
@@ -226,6 +230,18 @@ def draw_script_values(hand_name: str, script: dict, rng: np.random.Generator) -
     times = {k: float(script[f"{k}_time"]) for k in ("approach", "close", "settle", "lift", "hold")}
     return {"object_yaw": obj_yaw, "grip_force": grip_force, "lift_height": lift, "height_u": height_u,
             "perturbation": pert, "times": times}
+
+
+def draw_lift_speed(script: dict, rng: np.random.Generator) -> float | None:
+    """With probability ``lift_ramp_probability``, the speed (m/s, log-uniform in ``lift_ramp_speed_min`` ..
+    ``_max``) of a lift that starts at once and rises at that speed to its height, as a scripted policy's lift does
+    (``policies.ScriptedGraspPolicy``); None: the minimum-jerk ramp over ``lift_time``. From the episode's own ``lift``
+    generator: a probability of 0 draws nothing and leaves every episode as it was."""
+    prob = float(script_value(script, "lift_ramp_probability"))
+    if prob <= 0.0 or rng.uniform() >= prob:
+        return None
+    lo, hi = (float(script_value(script, f"lift_ramp_speed_{end}")) for end in ("min", "max"))
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
 
 
 def fingertip_perturbation(hand: HandInfo, script: dict, rng: np.random.Generator, grasp: dict,

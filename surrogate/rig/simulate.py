@@ -48,6 +48,7 @@ from surrogate.rig.physics import RigPhysics
 from surrogate.rig.scripts import (
     GRASP_TYPES,
     GraspScript,
+    draw_lift_speed,
     draw_script_values,
     episode_labels,
     fingertip_perturbation,
@@ -169,6 +170,10 @@ def _scripted_rig(cfg: dict, obj: ObjectAsset, *, hand: str, seed: int, dt: floa
         values["perturbation"] = pert
     if offset is not None:
         grasp["offset"] = offset
+    speed = draw_lift_speed(script_cfg, episode_rng(seed, "lift"))
+    if speed is not None:  # a constant-speed lift: its phase lasts as long as the rise takes
+        values["lift_speed"] = speed
+        values["times"]["lift"] = values["lift_height"] / speed
     lowest = s.surface_z + 0.003 + h.finger_depth - base0[2]
     grasp_z = max(s.meta["grasp_base_z"] + values.pop("height_u") * script_cfg["grasp_height_offset_max"], lowest)
     params = {**values, **grasp, "grasp_z": float(grasp_z)}
