@@ -61,7 +61,7 @@ def test_a_ramp_lift_starts_at_once_and_rises_at_its_speed(box):
     rate_b = np.diff(b.joint_cmd[early, z]) / np.diff(t[early])
     np.testing.assert_allclose(rate_b, sb["lift_speed"], rtol=1e-6)
     rate_a = np.diff(a.joint_cmd[early, z]) / np.diff(t[early])
-    assert rate_a.max() < 0.5 * sb["lift_speed"]  # the minimum-jerk ramp starts from rest
+    assert rate_a.max() < 0.5 * sb["lift_speed"]  # the minimum-jerk profile starts from rest
     z0 = b.joint_cmd[early, z][0] - sb["lift_speed"] * (t[early][0] - l0)  # the height the lift starts from
     h0, h1 = sb["phases"]["hold"]
     hold = (t > h0 + 0.01) & (t < h1)

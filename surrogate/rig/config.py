@@ -81,7 +81,7 @@ SCRIPT_PARAMS = {
     "lift_height_min": _p("float", 0.06, 0.02, 0.3, "m", "lift height, low"),
     "lift_height_max": _p("float", 0.12, 0.02, 0.3, "m", "lift height, high"),
     # Optional: a lift that starts at once at a constant speed, as a scripted policy's (``policies.ScriptedGraspPolicy``)
-    # does, instead of the minimum-jerk ramp over ``lift_time`` (drawn from the episode's own ``lift`` generator)
+    # does, instead of the minimum-jerk profile over ``lift_time`` (drawn from the episode's own ``lift`` generator)
     "lift_ramp_probability": _p("float", 0.0, 0.0, 1.0, "1", "probability of a constant-speed lift that starts at once"),
     "lift_ramp_speed_min": _p("float", 0.1, 0.01, 1.0, "m/s", "constant lift speed, low (log-uniform)"),
     "lift_ramp_speed_max": _p("float", 0.3, 0.01, 1.0, "m/s", "constant lift speed, high"),

@@ -175,7 +175,7 @@ class GraspScript:
         l0, l1 = ph["lift"]
         if p.get("lift_speed"):  # a constant-speed lift that starts at once (``draw_lift_speed``)
             rise = min(max(t - l0, 0.0) * p["lift_speed"], p["lift_height"])
-        else:  # the minimum-jerk ramp over the lift phase
+        else:  # the minimum-jerk profile over the lift phase
             rise = p["lift_height"] * _smooth((t - l0) / (l1 - l0))
         z = p["grasp_z"] * s_z + rise
         base = np.array([p["offset"][0] * s_xy, p["offset"][1] * s_xy, z, p["yaw"] * s_xy])
@@ -235,7 +235,7 @@ def draw_script_values(hand_name: str, script: dict, rng: np.random.Generator) -
 def draw_lift_speed(script: dict, rng: np.random.Generator) -> float | None:
     """With probability ``lift_ramp_probability``, the speed (m/s, log-uniform in ``lift_ramp_speed_min`` ..
     ``_max``) of a lift that starts at once and rises at that speed to its height, as a scripted policy's lift does
-    (``policies.ScriptedGraspPolicy``); None: the minimum-jerk ramp over ``lift_time``. From the episode's own ``lift``
+    (``policies.ScriptedGraspPolicy``); None: the minimum-jerk profile over ``lift_time``. From the episode's own ``lift``
     generator: a probability of 0 draws nothing and leaves every episode as it was."""
     prob = float(script_value(script, "lift_ramp_probability"))
     if prob <= 0.0 or rng.uniform() >= prob:
