@@ -44,7 +44,8 @@ def test_keys_are_optional_and_checked():
 
 def test_a_ramp_lift_starts_at_once_and_rises_at_its_speed(box):
     """The same seed with and without the ramp: the same grasp, object and draws; the commanded base height rises
-    linearly from the lift's start at the drawn speed to the drawn height, where the smooth lift creeps off."""
+    linearly from the lift's start at the drawn speed to the drawn height and stays there, where the minimum-jerk
+    profile starts from rest."""
     smooth_cfg = load_rig_config()
     ramp_cfg = load_rig_config(None, ["script.lift_ramp_probability=1.0"])
     a = simulate_episode(smooth_cfg, box, hand="parallel_jaw", seed=3, duration=2.0)

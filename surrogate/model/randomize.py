@@ -4,8 +4,9 @@ around its own.
 What practitioners do with MuJoCo's analytic contact (``bench.identify.randomized_ensemble``: friction, solref's
 time constant and damping ratio, the object's mass, each in a range around identified values) they can do with the
 learned law: draw each member's friction, stiffness and damping around the fitted ones. The draws scale the law's
-global (per group) log-parameters, so a network's bounded corrections, which multiply them, ride on top unchanged:
-every member keeps the law's structure (passive, zero force at separation) and only its operating point moves.
+global (per group) log-parameters, so a network's bounded corrections, which multiply them, ride on top unchanged
+(up to the friction's cap ``mu_max``): every member keeps the law's structure (passive, zero force at separation) and
+only its operating point moves.
 
 Ranges (multiplicative, the member's value over the law's; log-uniform for ``friction`` and ``stiffness``, uniform
 for ``damping``, as ``randomized_ensemble`` draws its counterparts):
