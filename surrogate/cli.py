@@ -305,6 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
     release_parser(c)
     c.set_defaults(func=_lazy_run(".bench.promote"))
 
+    c = sub.add_parser("ensemble", help="one checkpoint of several networks trained on the same law (averaged)")
+    from .model.ensemble import build_parser as ensemble_parser
+
+    ensemble_parser(c)
+    c.set_defaults(func=_lazy_run(".model.ensemble"))
+
     from .training.cli import DESCRIPTION, EPILOG, add_arguments
 
     c = sub.add_parser("train", help="train a contact surrogate under a config (configs/train/<name>.yaml, or its name)",

@@ -28,11 +28,27 @@ from ..atomic import atomic_directory, current_umask, pid_lock, write_json_atomi
 from ..errors import ForeignOutputError, SurrogateError
 from . import graph as G
 from . import law_ranges
-from .contact_law import ContactLawGNN, law_cost
+from .contact_law import ContactLawGNN
+from .layers import count_parameters, mlp_flops
 
 GNS_CLASS = "surrogate.baselines.gns.GNSNet"  # the end-to-end peer: its own features (no contact graph)
 END_TO_END = (GNS_CLASS, "surrogate.model.gns.GNSNet")  # its class, and the name its cards had before it moved
 V1_CLASS = "surrogate.model.gnn.ContactGNN"  # contact model v1 (raw forces), removed: its cards are refused
+
+
+def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:
+    """Parameter count and multiply-add FLOPs per contact of the networks (the law's solve is ~1k FLOPs on top)."""
+    if not model.corrections:
+        return {"parameters": count_parameters(model), "flops_per_contact": 1000, "edge_flops": 1000, "node_flops": 0}
+    k = len(model.members)  # an ensemble runs each member's network
+    edge = k * (mlp_flops(model.stiffness_mlp) + mlp_flops(model.edge_enc) + mlp_flops(model.decoder) +
+                sum(mlp_flops(layer.edge_mlp) for layer in model.layers)) + 1000
+    node = k * (mlp_flops(model.node_enc) + sum(mlp_flops(layer.node_mlp) for layer in model.layers
+                                                if layer.node_mlp is not None))
+    return {"parameters": count_parameters(model), "flops_per_contact": int(edge + nodes_per_contact * node),
+            "edge_flops": int(edge), "node_flops": int(node)}
+
+
 # The model classes a card may name (the card's ``model.class``), with their cost function.
 MODEL_CLASSES = {
     "surrogate.model.contact_law.ContactLawGNN": (ContactLawGNN, law_cost),
@@ -198,7 +214,7 @@ def _sha256(path: Path) -> str:
 # Bounds of the hyperparameters a card may give, checked before the model is built (a card asking
 # for ``hidden: 1e7`` would otherwise try to allocate hundreds of TB). Integer keys: [lo, hi].
 INT_BOUNDS = {"hidden": (1, 4096), "steps": (1, 64), "mlp_layers": (1, 16)}
-LAW_INT_BOUNDS = {"friction_iterations": (0, 32)}
+LAW_INT_BOUNDS = {"friction_iterations": (0, 32), "members": (1, 16)}
 GNS_INT_BOUNDS = {"history": (1, 16), "grid": (2, 8)}
 
 

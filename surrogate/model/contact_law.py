@@ -38,7 +38,7 @@ from .history import ContactState
 from .joint_solve import Spin, solve_free_object
 from .law import LawPrior, patch_law, point_law, spin_law, spin_slip
 from .law_numpy import NumpyLaw
-from .layers import InteractionLayer, Normalizer, count_parameters, mlp, mlp_flops
+from .layers import InteractionLayer, Normalizer, mlp
 from .presliding import contact_state_after, with_presliding
 
 # Features that do not depend on any velocity: the stiffness head only sees these, so the
@@ -60,27 +60,26 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     """Per-contact forces of a passive law whose parameters a graph network corrects.
 
     Args:
-      prior: ``LawPrior`` fields (dict) of the initial global law of contacts with static
-        surfaces (ground, table); ``prior_body``: of contacts with moving bodies (fingertip pads),
-        default the same. Both must have the same ``units``.
+      prior: ``LawPrior`` fields (dict) of the initial global law of contacts with static surfaces (ground, table);
+        ``prior_body``: of contacts with moving bodies (fingertip pads), default the same. Both in the same ``units``.
       corrections: build the networks (False: the constant laws only).
       hidden, steps, mlp_layers: GNN width, message-passing steps, linear layers per MLP.
-      bounds: (s_k, s_c, s_mu) log-bounds of the corrections.
-      mu_max: upper bound of the friction coefficient.
-      friction_iterations: re-linearizations of friction at the solved state (0: one linearization at the
-        start of the step, as the capture rig; ``joint_solve.solve_free_object`` explains why
-        more are closer to Coulomb: a landing point keeps mu times its solved normal force). The twin and the
-        hybrid stepper (``joint_solve.solve_joint``, ``sim.law_kernel``) both iterate; the cube release uses 4.
-      stribeck: a static/kinetic friction law (``law.friction_coefficient``): two more global parameters per
-        group, the prior's ``static_friction`` (static / kinetic ratio) and ``stribeck_speed``, fitted with the
-        others in the prior stage (False: Coulomb with one coefficient, the prior's ``static_friction`` must be 1).
-      history: the network (with ``corrections``) also sees each contact's history (``graph.HISTORY_FEATURES``, from the state
-        ``model.history`` carries across steps). With the presliding spring (a prior ``presliding_stiffness`` > 0 for
-        a group: the spring is on for the groups whose prior has one, with or without ``history``) a fourth bounded
-        head scales its stiffness k_z; without one the network sees the time under load and the last normal force
-        (the displacement features are zero) and corrects the spring-free law, which a prior without any builds
-        exactly as before the spring.
-      presliding_bound: s_z, the log-bound of the k_z correction.
+      bounds: (s_k, s_c, s_mu) log-bounds of the corrections. mu_max: upper bound of the friction coefficient.
+      friction_iterations: re-linearizations of friction at the solved state (0: one linearization at the start of
+        the step, as the capture rig; ``joint_solve.solve_free_object`` explains why more are closer to Coulomb: a
+        landing point keeps mu times its solved normal force). The twin and the hybrid stepper
+        (``joint_solve.solve_joint``, ``sim.law_kernel``) both iterate; the cube release uses 4.
+      stribeck: a static/kinetic friction law (``law.friction_coefficient``): two more global parameters per group,
+        the prior's ``static_friction`` (static / kinetic ratio) and ``stribeck_speed``, fitted with the others in the
+        prior stage (False: Coulomb with one coefficient, the prior's ``static_friction`` must be 1).
+      history: the network (with ``corrections``) also sees each contact's history (``graph.HISTORY_FEATURES``, from
+        the state ``model.history`` carries across steps). With the presliding spring (a prior
+        ``presliding_stiffness`` > 0 for a group: on for the groups whose prior has one, with or without ``history``)
+        a fourth bounded head scales its stiffness k_z; without one the network sees the time under load and the last
+        normal force (the displacement features are zero) and corrects the spring-free law, which a prior without any
+        builds exactly as before the spring. presliding_bound: s_z, the log-bound of the k_z correction.
+      members: an ensemble of this many networks of the same architecture on one law, their log-corrections averaged
+        (``model.ensemble``): each bounded, so the mean is too. 1: one network, the model before ensembles bit for bit.
 
     Torsional and rolling friction (``law.spin_law``) are on for the groups whose prior has a ``torsional_friction``
     or ``rolling_friction`` > 0 (learnable log-parameters, 0 exactly for the others); with ``corrections`` a further
@@ -95,7 +94,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
     def __init__(self, *, prior: dict | None = None, prior_body: dict | None = None, corrections: bool = True,
                  hidden: int = 32, steps: int = 2, mlp_layers: int = 2, bounds=(2.0, 2.0, 1.0), mu_max: float = 2.0,
                  friction_iterations: int = 0, stribeck: bool = False, history: bool = False,
-                 presliding_bound: float = 2.0, friction_ellipse: bool = False):
+                 presliding_bound: float = 2.0, friction_ellipse: bool = False, members: int = 1):
         super().__init__()
         ps = LawPrior.from_json(prior or {})
         pb = LawPrior.from_json(prior_body) if prior_body is not None else ps
@@ -155,6 +154,13 @@ class ContactLawGNN(NumpyLaw, nn.Module):
                                layer_norm=False)
             _zero_last(self.stiffness_mlp)
             _zero_last(self.decoder)
+        # an ensemble (``model.ensemble``): members - 1 more networks on this law, their corrections averaged
+        if int(members) != 1 and not (self.corrections and 1 < int(members) <= 16):
+            raise ValueError(f"members must be 1, or 2-16 with corrections, got {members!r}")
+        self.extra = nn.ModuleList([ContactLawGNN(prior=prior, prior_body=prior_body, **self._hparams)
+                                    for _ in range(int(members) - 1)])
+        if self.extra:
+            self._hparams["members"] = int(members)
 
     @property
     def hparams(self) -> dict:
@@ -183,8 +189,13 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         extra += [self.log_spin] if self.spin else []
         return [self.log_stiffness, self.log_damping, self.log_friction] + extra
 
+    @property
+    def members(self) -> list[ContactLawGNN]:
+        """The networks whose corrections are averaged: this one, then an ensemble's others (their priors unused)."""
+        return [self, *self.extra]
+
     def correction_parameters(self) -> list[nn.Parameter]:
-        prior = {id(p) for p in self.prior_parameters()}
+        prior = {id(p) for m in self.members for p in m.prior_parameters()}
         return [p for p in self.parameters() if id(p) not in prior]
 
     def features(self, g, vel=None, omega=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -229,9 +240,19 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         if not self.corrections and not self.training:
             return spring_off(base.double().exp())  # no features needed (in training they fill the normalizers)
         ef, nf = self.features(g, vel, omega) if features is None else features
-        ef, nf = self.edge_norm(ef), self.node_norm(nf)
         if not self.corrections:
+            self.edge_norm(ef), self.node_norm(nf)
             return spring_off(base.double().exp())
+        # the mean of bounded log-corrections is bounded alike: an ensemble is as passive as each member
+        corr = torch.stack([m.log_corrections(g, vel, omega, features=(ef, nf), state=state)
+                            for m in self.members]).double().mean(0)
+        out = (base.double() + corr).exp()
+        return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
+
+    def log_corrections(self, g, vel=None, omega=None, *, features, state: ContactState | None = None) -> torch.Tensor:
+        """[E, C] float32 bounded log-corrections of this network alone (the columns of ``law_parameters``), from the
+        raw ``features`` (its own normalizers applied here)."""
+        ef, nf = self.edge_norm(features[0]), self.node_norm(features[1])
         s_k, s_c, s_mu = self.bounds
         o_k = self.stiffness_mlp(ef[:, self.config_index])[:, 0]  # configuration only: never the history
         e_in = ef
@@ -249,8 +270,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             corr.append(torch.zeros_like(o_k))
         if self.spin:  # one head scales torsion and rolling alike
             corr += [s_mu * torch.tanh(o[:, -1])] * 2
-        out = (base.double() + torch.stack(corr, dim=1).double()).exp()
-        return spring_off(torch.cat([out[:, :2], out[:, 2:3].clamp_max(self.mu_max), out[:, 3:]], dim=1))
+        return torch.stack(corr, dim=1)
 
     @property
     def patch(self) -> tuple[np.ndarray, float] | None:
@@ -378,14 +398,3 @@ class ContactLawGNN(NumpyLaw, nn.Module):
         z_end, age_end, fn_end = contact_state_after(z, u, t["n"], kz, t["mu"], forces, age, g.dt.double()[eg])
         return out, xi, ContactState(z_end, age_end, fn_end, kz)
 
-
-def law_cost(model: ContactLawGNN, *, nodes_per_contact: float = 0.5) -> dict:
-    """Parameter count and multiply-add FLOPs per contact of the networks (the law's solve is ~1k FLOPs on top)."""
-    if not model.corrections:
-        return {"parameters": count_parameters(model), "flops_per_contact": 1000, "edge_flops": 1000, "node_flops": 0}
-    edge = mlp_flops(model.stiffness_mlp) + mlp_flops(model.edge_enc) + mlp_flops(model.decoder) + \
-        sum(mlp_flops(layer.edge_mlp) for layer in model.layers) + 1000
-    node = mlp_flops(model.node_enc) + sum(mlp_flops(layer.node_mlp) for layer in model.layers
-                                           if layer.node_mlp is not None)
-    return {"parameters": count_parameters(model), "flops_per_contact": int(edge + nodes_per_contact * node),
-            "edge_flops": int(edge), "node_flops": int(node)}

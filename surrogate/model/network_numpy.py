@@ -132,6 +132,7 @@ class NumpyNetwork:
             roles.append(-1 if q is None else len(packed))
             packed += [] if q is None else [_mlp(q)]
         self.weights, self.roles = K.pack_mlps(packed), np.array(roles, dtype=np.int64)
+        self.extra = [NumpyNetwork(e) for e in m.extra]  # an ensemble's other members (their laws unused)
 
     def _spring_off(self, out: np.ndarray, group: np.ndarray) -> np.ndarray:
         if self.presliding:
@@ -150,11 +151,18 @@ class NumpyNetwork:
             ef, nf = edge_features(a), node_features(a)
         else:
             ef, nf = (np.ascontiguousarray(_np(f), dtype=_F32) for f in features)
-        s_k, s_c, s_mu = (np.float32(s) for s in self.bounds)
         hist = np.zeros((len(src), 0), _F32)
         if self.history:
             z, age, fn = (np.zeros((len(src), 3)), np.zeros(len(src)), np.zeros(len(src))) if state is None else state[:3]
             hist = history_features(a, z, age, fn)
+        corr = np.mean([m.log_corrections(a, ef, nf, hist) for m in (self, *self.extra)], axis=0)
+        out = np.exp(base + corr)
+        out[:, 2] = np.minimum(out[:, 2], self.mu_max)
+        return self._spring_off(out, group)
+
+    def log_corrections(self, a: dict, ef, nf, hist) -> np.ndarray:
+        """[E, C] float64 bounded log-corrections of this network alone (``ContactLawGNN.log_corrections``)."""
+        s_k, s_c, s_mu = (np.float32(s) for s in self.bounds)
         o_k, o = K.network(ef, nf, hist, np.ascontiguousarray(a["edge_index"], dtype=np.int64), self.edge_stats,
                            self.node_stats, self.hist_stats, self.config_index, self.roles,
                            *self.weights)
@@ -165,9 +173,7 @@ class NumpyNetwork:
             corr.append(np.zeros_like(o_k))
         if self.spin:
             corr += [s_mu * np.tanh(o[:, -1])] * 2
-        out = np.exp(base + np.stack(corr, axis=1).astype(np.float64))
-        out[:, 2] = np.minimum(out[:, 2], self.mu_max)
-        return self._spring_off(out, group)
+        return np.stack(corr, axis=1).astype(np.float64)
 
 
 def _tensors(model) -> list:

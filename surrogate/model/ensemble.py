@@ -1,0 +1,69 @@
+"""An ensemble of trained networks on one law: ``surrogate ensemble MEMBER MEMBER ... --out DIR``.
+
+Networks trained by one recipe from different seeds disagree: on rig grasps one run's network was below its law on
+480 held-out objects and a rerun's was not (docs/contact-model.md). Averaging their corrections is the standard cure
+for that variance. The members must share the law (every prior parameter, tensor for tensor: they were trained on
+top of it) and the network's architecture; the ensemble is one ``ContactLawGNN`` with ``members`` = K whose
+log-corrections are the members' mean (``ContactLawGNN.law_parameters``), so it stays inside the same bounds, as
+passive as each member, and runs wherever a checkpoint runs (the stepper's compiled path evaluates every member).
+
+The ensemble is a candidate like any trained network: score it beside the release (``surrogate.rows`` of a suite)
+and release it by the paired rule (``surrogate release``). Its card keeps the first member's data section and names
+every member (folder and weights hash).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from ..errors import ConfigError
+from .contact_law import ContactLawGNN
+
+
+def ensemble(models: list[ContactLawGNN], *, names: list[str] | None = None) -> ContactLawGNN:
+    """One ``ContactLawGNN`` (eval mode) whose K networks are copies of ``models``' (each trained, one network each,
+    the same hyperparameters and the same law); ``names`` (default ``member i``) name them in errors."""
+    names = names or [f"member {i}" for i in range(len(models))]
+    if len(models) < 2:
+        raise ConfigError(f"an ensemble needs at least 2 members, got {len(models)}")
+    first = models[0]
+    for name, m in zip(names, models):
+        if not isinstance(m, ContactLawGNN) or not m.corrections or m.extra:
+            raise ConfigError(f"{name}: not a law with one network of corrections (a law alone, an ensemble or the "
+                              f"end-to-end peer cannot be a member)")
+        if m.hparams != first.hparams:
+            diff = sorted(k for k in {*m.hparams, *first.hparams} if m.hparams.get(k) != first.hparams.get(k))
+            raise ConfigError(f"{name}: its law or architecture differs from {names[0]}'s in model.hparams {diff}; "
+                              f"members must be trained on the same law with the same network")
+        for p, q in zip(m.prior_parameters(), first.prior_parameters()):
+            if not torch.equal(p, q):
+                raise ConfigError(f"{name}: its law's parameters differ from {names[0]}'s (not the same law)")
+    out = ContactLawGNN(**first.hparams, members=len(models))
+    out.load_state_dict({k: v for k, v in first.state_dict().items()}, strict=False)
+    for extra, m in zip(out.extra, models[1:]):
+        extra.load_state_dict(m.state_dict())
+    return out.eval()
+
+
+def build_parser(c) -> None:
+    c.add_argument("members", nargs="+", help="checkpoint folders: networks trained on the same law (2 or more)")
+    c.add_argument("--out", required=True, help="the ensemble's checkpoint folder (new, or a checkpoint to replace)")
+
+
+def run(a: argparse.Namespace) -> None:
+    from .checkpoint import export_checkpoint, load_checkpoint
+
+    loaded = [load_checkpoint(p) for p in a.members]
+    hashes = [c.get("weights_sha256") for _, c in loaded]
+    if len(set(hashes)) < len(hashes):
+        raise ConfigError(f"members with the same weights (weights_sha256): {list(a.members)}; an ensemble of copies is "
+                          f"its one network")
+    model = ensemble([m for m, _ in loaded], names=list(a.members))
+    card = loaded[0][1]
+    training = {"ensemble_of": [{"checkpoint": str(Path(p)), "weights_sha256": c.get("weights_sha256")}
+                                for p, (_, c) in zip(a.members, loaded)]}
+    out = export_checkpoint(model, a.out, data=card.get("data"), training=training)
+    print(f"{out}: an ensemble of {len(loaded)} networks on one law (corrections averaged)")
