@@ -17,7 +17,7 @@ from surrogate.model.checkpoint import export_checkpoint, load_checkpoint
 from surrogate.model.contact_law import ContactLawGNN
 from surrogate.model.ensemble import ensemble
 
-from .test_network_numpy import LAW, PAD, _grasp, _graph, _state, _trained_net
+from .test_network_numpy import LAW, PAD, _graph, _grasp, _state, _trained_net
 
 torch.set_num_threads(1)
 

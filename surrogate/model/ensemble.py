@@ -6,6 +6,8 @@ for that variance. The members must share the law (every prior parameter, tensor
 top of it) and the network's architecture; the ensemble is one ``ContactLawGNN`` with ``members`` = K whose
 log-corrections are the members' mean (``ContactLawGNN.law_parameters``), so it stays inside the same bounds, as
 passive as each member, and runs wherever a checkpoint runs (the stepper's compiled path evaluates every member).
+The stepper's input-range check and the card's normalization section are the first member's (members trained on
+one dataset saw the same feature ranges).
 
 The ensemble is a candidate like any trained network: score it beside the release (``surrogate.rows`` of a suite)
 and release it by the paired rule (``surrogate release``). Its card keeps the first member's data section and names
