@@ -241,7 +241,7 @@ class ContactLawGNN(NumpyLaw, nn.Module):
             return spring_off(base.double().exp())  # no features needed (in training they fill the normalizers)
         ef, nf = self.features(g, vel, omega) if features is None else features
         if not self.corrections:
-            self.edge_norm(ef), self.node_norm(nf)
+            self.edge_norm(ef), self.node_norm(nf)  # in training the features fill the normalizers
             return spring_off(base.double().exp())
         # the mean of bounded log-corrections is bounded alike: an ensemble is as passive as each member
         corr = torch.stack([m.log_corrections(g, vel, omega, features=(ef, nf), state=state)

@@ -44,7 +44,8 @@ def ensemble(models: list[ContactLawGNN], *, names: list[str] | None = None) -> 
             if not torch.equal(p, q):
                 raise ConfigError(f"{name}: its law's parameters differ from {names[0]}'s (not the same law)")
     out = ContactLawGNN(**first.hparams, members=len(models))
-    out.load_state_dict({k: v for k, v in first.state_dict().items()}, strict=False)
+    missing, unexpected = out.load_state_dict(first.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("extra.") for k in missing)  # the others' weights come next
     for extra, m in zip(out.extra, models[1:]):
         extra.load_state_dict(m.state_dict())
     return out.eval()

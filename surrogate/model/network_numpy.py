@@ -103,7 +103,8 @@ def _stats(norm) -> tuple[np.ndarray, np.ndarray]:
 
 
 class NumpyNetwork:
-    """A copy of one ``ContactLawGNN``'s network (weights, normalizer statistics, switches) in numpy.
+    """A copy of one ``ContactLawGNN``'s network (weights, normalizer statistics, switches) in numpy; of an
+    ensemble's, each member's (``extra``), their log-corrections averaged as the torch model does.
 
     ``law_parameters(g, features=None, state=None)`` is ``ContactLawGNN.law_parameters`` for a model in eval mode:
     [E, C] float64 (k, c, mu[, k_z][, mu_spin, mu_roll]) in the prior's units; ``g`` a ``ContactGraph`` or a batch's
@@ -155,7 +156,8 @@ class NumpyNetwork:
         if self.history:
             z, age, fn = (np.zeros((len(src), 3)), np.zeros(len(src)), np.zeros(len(src))) if state is None else state[:3]
             hist = history_features(a, z, age, fn)
-        corr = np.mean([m.log_corrections(a, ef, nf, hist) for m in (self, *self.extra)], axis=0)
+        corrs = [m.log_corrections(a, ef, nf, hist) for m in (self, *self.extra)]
+        corr = corrs[0] if len(corrs) == 1 else np.mean(corrs, axis=0)  # one network: no copy in the stepper's loop
         out = np.exp(base + corr)
         out[:, 2] = np.minimum(out[:, 2], self.mu_max)
         return self._spring_off(out, group)
