@@ -42,7 +42,7 @@ def test_an_ensemble_is_the_law_times_the_geometric_mean_of_its_members_correcti
     want = base.copy()
     want[on] = base[on] * np.exp(np.log(each[:, on] / base[on]).mean(0))
     np.testing.assert_allclose(got[unclamped], want[unclamped], rtol=1e-9)
-    assert (np.abs(got - each[0]) > 1e-6 * np.abs(got)).any()  # not any one member
+    assert (np.abs(got - each[0]) > 1e-6 * np.abs(got)).any()  # not the first member's parameters
     fast = network_numpy.numpy_network(ens)  # the stepper's compiled copy runs every member
     np.testing.assert_allclose(fast.law_parameters(g, state=state), got, rtol=2e-5, atol=1e-12)
 
