@@ -13,6 +13,7 @@ from surrogate.bench.rig_floor import floor_settings, medoid, redrawn_config, tr
 from surrogate.capture import read_dataset
 from surrogate.config import config_hash
 from surrogate.errors import ConfigError
+from surrogate.paths import config_dir
 from surrogate.rig.generate import generate, load_config
 from surrogate.rig.simulate import simulate_episode
 from surrogate.scenes.from_capture import asset_from_spec
@@ -64,6 +65,20 @@ def test_a_redraw_keeps_the_script_and_draws_the_hidden_values_again(captured):
     assert not np.array_equal(r0.object_pose, own.object_pose)
     with pytest.raises(ConfigError, match="redraw"):
         _trace(ep, cfg, -1)
+
+
+def test_the_rig_with_fixed_draws_leaves_nothing_to_redraw(captured):
+    """configs/rig/fixed_draws.yaml fixes every hidden per-episode draw: a redraw is the episode itself."""
+    _, ep = captured
+    cfg = load_config(config_dir() / "rig" / "fixed_draws.yaml")
+    own, again = _trace(ep, cfg), _trace(ep, cfg, 1)
+    assert again.script == own.script
+    assert own.object_true["mass"] == pytest.approx(own.object_nominal.mass)  # the capture's mass is the true one
+    assert own.object_true["com_offset"] == [0.0, 0.0, 0.0]
+    drawn = {k: e.get("drawn") for k, e in own.effects.items() if isinstance(e, dict) and e.get("drawn")}
+    assert drawn and drawn == {k: e.get("drawn") for k, e in again.effects.items() if isinstance(e, dict) and e.get("drawn")}
+    np.testing.assert_array_equal(again.object_pose, own.object_pose)
+    np.testing.assert_array_equal(again.pad_wrench, own.pad_wrench)
 
 
 def test_redrawn_config_moves_only_the_friction_field_seed():
