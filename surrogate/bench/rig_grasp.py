@@ -382,7 +382,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     redraws, by_source = floor_settings(cfg)
     if redraws:
         models.update(floor_rows(ex, test, rig=rig, redraws=redraws, sim=sim, scorer=scorer, replays=replays,
-                                 own_sets=set() if test_data else set(sets), by_source=by_source))
+                                 by_source=by_source))
     for name, paired in paired_minus_surrogate(models, sets=target_sets, horizon_s=cfg["acceptance"]["horizon_s"],
                                                by=cfg["metrics"].get("paired_by")).items():
         models[name]["paired_minus_surrogate"] = paired
