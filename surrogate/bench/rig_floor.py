@@ -83,8 +83,8 @@ def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None
         raise ValueError(f"episode {ep.episode_id}: the rig trace has {len(trace.times)} frames, the capture "
                          f"{ep.num_frames}")
     names = list(trace.joint_names)
-    cols = None if meta.joint_names is None else [names.index(n) for n in meta.joint_names]
-    if ep.joint_cmd is not None and cols is not None:  # the capture stores float32 commands
+    cols = [names.index(n) for n in meta.joint_names or ()]
+    if ep.joint_cmd is not None and cols:  # the capture stores float32 commands
         off = float(np.max(np.abs(np.asarray(trace.joint_cmd, dtype=float)[:, cols] - ep.joint_cmd), initial=0.0))
         if off > 1e-5:
             raise ValueError(f"episode {ep.episode_id}: the rig's commands for its seed differ from the capture's by "
