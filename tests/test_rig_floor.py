@@ -35,6 +35,11 @@ def _trace(ep, cfg, redraw=None):
                             redraw=redraw)
 
 
+def _drawn(trace) -> dict:
+    """The hidden per-episode values a rig trace drew, by effect."""
+    return {k: e.get("drawn") for k, e in trace.effects.items() if isinstance(e, dict) and e.get("drawn")}
+
+
 def test_the_episodes_own_draw_as_a_prediction_is_its_exact_state(captured):
     ds, ep = captured
     cfg = load_config(None)
@@ -61,9 +66,7 @@ def test_a_redraw_keeps_the_script_and_draws_the_hidden_values_again(captured):
         assert r.script == own.script
         np.testing.assert_array_equal(r.joint_cmd, own.joint_cmd)
         np.testing.assert_array_equal(r.object_pose[0], own.object_pose[0])
-    def drawn(t):
-        return {k: e.get("drawn") for k, e in t.effects.items() if isinstance(e, dict) and e.get("drawn")}
-    assert drawn(r0) != drawn(own) and drawn(r1) != drawn(r0)
+    assert _drawn(r0) != _drawn(own) and _drawn(r1) != _drawn(r0)
     np.testing.assert_array_equal(r0b.object_pose, r0.object_pose)  # a redraw is reproducible
     assert not np.array_equal(r0.object_pose, own.object_pose)
     with pytest.raises(ConfigError, match="redraw"):
@@ -78,9 +81,7 @@ def test_the_rig_with_fixed_draws_leaves_nothing_to_redraw(captured):
     assert again.script == own.script
     assert own.object_true["mass"] == pytest.approx(own.object_nominal.mass)  # the capture's mass is the true one
     assert own.object_true["com_offset"] == [0.0, 0.0, 0.0]
-    def drawn(t):
-        return {k: e.get("drawn") for k, e in t.effects.items() if isinstance(e, dict) and e.get("drawn")}
-    assert drawn(own) and drawn(again) == drawn(own)  # the fingertip effects' values are drawn, and the same
+    assert _drawn(own) and _drawn(again) == _drawn(own)  # the fingertip effects' values are drawn, and the same
     np.testing.assert_array_equal(again.object_pose, own.object_pose)
     np.testing.assert_array_equal(again.pad_wrench, own.pad_wrench)
 

@@ -83,14 +83,14 @@ def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None
         raise ValueError(f"episode {ep.episode_id}: the rig trace has {len(trace.times)} frames, the capture "
                          f"{ep.num_frames}")
     names = list(trace.joint_names)
-    cols = [names.index(n) for n in meta.joint_names or ()]
-    if ep.joint_cmd is not None and cols:  # the capture stores float32 commands
-        off = float(np.max(np.abs(np.asarray(trace.joint_cmd, dtype=float)[:, cols] - ep.joint_cmd), initial=0.0))
+    joint_cols = [names.index(n) for n in meta.joint_names or ()]
+    if ep.joint_cmd is not None and joint_cols:  # the capture stores float32 commands
+        off = float(np.max(np.abs(np.asarray(trace.joint_cmd, dtype=float)[:, joint_cols] - ep.joint_cmd), initial=0.0))
         if off > 1e-5:
             raise ValueError(f"episode {ep.episode_id}: the rig's commands for its seed differ from the capture's by "
                              f"up to {off:.3g} (recorded by another version of the rig)")
     jp = np.asarray(trace.joint_pos, dtype=float)
-    joints = None if ep.joint_pos is None else jp[:, cols]
+    joints = None if ep.joint_pos is None else jp[:, joint_cols]
     q = scene_qpos(replay, np.asarray(trace.object_pose, dtype=float), joints)
     if not replay.sensors:
         return q, None
