@@ -253,12 +253,24 @@ def test_rig_grasp_suite_end_to_end(tmp_path, rig_set):
     assert set(rows[1]["learned"]) == {"surrogate", "same_checkpoint"}
     assert rows[1]["learned"]["surrogate"] == rows[1]["learned"]["same_checkpoint"]
     base = rows[0]["learned"]["surrogate"]["pos_pct_size"]
+    # paired per grasp with the all-on variant (one grasp here: the difference itself), for every model
+    assert set(rows[1]["paired"]) == {"nominal", "identified", "surrogate", "same_checkpoint"} and "paired" not in rows[0]
+    for m, key in (("nominal", "nominal_pos_pct_size"), ("surrogate", None)):
+        now, then = (rows[1][key], rows[0][key]) if key else (rows[1]["learned"][m]["pos_pct_size"], base)
+        assert rows[1]["paired"][m]["episode"]["n"] == 1
+        assert rows[1]["paired"][m]["episode"]["mean"] == pytest.approx(now - then), m
+    # the same checkpoint twice gains nothing over the surrogate, with or without the effect
+    gain = rows[1]["gain_off_minus_on"]["same_checkpoint"]["episode"]
+    assert set(rows[1]["gain_off_minus_on"]) == {"same_checkpoint"} and gain["mean"] == 0.0 and gain["ci95"] == [0.0, 0.0]
+    assert rows[1]["effect_size"]["pos_pct_size"] >= 0.0
     assert rows[0]["learned"]["surrogate"]["residual_removed_pct"] is None
     assert rows[1]["learned"]["surrogate"]["residual_removed_pct"] == pytest.approx(
         100.0 * (base - rows[1]["learned"]["surrogate"]["pos_pct_size"]) / base)
     assert ledger["recorded_outcomes"]["overall"]["episodes"] == 2
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Gap attribution" in report and "Grasp outcomes" in report and "Per test set" in report
+    assert "| without_friction_map |" in report and "gain of same_checkpoint" in report
+    assert (tmp_path / "report" / "attribution.png").exists()
     assert "Which way the models err" in report
     assert f"The learned rows' hand latency: {1000 * delay['delay_s']:.1f} ms (identified" in report
     assert "| same_checkpoint |" in report and "| variant | surrogate | same_checkpoint |" in report
@@ -406,7 +418,7 @@ def test_closed_loop_selection_keeps_a_friction_that_holds_the_grasp(rig_set):
 
 
 def test_attribution_switches_off_only_the_effects_the_rig_has_on():
-    from surrogate.bench.rig_grasp import attribution_effects
+    from surrogate.bench.rig_attribution import attribution_effects
     from surrogate.paths import config_dir
 
     rig = {"config": str(config_dir() / "rig" / "v1.yaml"), "overrides": []}
@@ -416,3 +428,22 @@ def test_attribution_switches_off_only_the_effects_the_rig_has_on():
     assert {"presliding_friction", "soft_finger_torsion", "pad_relaxation", "load_dependent_friction",
             "pulp_stiffening", "impact_damping"} <= set(v3)
     assert attribution_effects(["friction_map"], rig) == ["friction_map"]
+
+
+def test_an_effects_size_is_zero_against_the_same_recording_and_refuses_grasps_that_do_not_pair(rig_set):
+    # the variant's recordings scored against the all-on recordings of the same grasps: a recording against itself
+    # is no effect at all, and a variant whose grasps are other objects' is named, not scored
+    from types import SimpleNamespace
+
+    from surrogate.bench.rig_attribution import _effect_size
+    from surrogate.suites import load_suite
+
+    cfg = load_suite("rig-grasp")
+    base = {"_data": rig_set}
+    size = _effect_size(base, {"_data": rig_set}, cfg, rig={"config": None, "overrides": []}, sim=cfg["simulation"])
+    assert len(size) == 3 and all(r["episode"] == 0.0 and r["at"] in (0.0, None) for r in size)
+    assert {r["object"] for r in size} == {e.object.name for e in rig_set.episodes}
+    shuffled = SimpleNamespace(meta=rig_set.meta, episodes=rig_set.episodes[::-1])
+    assert rig_set.episodes[0].object.name != rig_set.episodes[-1].object.name
+    with pytest.raises(ValueError, match="seeds no longer pair"):
+        _effect_size(base, {"_data": shuffled}, cfg, rig={"config": None, "overrides": []}, sim=cfg["simulation"])

@@ -218,22 +218,31 @@ def ensemble_lines(ledger) -> list[str]:
     return lines
 
 
+def _ci(p: dict | None) -> str:
+    """``mean [lo, hi]`` of a paired difference, or a dash."""
+    if not p or p.get("mean") is None:
+        return "—"
+    return f"{p['mean']:+.2f}" + (f" [{p['ci95'][0]:+.2f}, {p['ci95'][1]:+.2f}]" if p.get("ci95") else "")
+
+
 def attribution_lines(ledger) -> list[str]:
-    """The rig-grasp gap attribution: identified and nominal MuJoCo, and each learned model, with each rig effect off."""
+    """The rig-grasp gap attribution: identified and nominal MuJoCo, and each learned model, with each rig effect off;
+    where the ledger has them, each model's paired change with each effect off and the effect's own size."""
     att = ledger.get("attribution")
     if not att:
         return []
     h = f"{float(ledger['config']['acceptance']['horizon_s']):g}"
     pct = lambda x: "—" if x is None else f"{x:+.0f} %"  # noqa: E731
+    num = lambda x: "—" if x is None else f"{x:.1f}"  # noqa: E731
     lines = ["", "## Gap attribution", "",
-             "Each rig effect switched off in turn; MuJoCo re-identified on training grasps of that variant and scored on "
-             "held-out grasps of it. Residual removed: how much lower the identified model's error is than with all effects on.", "",
+             "Each rig effect switched off in turn; MuJoCo re-identified on training grasps of that variant (unless the "
+             "suite's `attribution.identified` is false) and scored on held-out grasps of it. Residual removed: how much "
+             "lower the identified model's error is than with all effects on.", "",
              f"| variant | identified, % of size | identified at {h} s | nominal, % of size | identified rotation, deg | unstable (identified) | residual removed |",
              "|---|---|---|---|---|---|---|"]
     for r in att["rows"]:
-        at = r.get(f"identified_pos_pct_size_at_{h}s")
-        lines.append(f"| {r['variant']} | {r['identified_pos_pct_size']:.1f} | {'—' if at is None else f'{at:.1f}'} | "
-                     f"{r['nominal_pos_pct_size']:.1f} | {r['identified_rot_deg']:.1f} | {r.get('identified_unstable', 0)} | "
+        lines.append(f"| {r['variant']} | {num(r['identified_pos_pct_size'])} | {num(r.get(f'identified_pos_pct_size_at_{h}s'))} | "
+                     f"{r['nominal_pos_pct_size']:.1f} | {num(r['identified_rot_deg'])} | {r.get('identified_unstable') or 0} | "
                      f"{pct(r['residual_removed_pct'])} |")
     names = list(att["rows"][0].get("learned") or {})
     if names:
@@ -245,8 +254,22 @@ def attribution_lines(ledger) -> list[str]:
             cells = []
             for n in names:
                 x = r["learned"][n]
-                at = x.get(f"pos_pct_size_at_{h}s")
-                cells.append(f"{x['pos_pct_size']:.1f} ({'—' if at is None else f'{at:.1f}'}) {pct(x.get('residual_removed_pct'))}")
+                cells.append(f"{x['pos_pct_size']:.1f} ({num(x.get(f'pos_pct_size_at_{h}s'))}) {pct(x.get('residual_removed_pct'))}")
+            lines.append(f"| {r['variant']} | " + " | ".join(cells) + " |")
+    paired = [r for r in att["rows"] if "paired" in r]
+    if paired:
+        models = list(paired[0]["paired"])
+        gains = list(paired[0].get("gain_off_minus_on") or {})
+        lines += ["", f"Paired per grasp (intervals resample objects): each model's position error at {h} s with the effect "
+                  "off minus all on (below zero: that much of its error comes from the effect); the effect's size (the "
+                  "variant's recording scored against the all-on recording of the same grasp); and, per further learned "
+                  "row, the change of its gain over `surrogate` with the effect off (below zero: the gain was partly that "
+                  "effect's).", "",
+                  f"| variant | effect size at {h} s | " + " | ".join(models) + "".join(f" | gain of {g}" for g in gains) + " |",
+                  "|---|---|" + "---|" * (len(models) + len(gains))]
+        for r in paired:
+            cells = [num(r["effect_size"].get(f"pos_pct_size_at_{h}s"))] + [_ci(r["paired"][m]["at_horizon"]) for m in models]
+            cells += [_ci(r["gain_off_minus_on"][g]["at_horizon"]) for g in gains]
             lines.append(f"| {r['variant']} | " + " | ".join(cells) + " |")
     return lines
 

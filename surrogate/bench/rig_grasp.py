@@ -23,9 +23,8 @@ The rows follow ``rows`` (predictor -> scorer -> ledger row); data is ``rig_data
 ``rig_scoring``. Tasks (``parallel``): one per test episode for every model's replays, one per
 training episode for each identification generation (and the rig generator's episodes).
 
-Gap attribution (``attribution``) regenerates small train and test sets with each rig
-effect switched off in turn, identifies MuJoCo on each, and reports how much of the analytic
-residual each effect accounts for.
+Gap attribution (``attribution``, ``rig_attribution``) regenerates small train and test sets with each rig
+effect switched off in turn and reports how much of each model's error each effect accounts for.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..capture import dataset_hash, read_dataset
+from ..capture import dataset_hash
 from ..errors import ConfigError
 from ..parallel import Executor, task_cache
 from .command_delay import checked_simulation, command_delay
@@ -51,10 +50,9 @@ from .replay import (
     replay_errors,
     replay_with_model,
     simulate_replay,
-    simulate_replay_qpos,
     simulate_replay_states,
 )
-from .rig_data import generated_dataset, load_sets, resolve, rig_settings, thresholds, train_dataset
+from .rig_data import load_sets, resolve, rig_settings, thresholds, train_dataset
 from .rig_floor import floor_rows, floor_settings
 from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer, recorded_qpos
 from .rows import NOT_GIVEN, analytic_rows, learned_row, nominal_params
@@ -206,93 +204,6 @@ def _learned_row(ex: Executor, name: str, path, model, card, *, test, sim, score
                        train_size=len((card.get("data") or {}).get("train_episodes") or []) or None)
 
 
-# ----------------------------------------------------------------------------- attribution
-
-def _variant_row(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, progress, learned=None) -> dict:
-    """Identified and nominal MuJoCo on the rig variant with effect ``off`` switched off (None: all on), and the
-    learned models of ``learned`` ({name: (checkpoint, model, card)}, trained on the all-on rig) on the same held-out
-    grasps: an effect whose absence lowers a learned model's error is one it does not capture."""
-    ac, sim = cfg["attribution"], cfg["simulation"]
-    h = f"{float(cfg['acceptance']['horizon_s']):g}"
-    vrig = dict(rig)
-    vrig["overrides"] = list(rig.get("overrides", ())) + ([f"effects.{off}.enabled=false"] if off else [])
-    vrig["duration"] = ac.get("duration", rig.get("duration"))
-    tr = generated_dataset({"objects": ac["train_objects"], "episodes": ac["train_episodes"], "seed": ac["seed"]},
-                           rig=vrig, cache_dir=cache_dir, workers=workers, progress=progress, label=f"attr-train-{name}")
-    te = generated_dataset({"objects": ac["test_objects"], "episodes": ac["test_episodes"], "seed": ac["seed"] + 1},
-                           rig=vrig, cache_dir=cache_dir, workers=workers, progress=progress, label=f"attr-test-{name}")
-    tds, eds = read_dataset(tr), read_dataset(te)
-    sub = dict(cfg)
-    sub["baselines"] = {**cfg["baselines"], "identified": {**cfg["baselines"]["identified"], **ac["identified"]}}
-    params, info = _identify(ex, tds, [], sub, sim=sim, progress=progress, seed=int(ac["seed"]), label=f"attr-{name}")
-    row = {"variant": name, "effect_off": off, "identified": params.to_json(), "fit_loss": info["loss"]}
-    thr = thresholds(rig)
-    scorers = [EpisodeScorer(prepare_replay(ep, eds.meta, substeps=sim["substeps"], margin=sim["margin"]), cfg, thr)
-               for ep in eds.episodes]
-    for label, plist in (("nominal", None), ("identified", [params])):
-        scores = [sc.score(simulate_replay_qpos(sc.replay, plist or [nominal_params(sc.replay.episode, cfg["baselines"]["nominal"])])[0])
-                  for sc in scorers]
-        row[f"{label}_pos_pct_size"] = float(np.mean([s["pos_pct_size"] for s in scores]))
-        at = [s["horizon_pos_pct_size"][h] for s in scores if s["horizon_pos_pct_size"][h] is not None]
-        row[f"{label}_pos_pct_size_at_{h}s"] = float(np.mean(at)) if at else None
-        row[f"{label}_rot_deg"] = float(np.mean([s["rot_deg"] for s in scores]))
-        row[f"{label}_unstable"] = int(sum(bool(s["unstable"]) for s in scores))
-    row["learned"] = {}
-    row["command_delay_s"] = delay = (command_delay(ex, cfg, tds, info["episode_ids"], sim=sim)["delay_s"]
-                                      if learned else 0.0)  # this variant's hand
-    for lname, (path, net, card) in (learned or {}).items():
-        test = [(f"attr-{name}/{ep.episode_id}", ep, eds.meta) for ep in eds.episodes]
-        margin = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))  # the model's own, as in its row
-        preds, _ = _surrogate(ex, path, net, test, {**sim, "surrogate_margin": margin, "command_delay_s": delay})
-        scores = [sc.score(preds[k][0]) for sc, (k, _, _) in zip(scorers, test)]
-        at = [s["horizon_pos_pct_size"][h] for s in scores if s["horizon_pos_pct_size"][h] is not None]
-        row["learned"][lname] = {"pos_pct_size": float(np.mean([s["pos_pct_size"] for s in scores])),
-                                 f"pos_pct_size_at_{h}s": float(np.mean(at)) if at else None,
-                                 "rot_deg": float(np.mean([s["rot_deg"] for s in scores])),
-                                 "unstable": int(sum(bool(s["unstable"]) for s in scores))}
-    return row
-
-
-def attribution_effects(effects, rig: dict) -> list[str]:
-    """The effects to switch off in turn: a list as given, or for ``"all"`` the effects the suite's rig (``rig``:
-    ``rig_settings``) has on; switching off an effect that is off would only rerun the all-on rig."""
-    from ..rig.config import load_rig_config
-    from .gap import variants
-
-    if effects != "all":
-        return list(effects)
-    return [e for e in variants(load_rig_config(rig["config"], rig["overrides"])).values() if e]
-
-
-def attribution(cfg, *, rig, cache_dir, workers, progress, ex: Executor | None = None, learned=None) -> dict:
-    """Residual of identified (and nominal) MuJoCo, and of the ``learned`` models, with each rig effect switched off in
-    turn.
-
-    Returns {"rows": [{variant, effect_off, nominal/identified position error (% size, mean and
-    at the acceptance horizon), share of the all-on residual removed, learned: {name: the same of that model}}],
-    "settings": {...}}.
-    """
-    ex = ex or Executor(progress=progress)
-    ac = cfg["attribution"]
-    effects = attribution_effects(ac.get("effects", "all"), rig)
-    rows = []
-    for name, off in [("all_on", None)] + [(f"without_{e}", e) for e in effects]:
-        row = _variant_row(ex, name, off, cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
-                           learned=learned)
-        rows.append(row)
-        logger.info("attribution %s: identified %.1f %% of size, nominal %.1f %%", name, row["identified_pos_pct_size"],
-                    row["nominal_pos_pct_size"])
-    base = rows[0]["identified_pos_pct_size"]
-    for row in rows:
-        row["residual_removed_pct"] = None if row["effect_off"] is None or base <= 0 else \
-            100.0 * (base - row["identified_pos_pct_size"]) / base
-        for lname, lr in row["learned"].items():
-            lbase = rows[0]["learned"][lname]["pos_pct_size"]
-            lr["residual_removed_pct"] = None if row["effect_off"] is None or lbase <= 0 else \
-                100.0 * (lbase - lr["pos_pct_size"]) / lbase
-    return {"rows": rows, "settings": {k: v for k, v in ac.items() if k != "enabled"}}
-
-
 # ----------------------------------------------------------------------------- run
 
 def _test_leaks(train_ds, replays: dict) -> list:
@@ -394,6 +305,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
            "models": models, "recorded_outcomes": recorded, "command_delay": delay}
     out["pad_force_traces"] = force_traces(models, replays, traces)
     if cfg.get("attribution", {}).get("enabled") and not test_data:
+        from .rig_attribution import attribution  # it replays with this module's identification and learned rows
+
         out["attribution"] = attribution(cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, ex=ex,
                                          learned=learned)
     out["wall_s"] = time.time() - t0
