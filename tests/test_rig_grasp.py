@@ -447,3 +447,20 @@ def test_an_effects_size_is_zero_against_the_same_recording_and_refuses_grasps_t
     assert rig_set.episodes[0].object.name != rig_set.episodes[-1].object.name
     with pytest.raises(ValueError, match="seeds no longer pair"):
         _effect_size(base, {"_data": shuffled}, cfg, rig={"config": None, "overrides": []}, sim=cfg["simulation"])
+
+
+def test_attribution_without_identification_scores_nominal_mujoco_alone(tmp_path):
+    # attribution.identified: false skips MuJoCo's re-identification per variant; nominal MuJoCo is still paired
+    from surrogate.bench.rig_attribution import attribution
+    from surrogate.suites import load_suite
+
+    cfg = load_suite("rig-grasp", ["attribution.identified=false", "attribution.effects=[friction_map]",
+                                   "attribution.train_episodes=1", "attribution.test_episodes=2",
+                                   "attribution.duration=2.0"])
+    out = attribution(cfg, rig={"config": None, "overrides": [], "hand": "parallel_jaw", "duration": None},
+                      cache_dir=tmp_path, workers=0, progress=False)
+    on, off = out["rows"]
+    assert on["identified"] is None and off["identified_pos_pct_size"] is None and off["residual_removed_pct"] is None
+    assert set(off["paired"]) == {"nominal"} and off["paired"]["nominal"]["episode"]["n"] == 2
+    assert off["paired"]["nominal"]["episode"]["mean"] == pytest.approx(off["nominal_pos_pct_size"] - on["nominal_pos_pct_size"])
+    assert off["gain_off_minus_on"] == {} and off["effect_size"]["pos_pct_size"] >= 0.0
