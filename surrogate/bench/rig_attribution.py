@@ -13,7 +13,7 @@ recorder noise: ``rig.simulate`` draws each purpose from its own generator) with
 
 Paired per grasp against the all-on variant, resampling objects (``metrics.paired_difference``): a model whose
 error falls by an interval below zero when an effect is off has that much of its error from the effect, one it does
-not capture (``off_minus_on``); and for each further learned row, how its gain over the suite's ``surrogate`` (its
+not capture (``paired``); and for each further learned row, how its gain over the suite's ``surrogate`` (its
 law, say) changes with the effect off (``gain_off_minus_on``: below zero, the gain was partly that effect's).
 """
 
