@@ -74,39 +74,26 @@ def small_suite_line(ledger) -> list[str]:
 
 def plot_attribution(ledger, path: Path) -> Path | None:
     """Each model's error change with each rig effect off (paired, at the verdict's horizon, 95 % intervals): below
-    zero, that much of the model's error comes from the effect. Ledgers without paired rows: the analytic bars."""
+    zero, that much of the model's error comes from the effect. None for ledgers before the paired attribution (their
+    report keeps the tables)."""
     rows = (ledger.get("attribution") or {}).get("rows") or []
-    if len(rows) < 2:
+    if len(rows) < 2 or not all("paired" in r for r in rows[1:]):
         return None
-    if all("paired" in r for r in rows[1:]):
-        models = list(rows[1]["paired"])
-        fig, ax = plt.subplots(figsize=(7, 0.9 + 0.45 * len(rows[1:]) * max(1, len(models)) ** 0.5))
-        for j, m in enumerate(models):
-            pts = [(i, r["paired"][m]["at_horizon"]) for i, r in enumerate(rows[1:]) if r["paired"][m]["at_horizon"]["ci95"]]
-            y = [i + 0.8 * (j - (len(models) - 1) / 2) / max(len(models), 1) for i, _ in pts]
-            x = [p["mean"] for _, p in pts]
-            err = [[p["mean"] - p["ci95"][0] for _, p in pts], [p["ci95"][1] - p["mean"] for _, p in pts]]
-            ax.errorbar(x, y, xerr=err, fmt="o", ms=4, capsize=2, label=m,
-                        color=color(f"analytic_{m}" if f"analytic_{m}" in COLORS else m))
-        ax.axvline(0.0, color="0.5", lw=0.8)
-        ax.set_yticks(range(len(rows) - 1), [r["variant"] for r in rows[1:]], fontsize=8)
-        ax.invert_yaxis()
-        h = f"{float(ledger['config']['acceptance']['horizon_s']):g}"
-        ax.set_xlabel(f"position error at {h} s with the effect off minus all on, points of object size")
-        ax.set_title("which rig effect each model's error comes from (paired, 95 %)")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        return _save(fig, path)
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    names = [r["variant"] for r in rows]
-    ax.bar(range(len(rows)), [r["identified_pos_pct_size"] for r in rows], color=COLORS["analytic_identified"],
-           label="identified MuJoCo")
-    ax.plot(range(len(rows)), [r["nominal_pos_pct_size"] for r in rows], "o", color=COLORS["analytic_nominal"],
-            label="nominal MuJoCo")
-    ax.set_xticks(range(len(rows)), names, rotation=25, ha="right", fontsize=8)
-    ax.set_ylabel("position error, % of object size")
-    ax.set_title("gap attribution: analytic residual with each rig effect off")
-    ax.legend(fontsize=8)
+    models = list(rows[1]["paired"])
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.45 * len(rows[1:]) * max(1, len(models)) ** 0.5))
+    for j, m in enumerate(models):
+        pts = [(i, r["paired"][m]["at_horizon"]) for i, r in enumerate(rows[1:]) if r["paired"][m]["at_horizon"]["ci95"]]
+        y = [i + 0.8 * (j - (len(models) - 1) / 2) / len(models) for i, _ in pts]
+        err = [[p["mean"] - p["ci95"][0] for _, p in pts], [p["ci95"][1] - p["mean"] for _, p in pts]]
+        ax.errorbar([p["mean"] for _, p in pts], y, xerr=err, fmt="o", ms=4, capsize=2, label=m,
+                    color=color(f"analytic_{m}" if f"analytic_{m}" in COLORS else m))
+    ax.axvline(0.0, color="0.5", lw=0.8)
+    ax.set_yticks(range(len(rows) - 1), [r["variant"] for r in rows[1:]], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"position error at {float(ledger['config']['acceptance']['horizon_s']):g} s with the effect off "
+                  "minus all on, points of object size")
+    ax.set_title("which rig effect each model's error comes from (paired, 95 %)")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return _save(fig, path)
 
