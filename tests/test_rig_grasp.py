@@ -433,20 +433,21 @@ def test_attribution_switches_off_only_the_effects_the_rig_has_on():
 def test_an_effects_size_is_zero_against_the_same_recording_and_refuses_grasps_that_do_not_pair(rig_set):
     # the variant's recordings scored against the all-on recordings of the same grasps: a recording against itself
     # is no effect at all, and a variant whose grasps are other objects' is named, not scored
-    from types import SimpleNamespace
-
     from surrogate.bench.rig_attribution import _effect_size
+    from surrogate.bench.rig_scoring import EpisodeScorer
     from surrogate.suites import load_suite
 
     cfg = load_suite("rig-grasp")
-    base = {"_data": rig_set}
-    size = _effect_size(base, {"_data": rig_set}, cfg, rig={"config": None, "overrides": []}, sim=cfg["simulation"])
+    sim = cfg["simulation"]
+    base = [EpisodeScorer(prepare_replay(ep, rig_set.meta, substeps=sim["substeps"], margin=sim["margin"]), cfg, _thr())
+            for ep in rig_set.episodes]
+    size = _effect_size(base, base, "1")
     assert len(size) == 3 and all(r["episode"] == 0.0 and r["at"] in (0.0, None) for r in size)
     assert {r["object"] for r in size} == {e.object.name for e in rig_set.episodes}
-    shuffled = SimpleNamespace(meta=rig_set.meta, episodes=rig_set.episodes[::-1])
+    shuffled = base[::-1]
     assert rig_set.episodes[0].object.name != rig_set.episodes[-1].object.name
     with pytest.raises(ValueError, match="seeds no longer pair"):
-        _effect_size(base, {"_data": shuffled}, cfg, rig={"config": None, "overrides": []}, sim=cfg["simulation"])
+        _effect_size(base, shuffled, "1")
 
 
 def test_attribution_without_identification_scores_nominal_mujoco_alone(tmp_path):

@@ -220,9 +220,7 @@ def ensemble_lines(ledger) -> list[str]:
 
 def _ci(p: dict | None) -> str:
     """``mean [lo, hi]`` of a paired difference, or a dash."""
-    if not p or p.get("mean") is None:
-        return "—"
-    return f"{p['mean']:+.2f}" + (f" [{p['ci95'][0]:+.2f}, {p['ci95'][1]:+.2f}]" if p.get("ci95") else "")
+    return "—" if not p or p.get("mean") is None else signed_interval(p["mean"], p["ci95"])
 
 
 def attribution_lines(ledger) -> list[str]:

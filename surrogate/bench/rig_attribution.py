@@ -47,25 +47,29 @@ def attribution_effects(effects, rig: dict) -> list[str]:
     return [e for e in variants(load_rig_config(rig["config"], rig["overrides"])).values() if e]
 
 
-def _scores(scores: list[dict], eds, h: str) -> list[dict]:
+def _scores(scores: list[dict], episodes, h: str) -> list[dict]:
     """Per-grasp rows ``{"id", "object", "at", "episode"}`` (position % of size at the horizon ``h`` and over the
-    episode) of ``scores`` [one per episode of the dataset ``eds``]: what the paired comparisons read."""
+    episode) of ``scores`` [one per episode of ``episodes``]: what the paired comparisons read."""
     return [{"id": ep.episode_id, "object": ep.object.name, "at": s["horizon_pos_pct_size"][h],
-             "episode": s["pos_pct_size"]} for ep, s in zip(eds.episodes, scores)]
+             "episode": s["pos_pct_size"]} for ep, s in zip(episodes, scores)]
+
+
+def _means(rows: list[dict], h: str) -> dict:
+    """The mean position error of per-grasp ``rows`` over the episode and at the horizon ``h``."""
+    at = [r["at"] for r in rows if r["at"] is not None]
+    return {"pos_pct_size": float(np.mean([r["episode"] for r in rows])),
+            f"pos_pct_size_at_{h}s": float(np.mean(at)) if at else None}
 
 
 def _summary(rows: list[dict], scores: list[dict], h: str) -> dict:
     """The means the ledger's rows have always carried, of per-grasp ``rows`` and their full ``scores``."""
-    at = [r["at"] for r in rows if r["at"] is not None]
-    return {"pos_pct_size": float(np.mean([r["episode"] for r in rows])),
-            f"pos_pct_size_at_{h}s": float(np.mean(at)) if at else None,
-            "rot_deg": float(np.mean([s["rot_deg"] for s in scores])),
+    return {**_means(rows, h), "rot_deg": float(np.mean([s["rot_deg"] for s in scores])),
             "unstable": int(sum(bool(s["unstable"]) for s in scores))}
 
 
-def _variant(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, progress, learned) -> tuple[dict, dict]:
-    """(the ledger row of the variant with effect ``off`` switched off (None: all on), {model: per-grasp rows} and
-    the variant's test dataset under ``"_data"``)."""
+def _variant(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, progress, learned) -> tuple[dict, dict, list]:
+    """(the ledger row of the variant with effect ``off`` switched off (None: all on), {model: per-grasp rows}, the
+    scorers of its test grasps [one per episode, each holding its replay and recording])."""
     ac, sim = cfg["attribution"], cfg["simulation"]
     h = f"{float(cfg['acceptance']['horizon_s']):g}"
     vrig = dict(rig)
@@ -92,10 +96,10 @@ def _variant(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, prog
         row.update(identified=params.to_json(), fit_loss=info["loss"])
         plists["identified"] = lambda sc: [params]
         ids = info["episode_ids"]
-    per = {"_data": eds}
+    per = {}
     for label, plist in plists.items():
         scores = [sc.score(simulate_replay_qpos(sc.replay, plist(sc))[0]) for sc in scorers]
-        per[label] = _scores(scores, eds, h)
+        per[label] = _scores(scores, eds.episodes, h)
         row.update({f"{label}_{k}": v for k, v in _summary(per[label], scores, h).items()})
     row["learned"] = {}
     row["command_delay_s"] = delay = command_delay(ex, cfg, tds, ids, sim=sim)["delay_s"] if learned else 0.0
@@ -104,31 +108,28 @@ def _variant(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, prog
         margin = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))  # the model's own, as in its row
         preds, _ = _surrogate(ex, path, net, test, {**sim, "surrogate_margin": margin, "command_delay_s": delay})
         scores = [sc.score(preds[k][0]) for sc, (k, _, _) in zip(scorers, test)]
-        per[lname] = _scores(scores, eds, h)
+        per[lname] = _scores(scores, eds.episodes, h)
         row["learned"][lname] = _summary(per[lname], scores, h)
-    return row, per
+    return row, per, scorers
 
 
-def _effect_size(base: dict, per: dict, cfg, *, rig, sim) -> list[dict]:
-    """Per grasp: the variant's recorded poses scored against the all-on recording of the same grasp (``base``'s
-    ``"_data"``), i.e. how far the switched-off effect alone moves the object."""
-    h = f"{float(cfg['acceptance']['horizon_s']):g}"
-    thr = thresholds(rig)
+def _effect_size(base: list, variant: list, h: str) -> list[dict]:
+    """Per grasp: the variant's recorded poses scored against the all-on recording of the same grasp, i.e. how far
+    the switched-off effect alone moves the object. ``base``, ``variant``: the scorers of the all-on and the
+    variant's test grasps (``_variant``), in the same order."""
     scores = []
-    for ep, vep in zip(base["_data"].episodes, per["_data"].episodes):
+    for sc, vsc in zip(base, variant):
+        ep, vep = sc.replay.episode, vsc.replay.episode
         if ep.object.name != vep.object.name or ep.num_frames != vep.num_frames:
             raise ValueError(f"attribution: grasp {vep.episode_id} of the variant is not the all-on rig's grasp "
                              f"{ep.episode_id} ({vep.object.name} against {ep.object.name}): the seeds no longer pair")
-        sc = EpisodeScorer(prepare_replay(ep, base["_data"].meta, substeps=sim["substeps"], margin=sim["margin"]), cfg, thr)
         scores.append(sc.score(scene_qpos(sc.replay, vep.object_pose, vep.joint_pos)))
-    return _scores(scores, base["_data"], h)
+    return _scores(scores, [sc.replay.episode for sc in base], h)
 
 
 def _paired(base: list[dict], off: list[dict], by) -> dict:
     """Off minus all on, paired per grasp: at the horizon and over the episode."""
-    return {"at_horizon": paired_difference([{**r, "v": r["at"]} for r in base], [{**r, "v": r["at"]} for r in off],
-                                            "v", by=by),
-            "episode": paired_difference(base, off, "episode", by=by)}
+    return {"at_horizon": paired_difference(base, off, "at", by=by), "episode": paired_difference(base, off, "episode", by=by)}
 
 
 def _gain(per: dict, ref: str, name: str) -> list[dict]:
@@ -156,18 +157,15 @@ def attribution(cfg, *, rig, cache_dir, workers, progress, ex: Executor | None =
     by = cfg["metrics"].get("paired_by")
     h = f"{float(cfg['acceptance']['horizon_s']):g}"
     effects = attribution_effects(ac.get("effects", "all"), rig)
-    rows, base = [], None
+    rows, base, base_scorers = [], None, None
     for name, off in [("all_on", None)] + [(f"without_{e}", e) for e in effects]:
-        row, per = _variant(ex, name, off, cfg, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
-                            learned=learned)
+        row, per, scorers = _variant(ex, name, off, cfg, rig=rig, cache_dir=cache_dir, workers=workers,
+                                     progress=progress, learned=learned)
         if base is None:
-            base = per
+            base, base_scorers = per, scorers
         else:
-            size = _effect_size(base, per, cfg, rig=rig, sim=cfg["simulation"])
-            at = [r["at"] for r in size if r["at"] is not None]
-            row["effect_size"] = {"pos_pct_size": float(np.mean([r["episode"] for r in size])),
-                                  f"pos_pct_size_at_{h}s": float(np.mean(at)) if at else None}
-            row["paired"] = {m: _paired(base[m], per[m], by) for m in per if m != "_data"}
+            row["effect_size"] = _means(_effect_size(base_scorers, scorers, h), h)
+            row["paired"] = {m: _paired(base[m], per[m], by) for m in per}
             row["gain_off_minus_on"] = {m: _paired(_gain(base, "surrogate", m), _gain(per, "surrogate", m), by)
                                         for m in (learned or {}) if m != "surrogate" and "surrogate" in per}
         rows.append(row)
