@@ -1,0 +1,133 @@
+"""Is what is left of a learned row's error in the hand or in the contact? (issue 24)
+
+``rig-grasp`` replays each test grasp's recorded commands through the hybrid stepper: the scene's servos move the
+fingers, delayed by the hand's identified latency, and the checkpoint's contact pushes back on them. Training's
+validation rolls the same grasp out in the twin instead, whose fingers follow the recorded hand joints. Scoring one
+checkpoint both ways on the same grasps, from the same recorded start, separates two parts of its error:
+
+- ``actuated - kinematic`` at a horizon: what the replay's hand adds (servo dynamics under the contact's load,
+  latency), which no contact model can remove where the recorded fingers are what the object follows;
+- the kinematic error itself: what the contact gets wrong with the fingers where they really were.
+
+With it, the actuated replay's finger error against the recording (mm, the hand's slide joints; deg for hinges) at
+the same moment. Position error in % of the object's size, paired per grasp (resampling grasps; one grasp per
+object on the rig's ``heldout_wide``)::
+
+    python eval/hand_or_contact.py DATASET CKPT [CKPT ...] --delay-s 0.0104 --episodes 240 --out runs/notes/hand.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+MAX_ERROR_M = 1.0  # rig-grasp's blow-up bound (configs/eval/rig-grasp.yaml, metrics.max_error_m)
+
+
+def _position_pct(pred_pose: np.ndarray, ep, horizon_s: float) -> tuple[float, float, int]:
+    """(error ``horizon_s`` after the close starts, mean over the tracked frames, the horizon's frame): % of the
+    object's size, as ``rig-grasp`` scores it (``evaluate.score_episode``: the last valid frame at or before the
+    horizon)."""
+    from surrogate.bench.evaluate import episode_errors
+    from surrogate.bench.rig_scoring import horizon_origin
+
+    n = min(len(pred_pose), ep.num_frames)
+    e = episode_errors(pred_pose[:n], ep, MAX_ERROR_M)
+    pos = e["pos_m"] / ep.object.size * 100.0
+    valid = np.ones(n, bool) if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:n], bool)
+    t = ep.timestamps[:n] - ep.timestamps[0] - horizon_origin(ep, "close")
+    frame = int(np.flatnonzero((t >= -1e-9) & (t <= horizon_s + 1e-9) & valid)[-1])
+    return float(pos[frame]), float(pos[valid].mean()), frame
+
+
+def _finger_error(replay, qpos: np.ndarray, frame: int) -> float:
+    """The largest recorded hand joint's error at ``frame`` (mm for slides, deg for hinges)."""
+    import mujoco
+
+    from surrogate.bench.replay import joint_qpos_columns
+
+    m, ep, worst = replay.scene.model, replay.episode, 0.0
+    for col, adr in joint_qpos_columns(m, list(replay.joint_names)):
+        j = int(np.flatnonzero(m.jnt_qposadr == adr)[0])
+        scale = 1000.0 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE else 180.0 / np.pi
+        worst = max(worst, abs(float(qpos[frame, adr] - ep.joint_pos[frame, col])) * scale)
+    return worst
+
+
+def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float, horizon_s: float,
+          substeps: int = 4, margin: float = 0.005) -> dict:
+    import torch
+    from tqdm import tqdm
+
+    from surrogate.bench.replay import replay_with_model
+    from surrogate.capture import read_dataset
+    from surrogate.learn.objective import rollout_episodes
+    from surrogate.learn.windows import group_episodes
+    from surrogate.model.checkpoint import load_checkpoint
+    from surrogate.sim.twin import Twin
+
+    torch.set_num_threads(1)
+    ds = read_dataset(dataset)
+    eps = ds.episodes[:episodes]
+    groups = group_episodes(eps, ds.meta, margin=margin, substeps=substeps)
+    twins = [Twin(g.scene) for g in groups]
+    group_of = {e.episode_id: gi for gi, g in enumerate(groups) for e in g.episodes}
+    out = {"dataset": dataset, "episodes": [str(e.episode_id) for e in eps], "delay_s": delay_s,
+           "horizon_s": horizon_s, "rows": {}}
+    for path in checkpoints:
+        model, _ = load_checkpoint(path)
+        kin = rollout_episodes(twins, model, eps, ds.meta, groups=[group_of[e.episode_id] for e in eps],
+                               substeps=substeps)
+        rows = []
+        for e in tqdm(eps, desc=f"actuated replays, {path}"):
+            r, q, _, _ = replay_with_model(e, ds.meta, model, substeps=substeps, margin=margin, delay_s=delay_s)
+            a = r.scene.object_qpos_adr
+            act_h, act_ep, f = _position_pct(q[:, a:a + 7], e, horizon_s)
+            kin_h, kin_ep, _ = _position_pct(kin[str(e.episode_id)], e, horizon_s)
+            rows.append({"id": str(e.episode_id), "object": e.object.name, "actuated_h": act_h, "kinematic_h": kin_h,
+                         "actuated_ep": act_ep, "kinematic_ep": kin_ep, "finger_err_h": _finger_error(r, q, f)})
+        out["rows"][path] = rows
+    return out
+
+
+def summary(out: dict) -> list[str]:
+    from surrogate.metrics import bootstrap_ci, signed_interval
+
+    lines = [f"{len(out['episodes'])} grasps of {out['dataset']}, hand latency {out['delay_s'] * 1000:.1f} ms, "
+             f"position % of size {out['horizon_s']:g} s after the close starts / over the episode"]
+    for path, rows in out["rows"].items():
+        col = {k: np.array([r[k] for r in rows]) for k in rows[0] if k not in ("id", "object")}
+        lines.append(f"{path}: actuated {col['actuated_h'].mean():.2f} / {col['actuated_ep'].mean():.2f}, "
+                     f"kinematic {col['kinematic_h'].mean():.2f} / {col['kinematic_ep'].mean():.2f}")
+        for h in ("h", "ep"):
+            d = col[f"kinematic_{h}"] - col[f"actuated_{h}"]
+            lines.append(f"  kinematic - actuated ({h}): {signed_interval(float(d.mean()), bootstrap_ci(d))}")
+        fe = col["finger_err_h"]
+        rho = float(np.corrcoef(np.argsort(np.argsort(fe)), np.argsort(np.argsort(col["actuated_h"])))[0, 1])
+        lines.append(f"  the actuated replay's finger error at the horizon: median {np.median(fe):.2f}, "
+                     f"90th percentile {np.percentile(fe, 90):.2f}; Spearman with its position error {rho:+.2f}")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("dataset")
+    p.add_argument("checkpoints", nargs="+")
+    p.add_argument("--episodes", type=int, default=240)
+    p.add_argument("--delay-s", type=float, default=0.0, help="the hand's latency (a rig-grasp ledger's command_delay)")
+    p.add_argument("--horizon-s", type=float, default=1.0)
+    p.add_argument("--out", help="JSON with every grasp's rows")
+    a = p.parse_args(argv)
+    out = score(a.dataset, a.checkpoints, episodes=a.episodes, delay_s=a.delay_s, horizon_s=a.horizon_s)
+    if a.out:
+        from surrogate.atomic import write_json_atomic
+
+        write_json_atomic(a.out, out)
+    print("\n".join(summary(out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
