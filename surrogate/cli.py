@@ -33,7 +33,7 @@ def _cmd_import_poses(a):
 
 
 def _cmd_import_lerobot(a):
-    from .capture.lerobot_map import load_mapping, read_lerobot
+    from .capture.lerobot_import import load_mapping, read_lerobot
     from .capture.writer import write_dataset
 
     episodes, meta, skipped = read_lerobot(a.src, load_mapping(a.mapping))
@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = imp.add_parser("lerobot", help="a LeRobot v3 dataset, given a YAML key mapping and scene description")
     c.add_argument("src", help="LeRobot v3 dataset folder (meta/info.json, data/, meta/episodes/)")
     c.add_argument("--mapping", required=True,
-                   help="YAML: which key is the object pose, units, object, environment, provenance (see surrogate/capture/lerobot_map.py)")
+                   help="YAML: which key is the object pose, units, object, environment, provenance (see surrogate/capture/lerobot_import.py)")
     c.add_argument("--out", required=True, help="capture dataset directory to write")
     c.set_defaults(func=_cmd_import_lerobot)
     for sp in imp.choices.values():

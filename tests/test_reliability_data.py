@@ -112,12 +112,12 @@ def _poses(tmp_path):
 
 
 def _foreign_two_files(root):
-    """A foreign LeRobot dataset (``test_lerobot_map.write_foreign``) of 3 episodes, episode 2 alone in a second data
+    """A foreign LeRobot dataset (``test_lerobot_import.write_foreign``) of 3 episodes, episode 2 alone in a second data
     file, with LeRobot's episode index (meta/episodes) saying which file holds each episode."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .test_lerobot_map import true_episode, write_foreign
+    from .test_lerobot_import import true_episode, write_foreign
 
     write_foreign(root, [true_episode(T, seed) for seed, T in enumerate((20, 31, 17))])
     t = pq.read_table(root / "data/chunk-000/file-000.parquet")
@@ -131,9 +131,9 @@ def _foreign_two_files(root):
 
 def test_lerobot_import_skips_the_episodes_of_a_truncated_data_file_and_keeps_the_rest(tmp_path):
     """Defect E: with one of two data files truncated, ``surrogate import lerobot`` aborted the whole import."""
-    from surrogate.capture.lerobot_map import read_lerobot
+    from surrogate.capture.lerobot_import import read_lerobot
 
-    from .test_lerobot_map import mapping
+    from .test_lerobot_import import mapping
 
     root = _foreign_two_files(tmp_path / "f")
     assert [e.num_frames for e in read_lerobot(root, mapping())[0]] == [20, 31, 17]
@@ -149,10 +149,10 @@ def test_lerobot_import_skips_the_episodes_of_a_truncated_data_file_and_keeps_th
 
 def test_lerobot_reader_checks_total_frames_and_episode_lengths_against_the_data(tmp_path):
     """Defect F: an info.json ``total_frames`` of 5 against 68, or an index ``length`` that disagrees, was accepted."""
-    from surrogate.capture.lerobot_map import read_lerobot
+    from surrogate.capture.lerobot_import import read_lerobot
     from surrogate.errors import CaptureError
 
-    from .test_lerobot_map import mapping
+    from .test_lerobot_import import mapping
     from .test_reliability import _edit_json
 
     root = _foreign_two_files(tmp_path / "f")

@@ -1,7 +1,7 @@
 """The mapping of a foreign LeRobot dataset: loading and checking it, its units and its object.
 
 The mapping's format (fields, units, object, environment, provenance) is described in
-``surrogate.capture.lerobot_map``, which reads a dataset with it.
+``surrogate.capture.lerobot_import``, which reads a dataset with it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from surrogate.capture import read_dataset, write_dataset
-from surrogate.capture.lerobot_map import box_inertia, check_mapping, load_mapping, read_lerobot
+from surrogate.capture.lerobot_import import box_inertia, check_mapping, load_mapping, read_lerobot
 from surrogate.errors import CaptureError, ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
