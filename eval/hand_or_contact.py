@@ -23,24 +23,6 @@ import sys
 
 import numpy as np
 
-MAX_ERROR_M = 1.0  # rig-grasp's blow-up bound (configs/eval/rig-grasp.yaml, metrics.max_error_m)
-
-
-def _position_pct(pred_pose: np.ndarray, ep, horizon_s: float) -> tuple[float, float, int]:
-    """(error ``horizon_s`` after the close starts, mean over the tracked frames, the horizon's frame): % of the
-    object's size, as ``rig-grasp`` scores it (``evaluate.score_episode``: the last valid frame at or before the
-    horizon)."""
-    from surrogate.bench.evaluate import episode_errors
-    from surrogate.bench.rig_scoring import horizon_origin
-
-    n = min(len(pred_pose), ep.num_frames)
-    e = episode_errors(pred_pose[:n], ep, MAX_ERROR_M)
-    pos = e["pos_m"] / ep.object.size * 100.0
-    valid = np.ones(n, bool) if ep.object_pose_valid is None else np.asarray(ep.object_pose_valid[:n], bool)
-    t = ep.timestamps[:n] - ep.timestamps[0] - horizon_origin(ep, "close")
-    frame = int(np.flatnonzero((t >= -1e-9) & (t <= horizon_s + 1e-9) & valid)[-1])
-    return float(pos[frame]), float(pos[valid].mean()), frame
-
 
 def _finger_error(replay, qpos: np.ndarray, frame: int) -> float:
     """The largest recorded hand joint's error at ``frame`` (mm for slides, deg for hinges)."""
@@ -62,19 +44,25 @@ def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float
     from tqdm import tqdm
 
     from surrogate.bench.replay import replay_with_model
+    from surrogate.bench.rig_data import thresholds
+    from surrogate.bench.rig_scoring import EpisodeScorer, scene_qpos
     from surrogate.capture import read_dataset
     from surrogate.learn.objective import rollout_episodes
     from surrogate.learn.windows import group_episodes
     from surrogate.model.checkpoint import load_checkpoint
     from surrogate.sim.twin import Twin
+    from surrogate.suites import load_suite
 
     torch.set_num_threads(1)
+    cfg = load_suite("rig-grasp")  # the suite's own scorer, its horizons with this one
+    cfg["metrics"]["horizons_s"] = sorted({*map(float, cfg["metrics"]["horizons_s"]), float(horizon_s)})
+    key, thr = f"{float(horizon_s):g}", thresholds({"config": None, "overrides": ()})
     ds = read_dataset(dataset)
     eps = ds.episodes[:episodes]
     groups = group_episodes(eps, ds.meta, margin=margin, substeps=substeps)
     twins = [Twin(g.scene) for g in groups]
     group_of = {e.episode_id: gi for gi, g in enumerate(groups) for e in g.episodes}
-    out = {"dataset": dataset, "episodes": [str(e.episode_id) for e in eps], "delay_s": delay_s,
+    out = {"dataset": str(dataset), "episodes": [str(e.episode_id) for e in eps], "delay_s": delay_s,
            "horizon_s": horizon_s, "rows": {}}
     for path in checkpoints:
         model, _ = load_checkpoint(path)
@@ -83,12 +71,16 @@ def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float
         rows = []
         for e in tqdm(eps, desc=f"actuated replays, {path}"):
             r, q, _, _ = replay_with_model(e, ds.meta, model, substeps=substeps, margin=margin, delay_s=delay_s)
-            a = r.scene.object_qpos_adr
-            act_h, act_ep, f = _position_pct(q[:, a:a + 7], e, horizon_s)
-            kin_h, kin_ep, _ = _position_pct(kin[str(e.episode_id)], e, horizon_s)
-            rows.append({"id": str(e.episode_id), "object": e.object.name, "actuated_h": act_h, "kinematic_h": kin_h,
-                         "actuated_ep": act_ep, "kinematic_ep": kin_ep, "finger_err_h": _finger_error(r, q, f)})
-        out["rows"][path] = rows
+            scorer = EpisodeScorer(r, cfg, thr)
+            act = scorer.score(q)
+            pose = kin[str(e.episode_id)]  # the twin's hand is the recorded one: scored with the recorded joints
+            k = scorer.score(scene_qpos(r, pose, None if e.joint_pos is None else e.joint_pos[:len(pose)]))
+            f = int(np.flatnonzero(e.timestamps - e.timestamps[0] <= scorer.origin + horizon_s + 1e-9)[-1])
+            rows.append({"id": str(e.episode_id), "object": e.object.name,
+                         "actuated_h": act["horizon_pos_pct_size"][key], "kinematic_h": k["horizon_pos_pct_size"][key],
+                         "actuated_ep": act["pos_pct_size"], "kinematic_ep": k["pos_pct_size"],
+                         "finger_err_h": _finger_error(r, q, min(f, len(q) - 1))})
+        out["rows"][str(path)] = rows
     return out
 
 
