@@ -38,8 +38,23 @@ def _finger_error(replay, qpos: np.ndarray, frame: int) -> float:
     return worst
 
 
+def _replayed_joints(replay, qpos: np.ndarray) -> np.ndarray:
+    """[F, J] the recorded hand joints with every joint the scene has replaced by the replay's (``qpos`` [F, nq])."""
+    from surrogate.bench.replay import joint_qpos_columns
+
+    ep = replay.episode
+    out = np.array(ep.joint_pos[:len(qpos)], dtype=float, copy=True)
+    for col, adr in joint_qpos_columns(replay.scene.model, list(replay.joint_names)):
+        out[:, col] = qpos[:len(out), adr]
+    return out
+
+
 def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float, horizon_s: float,
-          substeps: int = 4, margin: float = 0.005) -> dict:
+          substeps: int = 4, margin: float = 0.005, replayed: bool = False) -> dict:
+    """Per checkpoint, per grasp: the position errors with the hand actuated and kinematic (and with ``replayed``,
+    the twin's fingers on the checkpoint's own actuated replay of the grasp: ``replayed_h``, ``replayed_ep``)."""
+    import dataclasses
+
     import torch
     from tqdm import tqdm
 
@@ -68,7 +83,7 @@ def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float
         model, _ = load_checkpoint(path)
         kin = rollout_episodes(twins, model, eps, ds.meta, groups=[group_of[e.episode_id] for e in eps],
                                substeps=substeps)
-        rows = []
+        rows, moved = [], []
         for e in tqdm(eps, desc=f"actuated replays, {path}"):
             r, q, _, _ = replay_with_model(e, ds.meta, model, substeps=substeps, margin=margin, delay_s=delay_s)
             scorer = EpisodeScorer(r, cfg, thr)
@@ -80,6 +95,15 @@ def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float
                          "actuated_h": act["horizon_pos_pct_size"][key], "kinematic_h": k["horizon_pos_pct_size"][key],
                          "actuated_ep": act["pos_pct_size"], "kinematic_ep": k["pos_pct_size"],
                          "finger_err_h": _finger_error(r, q, min(f, len(q) - 1))})
+            if replayed:  # the same grasp with the fingers where this checkpoint's replay moved them
+                moved.append((r, scorer, dataclasses.replace(e, joint_pos=_replayed_joints(r, q))))
+        if replayed:
+            rep = rollout_episodes(twins, model, [m for _, _, m in moved], ds.meta,
+                                   groups=[group_of[e.episode_id] for e in eps], substeps=substeps)
+            for row, (r, scorer, m) in zip(rows, moved):
+                pose = rep[str(m.episode_id)]
+                sc = scorer.score(scene_qpos(r, pose, m.joint_pos[:len(pose)]))
+                row.update(replayed_h=sc["horizon_pos_pct_size"][key], replayed_ep=sc["pos_pct_size"])
         out["rows"][str(path)] = rows
     return out
 
@@ -93,9 +117,11 @@ def summary(out: dict) -> list[str]:
         col = {k: np.array([r[k] for r in rows]) for k in rows[0] if k not in ("id", "object")}
         lines.append(f"{path}: actuated {col['actuated_h'].mean():.2f} / {col['actuated_ep'].mean():.2f}, "
                      f"kinematic {col['kinematic_h'].mean():.2f} / {col['kinematic_ep'].mean():.2f}")
-        for h in ("h", "ep"):
-            d = col[f"kinematic_{h}"] - col[f"actuated_{h}"]
-            lines.append(f"  kinematic - actuated ({h}): {signed_interval(float(d.mean()), bootstrap_ci(d))}")
+        for other in ("kinematic", "replayed"):
+            for h in ("h", "ep") if f"{other}_h" in col else ():
+                d = col[f"{other}_{h}"] - col[f"actuated_{h}"]
+                lines.append(f"  {other} - actuated ({h}): {signed_interval(float(d.mean()), bootstrap_ci(d))}"
+                             + (f"; {other} {col[f'{other}_{h}'].mean():.2f}" if other == "replayed" else ""))
         fe = col["finger_err_h"]
         rho = float(np.corrcoef(np.argsort(np.argsort(fe)), np.argsort(np.argsort(col["actuated_h"])))[0, 1])
         lines.append(f"  the actuated replay's finger error at the horizon: median {np.median(fe):.2f}, "
@@ -110,9 +136,12 @@ def main(argv=None) -> int:
     p.add_argument("--episodes", type=int, default=240)
     p.add_argument("--delay-s", type=float, default=0.0, help="the hand's latency (a rig-grasp ledger's command_delay)")
     p.add_argument("--horizon-s", type=float, default=1.0)
+    p.add_argument("--replayed", action="store_true",
+                   help="also roll the twin out with its fingers on each checkpoint's own actuated replay")
     p.add_argument("--out", help="JSON with every grasp's rows")
     a = p.parse_args(argv)
-    out = score(a.dataset, a.checkpoints, episodes=a.episodes, delay_s=a.delay_s, horizon_s=a.horizon_s)
+    out = score(a.dataset, a.checkpoints, episodes=a.episodes, delay_s=a.delay_s, horizon_s=a.horizon_s,
+                replayed=a.replayed)
     if a.out:
         from surrogate.atomic import write_json_atomic
 
