@@ -1,19 +1,25 @@
 """Is what is left of a learned row's error in the hand or in the contact? (issue 24)
 
 ``rig-grasp`` replays each test grasp's recorded commands through the hybrid stepper: the scene's servos move the
-fingers, delayed by the hand's identified latency, and the checkpoint's contact pushes back on them. Training's
-validation rolls the same grasp out in the twin instead, whose fingers follow the recorded hand joints. Scoring one
-checkpoint both ways on the same grasps, from the same recorded start, separates two parts of its error:
+fingers, delayed by the hand's identified latency, and the checkpoint's contact pushes back on them. Training
+(``data.hand: kinematic``, the default) rolls the same grasp out in the twin instead, whose fingers follow the recorded
+hand joints. Scoring one checkpoint both ways on the same grasps (the replay from the first recorded frame, the twin
+from training's first-state estimate over 5 frames; the object rests there), with the suite's own scorer, separates
+two parts of its error:
 
-- ``actuated - kinematic`` at a horizon: what the replay's hand adds (servo dynamics under the contact's load,
-  latency), which no contact model can remove where the recorded fingers are what the object follows;
+- ``kinematic - actuated`` at a horizon: what the replay's hand (servo dynamics under the contact's load, latency)
+  adds to the error, or takes from it;
 - the kinematic error itself: what the contact gets wrong with the fingers where they really were.
+
+``--replayed`` adds a third rollout: the twin with its fingers on the checkpoint's own actuated replay of the grasp
+(where its servos put them under its contact), which says whether the twin tracks the benchmark's replay once the
+fingers are where use puts them.
 
 With it, the actuated replay's finger error against the recording (mm, the hand's slide joints; deg for hinges) at
 the same moment. Position error in % of the object's size, paired per grasp (resampling grasps; one grasp per
 object on the rig's ``heldout_wide``)::
 
-    python eval/hand_or_contact.py DATASET CKPT [CKPT ...] --delay-s 0.0104 --episodes 240 --out runs/notes/hand.json
+    python eval/hand_or_contact.py DATASET CKPT [CKPT ...] --delay-s 0.0104 --episodes 240 [--replayed] --out runs/notes/hand.json
 """
 
 from __future__ import annotations
