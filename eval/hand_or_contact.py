@@ -44,17 +44,6 @@ def _finger_error(replay, qpos: np.ndarray, frame: int) -> float:
     return worst
 
 
-def _replayed_joints(replay, qpos: np.ndarray) -> np.ndarray:
-    """[F, J] the recorded hand joints with every joint the scene has replaced by the replay's (``qpos`` [F, nq])."""
-    from surrogate.bench.replay import joint_qpos_columns
-
-    ep = replay.episode
-    out = np.array(ep.joint_pos[:len(qpos)], dtype=float, copy=True)
-    for col, adr in joint_qpos_columns(replay.scene.model, list(replay.joint_names)):
-        out[:, col] = qpos[:len(out), adr]
-    return out
-
-
 def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float, horizon_s: float,
           substeps: int = 4, margin: float = 0.005, replayed: bool = False) -> dict:
     """Per checkpoint, per grasp: the position errors with the hand actuated and kinematic (and with ``replayed``,
@@ -66,7 +55,7 @@ def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float
 
     from surrogate.bench.replay import replay_with_model
     from surrogate.bench.rig_data import thresholds
-    from surrogate.bench.rig_scoring import EpisodeScorer, scene_qpos
+    from surrogate.bench.rig_scoring import EpisodeScorer, hand_joints, scene_qpos
     from surrogate.capture import read_dataset
     from surrogate.learn.objective import rollout_episodes
     from surrogate.learn.windows import group_episodes
@@ -102,7 +91,7 @@ def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float
                          "actuated_ep": act["pos_pct_size"], "kinematic_ep": k["pos_pct_size"],
                          "finger_err_h": _finger_error(r, q, min(f, len(q) - 1))})
             if replayed:  # the same grasp with the fingers where this checkpoint's replay moved them
-                moved.append((r, scorer, dataclasses.replace(e, joint_pos=_replayed_joints(r, q))))
+                moved.append((r, scorer, dataclasses.replace(e, joint_pos=hand_joints(r, q))))
         if replayed:
             rep = rollout_episodes(twins, model, [m for _, _, m in moved], ds.meta,
                                    groups=[group_of[e.episode_id] for e in eps], substeps=substeps)
@@ -115,6 +104,8 @@ def score(dataset: str, checkpoints: list[str], *, episodes: int, delay_s: float
 
 
 def summary(out: dict) -> list[str]:
+    from scipy.stats import spearmanr
+
     from surrogate.metrics import bootstrap_ci, signed_interval
 
     lines = [f"{len(out['episodes'])} grasps of {out['dataset']}, hand latency {out['delay_s'] * 1000:.1f} ms, "
@@ -129,7 +120,7 @@ def summary(out: dict) -> list[str]:
                 lines.append(f"  {other} - actuated ({h}): {signed_interval(float(d.mean()), bootstrap_ci(d))}"
                              + (f"; {other} {col[f'{other}_{h}'].mean():.2f}" if other == "replayed" else ""))
         fe = col["finger_err_h"]
-        rho = float(np.corrcoef(np.argsort(np.argsort(fe)), np.argsort(np.argsort(col["actuated_h"])))[0, 1])
+        rho = float(spearmanr(fe, col["actuated_h"]).statistic)
         lines.append(f"  the actuated replay's finger error at the horizon: median {np.median(fe):.2f}, "
                      f"90th percentile {np.percentile(fe, 90):.2f}; Spearman with its position error {rho:+.2f}")
     return lines

@@ -27,15 +27,16 @@ import numpy as np
 def replayed(ep, meta, model, *, delay_s: float, substeps: int = 4, margin: float = 0.005):
     """The episode with its hand joints [F, J] (and their velocities) taken from ``model``'s actuated replay."""
     from surrogate.bench.replay import joint_qpos_columns, replay_with_model
+    from surrogate.bench.rig_scoring import hand_joints
 
     r, q, _, _ = replay_with_model(ep, meta, model, substeps=substeps, margin=margin, delay_s=delay_s)
     pos = np.array(ep.joint_pos, dtype=float, copy=True)
-    vel = None if ep.joint_vel is None else np.array(ep.joint_vel, dtype=float, copy=True)
     n = min(len(pos), len(q))
-    for col, adr in joint_qpos_columns(r.scene.model, list(r.joint_names)):
-        pos[:n, col] = q[:n, adr]
-        if vel is not None:
-            vel[:n, col] = np.gradient(pos[:n, col], ep.timestamps[:n])
+    pos[:n] = hand_joints(r, q)
+    vel = None if ep.joint_vel is None else np.array(ep.joint_vel, dtype=float, copy=True)
+    cols = [c for c, _ in joint_qpos_columns(r.scene.model, list(r.joint_names))]
+    if vel is not None and cols:  # the replayed joints' own rates; a joint the scene lacks keeps the recording's
+        vel[:n, cols] = np.gradient(pos[:n, cols], ep.timestamps[:n], axis=0)
     return dataclasses.replace(ep, joint_pos=pos.astype(ep.joint_pos.dtype),
                                joint_vel=None if vel is None else vel.astype(ep.joint_vel.dtype))
 

@@ -33,10 +33,11 @@ def test_the_actuated_rows_are_the_suites_replays_and_the_kinematic_rows_are_the
     assert all(math.isfinite(r["replayed_h"]) and math.isfinite(r["replayed_ep"]) for r in rows)
     # the replayed fingers are the replay's own joints, column by column; a joint the scene lacks keeps the recording
     from surrogate.bench.replay import joint_qpos_columns, replay_with_model
+    from surrogate.bench.rig_scoring import hand_joints
 
     ep = ds.episodes[0]
     r, q, _, _ = replay_with_model(ep, ds.meta, load_checkpoint(RELEASE)[0], substeps=4, margin=0.005, delay_s=0.0104)
-    moved = study._replayed_joints(r, q)
+    moved = hand_joints(r, q)
     cols = joint_qpos_columns(r.scene.model, list(r.joint_names))
     assert cols and all((moved[:, c] == q[:len(moved), a]).all() for c, a in cols)
     assert not (moved == ep.joint_pos[:len(moved)]).all()

@@ -48,6 +48,15 @@ def scene_qpos(replay, object_pose: np.ndarray, joint_pos: np.ndarray | None) ->
     return q
 
 
+def hand_joints(replay, qpos: np.ndarray) -> np.ndarray:
+    """[F, J] ``scene_qpos``'s inverse for the hand: the episode's recorded joints (columns as the dataset's
+    ``joint_names``) with every joint the scene has taken from ``qpos`` [F, nq] (F: the shorter of the two)."""
+    out = np.array(replay.episode.joint_pos[:len(qpos)], dtype=float, copy=True)
+    for c, adr in joint_qpos_columns(replay.scene.model, replay.joint_names):
+        out[:, c] = qpos[:len(out), adr]
+    return out
+
+
 def _lift_mismatch_s(pred_z, true_z, dt: float, thr: float) -> np.ndarray:
     """[F] seconds so far during which one trajectory is lifted (rise > thr) and the other is not."""
     a = (pred_z - pred_z[0]) > thr
