@@ -99,8 +99,8 @@ def test_actuated_rollout_is_the_stepper_closed_loop_with_gradients(grasps):
         stepper.tape.clear()
         step(scenes[0].model, ds, stepper)
         for rec in stepper.tape:
-            _, forces = _resolve(model, rec, torch.zeros(k, scenes[0].model.nv, dtype=torch.float64),
-                                 torch.arange(k), scenes[0].model.opt.timestep)
+            zero = torch.zeros(k, scenes[0].model.nv, dtype=torch.float64)
+            _, forces = _resolve(model, rec, zero, zero, zero, torch.arange(k), scenes[0].model.opt.timestep)
             rows = slice(None) if rec.rows is None else rec.rows
             np.testing.assert_allclose(forces.detach().numpy()[rows], rec.F, rtol=1e-8, atol=1e-9)
             solved += 1

@@ -9,11 +9,16 @@ the hybrid stepper itself, the hand following the recorded commands with the epi
 is solved again in torch (``model.joint_solve``) for its gradients:
 
 * the values are the stepper's: the trajectory is the closed-loop one, bit for bit;
-* the gradients are straight-through: each step's end velocity carries a zero-valued perturbation
-  ``v' - v'.detach()`` into the next step's free velocity and, integrated, into the object's pose and the pad
-  forces. Kept: every step's forces as functions of the law's parameters and of the velocities carried from
-  earlier steps (friction braking a slide, a grip holding a lift). Left out: how a changed pose moves the next
-  contacts (depth and points) and how the servos answer a changed hand position.
+* the gradients are straight-through: each step's end velocity of the object carries a zero-valued perturbation
+  ``v' - v'.detach()`` into the next step's free velocity and, integrated, into the object's pose, the contacts'
+  depths (``d + n . J dq``, linearized as the twin does) and the pad forces. Kept: every step's forces as
+  functions of the law's parameters, of the velocities carried from earlier steps (friction braking a slide, a grip
+  holding a lift) and of the object's displacement (a deeper or shallower grip). The hand is held on its closed-loop
+  path, as the twin holds it on the recorded one: a perturbation of the hand's dofs is not carried, because the
+  stepper's hand answers it with what this re-solve does not hold (the servos' gains and force bounds, MuJoCo's joint
+  limits), and carrying it without them gives gradients that disagree with finite differences of the same loss
+  through the stepper (20x too small for the pads' friction, three signs wrong: ``eval/gradient_check.py``). Left
+  out: how a changed pose moves the contact points, and how the hand would answer a changed object.
 
 Shapes: B windows, F frames, S = (F - 1) * substeps physics steps, nv dofs, P pads.
 """
@@ -64,23 +69,30 @@ def _trackable(g):
     return type(g)(**{k: v.clone() if torch.is_tensor(v) and v.is_inference() else v for k, v in vars(g).items()})
 
 
-def _resolve(model, rec, carry: torch.Tensor, idx: torch.Tensor, dt: float):
-    """The record's system solved again in torch with the carried velocity perturbations; returns (the new carry
-    [B, nv], the forces [E, 3] on the object of every contact of the record's batch, zero where none solved)."""
+def _resolve(model, rec, carry: torch.Tensor, shift: torch.Tensor, obj: torch.Tensor, idx: torch.Tensor, dt: float):
+    """The record's system solved again in torch with the carried velocity perturbations ``carry`` [B, nv] and the
+    contacts' depths moved by the integrated position perturbations ``shift`` [B, nv] (``d + n . J shift``, as the
+    twin linearizes them in the pose); returns (the new carry [B, nv], nonzero only where ``obj`` [B, nv] is 1, the
+    object's dofs: the hand stays on its closed-loop path; the forces [E, 3] on the object of every contact of the
+    record's batch, zero where none solved)."""
     state = None if rec.state is None else ContactState(*(torch.from_numpy(np.asarray(x)) for x in rec.state))
-    t = model.law_terms(_trackable(rec.cb.graph), state=state)
-    E = len(t["f0"])
+    g = _trackable(rec.cb.graph)
+    E = len(g.dist)
     rows = torch.arange(E) if rec.rows is None else torch.from_numpy(rec.rows)
-    pick = lambda x: None if x is None else (x[rows] if torch.is_tensor(x) and x.ndim else x)  # noqa: E731
     counts = torch.from_numpy(np.asarray(rec.counts, dtype=np.int64))
     env = torch.repeat_interleave(torch.arange(len(counts)), counts)
     envs = idx[torch.arange(len(idx))[rec.envs]]  # the windows that solved
+    J = torch.from_numpy(rec.J)
+    moved = torch.einsum("eiv,ev->ei", J, shift[envs[env]])  # each solved contact's relative displacement
+    g.dist = g.dist.double().index_add(0, rows, (g.normal.double()[rows] * moved).sum(-1))
+    t = model.law_terms(g, state=state)
+    pick = lambda x: None if x is None else (x[rows] if torch.is_tensor(x) and x.ndim else x)  # noqa: E731
     qv = torch.from_numpy(rec.qv) + carry[envs]
     spin = t["spin"]  # J_w gives the relative angular velocity (the stepper's): no other body's to hold
     if spin is not None:
         spin = spin._replace(Jw=torch.from_numpy(rec.Jw), w_other=None, **{k: pick(getattr(spin, k)) for k in
                                                                          ("a", "b", "mu_spin", "mu_roll", "eps")})
-    F, v1, _ = solve_joint(pick(t["w0"]), pick(t["a"]), pick(t["b"]), pick(t["n"]), torch.from_numpy(rec.J),
+    F, v1, _ = solve_joint(pick(t["w0"]), pick(t["a"]), pick(t["b"]), pick(t["n"]), J,
                            env, torch.from_numpy(rec.M), qv, dt, mu=pick(t["mu"]), eps=pick(t["eps"]),
                            iterations=int(getattr(model, "friction_iterations", 0)), a_spring=pick(t["a_spring"]),
                            spin=spin)
@@ -88,7 +100,7 @@ def _resolve(model, rec, carry: torch.Tensor, idx: torch.Tensor, dt: float):
     ok = torch.isfinite(v1).all(-1, keepdim=True)  # an environment the stepper sent to analytic contact: no gradient
     delta = torch.where(ok, v1 - v1.detach(), torch.zeros_like(v1))
     forces = torch.zeros(E, 3, dtype=F.dtype).index_copy(0, rows, torch.where(torch.isfinite(F), F, 0.0))
-    return carry.index_copy(0, envs, delta), forces
+    return carry.index_copy(0, envs, delta * obj[envs]), forces
 
 
 def actuated_rollout(model, scenes: list, windows: list, n_frames: int, *, substeps: int, force_bodies=None):
@@ -110,9 +122,10 @@ def actuated_rollout(model, scenes: list, windows: list, n_frames: int, *, subst
     nv = runs[0][0].model.nv
     carry = torch.zeros(B, nv, dtype=torch.float64)
     dof = torch.as_tensor([scenes[i].object_dof_adr for i in range(B)])[:, None] + torch.arange(6)
-    moved = torch.zeros(B, 6, dtype=torch.float64)  # the object's integrated perturbation (world lin, body ang)
+    obj = torch.zeros(B, nv, dtype=torch.float64).scatter(1, dof, 1.0)  # the object's dofs carry perturbations
+    shift = torch.zeros(B, nv, dtype=torch.float64)  # the integrated position perturbation of every dof
     fb = None if force_bodies is None else torch.as_tensor(np.asarray(force_bodies, dtype=np.int64))
-    poses = [_poses(runs, B, moved)]
+    poses = [_poses(runs, B, shift.gather(1, dof))]
     pads = [] if fb is None else [torch.zeros(B, fb.shape[1], 3, dtype=torch.float64)]
     S = (n_frames - 1) * substeps
     for s in range(S):
@@ -127,13 +140,13 @@ def actuated_rollout(model, scenes: list, windows: list, n_frames: int, *, subst
                 st.tape.clear()
             step(scene.model, datas, st)
             for rec in st.tape or ():
-                carry, forces = _resolve(model, rec, carry, idx, scene.model.opt.timestep)
+                carry, forces = _resolve(model, rec, carry, shift, obj, idx, scene.model.opt.timestep)
                 if pad is not None:
                     pad = pad.index_add(0, idx, body_forces(rec.cb.graph, forces, fb[idx]))
         dt = torch.as_tensor([scenes[i].model.opt.timestep for i in range(B)], dtype=torch.float64)[:, None]
-        moved = moved + dt * torch.gather(carry, 1, dof)
+        shift = shift + dt * carry
         if last:
-            poses.append(_poses(runs, B, moved))
+            poses.append(_poses(runs, B, shift.gather(1, dof)))
             if pad is not None:
                 pads.append(pad)
     pos = torch.stack([p for p, _ in poses], 1)
