@@ -24,6 +24,7 @@ from surrogate.sim.law_solve import solve_law
 from surrogate.training.config import load_config
 from surrogate.training.run import fit
 
+from .conftest import eval_script
 from .test_training_selection import RELEASE
 
 torch.set_num_threads(1)
@@ -173,3 +174,21 @@ def test_actuated_training_fits_on_whole_episode_batches(grasps, tmp_path):
         RolloutData(**{**cfg["data"], "hand": "puppet"})
     with pytest.raises(ConfigError, match="data.val_hand"):
         RolloutData(**{**cfg["data"], "val_hand": "puppet"})
+
+
+def test_training_gradient_through_the_stepper_agrees_with_finite_differences(grasps):
+    """``eval/gradient_check.py`` on the release's law: the gradient of training's window loss through the stepper
+    (the hand on its servos) points where central finite differences of the same loss through the same stepper do
+    (cosine over the six law parameters), and so does the twin's; the pads' friction, what a grasp turns on, has the
+    finite difference's sign and size to a factor 4 (measured here: cosines 0.86 and 0.99). Carrying the hand's
+    perturbations too, as the thirtieth session's training did, fails it: cosine 0.13 here, the pads' friction
+    gradient -2e-6 against +0.018."""
+    check = eval_script("gradient_check")
+    cap = load_capture(grasps)
+    law, _ = load_checkpoint(RELEASE)
+    for hand in ("actuated", "kinematic"):
+        loss, n = check.window_loss_fn(law, cap, cap.episodes, hand=hand, frames=40, stride=60)
+        rows = check.gradient_check(loss, law, step=0.02)
+        pads = next(r for r in rows if r["parameter"] == "log_friction[pads]")
+        assert n >= 8 and check.cosine(rows) > 0.8, (hand, rows)
+        assert 0.25 < pads["gradient"] / pads["finite_difference"] < 4.0, (hand, pads)
