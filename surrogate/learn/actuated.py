@@ -17,7 +17,7 @@ is solved again in torch (``model.joint_solve``) for its gradients:
   path, as the twin holds it on the recorded one: a perturbation of the hand's dofs is not carried, because the
   stepper's hand answers it with what this re-solve does not hold (the servos' gains and force bounds, MuJoCo's joint
   limits), and carrying it without them gives gradients that disagree with finite differences of the same loss
-  through the stepper (20x too small for the pads' friction, three signs wrong: ``eval/gradient_check.py``). Left
+  through the stepper (70x too small for the pads' friction, three signs wrong: ``eval/gradient_check.py``). Left
   out: how a changed pose moves the contact points, and how the hand would answer a changed object.
 
 Shapes: B windows, F frames, S = (F - 1) * substeps physics steps, nv dofs, P pads.
