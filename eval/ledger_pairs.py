@@ -14,34 +14,31 @@ import json
 import sys
 
 
-def row_means(models: dict, name: str, sets, horizon_s: float) -> dict:
+def row_means(row: dict, sets, horizon_s: float) -> dict:
     """{metric: mean over the row's episodes on ``sets``} for the metrics ``paired_rows`` pairs."""
     import numpy as np
 
-    from surrogate.bench.paired_rows import PAIRED_METRICS, _per_episode
+    from surrogate.bench.paired_rows import PAIRED_METRICS, episodes_at_horizon
 
-    rows = _per_episode(models[name], set(sets), f"{float(horizon_s):g}")
+    rows = episodes_at_horizon(row, sets, horizon_s)
     return {k: float(np.mean([r[k] for r in rows if r.get(k) is not None])) if rows else None for k in PAIRED_METRICS}
 
 
 def pairs(ledger: dict, names: list[str]) -> list[dict]:
-    """[{a, b, metric: paired_difference (b - a)}] for consecutive pairs of ``names``."""
-    from surrogate.bench.paired_rows import paired_minus_surrogate
+    """[{a, b, means, metric: paired_difference (b - a)}] for consecutive pairs of ``names``, on every test set the
+    rows were scored on, at the suite's acceptance horizon."""
+    from surrogate.bench.paired_rows import paired_minus
 
     models, out = ledger["models"], []
     sets = sorted({r.get("set") for m in models.values() for r in (m.get("per_episode") or [])})
-    horizon = next(v["horizon_s"] for m in models.values() for v in [m.get("paired_minus_surrogate") or {}]
-                   if "horizon_s" in v)
-    by = (ledger.get("config", {}).get("metrics") or {}).get("paired_by")
+    horizon = float(ledger["config"]["acceptance"]["horizon_s"])
+    by = (ledger["config"].get("metrics") or {}).get("paired_by")
     for a, b in zip(names[::2], names[1::2]):
         for n in (a, b):
             if n not in models or not models[n].get("per_episode"):
                 raise SystemExit(f"no row {n!r} with per-episode scores in the ledger; rows: {sorted(models)}")
-        # the ledger's own pairing, with ``a`` in the surrogate's place
-        d = paired_minus_surrogate({"surrogate": models[a], "row": {**models[b], "checkpoint": b}}, sets=sets,
-                                   horizon_s=horizon, by=by)["row"]
-        out.append({"a": a, "b": b, "horizon_s": horizon, "means": {n: row_means(models, n, sets, horizon)
-                                                                    for n in (a, b)}, **d})
+        out.append({"a": a, "b": b, "means": {n: row_means(models[n], sets, horizon) for n in (a, b)},
+                    **paired_minus(models[a], models[b], sets=sets, horizon_s=horizon, by=by)})
     return out
 
 

@@ -25,7 +25,7 @@ def test_a_pair_is_the_ledgers_own_pairing_and_b_minus_a():
               "analytic_nominal": _row(rng, 3.0, checkpoint=None)}
     own = paired_minus_surrogate(models, sets=["heldout", "other"], horizon_s=1.0, by="object")
     models["net"]["paired_minus_surrogate"] = own["net"]
-    ledger = {"models": models, "config": {"metrics": {"paired_by": "object"}}}
+    ledger = {"models": models, "config": {"metrics": {"paired_by": "object"}, "acceptance": {"horizon_s": 1.0}}}
     got = pairs.pairs(ledger, ["surrogate", "net", "law", "net", "net", "law", "surrogate", "analytic_nominal"])
     assert got[0]["pos_pct_at_horizon"] == own["net"]["pos_pct_at_horizon"]
     assert got[0]["pos_pct_size"] == own["net"]["pos_pct_size"]

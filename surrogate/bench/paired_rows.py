@@ -12,31 +12,30 @@ PAIRED_METRICS = {"pos_pct_at_horizon": "position % of size at the verdict's hor
                   "pad_force_weights": "pad force error, object weights"}
 
 
-def _per_episode(row: dict, sets: set, horizon: str) -> list[dict]:
+def episodes_at_horizon(row: dict, sets, horizon_s: float) -> list[dict]:
     """The row's per-episode scores on ``sets``, with the horizon's position error as ``pos_pct_at_horizon``."""
+    sets, h = set(sets), f"{float(horizon_s):g}"
     out = []
     for r in row.get("per_episode") or []:
         if r.get("set") in sets:
-            at = (r.get("horizon_pos_pct_size") or {}).get(horizon)
+            at = (r.get("horizon_pos_pct_size") or {}).get(h)
             out.append({**r, "pos_pct_at_horizon": at})
     return out
 
 
+def paired_minus(ref: dict, row: dict, *, sets, horizon_s: float, by: str | None = None) -> dict:
+    """{metric: paired_difference (row - ref), "horizon_s"} of two rows' per-episode scores on ``sets``; a metric an
+    episode lacks in either row (no horizon reached, no pad sensors) leaves that episode out of its pair; ``by``: the
+    episode field whose units the bootstrap resamples (the suite's ``metrics.paired_by``)."""
+    a, b = episodes_at_horizon(ref, sets, horizon_s), episodes_at_horizon(row, sets, horizon_s)
+    return {**{key: paired_difference(a, b, key, by=by) for key in PAIRED_METRICS}, "horizon_s": float(horizon_s)}
+
+
 def paired_minus_surrogate(models: dict, *, sets, horizon_s: float, by: str | None = None) -> dict:
-    """{row: {metric: paired_difference (row - surrogate), "horizon_s"}} for every learned row besides
-    ``surrogate`` (rows with per-episode scores); a metric an episode lacks in either row (no horizon reached, no
-    pad sensors) leaves that episode out of its pair; ``by``: the episode field whose units the bootstrap resamples
-    (the suite's ``metrics.paired_by``)."""
+    """{row: ``paired_minus`` (row - surrogate)} for every learned row besides ``surrogate`` (rows with per-episode
+    scores)."""
     base = models.get("surrogate") or {}
     if not base.get("per_episode"):
         return {}
-    sets, h = set(sets), f"{float(horizon_s):g}"
-    ref = _per_episode(base, sets, h)
-    out = {}
-    for name, row in models.items():
-        if name == "surrogate" or not row.get("checkpoint") or not row.get("per_episode"):
-            continue
-        mine = _per_episode(row, sets, h)
-        out[name] = {**{key: paired_difference(ref, mine, key, by=by) for key in PAIRED_METRICS},
-                     "horizon_s": float(horizon_s)}
-    return out
+    return {name: paired_minus(base, row, sets=sets, horizon_s=horizon_s, by=by) for name, row in models.items()
+            if name != "surrogate" and row.get("checkpoint") and row.get("per_episode")}
