@@ -59,7 +59,8 @@ def redrawn(ep, noise: dict, k: int, rng, tag: str):
     size: position (world), rotation (body frame), joint angles."""
     pose = np.array(ep.object_pose, float)
     pose[:k, :3] += rng.normal(0.0, noise["pos_m"], (k, 3))
-    r = Rotation.from_quat(pose[:k, 3:7], scalar_first=True) * Rotation.from_rotvec(rng.normal(0.0, noise["rot_rad"], (k, 3)))
+    turn = Rotation.from_rotvec(rng.normal(0.0, noise["rot_rad"], (k, 3)))  # body frame: right-multiplied
+    r = Rotation.from_quat(pose[:k, 3:7], scalar_first=True) * turn
     pose[:k, 3:7] = r.as_quat(scalar_first=True)
     fields = {"object_pose": pose, "episode_id": f"{ep.episode_id}{tag}"}
     if ep.object_joint_pos is not None:
@@ -84,7 +85,8 @@ def predictor(name: str, checkpoint, cfg: dict, test: list):
     if name == "surrogate":
         from surrogate.bench.elbow_real import surrogate_predict
 
-        return lambda eps: surrogate_predict(checkpoint, eps, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]
+        return lambda eps: surrogate_predict(checkpoint, eps, substeps=sim["substeps"],
+                                             init_frames=sim["init_frames"])[0]
     from surrogate.bench.analytic import nominal_params
     from surrogate.bench.predictors import predict_analytic
 
@@ -115,7 +117,8 @@ def floor(name: str, checkpoint, cfg: dict, test: list, noise: dict, draws: int,
     return {"model": aggregate(own, horizons=h), "floor": aggregate(self_div, horizons=h),
             "per_episode": [(a["pos_pct_size"], b["pos_pct_size"]) for a, b in zip(own, self_div)],
             "hinge_travel": [(hinge_travel(e.object_joint_pos, e.timestamps, after_s),
-                              hinge_travel(base[e.episode_id][:e.num_frames, 7:], e.timestamps, after_s)) for e in test]}
+                              hinge_travel(base[e.episode_id][:e.num_frames, 7:], e.timestamps, after_s))
+                             for e in test]}
 
 
 def hinge_travel(joint_pos: np.ndarray, timestamps: np.ndarray, after_s: float) -> float:
@@ -149,7 +152,8 @@ def main(argv=None) -> int:
           f"{noise['pos_m'] * 1e3:.2f} mm, rotation {np.degrees(noise['rot_rad']):.2f} deg, hinge "
           f"{np.degrees(noise['joint_rad']):.2f} deg; {args.draws} redrawn estimates per toss")
     h = [f"{x:g}" for x in cfg["metrics"]["horizons_s"]]
-    print(f"| row | against | link 1 position % (whole toss) | rotation deg | hinge deg | position % at {', '.join(h)} s |")
+    print(f"| row | against | link 1 position % (whole toss) | rotation deg | hinge deg | "
+          f"position % at {', '.join(h)} s |")
     print("|---|---|---|---|---|---|")
     for name in args.models:
         r = floor(name, args.checkpoint, cfg, test, noise, args.draws, args.seed)

@@ -18,8 +18,8 @@ from .conftest import SHARED, eval_script, needs_shared
 def elbow(tmp_path_factory):
     cfg = load_suite("elbow-real-small", ["data.n_test=10"])
     cache = tmp_path_factory.mktemp("cache")
-    ds = load_tosses(SHARED / "contactnets_elbow", cache_dir=cache, urdf=SHARED / "contactnets_elbow" / "contactnets_elbow.urdf",
-                     progress=False)
+    src = SHARED / "contactnets_elbow"
+    ds = load_tosses(src, cache_dir=cache, urdf=src / "contactnets_elbow.urdf", progress=False)
     eps, sp = suite_split(ds.episodes, cfg["data"], [])
     return cfg, _articulated_tests(cfg, eps, sp, None, cache)[0]
 
