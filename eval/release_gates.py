@@ -32,28 +32,32 @@ FAMILIES = ("box", "cylinder", "capsule")
 UNTOUCHED_MAX_MM, DROP_GAP, SPEED_MIN = 2.0, 0.1, {1: 0.05, 256: 0.5}
 
 
-def untouched(checkpoint: str) -> dict:
-    """Object displacement (mm) with the hand held still above it for 60 env steps, per environment and family."""
+def held_still(env_id: str, family: str, checkpoint: str, steps: int = 60) -> dict:
+    """The hand held still above an object of ``family`` for ``steps`` env steps under the surrogate: {"env",
+    "family", "mm" (the object's displacement), "fallbacks", "terminated" (whether any step ended the episode)}."""
     import gymnasium as gym
     import numpy as np
 
     import surrogate.envs  # noqa: F401  (registers the ids)
 
-    rows = []
-    for env_id in ENVS:
-        for fam in FAMILIES:
-            env = gym.make(env_id, object=fam, contact="surrogate", checkpoint=checkpoint)
-            env.reset(seed=0)
-            task = env.unwrapped.task
-            d = task.datas[0]
-            hold = task.action_from_targets(d.ctrl[task.scene.hand_actuator_ids][None].copy())[0]
-            p0 = d.xipos[task.ob].copy()
-            for _ in range(60):
-                env.step(hold)
-            mm = float(np.linalg.norm(d.xipos[task.ob] - p0) * 1e3)
-            rows.append({"env": env_id, "family": fam, "mm": mm, "fallbacks": int(task.stepper.stats()["fallbacks"])})
-            env.close()
-    ok = all(r["mm"] < UNTOUCHED_MAX_MM and r["fallbacks"] == 0 for r in rows)
+    env = gym.make(env_id, object=family, contact="surrogate", checkpoint=checkpoint)
+    env.reset(seed=0)
+    task = env.unwrapped.task
+    d = task.datas[0]
+    hold = task.action_from_targets(d.ctrl[task.scene.hand_actuator_ids][None].copy())[0]
+    p0, terminated = d.xipos[task.ob].copy(), False
+    for _ in range(steps):
+        terminated |= bool(env.step(hold)[2])
+    row = {"env": env_id, "family": family, "mm": float(np.linalg.norm(d.xipos[task.ob] - p0) * 1e3),
+           "fallbacks": int(task.stepper.stats()["fallbacks"]), "terminated": terminated}
+    env.close()
+    return row
+
+
+def untouched(checkpoint: str) -> dict:
+    """Object displacement (mm) with the hand held still above it for 60 env steps, per environment and family."""
+    rows = [held_still(env_id, fam, checkpoint) for env_id in ENVS for fam in FAMILIES]
+    ok = all(r["mm"] < UNTOUCHED_MAX_MM and r["fallbacks"] == 0 and not r["terminated"] for r in rows)
     return {"ok": ok, "max_mm": max(r["mm"] for r in rows), "rows": rows}
 
 
