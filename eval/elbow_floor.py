@@ -136,7 +136,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--suite", default="elbow-real", help="the suite whose data, split, estimate and scorer are used")
     args = p.parse_args(argv)
-    from surrogate.bench.elbow_real import _articulated_tests
+    if args.draws < 1:
+        p.error("--draws must be at least 1")
+    from surrogate.bench.elbow_real import articulated_tests
     from surrogate.bench.run import CACHE_DIR
     from surrogate.bench.toss_data import load_tosses
     from surrogate.splits import suite_split
@@ -145,7 +147,7 @@ def main(argv=None) -> int:
     cfg = load_suite(args.suite)
     ds = load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR, urdf=cfg["data"]["urdf"], progress=False)
     eps, sp = suite_split(ds.episodes, cfg["data"], [])
-    test = _articulated_tests(cfg, eps, sp, None, CACHE_DIR)[0]
+    test = articulated_tests(cfg, eps, sp, None, CACHE_DIR)[0]
     k = int(cfg["simulation"]["init_frames"])
     noise = fit_noise(test, k)
     print(f"{len(test)} test tosses of {args.suite}; first-state fits over {k} frames: residual sd position "

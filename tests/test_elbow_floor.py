@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from surrogate.bench.elbow_real import _articulated_tests
+from surrogate.bench.elbow_real import articulated_tests
 from surrogate.bench.toss_data import load_tosses
 from surrogate.splits import suite_split
 from surrogate.suites import load_suite
@@ -21,7 +21,7 @@ def elbow(tmp_path_factory):
     src = SHARED / "contactnets_elbow"
     ds = load_tosses(src, cache_dir=cache, urdf=src / "contactnets_elbow.urdf", progress=False)
     eps, sp = suite_split(ds.episodes, cfg["data"], [])
-    return cfg, _articulated_tests(cfg, eps, sp, None, cache)[0]
+    return cfg, articulated_tests(cfg, eps, sp, None, cache)[0]
 
 
 @needs_shared("contactnets_elbow")

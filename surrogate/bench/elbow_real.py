@@ -73,7 +73,7 @@ def _articulated(tds, kept) -> None:
                           file=tds.root, key="test_data")
 
 
-def _articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
+def articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
     """(test episodes from their free-flight start, the ledger's ``data.test_data`` or None, {key: set} or None)."""
     if not as_paths(test_data):
         by_id = {e.episode_id: e for e in elbow_eps}
@@ -190,7 +190,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     ex = ex or Executor(progress=progress)
     ds = load_tosses(cfg["data"]["source"], cache_dir=cache_dir, urdf=cfg["data"]["urdf"], progress=progress)
     eps, sp = suite_split(ds.episodes, cfg["data"], [])
-    test, test_info, set_of = _articulated_tests(cfg, eps, sp, test_data, cache_dir)
+    test, test_info, set_of = articulated_tests(cfg, eps, sp, test_data, cache_dir)
     starts = {e.episode_id: e.labels["free_flight_start"] for e in test}
     data_info = {**data_block(ds, int(cfg["data"].get("min_frames", 2))),
                  "free_flight_starts": {k: v for k, v in starts.items() if v},
