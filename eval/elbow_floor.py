@@ -34,23 +34,27 @@ from scipy.spatial.transform import Rotation
 
 
 def fit_noise(episodes, k: int) -> dict:
-    """Pooled residual standard deviations of the first-state fits over the first ``k`` frames of ``episodes``:
-    {"pos_m", "rot_rad", "joint_rad"}."""
+    """Pooled residual standard deviations of the first-state estimate's own fits (``estimate.initial_free_state``,
+    ``estimate.initial_joint_state``) over the first ``k`` frames of ``episodes``: {"pos_m", "rot_rad", "joint_rad"}."""
+    from surrogate.estimate import initial_free_state, initial_joint_state
+
     ss = {"pos_m": 0.0, "rot_rad": 0.0, "joint_rad": 0.0}
     dof = {"pos_m": 0, "rot_rad": 0, "joint_rad": 0}
     for ep in episodes:
-        t = ep.timestamps[:k] - ep.timestamps[0]
-        A = np.stack([np.ones_like(t), t], axis=1)
+        t = (ep.timestamps[:k] - ep.timestamps[0])[:, None]
+        q, v = initial_free_state(ep, k=k)
         g = np.asarray(ep.environment.gravity, float)
-        channels = {"pos_m": ep.object_pose[:k, :3] - 0.5 * np.outer(t**2, g),
-                    "rot_rad": (Rotation.from_quat(ep.object_pose[0, 3:7], scalar_first=True).inv()
-                                * Rotation.from_quat(ep.object_pose[:k, 3:7], scalar_first=True)).as_rotvec()}
+        r_first = Rotation.from_quat(ep.object_pose[0, 3:7], scalar_first=True)
+        rel = (r_first.inv() * Rotation.from_quat(ep.object_pose[:k, 3:7], scalar_first=True)).as_rotvec()
+        r0 = (r_first.inv() * Rotation.from_quat(q[3:7], scalar_first=True)).as_rotvec()  # the fit's intercept
+        resid = {"pos_m": ep.object_pose[:k, :3] - (q[:3] + v[:3] * t + 0.5 * g * t**2),
+                 "rot_rad": rel - (r0 + v[3:6] * t)}
         if ep.object_joint_pos is not None:
-            channels["joint_rad"] = np.unwrap(np.asarray(ep.object_joint_pos[:k], float), axis=0)
-        for name, y in channels.items():
-            coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-            ss[name] += float(((y - A @ coef) ** 2).sum())
-            dof[name] += y.shape[1] * (k - 2)
+            jq, jv = initial_joint_state(ep, k=k)
+            resid["joint_rad"] = np.unwrap(np.asarray(ep.object_joint_pos[:k], float), axis=0) - (jq + jv * t)
+        for name, r in resid.items():  # each channel's line has 2 parameters per coordinate
+            ss[name] += float((r**2).sum())
+            dof[name] += r.shape[1] * (k - 2)
     return {n: float(np.sqrt(ss[n] / dof[n])) if dof[n] else 0.0 for n in ss}
 
 
