@@ -110,3 +110,33 @@ def test_one_object_grasped_many_times_is_too_few_objects(tmp_path, candidate):
     ledger["models"]["cand"]["per_episode"].append({"id": "train/0", "object": "box", "set": "train",
                                                     "horizon_pos_pct_size": {"1": 5.0}})  # not a target set
     assert decide(ledger, "cand")["reasons"] == ["1 objects, fewer than 10: too few to decide"]
+
+
+def test_every_seed_row_of_the_recipe_must_be_kept_too(tmp_path, candidate):
+    data = json.loads(_ledger(tmp_path, candidate).read_text())
+    cand = data["models"]["cand"]
+    data["models"]["tie"] = {**cand, "paired_minus_surrogate": _paired(-0.4, [-1.0, +0.2], -0.2)}
+    data["models"]["gain"] = {**cand, "paired_minus_surrogate": _paired(-0.3, [-0.6, -0.01], -0.3)}
+    ledger = tmp_path / "seeds.json"
+    ledger.write_text(json.dumps(data))
+    out = tmp_path / "release"
+    with pytest.raises(ConfigError, match=r"another seed of its recipe, row 'tie', is not kept.*-0.40 \[-1.00, \+0.20\]"):
+        promote(candidate, ledger, row="cand", out=out, seed_rows=["gain", "tie"])
+    assert not out.exists()
+    with pytest.raises(ConfigError, match="the candidate's own row"):
+        promote(candidate, ledger, row="cand", out=out, seed_rows=["cand"])
+    assert main(["release", str(candidate), "--ledger", str(ledger), "--row", "cand", "--seed-row", "gain", "--out",
+                 str(out)]) == 0
+    assert load_checkpoint(out)[1]["release"]["seed_rows"]["gain"]["pos_pct_at_horizon"]["ci95"] == [-0.6, -0.01]
+
+
+def test_a_seed_row_of_another_recipe_is_refused(tmp_path, candidate):
+    data = json.loads(_ledger(tmp_path, candidate).read_text())
+    card = json.loads((candidate / "card.json").read_text())
+    other = {**card["model"], "hparams": {**card["model"]["hparams"], "hidden": 64}}
+    data["models"]["cand"]["card"]["model"] = card["model"]
+    data["models"]["wide"] = {**data["models"]["cand"], "card": {"weights_sha256": "x", "model": other}}
+    ledger = tmp_path / "seeds.json"
+    ledger.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="'wide' is not a seed of the candidate's recipe"):
+        promote(candidate, ledger, row="cand", out=tmp_path / "release", seed_rows=["wide"])

@@ -8,7 +8,8 @@ verdict's horizon, the one over the whole episode does not lie above zero, and a
 Anything else refuses, printing the intervals. The release goes to a new folder only: replacing a published release
 is the maintainers' commit, never a command. Its card is the candidate's, plus a ``release`` block naming the ledger,
 the rows it compared, the intervals and the ablation rows of its training (and of ``--ablation-from`` runs on the
-same validation episodes)."""
+same validation episodes). With ``--seed-row ROW`` (repeatable), other seeds of the candidate's recipe scored in the
+same run must be kept by the rule too: a gain that one seed shows and another does not is refused."""
 
 from __future__ import annotations
 
@@ -78,9 +79,29 @@ def _ablation(card: dict, extra: list) -> list[dict]:
     return rows
 
 
-def promote(candidate, ledger_path, *, row: str, out, ablation_from=()) -> dict:
-    """Write the release folder ``out`` (new or empty) from ``candidate`` if ``decide`` keeps it; returns the card's
-    ``release`` block. Refuses (nothing written) a candidate whose weights the ledger did not score as ``row``."""
+def _seeds(ledger: dict, card: dict, row: str, seed_rows, *, file) -> dict:
+    """{row: paired difference} of other seeds of the candidate's recipe scored in the same run, each of which the
+    rule must keep too: a gain that one seed shows and another does not is not released (a ConfigError says which)."""
+    out = {}
+    for s in seed_rows:
+        if s == row:
+            raise ConfigError(f"seed row {s!r} is the candidate's own row", file=file, key=f"models.{s}")
+        d = decide(ledger, s, file=file)
+        seen = (ledger["models"][s].get("card") or {}).get("model") or {}
+        if seen and card.get("model") and seen.get("hparams") != card["model"].get("hparams"):
+            raise ConfigError(f"row {s!r} is not a seed of the candidate's recipe (its model's hparams differ)",
+                              file=file, key=f"models.{s}.card.model")
+        if not d["kept"]:
+            raise ConfigError(f"not released: another seed of its recipe, row {s!r}, is not kept by the rule "
+                              f"({'; '.join(d['reasons'])})", file=file, key=f"models.{s}.paired_minus_surrogate")
+        out[s] = d["paired"]
+    return out
+
+
+def promote(candidate, ledger_path, *, row: str, out, ablation_from=(), seed_rows=()) -> dict:
+    """Write the release folder ``out`` (new or empty) from ``candidate`` if ``decide`` keeps it, and keeps each of
+    ``seed_rows`` (other seeds of its recipe in the same ledger); returns the card's ``release`` block. Refuses
+    (nothing written) a candidate whose weights the ledger did not score as ``row``."""
     from ..model.checkpoint import CARD, WEIGHTS, load_checkpoint  # torch: only when a release is made
 
     candidate, ledger_path, out = Path(candidate), Path(ledger_path), Path(out)
@@ -97,6 +118,7 @@ def promote(candidate, ledger_path, *, row: str, out, ablation_from=()) -> dict:
     if not decision["kept"]:
         raise ConfigError(f"not released: {'; '.join(decision['reasons'])} (the rule: {RULE})", file=ledger_path,
                           key=f"models.{row}.paired_minus_surrogate")
+    seeds = _seeds(ledger, card, row, seed_rows, file=ledger_path)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise OutputError("exists and is not empty: a release is written to a new folder, never over another",
                           file=out)
@@ -107,7 +129,7 @@ def promote(candidate, ledger_path, *, row: str, out, ablation_from=()) -> dict:
              "replaces": {"checkpoint": models["surrogate"].get("checkpoint"),
                           "weights_sha256": (models["surrogate"].get("card") or {}).get("weights_sha256")},
              "test_data": (ledger.get("data") or {}).get("test_data"),
-             "paired_minus_release": decision["paired"],
+             "paired_minus_release": decision["paired"], "seed_rows": seeds,
              "rows": {name: _summary(m, decision["paired"].get("horizon_s")) for name, m in models.items()
                       if isinstance(m, dict) and m.get("overall")},
              "ablation": _ablation(card, extra)}
@@ -133,10 +155,12 @@ def build_parser(c) -> None:
     c.add_argument("--out", required=True, help="the release folder to write (new or empty)")
     c.add_argument("--ablation-from", action="append", default=[], metavar="CKPT",
                    help="a checkpoint trained on the same validation episodes whose ablation rows the card adds")
+    c.add_argument("--seed-row", action="append", default=[], metavar="ROW",
+                   help="another seed of the candidate's recipe in the same ledger: the rule must keep it too")
 
 
 def run(a) -> None:
-    block = promote(a.candidate, a.ledger, row=a.row, out=a.out, ablation_from=a.ablation_from)
+    block = promote(a.candidate, a.ledger, row=a.row, out=a.out, ablation_from=a.ablation_from, seed_rows=a.seed_row)
     p = block["paired_minus_release"]
     for key, what in (("pos_pct_at_horizon", f"position % of size at {p.get('horizon_s')} s"),
                       ("pos_pct_size", "position % of size over the episode"),
