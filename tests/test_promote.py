@@ -115,8 +115,10 @@ def test_one_object_grasped_many_times_is_too_few_objects(tmp_path, candidate):
 def test_every_seed_row_of_the_recipe_must_be_kept_too(tmp_path, candidate):
     data = json.loads(_ledger(tmp_path, candidate).read_text())
     cand = data["models"]["cand"]
-    data["models"]["tie"] = {**cand, "paired_minus_surrogate": _paired(-0.4, [-1.0, +0.2], -0.2)}
-    data["models"]["gain"] = {**cand, "paired_minus_surrogate": _paired(-0.3, [-0.6, -0.01], -0.3)}
+    other = {**cand, "card": {"weights_sha256": "another seed's"}}
+    data["models"]["tie"] = {**other, "paired_minus_surrogate": _paired(-0.4, [-1.0, +0.2], -0.2)}
+    data["models"]["gain"] = {**other, "paired_minus_surrogate": _paired(-0.3, [-0.6, -0.01], -0.3)}
+    data["models"]["same"] = {**cand, "paired_minus_surrogate": _paired(-0.3, [-0.6, -0.01], -0.3)}
     ledger = tmp_path / "seeds.json"
     ledger.write_text(json.dumps(data))
     out = tmp_path / "release"
@@ -125,6 +127,8 @@ def test_every_seed_row_of_the_recipe_must_be_kept_too(tmp_path, candidate):
     assert not out.exists()
     with pytest.raises(ConfigError, match="the candidate's own row"):
         promote(candidate, ledger, row="cand", out=out, seed_rows=["cand"])
+    with pytest.raises(ConfigError, match="'same' scored the candidate's own weights"):
+        promote(candidate, ledger, row="cand", out=out, seed_rows=["same"])
     assert main(["release", str(candidate), "--ledger", str(ledger), "--row", "cand", "--seed-row", "gain", "--out",
                  str(out)]) == 0
     assert load_checkpoint(out)[1]["release"]["seed_rows"]["gain"]["pos_pct_at_horizon"]["ci95"] == [-0.6, -0.01]
