@@ -184,7 +184,6 @@ def test_the_local_backend_never_imports_ray():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc and /proc are Linux's")
 def test_the_process_backend_keeps_the_address_space_of_many_scenes_near_what_they_use():
     # Without a fixed mmap threshold a hand scene and its MjData left ~9 MB of reserved address space each (a
     # 1,440-grasp suite reached 27 GB and its fork failed); with it, under 1 MB. A fresh process: heap history counts.

@@ -87,11 +87,10 @@ def _seeds(ledger: dict, card: dict, row: str, seed_rows, *, file) -> dict:
         if s == row:
             raise ConfigError(f"seed row {s!r} is the candidate's own row", file=file, key=f"models.{s}")
         d = decide(ledger, s, file=file)
-        seen_card = ledger["models"][s].get("card") or {}
-        if seen_card.get("weights_sha256") and seen_card["weights_sha256"] == card.get("weights_sha256"):
+        if _same_model(card, ledger["models"][s]):
             raise ConfigError(f"seed row {s!r} scored the candidate's own weights, not another seed", file=file,
                               key=f"models.{s}.card.weights_sha256")
-        seen = seen_card.get("model") or {}
+        seen = (ledger["models"][s].get("card") or {}).get("model") or {}
         if seen and card.get("model") and seen.get("hparams") != card["model"].get("hparams"):
             raise ConfigError(f"row {s!r} is not a seed of the candidate's recipe (its model's hparams differ)",
                               file=file, key=f"models.{s}.card.model")
