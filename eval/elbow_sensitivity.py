@@ -1,0 +1,172 @@
+"""What moves `elbow-real`'s error: the contact law's parameters, or something no contact parameter reaches.
+
+    python eval/elbow_sensitivity.py [--checkpoint checkpoints/cube_tosses] [--tosses pool|test] [--factor 4]
+
+On the real elbow the cube release scores about what every analytic model scores (README). Before a contact model
+is changed for that object, this asks whether a contact model's parameters can move the error at all: each global
+parameter of the checkpoint's law scaled down and up by ``--factor`` (stiffness, damping), its friction set to a
+range of values with the static coefficient equal to it (no Stribeck rise), and nominal MuJoCo at the same friction
+values; every row rolled out as the suite rolls out its surrogate row (``elbow_real.surrogate_predict``'s stepper
+path, every link's floor contacts) or its analytic rows, from the suite's first-state estimate, and scored by the
+suite's scorer. By default on the few-shot training pool (the tosses the test split never sees): nothing here is
+read from, or tuned to, the test tosses.
+
+Printed per row: the first link's position error in % of its size over the whole toss and at the suite's horizons,
+its rotation error, the hinge error; and how far the object goes after its first impact against the recording
+(``travel``: per toss, the predicted displacement from ``--after-s`` to the end along the recorded one, divided by
+the recorded length; the median over tosses that move at least 3 cm, with the number that stop short). Writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+MIN_TRAVEL_M = 0.03  # a toss that moves less after its impact says nothing about how far a model lets it go
+
+
+def travel_ratio(rec_xy: np.ndarray, pred_xy: np.ndarray, timestamps: np.ndarray, after_s: float) -> float | None:
+    """The predicted horizontal displacement from ``after_s`` (s after the first frame) to the last frame, projected
+    on the recorded one and divided by its length; None where the recording moves less than ``MIN_TRAVEL_M``.
+    rec_xy, pred_xy [T, 2] (m); timestamps [T] (s)."""
+    i = int(np.searchsorted(np.asarray(timestamps) - timestamps[0], after_s))
+    rec = np.asarray(rec_xy, float)[-1] - np.asarray(rec_xy, float)[i]
+    length = float(np.linalg.norm(rec))
+    if length < MIN_TRAVEL_M:
+        return None
+    pred = np.asarray(pred_xy, float)[-1] - np.asarray(pred_xy, float)[i]
+    return float(pred @ rec) / length**2
+
+
+def law_variant(checkpoint, values: dict):
+    """The checkpoint's contact model with global law parameters replaced in every group: ``values`` {name: value}
+    (names of ``ContactLawGNN``'s ``log_<name>`` parameters, the law's own units)."""
+    import torch
+
+    from surrogate.model.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(checkpoint)
+    with torch.no_grad():
+        for name, v in values.items():
+            getattr(model, f"log_{name}").fill_(math.log(v))
+    return model
+
+
+def law_values(checkpoint) -> dict:
+    """{name: value} of the checkpoint's law in its first (surface) group."""
+    model = law_variant(checkpoint, {})
+    names = ["stiffness", "damping", "friction"] + (["static_friction", "stribeck_speed"] if model.stribeck else [])
+    return {n: float(getattr(model, f"log_{n}")[0].detach().exp()) for n in names}
+
+
+def predict_law(model, checkpoint, episodes, cfg: dict) -> dict:
+    """{episode id: [T, 7 + J]}: ``episodes`` rolled out with ``model`` owning every link's floor contacts, as the
+    suite's surrogate row does (``elbow_real.surrogate_predict``), grouped as it groups them."""
+    from surrogate.bench.analytic import TossSet
+    from surrogate.bench.elbow_fewshot import link_rollout
+    from surrogate.bench.predictors import DEFAULT_MARGIN, object_scene
+    from surrogate.model.checkpoint import load_checkpoint
+
+    margin = float(load_checkpoint(checkpoint)[1].get("data", {}).get("margin_m", DEFAULT_MARGIN))
+    sim, out, groups = cfg["simulation"], {}, {}
+    for e in episodes:
+        groups.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
+    for group in groups.values():
+        scene = object_scene(group[0], substeps=sim["substeps"], mode="external", margin=margin)
+        pred, _ = link_rollout(model, scene, TossSet.from_episodes(group, substeps=sim["substeps"],
+                                                                   k=sim["init_frames"]))
+        out.update({e.episode_id: pred[i, :e.num_frames] for i, e in enumerate(group)})
+    return out
+
+
+def predict_mujoco(friction: float, episodes, cfg: dict) -> dict:
+    """{episode id: [T, 7 + J]}: nominal MuJoCo (the suite's solref, solimp and cone) at ``friction``."""
+    from surrogate.bench.analytic import AnalyticParams
+    from surrogate.bench.predictors import predict_analytic
+
+    nom, sim = cfg["baselines"]["nominal"], cfg["simulation"]
+    p = AnalyticParams(friction=friction, solref=tuple(nom["solref"]), solimp=tuple(nom["solimp"]), cone=nom["cone"])
+    return predict_analytic([p], episodes, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]
+
+
+def row(name: str, preds: dict, episodes, cfg: dict, after_s: float) -> dict:
+    """The suite's overall scores of ``preds`` and the travel after the first impact."""
+    from surrogate.bench.cube_real import toss_scorer
+    from surrogate.bench.evaluate import aggregate
+
+    agg = aggregate(toss_scorer(episodes, cfg).score(preds), horizons=cfg["metrics"]["horizons_s"])
+    ratios = [r for e in episodes if (r := travel_ratio(e.object_pose[:, :2], preds[e.episode_id][:, :2],
+                                                        e.timestamps, after_s)) is not None]
+    return {"name": name, "pos": agg["pos_pct_size"]["mean"], "rot": agg["rot_deg"]["mean"],
+            "joint": agg["joint_deg"]["mean"],
+            "at": {h: v["mean"] for h, v in agg["horizons"]["pos_pct_size"].items()},
+            "travel": float(np.median(ratios)) if ratios else float("nan"),
+            "short": int(sum(r < 1.0 for r in ratios)), "moved": len(ratios)}
+
+
+def variants(base: dict, factor: float, frictions: list[float]) -> list[tuple[str, dict]]:
+    """(label, law values) of the rows: the release, stiffness and damping / and x ``factor``, each friction in
+    ``frictions`` with the static coefficient equal to it."""
+    out = [("the release", {})]
+    for k in ("stiffness", "damping"):
+        out += [(f"{k} / {factor:g}", {k: base[k] / factor}), (f"{k} x {factor:g}", {k: base[k] * factor})]
+    for mu in frictions:
+        out.append((f"friction {mu:g}, static = kinetic",
+                    {"friction": mu, **({"static_friction": mu} if "static_friction" in base else {})}))
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", default="checkpoints/cube_tosses", help="the law whose parameters are moved")
+    p.add_argument("--tosses", choices=["pool", "test"], default="pool",
+                   help="the few-shot training pool (default: the test split never sees it) or the test split")
+    p.add_argument("--factor", type=float, default=4.0, help="stiffness and damping scaled by 1/F and F (default 4)")
+    p.add_argument("--frictions", type=float, nargs="+", default=[0.08, 0.12, 0.2, 0.3])
+    p.add_argument("--after-s", type=float, default=0.15, help="travel counted from here (the first impact's time)")
+    p.add_argument("--max-tosses", type=int, default=None, help="the first N tosses only")
+    p.add_argument("--suite", default="elbow-real")
+    args = p.parse_args(argv)
+    if args.factor <= 1.0:
+        p.error("--factor must be above 1")
+    from surrogate.bench.elbow_real import from_free_flight
+    from surrogate.bench.run import CACHE_DIR
+    from surrogate.bench.toss_data import load_tosses
+    from surrogate.estimate import free_flight_start
+    from surrogate.splits import suite_split
+    from surrogate.suites import load_suite
+
+    cfg = load_suite(args.suite)
+    ds = load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR, urdf=cfg["data"]["urdf"], progress=False)
+    eps, sp = suite_split(ds.episodes, cfg["data"], [])
+    by_id, ff = {e.episode_id: e for e in eps}, cfg.get("free_flight", {})
+    ids = sp["pool"] if args.tosses == "pool" else sp["test"]
+    tosses = [from_free_flight(by_id[i], free_flight_start(by_id[i], window=int(ff.get("window", 7)),
+                                                            tol=float(ff.get("tol_ms2", 6.0)),
+                                                            max_start=int(ff.get("max_start", 20))))
+              for i in ids[:args.max_tosses]]
+    base = law_values(args.checkpoint)
+    print(f"{len(tosses)} {args.tosses} tosses of {args.suite}; the law of {args.checkpoint}: "
+          + ", ".join(f"{k} {v:.4g}" for k, v in base.items()))
+    rows = [row(label, predict_law(law_variant(args.checkpoint, v), args.checkpoint, tosses, cfg), tosses, cfg,
+                args.after_s) for label, v in variants(base, args.factor, args.frictions)]
+    rows += [row(f"nominal MuJoCo, friction {mu:g}", predict_mujoco(mu, tosses, cfg), tosses, cfg, args.after_s)
+             for mu in args.frictions]
+    hs = list(rows[0]["at"])
+    print(f"| row | position % (whole toss) | at {', '.join(hs)} s | rotation deg | hinge deg | travel after "
+          f"{args.after_s:g} s, median (stopped short) |")
+    print("|---|---:|---|---:|---:|---|")
+    for r in rows:
+        at = " / ".join(f"{r['at'][h]:.1f}" for h in hs)
+        print(f"| {r['name']} | {r['pos']:.1f} | {at} | {r['rot']:.1f} | "
+              f"{r['joint']:.1f} | {r['travel']:.2f} ({r['short']} of {r['moved']}) |")
+    law = [r["pos"] for r in rows if not r["name"].startswith("nominal")]
+    print(f"the law's rows span {min(law):.1f} to {max(law):.1f} % over the whole toss")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

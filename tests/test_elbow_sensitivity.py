@@ -1,0 +1,43 @@
+"""``eval/elbow_sensitivity.py``: whether a contact law's parameters can move `elbow-real`'s error (the law moved in
+the suite's own stepper path, scored by the suite's scorer, on tosses the test split never sees)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .conftest import eval_script, needs_shared
+
+
+def test_travel_counts_the_prediction_along_the_recorded_path_after_the_impact():
+    sens = eval_script("elbow_sensitivity")
+    t = np.arange(11) * 0.05
+    rec = np.c_[np.where(t < 0.15, 0.0, t - 0.15), np.zeros_like(t)]  # still until 0.15 s, then 0.35 m along x
+    half = np.c_[rec[:, 0] / 2, np.full_like(t, 0.2)]  # half as far, plus a sideways drift that does not count
+    assert sens.travel_ratio(rec, half, t, 0.15) == pytest.approx(0.5)
+    assert sens.travel_ratio(rec, -rec, t, 0.15) == pytest.approx(-1.0)
+    assert sens.travel_ratio(rec * 0.05, rec, t, 0.15) is None  # 1.75 cm: below what a ratio can say anything of
+
+
+def test_a_law_variant_changes_only_what_it_names_and_leaves_the_checkpoint_as_it_was():
+    sens = eval_script("elbow_sensitivity")
+    base = sens.law_values("checkpoints/cube_tosses")
+    moved = sens.law_variant("checkpoints/cube_tosses", {"damping": base["damping"] / 4})
+    assert float(moved.log_damping.detach().exp().mean()) == pytest.approx(base["damping"] / 4, rel=1e-5)
+    assert float(moved.log_friction[0].detach().exp()) == pytest.approx(base["friction"], rel=1e-6)
+    assert sens.law_values("checkpoints/cube_tosses") == base
+    labels = [label for label, _ in sens.variants(base, 4.0, [0.1])]
+    assert labels[0] == "the release" and "damping / 4" in labels and "friction 0.1, static = kinetic" in labels
+
+
+@needs_shared("contactnets_elbow")
+def test_a_slipperier_law_lets_the_elbow_go_further_after_it_lands(capsys):
+    sens = eval_script("elbow_sensitivity")
+    assert sens.main(["--max-tosses", "8", "--frictions", "0.05", "0.6"]) == 0
+    lines = {ln.split("|")[1].strip(): ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ")}
+
+    def travel(name):
+        return float(lines[name].split("|")[-2].split()[0])
+
+    assert travel("friction 0.05, static = kinetic") > travel("the release") > travel("friction 0.6, static = kinetic")
+    assert travel("nominal MuJoCo, friction 0.05") > travel("nominal MuJoCo, friction 0.6")
