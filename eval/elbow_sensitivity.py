@@ -5,11 +5,12 @@
 On the real elbow the cube release scores about what every analytic model scores (README). Before a contact model
 is changed for that object, this asks whether a contact model's parameters can move the error at all: each global
 parameter of the checkpoint's law scaled down and up by ``--factor`` (stiffness, damping), its friction set to a
-range of values with the static coefficient equal to it (no Stribeck rise), and nominal MuJoCo at the same friction
-values; every row rolled out as the suite rolls out its surrogate row (``elbow_real.surrogate_predict``'s stepper
-path, every link's floor contacts) or its analytic rows, from the suite's first-state estimate, and scored by the
-suite's scorer. By default on the few-shot training pool (the tosses the test split never sees): nothing here is
-read from, or tuned to, the test tosses.
+range of values with the static coefficient equal to it (no Stribeck rise), nominal MuJoCo at the same friction
+values, and nominal MuJoCo with dry friction in the hinge, constant or proportional to the force the hinge carries
+(the object's side: the URDF gives the hinge none). Every row is rolled out as the suite rolls out its surrogate
+row (``elbow_real.surrogate_predict``'s stepper path, every link's floor contacts) or its analytic rows, from the
+suite's first-state estimate, and scored by the suite's scorer; by default on the few-shot training pool (the
+tosses the test split never sees): nothing here is read from, or tuned to, the test tosses.
 
 Printed per row: the first link's position error in % of its size over the whole toss and at the suite's horizons,
 its rotation error, the hinge error; and how far the object goes after its first impact against the recording
@@ -82,14 +83,51 @@ def predict_law(model, checkpoint, episodes, cfg: dict) -> dict:
     return out
 
 
-def predict_mujoco(friction: float, episodes, cfg: dict) -> dict:
-    """{episode id: [T, 7 + J]}: nominal MuJoCo (the suite's solref, solimp and cone) at ``friction``."""
-    from surrogate.bench.analytic import AnalyticParams
-    from surrogate.bench.predictors import predict_analytic
+def predict_mujoco(friction: float, episodes, cfg: dict, *, hinge: tuple[float, float] = (0.0, 0.0)) -> dict:
+    """{episode id: [T, 7 + J]}: nominal MuJoCo (the suite's solref, solimp and cone) at ``friction``; ``hinge``
+    (N m, m): dry friction in the object's hinges, a constant torque bound plus one proportional to the force the
+    joint carries (a pin in its bore: bound = constant + c |reaction|, the reaction of the step before, MuJoCo's
+    ``frictionloss`` set per step). Without hinge friction the suite's own batched rollouts."""
+    from surrogate.bench.analytic import AnalyticParams, TossSet, models_for
+    from surrogate.bench.predictors import object_scene, predict_analytic
 
     nom, sim = cfg["baselines"]["nominal"], cfg["simulation"]
     p = AnalyticParams(friction=friction, solref=tuple(nom["solref"]), solimp=tuple(nom["solimp"]), cone=nom["cone"])
-    return predict_analytic([p], episodes, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]
+    if not any(hinge):
+        return predict_analytic([p], episodes, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]
+    scene = object_scene(episodes[0], substeps=sim["substeps"], mode="analytic")
+    tosses = TossSet.from_episodes(episodes, substeps=sim["substeps"], k=sim["init_frames"])
+    return {e.episode_id: q for e, q in zip(episodes, hinge_friction_rollouts(scene, models_for(scene, [p])[0], tosses,
+                                                                              *hinge))}
+
+
+def hinge_friction_rollouts(scene, model, tosses, constant: float, per_load: float) -> list[np.ndarray]:
+    """Each toss stepped alone in ``model`` with every hinge's dry-friction bound set before each step to
+    ``constant`` + ``per_load`` x the norm of the force its child link received through it at the step before
+    (``cfrc_int``, after ``mj_rnePostConstraint``): [T, 7 + J] base pose and joints per toss."""
+    import mujoco
+
+    from surrogate.sim.rollout import object_states
+
+    hinges = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE]
+    dofs, children = model.jnt_dofadr[hinges], model.jnt_bodyid[hinges]
+    a = scene.object_qpos_adr
+    cols = list(range(a, a + 7)) + list(scene.meta["object_joint_qpos_adr"])
+    states, data, out = object_states(scene, tosses.qpos0, tosses.qvel0), mujoco.MjData(model), []
+    for i, n in enumerate(tosses.n_frames):
+        mujoco.mj_setState(model, data, states[i], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        mujoco.mj_forward(model, data)
+        q, load = np.zeros((int(n), len(cols))), np.zeros(len(hinges))
+        q[0] = data.qpos[cols]
+        for f in range(1, int(n)):
+            for _ in range(tosses.substeps):
+                model.dof_frictionloss[dofs] = constant + per_load * load
+                mujoco.mj_step(model, data)
+                mujoco.mj_rnePostConstraint(model, data)
+                load = np.linalg.norm(data.cfrc_int[children, 3:6], axis=1)
+            q[f] = data.qpos[cols]
+        out.append(q)
+    return out
 
 
 def row(name: str, preds: dict, episodes, cfg: dict, after_s: float) -> dict:
@@ -126,12 +164,18 @@ def main(argv=None) -> int:
                    help="the few-shot training pool (default: the test split never sees it) or the test split")
     p.add_argument("--factor", type=float, default=4.0, help="stiffness and damping scaled by 1/F and F (default 4)")
     p.add_argument("--frictions", type=float, nargs="+", default=[0.08, 0.12, 0.2, 0.3])
+    p.add_argument("--hinge-friction", type=float, nargs="*", default=[0.01, 0.05],
+                   help="nominal MuJoCo with a constant dry friction in the hinge (N m)")
+    p.add_argument("--pin-friction", type=float, nargs="*", default=[0.005, 0.02],
+                   help="nominal MuJoCo with hinge friction proportional to the force the hinge carries (m: the "
+                        "pin's radius times its friction coefficient)")
     p.add_argument("--after-s", type=float, default=0.15, help="travel counted from here (the first impact's time)")
     p.add_argument("--max-tosses", type=int, default=None, help="the first N tosses only")
     p.add_argument("--suite", default="elbow-real")
     args = p.parse_args(argv)
     if args.factor <= 1.0:
         p.error("--factor must be above 1")
+    from surrogate.bench.analytic import nominal_params
     from surrogate.bench.elbow_real import from_free_flight
     from surrogate.bench.run import CACHE_DIR
     from surrogate.bench.toss_data import load_tosses
@@ -155,6 +199,11 @@ def main(argv=None) -> int:
                 args.after_s) for label, v in variants(base, args.factor, args.frictions)]
     rows += [row(f"nominal MuJoCo, friction {mu:g}", predict_mujoco(mu, tosses, cfg), tosses, cfg, args.after_s)
              for mu in args.frictions]
+    mu0 = nominal_params(tosses[0], cfg["baselines"]["nominal"]).friction  # the nominal row's own (the URDF's)
+    rows += [row(f"nominal MuJoCo, hinge friction {c:g} N m", predict_mujoco(mu0, tosses, cfg, hinge=(c, 0.0)),
+                 tosses, cfg, args.after_s) for c in args.hinge_friction]
+    rows += [row(f"nominal MuJoCo, hinge friction {c:g} m x its load", predict_mujoco(mu0, tosses, cfg, hinge=(0.0, c)),
+                 tosses, cfg, args.after_s) for c in args.pin_friction]
     hs = list(rows[0]["at"])
     print(f"| row | position % (whole toss) | at {', '.join(hs)} s | rotation deg | hinge deg | travel after "
           f"{args.after_s:g} s, median (stopped short) |")

@@ -41,3 +41,30 @@ def test_a_slipperier_law_lets_the_elbow_go_further_after_it_lands(capsys):
 
     assert travel("friction 0.05, static = kinetic") > travel("the release") > travel("friction 0.6, static = kinetic")
     assert travel("nominal MuJoCo, friction 0.05") > travel("nominal MuJoCo, friction 0.6")
+
+
+@needs_shared("contactnets_elbow")
+def test_the_hinge_friction_loop_is_the_suites_rollout_without_friction_and_locks_the_hinge_with_much(tmp_path):
+    from surrogate.bench.analytic import AnalyticParams, TossSet, models_for
+    from surrogate.bench.predictors import object_scene, predict_analytic
+    from surrogate.bench.toss_data import load_tosses
+    from surrogate.suites import load_suite
+
+    from .conftest import SHARED
+
+    sens = eval_script("elbow_sensitivity")
+    src = SHARED / "contactnets_elbow"
+    eps = load_tosses(src, cache_dir=tmp_path, urdf=src / "contactnets_elbow.urdf", progress=False).episodes[:3]
+    cfg = load_suite("elbow-real")
+    p = AnalyticParams(friction=0.3)
+    scene = object_scene(eps[0], substeps=4, mode="analytic")
+    tosses = TossSet.from_episodes(eps, substeps=4, k=5)
+    suite = predict_analytic([p], eps, substeps=4, init_frames=5)[0]
+    free = sens.hinge_friction_rollouts(scene, models_for(scene, [p])[0], tosses, 0.0, 0.0)
+    for e, q in zip(eps, free):
+        np.testing.assert_allclose(q, suite[e.episode_id], atol=1e-9)
+    locked = sens.hinge_friction_rollouts(scene, models_for(scene, [p])[0], tosses, 100.0, 0.0)
+    for lk, fr in zip(locked, free):  # 100 N m: the hinge stops within the soft friction constraint's time constant
+        assert np.ptp(lk[:, 7]) < 0.25 * np.ptp(fr[:, 7])
+    loaded = sens.predict_mujoco(0.3, eps, cfg, hinge=(0.0, 0.05))
+    assert all(np.isfinite(v).all() for v in loaded.values())
