@@ -65,22 +65,15 @@ def law_values(checkpoint) -> dict:
 
 def predict_law(model, checkpoint, episodes, cfg: dict) -> dict:
     """{episode id: [T, 7 + J]}: ``episodes`` rolled out with ``model`` owning every link's floor contacts, as the
-    suite's surrogate row does (``elbow_real.surrogate_predict``), grouped as it groups them."""
-    from surrogate.bench.analytic import TossSet
-    from surrogate.bench.elbow_fewshot import link_rollout
-    from surrogate.bench.predictors import DEFAULT_MARGIN, object_scene
+    suite's surrogate row does (``elbow_real.surrogate_predict``; ``elbow_fewshot.predict_groups``), at the
+    checkpoint's contact margin."""
+    from surrogate.bench.elbow_fewshot import predict_groups
+    from surrogate.bench.predictors import DEFAULT_MARGIN
     from surrogate.model.checkpoint import load_checkpoint
 
     margin = float(load_checkpoint(checkpoint)[1].get("data", {}).get("margin_m", DEFAULT_MARGIN))
-    sim, out, groups = cfg["simulation"], {}, {}
-    for e in episodes:
-        groups.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
-    for group in groups.values():
-        scene = object_scene(group[0], substeps=sim["substeps"], mode="external", margin=margin)
-        pred, _ = link_rollout(model, scene, TossSet.from_episodes(group, substeps=sim["substeps"],
-                                                                   k=sim["init_frames"]))
-        out.update({e.episode_id: pred[i, :e.num_frames] for i, e in enumerate(group)})
-    return out
+    sim = cfg["simulation"]
+    return predict_groups(model, episodes, substeps=sim["substeps"], init_frames=sim["init_frames"], margin=margin)[0]
 
 
 def predict_mujoco(friction: float, episodes, cfg: dict, *, hinge: tuple[float, float] = (0.0, 0.0)) -> dict:
