@@ -5,10 +5,11 @@
 On the real elbow the cube release scores about what every analytic model scores (README). Before a contact model
 is changed for that object, this asks whether a contact model's parameters can move the error at all: each global
 parameter of the checkpoint's law scaled down and up by ``--factor`` (stiffness, damping), its friction set to a
-range of values with the static coefficient equal to it (no Stribeck rise), nominal MuJoCo at the same friction
-values, and nominal MuJoCo with dry friction in the hinge, constant or proportional to the force the hinge carries
-(the object's side: the URDF gives the hinge none). Every row is rolled out as the suite rolls out its surrogate
-row (``elbow_real.surrogate_predict``'s stepper path, every link's floor contacts) or its analytic rows, from the
+range of values with the static coefficient equal to it (no Stribeck rise), and nominal MuJoCo at the same friction
+values; and on the object's side, nominal MuJoCo with dry friction in the hinge (constant, or proportional to the
+force the hinge carries; the URDF gives it none) and with other masses and inertias (the URDF's inertia tensors are
+a 0.1 m cube's, its masses may be too). Every row is rolled out as the suite rolls out its surrogate row
+(``elbow_real.surrogate_predict``'s stepper path, every link's floor contacts) or its analytic rows, from the
 suite's first-state estimate, and scored by the suite's scorer; by default on the few-shot training pool (the
 tosses the test split never sees): nothing here is read from, or tuned to, the test tosses.
 
@@ -76,22 +77,35 @@ def predict_law(model, checkpoint, episodes, cfg: dict) -> dict:
     return predict_groups(model, episodes, substeps=sim["substeps"], init_frames=sim["init_frames"], margin=margin)[0]
 
 
-def predict_mujoco(friction: float, episodes, cfg: dict, *, hinge: tuple[float, float] = (0.0, 0.0)) -> dict:
+def predict_mujoco(friction: float, episodes, cfg: dict, *, hinge: tuple[float, float] = (0.0, 0.0),
+                   link_mass: float = 1.0, inertia: float = 1.0) -> dict:
     """{episode id: [T, 7 + J]}: nominal MuJoCo (the suite's solref, solimp and cone) at ``friction``; ``hinge``
     (N m, m): dry friction in the object's hinges, a constant torque bound plus one proportional to the force the
     joint carries (a pin in its bore: bound = constant + c |reaction|, the reaction of the step before, MuJoCo's
-    ``frictionloss`` set per step). Without hinge friction the suite's own batched rollouts."""
-    from surrogate.bench.analytic import AnalyticParams, TossSet, models_for
+    ``frictionloss`` set per step); ``link_mass``: the last link's mass (and inertia) times this, ``inertia``: every
+    link's inertia times this (the suite computes the links' inertias from their boxes at uniform density).
+    Without any of them the suite's own batched rollouts (``predict_analytic``)."""
+    from surrogate.bench.analytic import AnalyticParams, TossSet, models_for, simulate_tosses
     from surrogate.bench.predictors import object_scene, predict_analytic
 
     nom, sim = cfg["baselines"]["nominal"], cfg["simulation"]
     p = AnalyticParams(friction=friction, solref=tuple(nom["solref"]), solimp=tuple(nom["solimp"]), cone=nom["cone"])
-    if not any(hinge):
+    if not any(hinge) and link_mass == 1.0 and inertia == 1.0:
         return predict_analytic([p], episodes, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]
+    if len({(e.object.name, e.provenance.capture_rate_hz) for e in episodes}) != 1:
+        raise ValueError("one object at one capture rate: the scene is built once")
     scene = object_scene(episodes[0], substeps=sim["substeps"], mode="analytic")
+    links = scene.meta["object_link_bodies"]
+    scene.model.body_mass[links[-1]] *= link_mass  # the copies below take the scene's masses as their base
+    scene.model.body_inertia[links[-1]] *= link_mass
+    scene.model.body_inertia[links] *= inertia
     tosses = TossSet.from_episodes(episodes, substeps=sim["substeps"], k=sim["init_frames"])
-    return {e.episode_id: q for e, q in zip(episodes, hinge_friction_rollouts(scene, models_for(scene, [p])[0], tosses,
-                                                                              *hinge))}
+    if any(hinge):
+        preds = hinge_friction_rollouts(scene, models_for(scene, [p])[0], tosses, *hinge)
+    else:
+        out = simulate_tosses(scene, [p], tosses)[0]
+        preds = [out[i, :e.num_frames] for i, e in enumerate(episodes)]
+    return {e.episode_id: q for e, q in zip(episodes, preds)}
 
 
 def hinge_friction_rollouts(scene, model, tosses, constant: float, per_load: float) -> list[np.ndarray]:
@@ -162,6 +176,10 @@ def main(argv=None) -> int:
     p.add_argument("--pin-friction", type=float, nargs="*", default=[0.005, 0.02],
                    help="nominal MuJoCo with hinge friction proportional to the force the hinge carries (m: the "
                         "pin's radius times its friction coefficient)")
+    p.add_argument("--link-mass", type=float, nargs="*", default=[0.5, 2.0],
+                   help="nominal MuJoCo with the second link's mass (and inertia) times these")
+    p.add_argument("--inertia", type=float, nargs="*", default=[0.6, 1.6],
+                   help="nominal MuJoCo with every link's inertia times these (hollow or dense links)")
     p.add_argument("--after-s", type=float, default=0.15, help="travel counted from here (the first impact's time)")
     p.add_argument("--max-tosses", type=int, default=None, help="the first N tosses only")
     p.add_argument("--suite", default="elbow-real")
@@ -197,6 +215,10 @@ def main(argv=None) -> int:
                  tosses, cfg, args.after_s) for c in args.hinge_friction]
     rows += [row(f"nominal MuJoCo, hinge friction {c:g} m x its load", predict_mujoco(mu0, tosses, cfg, hinge=(0.0, c)),
                  tosses, cfg, args.after_s) for c in args.pin_friction]
+    rows += [row(f"nominal MuJoCo, link 2's mass x {f:g}", predict_mujoco(mu0, tosses, cfg, link_mass=f), tosses, cfg,
+                 args.after_s) for f in args.link_mass]
+    rows += [row(f"nominal MuJoCo, inertias x {f:g}", predict_mujoco(mu0, tosses, cfg, inertia=f), tosses, cfg,
+                 args.after_s) for f in args.inertia]
     hs = list(rows[0]["at"])
     print(f"| row | position % (whole toss) | at {', '.join(hs)} s | rotation deg | hinge deg | travel after "
           f"{args.after_s:g} s, median (stopped short) |")

@@ -44,7 +44,7 @@ def test_a_slipperier_law_lets_the_elbow_go_further_after_it_lands(capsys):
 
 
 @needs_shared("contactnets_elbow")
-def test_the_hinge_friction_loop_is_the_suites_rollout_without_friction_and_locks_the_hinge_with_much(tmp_path):
+def test_the_object_side_rows_are_the_suites_rollout_unchanged_and_another_object_changed(tmp_path):
     from surrogate.bench.analytic import AnalyticParams, TossSet, models_for
     from surrogate.bench.predictors import object_scene, predict_analytic
     from surrogate.bench.toss_data import load_tosses
@@ -68,3 +68,9 @@ def test_the_hinge_friction_loop_is_the_suites_rollout_without_friction_and_lock
         assert np.ptp(lk[:, 7]) < 0.25 * np.ptp(fr[:, 7])
     loaded = sens.predict_mujoco(0.3, eps, cfg, hinge=(0.0, 0.05))
     assert all(np.isfinite(v).all() for v in loaded.values())
+    heavy = sens.predict_mujoco(0.3, eps, cfg, link_mass=2.0, inertia=1.6)  # another object: another toss
+    assert all(np.isfinite(heavy[e.episode_id]).all() for e in eps)
+    assert not all(np.allclose(heavy[e.episode_id], suite[e.episode_id], atol=1e-6) for e in eps)
+    again = sens.predict_mujoco(0.3, eps, cfg)  # the scaled scene was the call's own: the suite's rollout is unchanged
+    for e in eps:
+        np.testing.assert_array_equal(again[e.episode_id], suite[e.episode_id])
