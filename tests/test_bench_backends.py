@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from surrogate.bench.ledger import validate_ledger
@@ -82,7 +83,13 @@ def test_cube_real_small_gives_the_same_ledger_on_local_and_ray(tmp_path, tiny_t
 def test_cube_real_scores_several_test_datasets_per_set_and_per_object(tmp_path, tiny_tosses):
     from surrogate.importers.contactnets import import_contactnets
 
-    import_contactnets(tiny_tosses, tmp_path / "all", progress=False)
+    # test tosses the suite never trains on: four shared tosses that are not in its tiny source
+    src = SHARED / "contactnets_cube"
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for p in sorted(src.glob("*.pt"), key=lambda p: int(p.stem))[12:16] + list(src.glob("*.json")):
+        shutil.copy(p, raw / p.name)
+    import_contactnets(raw, tmp_path / "all", progress=False)
     ds = read_dataset(tmp_path / "all")
     eps = sorted(ds.episodes, key=lambda e: int(e.episode_id))
     # a second dataset of another "object" (the cube under another name) that repeats an episode id of the first
@@ -201,3 +208,27 @@ def test_the_process_backend_keeps_the_address_space_of_many_scenes_near_what_th
             "    print((vm() - v0) / len(objs))\n")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert float(out.split()[-1]) < 3.0, f"{out.split()[-1]} MB of address space per scene"
+
+
+@needs_shared("contactnets_cube")
+def test_cube_real_leaves_out_test_tosses_that_its_rows_train_on(tmp_path, tiny_tosses):
+    """``--test-data`` holding the suite's own training tosses (here its whole source) scores only those the split
+    holds out; the others are left out and named, by their recordings, not their ids."""
+    from surrogate.bench.toss_data import drop_seen, toss_fingerprint
+    from surrogate.importers.contactnets import import_contactnets
+
+    ledger = run_suite("cube-real-small", out=tmp_path / "report", test_data=tiny_tosses,
+                       overrides=[f"data.source={tiny_tosses}", *TINY], progress=False, video=False,
+                       cache_dir=tmp_path / "cache")
+    info = ledger["data"]["test_data"]
+    assert info["episodes"] == 4 == ledger["models"]["analytic_nominal"]["overall"]["episodes"]  # data.n_test=4
+    assert sorted(s["id"] for s in ledger["models"]["analytic_nominal"]["per_episode"]) == sorted(ledger["split"]["test"])
+    assert len(info["left_out"]) == 8 and all("trained, identified and selected on" in x["reason"]
+                                              for x in info["left_out"])
+    # the recording is what counts: a copy in float32 under another id is the same toss, another toss is not
+    import_contactnets(tiny_tosses, tmp_path / "ds", progress=False)
+    eps = read_dataset(tmp_path / "ds").episodes
+    twin = dataclasses.replace(eps[0], episode_id="renamed", object_pose=eps[0].object_pose.astype(np.float32))
+    assert toss_fingerprint(twin) == toss_fingerprint(eps[0]) != toss_fingerprint(eps[1])
+    kept, out = drop_seen([twin, eps[1]], [eps[0]], why="seen")
+    assert kept == [eps[1]] and out == [{"episode": "renamed", "reason": "seen"}]

@@ -133,7 +133,8 @@ def _three_tosses(tmp_path):
 def test_elbow_real_takes_other_elbow_test_data(tmp_path):
     src = tmp_path / "other"
     src.mkdir()
-    for n in ("0", "9", "18", "27"):
+    # four tosses of the small suite's held-out split, and one of its pool, which the few-shot rows train on
+    for n in ("18", "36", "72", "90", "0"):
         shutil.copy(ELBOW / f"{n}.pt", src / f"{n}.pt")
     ds = tmp_path / "other_ds"
     assert main(["import", "contactnets", str(src), "--urdf", str(ELBOW / "contactnets_elbow.urdf"), "--out", str(ds),
@@ -142,22 +143,35 @@ def test_elbow_real_takes_other_elbow_test_data(tmp_path):
     assert main(["bench", "elbow-real-small", "--out", str(out), "--test-data", str(ds), "--quiet"]) == 0
     led = json.loads((out / "ledger.json").read_text())
     assert led["data"]["test_data"]["episodes"] == 4 and "source" not in led["data"]["test_data"]
+    (seen,) = led["data"]["test_data"]["left_out"]  # the pool's toss: left out of every row's test, and named
+    assert seen["episode"] == "0" and "few-shot rows are identified and fine-tuned on" in seen["reason"]
+    few = led["models"]["analytic_identified_elbow_8"]  # few-shot rows on other test data: trained on the pool
+    assert few["overall"]["episodes"] == 4 and few["train_size"] == 8
     # the raw tosses themselves are taken too (imported with the suite's URDF), and score the same; what they lose
     # is named in the ledger and the report: a file of the wrong shape (skipped at import), a toss too short to score
     toss = torch.load(ELBOW / "36.pt", weights_only=True)
     torch.save(toss[:, :14].clone(), src / "900.pt")
     torch.save(toss[:3].clone(), src / "901.pt")
-    assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "raw"), "--test-data", str(src), "--quiet"]) == 0
+    assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "raw"), "--test-data", str(src), "--quiet",
+                 "--set", "few_shot.sizes=[]"]) == 0
     raw = json.loads((tmp_path / "raw" / "ledger.json").read_text())
     assert raw["data"]["test_data"]["source"] == str(src)
     assert [(Path(s["file"]).name, s["field"]) for s in raw["data"]["test_data"]["skipped"]] == [("900.pt", "tensor")]
-    assert raw["data"]["test_data"]["left_out"] == [{"episode": "901", "reason": "3 frames, fewer than data.min_frames=20"}]
-    assert "4 episodes scored" in (report := (tmp_path / "raw" / "report.md").read_text()) and "not scored: 2" in report
+    assert raw["data"]["test_data"]["left_out"] == [{"episode": "901", "reason": "3 frames, fewer than data.min_frames=20"},
+                                                    seen]
+    assert "4 episodes scored" in (report := (tmp_path / "raw" / "report.md").read_text()) and "not scored: 3" in report
     assert raw["models"]["analytic_identified"]["overall"] == led["models"]["analytic_identified"]["overall"]
     assert led["models"]["analytic_identified"]["overall"]["episodes"] == 4
     assert led["models"]["surrogate"]["status"] == "not evaluated"  # no --checkpoint
-    assert not [k for k in led["models"] if k.startswith("analytic_identified_elbow")]  # few-shot: own split only
+    assert not [k for k in raw["models"] if k.startswith("analytic_identified_elbow")]  # few_shot.sizes=[]
     # a rigid (cube) dataset is refused, naming it
     assert main(["import", "contactnets", str(SHARED / "contactnets_cube"), "--out", str(tmp_path / "cube"), "--quiet"]) == 0
     assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "b2"), "--test-data", str(tmp_path / "cube"),
                  "--quiet"]) != 0
+    # test data made only of the pool's tosses leaves nothing to test: refused before any baseline runs
+    pool_only = tmp_path / "pool_only"
+    pool_only.mkdir()
+    shutil.copy(ELBOW / "0.pt", pool_only / "0.pt")
+    assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "b3"), "--test-data", str(pool_only),
+                 "--quiet"]) != 0
+    assert not (tmp_path / "b3" / "ledger.json").exists()

@@ -280,8 +280,12 @@ def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
     """(test episodes, the ledger's ``data.test_data`` or None, {episode key: test set} or None)."""
     if not as_paths(test_data):
         return [by_id[i] for i in sp["test"]], None, None
+    suite, held_out = cfg.get("suite", "cube-real"), set(sp["test"])
     return test_tosses(test_data, cache_dir=cache_dir, min_frames=int(cfg["data"].get("min_frames", 2)),
-                       check=lambda tds, _: require_kind(tds, "tosses", suite=cfg.get("suite", "cube-real")))
+                       check=lambda tds, _: require_kind(tds, "tosses", suite=suite),
+                       seen=[e for i, e in by_id.items() if i not in held_out],
+                       seen_why=f"one of {suite}'s own tosses outside its test split, which its rows are trained, "
+                                "identified and selected on")
 
 
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True,

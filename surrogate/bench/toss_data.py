@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
+
 from ..capture import read_dataset
 from ..config import expand_env
 from ..errors import CaptureError, ConfigError
@@ -51,16 +53,45 @@ def load_tosses(source, *, cache_dir: Path, urdf=None, progress: bool = True, ke
     return read_dataset(target)
 
 
-def test_tosses(test_data, *, cache_dir: Path, min_frames: int, urdf=None, check=None) -> tuple[list, dict, dict | None]:
+def toss_fingerprint(ep) -> str:
+    """A key of a toss's recording: its tracked poses (and joint positions) rounded to 1e-5 (10 um, 1e-5 of a
+    quaternion) after a float32 round trip, so that one recording imported twice, or stored in float32, has one key."""
+    h = hashlib.sha1()
+    for a in (ep.object_pose, getattr(ep, "object_joint_pos", None)):
+        if a is not None:
+            h.update(np.round(np.asarray(a, np.float32).astype(np.float64), 5).tobytes())
+    return h.hexdigest()
+
+
+def drop_seen(episodes: list, seen: list, *, why: str) -> tuple[list, list[dict]]:
+    """(the ``episodes`` whose recording is not one of ``seen``'s (``toss_fingerprint``), the others as {"episode",
+    "reason": ``why``}): a toss that a row was trained, identified or selected on is no test toss of that row."""
+    keys = {toss_fingerprint(e) for e in seen}
+    drop = [toss_fingerprint(e) in keys for e in episodes]
+    return ([e for e, d in zip(episodes, drop) if not d],
+            [{"episode": e.episode_id, "reason": why} for e, d in zip(episodes, drop) if d])
+
+
+def test_tosses(test_data, *, cache_dir: Path, min_frames: int, urdf=None, check=None, seen=(),
+                seen_why: str = "") -> tuple[list, dict, dict | None]:
     """The toss suites' ``--test-data``: every dataset or raw folder loaded (``load_tosses``), its tosses shorter than
-    ``min_frames`` left out and named (``testsets.long_enough``), ``check(dataset, kept)`` (a suite's own requirement)
-    raising before any baseline runs. Returns (the tosses, keyed by set where there are several; the ledger's
-    ``data.test_data``: one dataset's entry, or {set: entry}; {episode key: set} or None for one dataset)."""
+    ``min_frames`` left out and named (``testsets.long_enough``), and those whose recording is one of ``seen``'s (the
+    suite's own tosses that its rows train, identify or select on: ``drop_seen``, named with ``seen_why``),
+    ``check(dataset, kept)`` (a suite's own requirement) raising before any baseline runs. Returns (the tosses, keyed
+    by set where there are several; the ledger's ``data.test_data``: one dataset's entry, or {set: entry}; {episode
+    key: set} or None for one dataset)."""
     paths = as_paths(test_data)
     test, info, set_of = [], {}, {}
     for name, path in zip(set_names(paths), paths):
         tds = load_tosses(path, cache_dir=cache_dir, urdf=urdf, progress=False, key="test_data")
         kept, left_out = long_enough(tds, min_frames)
+        if kept and seen:
+            kept, dropped = drop_seen(kept, list(seen), why=seen_why)
+            left_out = left_out + dropped
+            if not kept:
+                raise ConfigError(f"every toss of at least data.min_frames={min_frames} frames is one the suite's "
+                                  f"rows train, identify or select on ({seen_why}): nothing is left to test",
+                                  file=tds.root, key="test_data")
         if not kept:
             raise ConfigError(f"no episode of at least data.min_frames={min_frames} frames", file=tds.root,
                               key="test_data")
