@@ -64,15 +64,12 @@ def law_values(checkpoint) -> dict:
     return {n: float(getattr(model, f"log_{n}")[0].detach().exp()) for n in names}
 
 
-def predict_law(model, checkpoint, episodes, cfg: dict) -> dict:
+def predict_law(model, episodes, cfg: dict, *, margin: float) -> dict:
     """{episode id: [T, 7 + J]}: ``episodes`` rolled out with ``model`` owning every link's floor contacts, as the
-    suite's surrogate row does (``elbow_real.surrogate_predict``; ``elbow_fewshot.predict_groups``), at the
-    checkpoint's contact margin."""
+    suite's surrogate row does (``elbow_real.surrogate_predict``; ``elbow_fewshot.predict_groups``), at the contact
+    ``margin`` (m) of the checkpoint the model came from."""
     from surrogate.bench.elbow_fewshot import predict_groups
-    from surrogate.bench.predictors import DEFAULT_MARGIN
-    from surrogate.model.checkpoint import load_checkpoint
 
-    margin = float(load_checkpoint(checkpoint)[1].get("data", {}).get("margin_m", DEFAULT_MARGIN))
     sim = cfg["simulation"]
     return predict_groups(model, episodes, substeps=sim["substeps"], init_frames=sim["init_frames"], margin=margin)[0]
 
@@ -188,9 +185,11 @@ def main(argv=None) -> int:
         p.error("--factor must be above 1")
     from surrogate.bench.analytic import nominal_params
     from surrogate.bench.elbow_real import from_free_flight
+    from surrogate.bench.predictors import DEFAULT_MARGIN
     from surrogate.bench.run import CACHE_DIR
     from surrogate.bench.toss_data import load_tosses
     from surrogate.estimate import free_flight_start
+    from surrogate.model.checkpoint import load_checkpoint
     from surrogate.splits import suite_split
     from surrogate.suites import load_suite
 
@@ -206,7 +205,8 @@ def main(argv=None) -> int:
     base = law_values(args.checkpoint)
     print(f"{len(tosses)} {args.tosses} tosses of {args.suite}; the law of {args.checkpoint}: "
           + ", ".join(f"{k} {v:.4g}" for k, v in base.items()))
-    rows = [row(label, predict_law(law_variant(args.checkpoint, v), args.checkpoint, tosses, cfg), tosses, cfg,
+    margin = float(load_checkpoint(args.checkpoint)[1].get("data", {}).get("margin_m", DEFAULT_MARGIN))
+    rows = [row(label, predict_law(law_variant(args.checkpoint, v), tosses, cfg, margin=margin), tosses, cfg,
                 args.after_s) for label, v in variants(base, args.factor, args.frictions)]
     rows += [row(f"nominal MuJoCo, friction {mu:g}", predict_mujoco(mu, tosses, cfg), tosses, cfg, args.after_s)
              for mu in args.frictions]
