@@ -19,7 +19,7 @@ from surrogate.cli import main
 from surrogate.model.checkpoint import load_checkpoint
 from surrogate.model.law_ranges import check_model, range_problems
 
-from .conftest import SHARED, needs_shared
+from .conftest import SHARED, eval_script, needs_shared
 
 ELBOW = SHARED / "contactnets_elbow"
 CKPT = Path(__file__).resolve().parents[1] / "checkpoints" / "cube_tosses"
@@ -56,6 +56,21 @@ def test_elbow_real_small_end_to_end(tmp_path, capsys):
     assert "## Articulated object: joint angle and every link" in report
     assert "| surrogate_finetuned_elbow_8 |" in report and "Few-shot, N = 8" in led["result"]["detail"]
     assert "joint" in capsys.readouterr().out
+    _check_frames(led)
+
+
+def _check_frames(led: dict) -> None:
+    """``eval/frame_check.py`` on the run's ledger: every row rebuilt from it scores what the ledger says in the
+    recording's own frame (a fine-tuned law to 1e-6: its values went through JSON); the surrogate rows, and an
+    ensemble of elliptic cones, score the same in a frame turned by 45 deg."""
+    rows = {r["name"]: r for r in eval_script("frame_check").check(led, [45.0])}
+    assert set(rows) == set(led["models"])
+    for name, r in rows.items():
+        assert r["by_angle"][0.0] == pytest.approx(r["ledger"], rel=1e-6), name
+    for name in ("surrogate", "surrogate_finetuned_elbow_8", "analytic_randomized"):
+        assert rows[name]["range_max"] < 1e-6, name
+    nominal = rows["analytic_nominal"]  # MuJoCo's default, pyramidal cone: anisotropic in the floor's plane
+    assert nominal["cone"] == "pyramidal" and nominal["range_max"] > 0.5
 
 
 def _check_finetuned(led: dict) -> None:
