@@ -137,6 +137,22 @@ def check(ledger: dict, angles: list[float], test_data=None, max_tosses=None, ot
     return out
 
 
+def copy_spread(ledger: dict) -> list[dict]:
+    """For a ledger whose test data are `eval/turned_tosses.py` copies (copy c of toss N is 100000 + 10 N + c): per
+    row, the range of each toss's error over its copies (median / largest) and the mean, from the ledger alone."""
+    out = []
+    for name, row in ledger["models"].items():
+        groups: dict = {}
+        for e in row.get("per_episode") or []:
+            if str(e["id"]).isdigit() and int(e["id"]) >= 100000 and e.get("pos_pct_size") is not None:
+                groups.setdefault((int(e["id"]) - 100000) // 10, []).append(e["pos_pct_size"])
+        spread = [max(v) - min(v) for v in groups.values() if len(v) > 1]
+        if spread:
+            out.append({"name": name, "tosses": len(spread), "range_median": float(np.median(spread)),
+                        "range_max": float(max(spread)), "cone": (row.get("params") or {}).get("cone")})
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("ledger", help="a cube-real or elbow-real ledger.json")
@@ -146,10 +162,20 @@ def main(argv=None) -> int:
     p.add_argument("--max-tosses", type=int, default=None, help="the first N test tosses only")
     p.add_argument("--other-cone", action="store_true",
                    help="also each analytic row with the other friction cone (pyramidal <-> elliptic)")
+    p.add_argument("--turned-copies", action="store_true",
+                   help="the ledger's test data are eval/turned_tosses.py copies: each toss's range over its copies, "
+                        "read from the ledger (nothing rolled out)")
     args = p.parse_args(argv)
     ledger = json.loads(Path(args.ledger).read_text())
     if ledger.get("suite") not in ("cube-real", "cube-real-small", "elbow-real", "elbow-real-small"):
         p.error(f"{args.ledger}: a toss suite's ledger is needed, this one is {ledger.get('suite')!r}")
+    if args.turned_copies:
+        print("| row | tosses | per toss, range of the position error (% of size) over its copies: median / largest |")
+        print("|---|---:|---|")
+        for r in copy_spread(ledger):
+            cone = f" ({r['cone']} cone)" if r["cone"] else ""
+            print(f"| {r['name']}{cone} | {r['tosses']} | {r['range_median']:.2f} / {r['range_max']:.2f} |")
+        return 0
     rows = check(ledger, args.angles, args.test_data or None, args.max_tosses, args.other_cone)
     angles = [0.0] + args.angles
     print(f"{ledger.get('suite_name', ledger['suite'])}: position % of size (an articulated object's first link), each "
