@@ -11,7 +11,8 @@ suite's own first-state estimate (every model through the suite's rollout path, 
 - ``swing``: how far the hinge turns in the same time (deg): the energy the impact puts into the joint;
 - ``error at impact + after-s``: link 1's position error (% of its size) at that frame of the recording, from the
   suite's start and from a restart a few frames before the impact (the same estimate on the last free-flight
-  frames): equal errors say the impact makes the error, not the flight before it;
+  frames): equal errors say the impact makes the error, not the flight before it; and the error from the start
+  split into its horizontal and vertical parts (mm);
 - the tracker's frame: where a toss ends at rest, the plane its lowest corners rest on (the floor), and its tilt
   from the frame's horizontal; beside it the direction of gravity that free flight shows in those tosses.
 
@@ -152,18 +153,21 @@ def score_row(name: str, predict, tosses: list, art, *, frames: int, lead: int, 
            and (r := restarted(e, rec_hits[e.episode_id]["frame"], lead, init_frames)) is not None}
     again = predict(list(cut.values())) if cut else {}
     own = [impacts(art, preds[e.episode_id][:, :7], preds[e.episode_id][:, 7:], frames) for e in tosses]
-    err_start, err_restart = [], []
+    err_start, err_restart, parts = [], [], []
     for e in tosses:
         hit = rec_hits[e.episode_id]
         if hit is None or e.episode_id not in cut:
             continue
-        f = hit["frame"] + frames
+        f = min(hit["frame"] + frames, e.num_frames - 1)
         err_start.append(position_pct(preds[e.episode_id], e, f))
         err_restart.append(position_pct(again[e.episode_id], cut[e.episode_id], f - (hit["frame"] - lead)))
+        d = preds[e.episode_id][f, :3] - e.object_pose[f, :3]
+        parts.append((np.linalg.norm(d[:2]), abs(d[2])))
     own = [h for h in own if h is not None]
     return {"name": name, "rise_mm": float(np.median([h["rise_mm"] for h in own])),
             "swing_deg": float(np.median([h["swing_deg"] for h in own])), "impacts": len(own),
-            "err_start": float(np.mean(err_start)), "err_restart": float(np.mean(err_restart)), "pairs": len(err_start)}
+            "err_start": float(np.mean(err_start)), "err_restart": float(np.mean(err_restart)), "pairs": len(err_start),
+            "xy_mm": 1e3 * float(np.mean([p[0] for p in parts])), "z_mm": 1e3 * float(np.mean([p[1] for p in parts]))}
 
 
 def recording_row(tosses: list, art, *, frames: int) -> dict:
@@ -248,11 +252,13 @@ def main(argv=None) -> int:
     print(f"{len(tosses)} {args.tosses} tosses of elbow-real; within {args.after_s:g} s of the first impact "
           f"({frames} frames); restarts {args.lead} frames before it")
     print(f"| row | rise of the centre of mass, mm (median) | hinge swing, deg (median) | link 1 position % at impact "
-          f"+ {args.after_s:g} s: from the start / restarted before the impact (mean) |")
-    print("|---|---:|---:|---|")
+          f"+ {args.after_s:g} s: from the start / restarted before the impact (mean) | from the start: horizontal / "
+          "vertical part, mm (mean) |")
+    print("|---|---:|---:|---|---|")
     for r in scored:
         err = f"{r['err_start']:.1f} / {r['err_restart']:.1f} ({r['pairs']} tosses)" if "err_start" in r else "-"
-        print(f"| {r['name']} | {r['rise_mm']:.1f} | {r['swing_deg']:.1f} | {err} |")
+        part = f"{r['xy_mm']:.1f} / {r['z_mm']:.1f}" if "xy_mm" in r else "-"
+        print(f"| {r['name']} | {r['rise_mm']:.1f} | {r['swing_deg']:.1f} | {err} | {part} |")
     print(frame_summary(raw, art))
     return 0
 
