@@ -211,25 +211,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.analytic import AnalyticParams, nominal_params
-    from surrogate.bench.elbow_real import from_free_flight
     from surrogate.bench.predictors import DEFAULT_MARGIN, predict_analytic
-    from surrogate.bench.run import CACHE_DIR
-    from surrogate.bench.toss_data import load_tosses
-    from surrogate.estimate import free_flight_start
     from surrogate.model.checkpoint import load_checkpoint
     from surrogate.objects.articulated import articulation_from_json
-    from surrogate.splits import suite_split
-    from surrogate.suites import load_suite
 
-    cfg = load_suite("elbow-real")
-    sim, ff = cfg["simulation"], cfg.get("free_flight", {})
-    ds = load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR, urdf=cfg["data"]["urdf"], progress=False)
-    eps, sp = suite_split(ds.episodes, cfg["data"], [])
-    by_id = {e.episode_id: e for e in eps}
-    raw = [by_id[i] for i in sp[args.tosses]][:args.max_tosses]
-    tosses = [from_free_flight(e, free_flight_start(e, window=int(ff.get("window", 7)),
-                                                    tol=float(ff.get("tol_ms2", 6.0)),
-                                                    max_start=int(ff.get("max_start", 20)))) for e in raw]
+    cfg, raw, tosses = sens.suite_tosses("elbow-real", args.tosses, args.max_tosses)
+    sim = cfg["simulation"]
     art = articulation_from_json(raw[0].object.geometry)
     frames = int(round(args.after_s * raw[0].provenance.capture_rate_hz))
     margin = float(load_checkpoint(args.checkpoint)[1].get("data", {}).get("margin_m", DEFAULT_MARGIN))
@@ -239,9 +226,8 @@ def main(argv=None) -> int:
     if args.ledger:
         import json
 
-        prm = json.loads(Path(args.ledger).read_text())["models"]["analytic_identified"]["params"]
-        ap = AnalyticParams(friction=prm["friction"], solref=tuple(prm["solref"]), solimp=tuple(prm["solimp"]),
-                            cone=prm["cone"])
+        ledger = json.loads(Path(args.ledger).read_text())
+        ap = AnalyticParams.from_json(ledger["models"]["analytic_identified"]["params"])
         rows.append(("MuJoCo identified on the cube", lambda es: predict_analytic(
             [ap], es, substeps=sim["substeps"], init_frames=sim["init_frames"])[0]))
     for label, f in [("the release", None)] + [(f"the release, damping / {f:g}", f) for f in args.damping]:

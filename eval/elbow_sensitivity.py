@@ -161,6 +161,26 @@ def variants(base: dict, factor: float, frictions: list[float]) -> list[tuple[st
     return out
 
 
+def suite_tosses(suite: str, which: str, max_tosses: int | None = None) -> tuple[dict, list, list]:
+    """(the suite's config, its ``which`` tosses ("pool" or "test") as recorded, the same from their free-flight
+    start as the suite scores them), the first ``max_tosses`` of them."""
+    from surrogate.bench.elbow_real import from_free_flight
+    from surrogate.bench.run import CACHE_DIR
+    from surrogate.bench.toss_data import load_tosses
+    from surrogate.estimate import free_flight_start
+    from surrogate.splits import suite_split
+    from surrogate.suites import load_suite
+
+    cfg = load_suite(suite)
+    ds = load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR, urdf=cfg["data"]["urdf"], progress=False)
+    eps, sp = suite_split(ds.episodes, cfg["data"], [])
+    by_id, ff = {e.episode_id: e for e in eps}, cfg.get("free_flight", {})
+    raw = [by_id[i] for i in sp[which][:max_tosses]]
+    start = {"window": int(ff.get("window", 7)), "tol": float(ff.get("tol_ms2", 6.0)),
+             "max_start": int(ff.get("max_start", 20))}
+    return cfg, raw, [from_free_flight(e, free_flight_start(e, **start)) for e in raw]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", default="checkpoints/cube_tosses", help="the law whose parameters are moved")
@@ -184,24 +204,10 @@ def main(argv=None) -> int:
     if args.factor <= 1.0:
         p.error("--factor must be above 1")
     from surrogate.bench.analytic import nominal_params
-    from surrogate.bench.elbow_real import from_free_flight
     from surrogate.bench.predictors import DEFAULT_MARGIN
-    from surrogate.bench.run import CACHE_DIR
-    from surrogate.bench.toss_data import load_tosses
-    from surrogate.estimate import free_flight_start
     from surrogate.model.checkpoint import load_checkpoint
-    from surrogate.splits import suite_split
-    from surrogate.suites import load_suite
 
-    cfg = load_suite(args.suite)
-    ds = load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR, urdf=cfg["data"]["urdf"], progress=False)
-    eps, sp = suite_split(ds.episodes, cfg["data"], [])
-    by_id, ff = {e.episode_id: e for e in eps}, cfg.get("free_flight", {})
-    ids = sp["pool"] if args.tosses == "pool" else sp["test"]
-    tosses = [from_free_flight(by_id[i], free_flight_start(by_id[i], window=int(ff.get("window", 7)),
-                                                            tol=float(ff.get("tol_ms2", 6.0)),
-                                                            max_start=int(ff.get("max_start", 20))))
-              for i in ids[:args.max_tosses]]
+    cfg, _, tosses = suite_tosses(args.suite, args.tosses, args.max_tosses)
     base = law_values(args.checkpoint)
     print(f"{len(tosses)} {args.tosses} tosses of {args.suite}; the law of {args.checkpoint}: "
           + ", ".join(f"{k} {v:.4g}" for k, v in base.items()))
