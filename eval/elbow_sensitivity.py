@@ -164,21 +164,18 @@ def variants(base: dict, factor: float, frictions: list[float]) -> list[tuple[st
 def suite_tosses(suite: str, which: str, max_tosses: int | None = None) -> tuple[dict, list, list]:
     """(the suite's config, its ``which`` tosses ("pool" or "test") as recorded, the same from their free-flight
     start as the suite scores them), the first ``max_tosses`` of them."""
-    from surrogate.bench.elbow_real import from_free_flight
+    from surrogate.bench.elbow_real import from_flight_start
     from surrogate.bench.run import CACHE_DIR
     from surrogate.bench.toss_data import load_tosses
-    from surrogate.estimate import free_flight_start
     from surrogate.splits import suite_split
     from surrogate.suites import load_suite
 
     cfg = load_suite(suite)
     ds = load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR, urdf=cfg["data"]["urdf"], progress=False)
     eps, sp = suite_split(ds.episodes, cfg["data"], [])
-    by_id, ff = {e.episode_id: e for e in eps}, cfg.get("free_flight", {})
+    by_id = {e.episode_id: e for e in eps}
     raw = [by_id[i] for i in sp[which][:max_tosses]]
-    start = {"window": int(ff.get("window", 7)), "tol": float(ff.get("tol_ms2", 6.0)),
-             "max_start": int(ff.get("max_start", 20))}
-    return cfg, raw, [from_free_flight(e, free_flight_start(e, **start)) for e in raw]
+    return cfg, raw, from_flight_start(raw, cfg)
 
 
 def main(argv=None) -> int:

@@ -10,17 +10,16 @@ Protocol: the elbow dataset's seeded split holds out ``data.n_test`` tosses (``-
 other elbow datasets: hidden tosses are scored there; nothing here is tuned to the shared 61; a test toss whose
 recording is one of the split's other tosses, which the few-shot rows train on, is left out and named). A toss
 that does not start in free flight (``estimate.free_flight_start``: its first frames accelerate away from gravity,
-as if still held) is scored from the frame where free flight starts; every model starts from the same first-state
-estimate there (base pose by ``initial_free_state``, joint angles and rates by ``initial_joint_state``) and rolls
-out the rest of the toss. Scores: the first (tracked) link's position in % of its size and rotation (the ledger's
-``pos_pct_size`` / ``rot_deg``), the joint-angle error beside them (``joint_deg``), per link (``links``), horizons
-and first divergence (pose or joint).
-
-The surrogate row is the ``--checkpoint`` contact model in the hybrid stepper, owning the floor contacts of every
-link (``sim.link_graph``), all test tosses stepped as one batch. The few-shot surrogate rows
-``surrogate_finetuned_elbow_<N>`` (``elbow_fewshot``): the release fine-tuned on the same N elbow tosses as MuJoCo's
-few-shot identification, by gradient through the articulated twin (``sim.twin_links``), the best step chosen by
-whole-toss stepper rollouts of those tosses; paired against identified MuJoCo at the same N.
+as if still held) is scored, and a few-shot training toss fitted on, from the frame where free flight starts (the
+training tosses from the thirty-fifth session on; before, from their first frame); every model starts from the same
+first-state estimate there (base pose by ``initial_free_state``, joint angles and rates by ``initial_joint_state``)
+and rolls out the rest of the toss. Scores: the first (tracked) link's position in % of its size and rotation (the
+ledger's ``pos_pct_size`` / ``rot_deg``), the joint-angle error beside them (``joint_deg``), per link (``links``),
+horizons and first divergence (pose or joint). The surrogate row is the ``--checkpoint`` contact model in the hybrid
+stepper, owning the floor contacts of every link (``sim.link_graph``), all test tosses stepped as one batch. The
+few-shot surrogate rows ``surrogate_finetuned_elbow_<N>`` (``elbow_fewshot``): the release fine-tuned on the same N
+elbow tosses as MuJoCo's few-shot identification, by gradient through the articulated twin (``sim.twin_links``), the
+best step chosen by whole-toss stepper rollouts of those tosses; paired against identified MuJoCo at the same N.
 """
 
 from __future__ import annotations
@@ -86,10 +85,16 @@ def articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
                                         seen=[e for e in elbow_eps if e.episode_id not in held_out],
                                         seen_why="one of the suite's own elbow tosses outside its test split, which "
                                                  "the few-shot rows are identified and fine-tuned on")
+    return from_flight_start(raw, cfg), info, set_of
+
+
+def from_flight_start(episodes, cfg: dict) -> list:
+    """``episodes`` each from the frame its free flight starts (``free_flight_start`` with the suite's
+    ``free_flight`` settings): how the suite scores its test tosses and trains its few-shot rows."""
     ff = cfg.get("free_flight", {})
-    test = [from_free_flight(e, free_flight_start(e, window=int(ff.get("window", 7)), tol=float(ff.get("tol_ms2", 6.0)),
-                                                  max_start=int(ff.get("max_start", 20)))) for e in raw]
-    return test, info, set_of
+    kw = {"window": int(ff.get("window", 7)), "tol": float(ff.get("tol_ms2", 6.0)),
+          "max_start": int(ff.get("max_start", 20))}
+    return [from_free_flight(e, free_flight_start(e, **kw)) for e in episodes]
 
 
 def _identify_on(episodes, cfg, ic, *, ex, progress, seed: int):
@@ -213,8 +218,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                            identified=(params, extra), stable=stable, timestep=timestep)
     models["surrogate"] = _surrogate_row(checkpoint, test, cfg, scorer)
     # few-shot rows train on the split's pool, with --test-data too: a test toss that is one of the pool's recordings
-    # was left out of the test set (articulated_tests)
-    by_id = {e.episode_id: e for e in eps}
+    # was left out of the test set (articulated_tests); each pool toss from where its free flight starts, as the test
+    # tosses are scored (a toss whose first frames are still held would otherwise start its rollouts in the hand)
+    pool = set(sp["pool"])
+    by_id = {e.episode_id: e for e in from_flight_start([e for e in eps if e.episode_id in pool], cfg)}
     models.update(_few_shot(cfg, by_id, sp, simulate=simulate, scorer=scorer, ex=ex, progress=progress,
                             refs={n: models[n] for n in ("analytic_identified", "surrogate")}))
     models.update(finetuned_rows(cfg, by_id, sp, checkpoint=checkpoint, test=test, scorer=scorer, models=models,
