@@ -74,3 +74,12 @@ def test_the_object_side_rows_are_the_suites_rollout_unchanged_and_another_objec
     again = sens.predict_mujoco(0.3, eps, cfg)  # the scaled scene was the call's own: the suite's rollout is unchanged
     for e in eps:
         np.testing.assert_array_equal(again[e.episode_id], suite[e.episode_id])
+
+
+def test_the_few_shot_folds_train_on_each_end_of_the_pool_and_hold_out_the_rest():
+    folds = eval_script("elbow_fewshot_folds").folds(list(range(10)), 4)
+    assert [label for label, _, _ in folds] == ["first 4", "last 4"]
+    (_, a_train, a_held), (_, b_train, b_held) = folds
+    assert a_train == [0, 1, 2, 3] and a_held == list(range(4, 10))
+    assert b_train == [6, 7, 8, 9] and b_held == list(range(6))
+    assert not set(a_train) & set(a_held) and not set(b_train) & set(b_held)
