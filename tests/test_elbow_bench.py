@@ -56,6 +56,10 @@ def test_elbow_real_small_end_to_end(tmp_path, capsys):
     assert "## Articulated object: joint angle and every link" in report
     assert "| surrogate_finetuned_elbow_8 |" in report and "Few-shot, N = 8" in led["result"]["detail"]
     assert "joint" in capsys.readouterr().out
+    # the few-shot rows fit their 8 pool tosses from where free flight starts, as the test tosses are scored: toss 459
+    # of this split's pool is still held for its first 6 frames
+    for name in ("analytic_identified_elbow_8", "surrogate_finetuned_elbow_8"):
+        assert models[name]["train_free_flight_starts"] == {"459": 6}, name
     _check_frames(led)
 
 

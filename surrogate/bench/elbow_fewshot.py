@@ -236,6 +236,13 @@ def _names(info: dict) -> str:
     return ", ".join(k.split("[")[0] for k in info["keys"])
 
 
+def flight_starts(episodes) -> dict:
+    """{episode id: frame} of the training tosses that start later than their first frame (still held there): the
+    ledger's record that a few-shot row was fitted from free flight, as the test tosses are scored."""
+    return {str(e.episode_id): int(e.labels["free_flight_start"])
+            for e in episodes if e.labels.get("free_flight_start")}
+
+
 def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dict, progress: bool = False) -> dict:
     """Rows ``surrogate_finetuned_elbow_<N>``: the ``--checkpoint`` surrogate fine-tuned (``fit_on_tosses``) on the same
     N elbow training tosses as ``analytic_identified_elbow_<N>``, scored on the same test tosses, each with ``paired``:
@@ -262,6 +269,7 @@ def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dic
         m = scored(scorer, preds)
         row = {"description": text, "method": "gradient", "checkpoint": str(checkpoint), "fit": info,
                "law": fitted.prior("surface").to_json(), "train_size": k,
+               "train_free_flight_starts": flight_starts(train),
                "trained_on": "cube, then elbow (gradient)", "stepper": counts,
                "test_episodes_seen_in_training": sorted(set(info["episodes"]) & {str(e.episode_id) for e in test}), **m}
         refs = {f"analytic_identified_elbow_{k}": models.get(f"analytic_identified_elbow_{k}"),

@@ -15,11 +15,13 @@ training tosses from the thirty-fifth session on; before, from their first frame
 first-state estimate there (base pose by ``initial_free_state``, joint angles and rates by ``initial_joint_state``)
 and rolls out the rest of the toss. Scores: the first (tracked) link's position in % of its size and rotation (the
 ledger's ``pos_pct_size`` / ``rot_deg``), the joint-angle error beside them (``joint_deg``), per link (``links``),
-horizons and first divergence (pose or joint). The surrogate row is the ``--checkpoint`` contact model in the hybrid
-stepper, owning the floor contacts of every link (``sim.link_graph``), all test tosses stepped as one batch. The
-few-shot surrogate rows ``surrogate_finetuned_elbow_<N>`` (``elbow_fewshot``): the release fine-tuned on the same N
-elbow tosses as MuJoCo's few-shot identification, by gradient through the articulated twin (``sim.twin_links``), the
-best step chosen by whole-toss stepper rollouts of those tosses; paired against identified MuJoCo at the same N.
+horizons and first divergence (pose or joint).
+
+The surrogate row is the ``--checkpoint`` contact model in the hybrid stepper, owning the floor contacts of every
+link (``sim.link_graph``), all test tosses stepped as one batch. The few-shot surrogate rows
+``surrogate_finetuned_elbow_<N>`` (``elbow_fewshot``): the release fine-tuned on the same N elbow tosses as MuJoCo's
+few-shot identification, by gradient through the articulated twin (``sim.twin_links``), the best step chosen by
+whole-toss stepper rollouts of those tosses; paired against identified MuJoCo at the same N.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet
 from .cube_real import given_training, simulator, toss_scorer, toss_stability
-from .elbow_fewshot import few_shot_detail, finetuned_rows, link_rollout, surrogate_settings
+from .elbow_fewshot import few_shot_detail, finetuned_rows, flight_starts, link_rollout, surrogate_settings
 from .identify import identify
 from .ledger import suite_verdict
 from .predictors import object_scene
@@ -143,7 +145,7 @@ def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, refs: dict
         m = scored(scorer, simulate(lambda e, p=params: [p], f"identified on {k} elbow tosses")[0])
         row = {"description": f"MuJoCo analytic contact identified on {k} elbow training tosses (few-shot)",
                "params": params.to_json(), "identification": {**info, "identified_on": k}, "train_size": k,
-               "trained_on": "elbow", **m}
+               "train_free_flight_starts": flight_starts(train), "trained_on": "elbow", **m}
         against = {**{n: r for n, r in refs.items() if "per_episode" in r}, **({prev[0]: prev[1]} if prev else {})}
         row["paired"] = [{"metric": key, "vs": name, **paired_difference(ref["per_episode"], m["per_episode"], key)}
                          for name, ref in against.items() for key in ("pos_pct_size", "rot_deg", "joint_deg")]
