@@ -60,6 +60,8 @@ def main(argv=None) -> int:
     if not files:
         ap.error(f"{args.src}: no N.pt toss files")
     rng, tmp = np.random.default_rng(args.seed), args.out.with_name(args.out.name + ".partial")
+    if tmp.exists():
+        ap.error(f"{tmp} exists (an interrupted run's?): remove it or give another folder")
     tmp.mkdir(parents=True)
     for f in files:
         a = torch.load(f, weights_only=True).numpy()
