@@ -143,19 +143,25 @@ def position_pct(pred: np.ndarray, ep, frame: int) -> float:
     return 100.0 * float(pose_errors(pred[f:f + 1, :7], ep.object_pose[f:f + 1])["pos_m"][0]) / ep.object.size
 
 
-def score_row(name: str, predict, tosses: list, art, *, frames: int, lead: int, init_frames: int) -> dict:
-    """One row: ``predict`` ({id: [T, 7 + J]} of a list of episodes) on ``tosses`` and on their restarts; medians
-    of the impact's rise and swing, means of link 1's error ``frames`` after the recording's impact."""
-    preds, rec_hits = predict(tosses), {}
-    for e in tosses:
-        rec_hits[e.episode_id] = impacts(art, e.object_pose, e.object_joint_pos, frames)
-    cut = {e.episode_id: r for e in tosses if rec_hits[e.episode_id]
-           and (r := restarted(e, rec_hits[e.episode_id]["frame"], lead, init_frames)) is not None}
+def recorded_impacts(tosses: list, art, *, frames: int, lead: int, init_frames: int) -> tuple[dict, dict]:
+    """({id: the recording's first impact (``impacts``) or None}, {id: the toss restarted ``lead`` frames before it}):
+    what every row is measured against, computed once."""
+    hits = {e.episode_id: impacts(art, e.object_pose, e.object_joint_pos, frames) for e in tosses}
+    cut = {e.episode_id: r for e in tosses if hits[e.episode_id]
+           and (r := restarted(e, hits[e.episode_id]["frame"], lead, init_frames)) is not None}
+    return hits, cut
+
+
+def score_row(name: str, predict, tosses: list, art, *, frames: int, lead: int, hits: dict, cut: dict) -> dict:
+    """One row: ``predict`` ({id: [T, 7 + J]} of a list of episodes) on ``tosses`` and on their restarts ``cut``;
+    medians of the impact's rise and swing, means of link 1's error ``frames`` after the recording's impact
+    (``hits``)."""
+    preds = predict(tosses)
     again = predict(list(cut.values())) if cut else {}
     own = [impacts(art, preds[e.episode_id][:, :7], preds[e.episode_id][:, 7:], frames) for e in tosses]
     err_start, err_restart, parts = [], [], []
     for e in tosses:
-        hit = rec_hits[e.episode_id]
+        hit = hits[e.episode_id]
         if hit is None or e.episode_id not in cut:
             continue
         f = min(hit["frame"] + frames, e.num_frames - 1)
@@ -170,10 +176,10 @@ def score_row(name: str, predict, tosses: list, art, *, frames: int, lead: int, 
             "xy_mm": 1e3 * float(np.mean([p[0] for p in parts])), "z_mm": 1e3 * float(np.mean([p[1] for p in parts]))}
 
 
-def recording_row(tosses: list, art, *, frames: int) -> dict:
-    hits = [h for e in tosses if (h := impacts(art, e.object_pose, e.object_joint_pos, frames)) is not None]
-    return {"name": "the recording", "rise_mm": float(np.median([h["rise_mm"] for h in hits])),
-            "swing_deg": float(np.median([h["swing_deg"] for h in hits])), "impacts": len(hits)}
+def recording_row(hits: dict) -> dict:
+    found = [h for h in hits.values() if h is not None]
+    return {"name": "the recording", "rise_mm": float(np.median([h["rise_mm"] for h in found])),
+            "swing_deg": float(np.median([h["swing_deg"] for h in found])), "impacts": len(found)}
 
 
 def frame_summary(raw: list, art) -> str:
@@ -233,8 +239,9 @@ def main(argv=None) -> int:
     for label, f in [("the release", None)] + [(f"the release, damping / {f:g}", f) for f in args.damping]:
         model = sens.law_variant(args.checkpoint, {} if f is None else {"damping": base["damping"] / f})
         rows.append((label, lambda es, m=model: sens.predict_law(m, es, cfg, margin=margin)))
-    kw = {"frames": frames, "lead": args.lead, "init_frames": int(sim["init_frames"])}
-    scored = [recording_row(tosses, art, frames=frames)] + [score_row(n, f, tosses, art, **kw) for n, f in rows]
+    hits, cut = recorded_impacts(tosses, art, frames=frames, lead=args.lead, init_frames=int(sim["init_frames"]))
+    kw = {"frames": frames, "lead": args.lead, "hits": hits, "cut": cut}
+    scored = [recording_row(hits)] + [score_row(n, f, tosses, art, **kw) for n, f in rows]
     print(f"{len(tosses)} {args.tosses} tosses of elbow-real; within {args.after_s:g} s of the first impact "
           f"({frames} frames); restarts {args.lead} frames before it")
     print(f"| row | rise of the centre of mass, mm (median) | hinge swing, deg (median) | link 1 position % at impact "
