@@ -1,12 +1,19 @@
 """Does `elbow-real`'s few-shot fine-tune carry to elbow tosses it did not see? Folds of the training pool.
 
-    python eval/elbow_fewshot_folds.py [--sizes 8 16] [--checkpoint checkpoints/cube_tosses]
+    python eval/elbow_fewshot_folds.py [--sizes 8 16] [--checkpoint checkpoints/cube_tosses] [--identified] [--grid]
 
 The suite fine-tunes the cube release on the first N tosses of its few-shot pool and scores it on its 30 test tosses,
 once per N. This repeats the fine-tune (the suite's own settings, ``few_shot.surrogate``) inside the pool, where no
 test toss is touched: for each N, on the pool's first N tosses and on its last N, each scored on the other pool
 tosses against the release it started from, paired per toss. Two folds per N give a second and third look at the
 same question with other tosses: whether fine-tuning on N tosses of an object lowers the error on its other tosses.
+
+``--identified`` also identifies MuJoCo on each fold's training tosses (the suite's few-shot identification,
+``few_shot.identified`` over ``baselines.identified``) and pairs the fine-tuned release against it on the same
+held-out tosses: the acceptance's comparison at N = 16, asked again on folds the test split never sees.
+``--grid`` also fits the law by a derivative-free search, the grid of ``GRID`` factors of the release's damping,
+friction and stiffness (inside the fine-tune's span) whose identification loss on the fold's training tosses is the
+lowest, every grid law rolled out once on the whole pool: is it the gradient that does not carry, or the data?
 Writes nothing.
 """
 
@@ -14,7 +21,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 from pathlib import Path
+
+import numpy as np
+
+# the grid's factors of the release's values (damping, friction, stiffness): within the suite's span (x4, x2, x4)
+GRID = ((0.25, 0.5, 1.0, 2.0), (0.5, 0.71, 1.0, 1.41), (0.25, 1.0, 4.0))
 
 
 def sibling(name: str):
@@ -30,10 +43,50 @@ def folds(pool: list, n: int) -> list[tuple[str, list, list]]:
     return [(f"first {n}", pool[:n], pool[n:]), (f"last {n}", pool[-n:], pool[:-n])]
 
 
+def identification_loss(scores: list[dict]) -> np.ndarray:
+    """[N] MuJoCo's identification loss per toss (``identify.loss_of``: link 1's mean position error in sizes plus
+    its mean rotation error in degrees / 100) from the suite's per-toss scores."""
+    return np.array([s["pos_pct_size"] / 100.0 + s["rot_deg"] / 100.0 for s in scores])
+
+
+def grid_scores(sens, checkpoint, pool: list, cfg: dict, margin: float) -> dict:
+    """{(damping, friction, stiffness) factors: the suite's per-toss scores on ``pool``} of every ``GRID`` law."""
+    from surrogate.bench.cube_real import toss_scorer
+
+    base, scorer, out = sens.law_values(checkpoint), toss_scorer(pool, cfg), {}
+    for f in itertools.product(*GRID):
+        values = {k: base[k] * x for k, x in zip(("damping", "friction", "stiffness"), f)}
+        out[f] = scorer.score(sens.predict_law(sens.law_variant(checkpoint, values), pool, cfg, margin=margin))
+    return out
+
+
+def grid_pick(grid: dict, train_idx: list[int]) -> tuple:
+    """The ``GRID`` factors whose mean identification loss on the pool tosses ``train_idx`` is the lowest."""
+    return min(grid, key=lambda f: identification_loss([grid[f][i] for i in train_idx]).mean())
+
+
+def identified_scores(train: list, held: list, cfg: dict, scorer) -> list[dict]:
+    """MuJoCo identified on ``train`` as the suite's few-shot rows are, scored on ``held``."""
+    from surrogate.bench.elbow_real import _identify_on
+    from surrogate.bench.predictors import predict_analytic
+    from surrogate.parallel import Executor
+
+    fs, sim = cfg.get("few_shot") or {}, cfg["simulation"]
+    ic = {**cfg["baselines"]["identified"], **(fs.get("identified") or {})}
+    params, _ = _identify_on(train, cfg, ic, ex=Executor(progress=False), progress=False, seed=len(train))
+    return scorer.score(predict_analytic([params], held, substeps=sim["substeps"], init_frames=sim["init_frames"])[0])
+
+
+def mean_pos(scores: list[dict]) -> float:
+    return float(np.mean([s["pos_pct_size"] for s in scores]))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", default="checkpoints/cube_tosses", help="the release the suite fine-tunes")
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16], help="training tosses per fold")
+    p.add_argument("--identified", action="store_true", help="MuJoCo identified on each fold too, paired")
+    p.add_argument("--grid", action="store_true", help="the law fitted by a grid search on each fold too, paired")
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.cube_real import toss_scorer
@@ -43,25 +96,43 @@ def main(argv=None) -> int:
     from surrogate.model.checkpoint import load_checkpoint
 
     cfg, _, pool = sens.suite_tosses("elbow-real", "pool")
-    sim, settings = cfg["simulation"], surrogate_settings(cfg)
-    release, card = load_checkpoint(args.checkpoint)
-    margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
-    print(f"{len(pool)} pool tosses of elbow-real; fine-tune: {settings['steps']} steps, lr {settings['lr']}")
-    print("| fold | held-out pool tosses | release: position % | fine-tuned | fine-tuned − release, paired | kept step |")
-    print("|---|---:|---:|---:|---|---:|")
     for n in args.sizes:
         if not 1 <= n < len(pool):
             p.error(f"--sizes: {n} is not between 1 and {len(pool) - 1}")
+    sim, settings = cfg["simulation"], surrogate_settings(cfg)
+    release, card = load_checkpoint(args.checkpoint)
+    margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
+    grid = grid_scores(sens, args.checkpoint, pool, cfg, margin) if args.grid else None
+    index = {e.episode_id: i for i, e in enumerate(pool)}
+
+    def paired(a, b):
+        d = paired_difference(a, b, "pos_pct_size")
+        return signed_interval(d["mean"], d["ci95"])
+
+    print(f"{len(pool)} pool tosses of elbow-real; fine-tune: {settings['steps']} steps, lr {settings['lr']}; "
+          "position % of link 1's size over the held-out pool tosses, paired per toss")
+    print("| fold | held out | release | fine-tuned | fine-tuned − release | kept step"
+          + (" | identified | fine-tuned − identified" if args.identified else "")
+          + (" | grid law (damping, friction, stiffness x) | grid − release" if args.grid else "") + " |")
+    print("|---|---:|---:|---:|---|---:" + ("|---:|---" if args.identified else "") + ("|---|---" if args.grid else "")
+          + "|")
+    for n in args.sizes:
         for label, train, held in folds(pool, n):
             fitted, info, _ = fit_on_tosses(release, train, settings, substeps=sim["substeps"],
                                             init_frames=sim["init_frames"], margin=margin, seed=n)
             scorer = toss_scorer(held, cfg)
             before = scorer.score(sens.predict_law(release, held, cfg, margin=margin))
             after = scorer.score(sens.predict_law(fitted, held, cfg, margin=margin))
-            d = paired_difference(before, after, "pos_pct_size")
-            mean = [sum(s["pos_pct_size"] for s in x) / len(x) for x in (before, after)]
-            print(f"| {label} | {len(held)} | {mean[0]:.2f} | {mean[1]:.2f} | {signed_interval(d['mean'], d['ci95'])} "
-                  f"| {info['best_step']} of {settings['steps']} |")
+            line = (f"| {label} | {len(held)} | {mean_pos(before):.2f} | {mean_pos(after):.2f} | "
+                    f"{paired(before, after)} | {info['best_step']} of {settings['steps']}")
+            if args.identified:
+                ident = identified_scores(train, held, cfg, scorer)
+                line += f" | {mean_pos(ident):.2f} | {paired(ident, after)}"
+            if args.grid:
+                f = grid_pick(grid, [index[e.episode_id] for e in train])
+                picked = [grid[f][index[e.episode_id]] for e in held]
+                line += f" | {mean_pos(picked):.2f} ({', '.join(f'{x:g}' for x in f)}) | {paired(before, picked)}"
+            print(line + " |", flush=True)
     return 0
 
 
