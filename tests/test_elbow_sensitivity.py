@@ -83,3 +83,18 @@ def test_the_few_shot_folds_train_on_each_end_of_the_pool_and_hold_out_the_rest(
     assert a_train == [0, 1, 2, 3] and a_held == list(range(4, 10))
     assert b_train == [6, 7, 8, 9] and b_held == list(range(6))
     assert not set(a_train) & set(a_held) and not set(b_train) & set(b_held)
+
+
+def test_the_grid_search_picks_the_law_with_the_lowest_identification_loss_on_the_fold_s_own_tosses():
+    folds = eval_script("elbow_fewshot_folds")
+    rows = lambda *pr: [{"pos_pct_size": p, "rot_deg": r} for p, r in pr]  # noqa: E731
+    np.testing.assert_allclose(folds.identification_loss(rows((50.0, 20.0), (10.0, 0.0))), [0.7, 0.1])
+    # law A is better on tosses 0-1, law B on tosses 2-3: the pick follows the training tosses only
+    grid = {(1.0, 1.0, 1.0): rows((10, 0), (10, 0), (90, 0), (90, 0)),
+            (0.5, 1.0, 1.0): rows((30, 0), (30, 0), (20, 0), (20, 0))}
+    assert folds.grid_pick(grid, [0, 1]) == (1.0, 1.0, 1.0)
+    assert folds.grid_pick(grid, [2, 3]) == (0.5, 1.0, 1.0)
+    # rotation counts as MuJoCo's identification loss counts it: a degree weighs as a percent of the size
+    grid[(2.0, 1.0, 1.0)] = rows((9, 5), (9, 5), (99, 0), (99, 0))
+    assert folds.grid_pick(grid, [0, 1]) == (1.0, 1.0, 1.0)
+    assert all(0.25 <= f <= 4.0 for axis in folds.GRID for f in axis) and 1.0 in folds.GRID[0]
