@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.analytic import nominal_params
-    from surrogate.bench.predictors import DEFAULT_MARGIN
+    from surrogate.bench.predictors import surrogate_predict
     from surrogate.metrics import paired_difference, signed_interval
     from surrogate.model.checkpoint import load_checkpoint
 
@@ -102,13 +102,14 @@ def main(argv=None) -> int:
     frames = int(round(args.after_s * tosses[0].provenance.capture_rate_hz))
     hits, cut = restarts(tosses, lead=args.lead, init_frames=int(sim["init_frames"]))
     eps = list(cut.values())
-    margin = float(load_checkpoint(args.checkpoint)[1].get("data", {}).get("margin_m", DEFAULT_MARGIN))
+    card = load_checkpoint(args.checkpoint)[1]
     base = sens.law_values(args.checkpoint)
     rows = [("nominal MuJoCo", sens.predict_mujoco(nominal_params(eps[0], cfg["baselines"]["nominal"]).friction,
                                                    eps, cfg))]
     for label, f in [("the release", None)] + [(f"the release, damping / {f:g}", f) for f in args.damping]:
         model = sens.law_variant(args.checkpoint, {} if f is None else {"damping": base["damping"] / f})
-        rows.append((label, sens.predict_law(model, eps, cfg, margin=margin)))
+        rows.append((label, surrogate_predict((model, card), eps, substeps=sim["substeps"],
+                                              init_frames=sim["init_frames"], progress=False)[0]))
     scored = {label: row_scores(preds, hits, cut, lead=args.lead, frames=frames) for label, preds in rows}
     recorded = [1e3 * sibling("elbow_impacts").rise(ep.object_pose[:, 2], args.lead, frames) for ep in eps]
     print(f"{len(eps)} of {len(tosses)} {args.tosses} tosses of cube-real restarted {args.lead} frames before their "

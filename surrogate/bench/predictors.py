@@ -66,14 +66,15 @@ def predict_analytic(params: list[AnalyticParams], episodes, *, substeps: int, i
 
 
 def surrogate_predict(checkpoint, episodes, *, substeps: int, init_frames: int, progress: bool = True):
-    """Roll out ``episodes`` with the checkpoint's surrogate owning the contact pairs.
+    """Roll out ``episodes`` with the checkpoint's surrogate owning the contact pairs (``checkpoint``: a folder, or
+    an already loaded ``(model, card)``, such as a study's variant of a release).
 
     Returns ({episode_id: [T, 7] poses at the episode's frames}, card).
     """
     from ..model.checkpoint import load_checkpoint
     from ..sim.rollout import rollout_mujoco
 
-    model, card = load_checkpoint(checkpoint)
+    model, card = checkpoint if isinstance(checkpoint, tuple) else load_checkpoint(checkpoint)
     margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
     out = {}
     for chunk in tqdm(toss_chunks(episodes), desc="surrogate rollouts", unit="batch", disable=not progress):
