@@ -1,6 +1,6 @@
 """Which friction cone `elbow-real`'s few-shot identification would choose if the tracker's yaw did not count.
 
-    python eval/cone_choice.py [--sizes 8 16 31] [--angles 90 180 270]
+    python eval/cone_choice.py [--sizes 8 16 31] [--angles 22.5 45 67.5]
 
 MuJoCo's identification fits each friction cone by differential evolution and keeps the cone with the lower training
 loss (``identify.identify``). A pyramidal cone's forces depend on the contact frame's tangent axes, which for the
@@ -8,7 +8,8 @@ floor follow the world's: its rollouts, and so its loss, change when a toss is t
 recordings' yaw is the tracker's, not the object's (`eval/frame_check.py`: a median 16-20 points per toss). This
 repeats the suite's few-shot identification on the pool's first N tosses (its settings and seeds: the parameters
 are the ledger's) and asks what the choice would be with each cone's training loss averaged over the tosses turned
-by ``--angles`` as well as as recorded; each cone is then scored on the 30 test tosses, as recorded and averaged over
+by ``--angles`` as well as as recorded (MuJoCo's condim-3 pyramid has four edges, so
+turns by multiples of 90 degrees leave it unchanged: the default turns lie in between, as `eval/frame_check.py`'s); each cone is then scored on the 30 test tosses, as recorded and averaged over
 the same turns (the yaw-free score of a row). Printed per N: each cone's training loss (recorded, averaged), which
 cone each rule keeps, and the test scores. Writes nothing.
 """
@@ -64,7 +65,8 @@ def choice(per_cone: dict) -> tuple[str, str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 31], help="the pool's first N tosses (31: all)")
-    p.add_argument("--angles", type=float, nargs="+", default=[90.0, 180.0, 270.0], help="turns about the vertical")
+    p.add_argument("--angles", type=float, nargs="+", default=[22.5, 45.0, 67.5],
+                   help="turns about the vertical (deg; a four-edged pyramid repeats every 90)")
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.analytic import AnalyticParams
