@@ -53,7 +53,9 @@ def scores_by_turn(params, sets: list[list], cfg: dict) -> np.ndarray:
 
 def loss(scores: np.ndarray) -> np.ndarray:
     """[turns] MuJoCo's identification loss (``identify.loss_of``) of ``scores_by_turn``'s [turns, tosses, 2]."""
-    return scores[..., 0].mean(-1) / 100.0 + scores[..., 1].mean(-1) / 100.0
+    from surrogate.bench.identify import loss_of
+
+    return loss_of(scores[..., 0] / 100.0, scores[..., 1])
 
 
 def choice(per_cone: dict) -> tuple[str, str]:

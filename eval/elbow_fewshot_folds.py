@@ -43,10 +43,13 @@ def folds(pool: list, n: int) -> list[tuple[str, list, list]]:
     return [(f"first {n}", pool[:n], pool[n:]), (f"last {n}", pool[-n:], pool[:-n])]
 
 
-def identification_loss(scores: list[dict]) -> np.ndarray:
-    """[N] MuJoCo's identification loss per toss (``identify.loss_of``: link 1's mean position error in sizes plus
-    its mean rotation error in degrees / 100) from the suite's per-toss scores."""
-    return np.array([s["pos_pct_size"] / 100.0 + s["rot_deg"] / 100.0 for s in scores])
+def identification_loss(scores: list[dict]) -> float:
+    """MuJoCo's identification loss (``identify.loss_of``: link 1's mean position error in sizes plus its mean
+    rotation error in degrees / 100) of the suite's per-toss scores."""
+    from surrogate.bench.identify import loss_of
+
+    pos, rot = (np.array([[s[k] for s in scores]]) for k in ("pos_pct_size", "rot_deg"))
+    return float(loss_of(pos / 100.0, rot)[0])
 
 
 def grid_scores(sens, checkpoint, pool: list, cfg: dict, margin: float) -> dict:
@@ -62,7 +65,7 @@ def grid_scores(sens, checkpoint, pool: list, cfg: dict, margin: float) -> dict:
 
 def grid_pick(grid: dict, train_idx: list[int]) -> tuple:
     """The ``GRID`` factors whose mean identification loss on the pool tosses ``train_idx`` is the lowest."""
-    return min(grid, key=lambda f: identification_loss([grid[f][i] for i in train_idx]).mean())
+    return min(grid, key=lambda f: identification_loss([grid[f][i] for i in train_idx]))
 
 
 def identified_scores(train: list, held: list, cfg: dict, scorer) -> list[dict]:
