@@ -68,9 +68,9 @@ def restarts(tosses: list, *, lead: int, init_frames: int) -> tuple[dict, dict]:
     return hits, cut
 
 
-def row_scores(preds: dict, hits: dict, cut: dict, *, lead: int, frames: int) -> list[dict]:
-    """Per restarted toss: {"id", "pos_pct_size": the error ``frames`` after the recorded impact, "rise_mm": how far
-    the predicted centre climbs in that time}."""
+def row_scores(preds: dict, cut: dict, *, lead: int, frames: int) -> list[dict]:
+    """Per restarted toss (``cut``, each ``lead`` frames before its recorded impact): {"id", "pos_pct_size": the error
+    ``frames`` after the impact, "rise_mm": how far the predicted centre climbs in that time}."""
     imp = sibling("elbow_impacts")
     out = []
     for i, ep in cut.items():
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     cfg, tosses = cube_tosses(args.tosses, args.max_tosses)
     sim = cfg["simulation"]
     frames = int(round(args.after_s * tosses[0].provenance.capture_rate_hz))
-    hits, cut = restarts(tosses, lead=args.lead, init_frames=int(sim["init_frames"]))
+    _, cut = restarts(tosses, lead=args.lead, init_frames=int(sim["init_frames"]))
     eps = list(cut.values())
     card = load_checkpoint(args.checkpoint)[1]
     base = sens.law_values(args.checkpoint)
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         model = sens.law_variant(args.checkpoint, {} if f is None else {"damping": base["damping"] / f})
         rows.append((label, surrogate_predict((model, card), eps, substeps=sim["substeps"],
                                               init_frames=sim["init_frames"], progress=False)[0]))
-    scored = {label: row_scores(preds, hits, cut, lead=args.lead, frames=frames) for label, preds in rows}
+    scored = {label: row_scores(preds, cut, lead=args.lead, frames=frames) for label, preds in rows}
     recorded = [1e3 * sibling("elbow_impacts").rise(ep.object_pose[:, 2], args.lead, frames) for ep in eps]
     print(f"{len(eps)} of {len(tosses)} {args.tosses} tosses of cube-real restarted {args.lead} frames before their "
           f"first impact; error {args.after_s:g} s ({frames} frames) after it; the law of {args.checkpoint}: damping "

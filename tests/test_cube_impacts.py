@@ -45,6 +45,6 @@ def test_a_loaded_variant_rolls_out_as_its_checkpoint_and_a_bouncier_one_rises(t
     bouncy = sens.law_variant(ck, {"damping": sens.law_values(ck)["damping"] / 64})
     again = surrogate_predict((bouncy, load_checkpoint(ck)[1]), list(cut.values()), substeps=4, init_frames=5,
                               progress=False)[0]
-    rise = {name: [r["rise_mm"] for r in imp.row_scores(p, hits, cut, lead=7, frames=15)]
+    rise = {name: [r["rise_mm"] for r in imp.row_scores(p, cut, lead=7, frames=15)]
             for name, p in (("release", by_path), ("bouncy", again))}
     assert np.median(rise["bouncy"]) > np.median(rise["release"])
