@@ -68,6 +68,29 @@ def grid_pick(grid: dict, train_idx: list[int]) -> tuple:
     return min(grid, key=lambda f: identification_loss([grid[f][i] for i in train_idx]))
 
 
+def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float, *, lead: int = 7,
+                  after_s: float = 0.1) -> dict:
+    """{GRID factors: {toss id: link 1's position error (% of size) ``after_s`` after the recorded first impact, the toss
+    restarted ``lead`` frames before it}} (``eval/elbow_impacts.py``'s restart), for the pool tosses that have one."""
+    imp = sibling("elbow_impacts")
+    from surrogate.objects.articulated import articulation_from_json
+
+    frames = int(round(after_s * pool[0].provenance.capture_rate_hz))
+    _, cut = imp.recorded_impacts(pool, articulation_from_json(pool[0].object.geometry), frames=frames, lead=lead,
+                                     init_frames=int(cfg["simulation"]["init_frames"]))
+    base, out = sens.law_values(checkpoint), {}
+    for f in itertools.product(*GRID):
+        values = {k: base[k] * x for k, x in zip(("damping", "friction", "stiffness"), f)}
+        preds = sens.predict_law(sens.law_variant(checkpoint, values), list(cut.values()), cfg, margin=margin)
+        out[f] = {i: imp.position_pct(preds[i], ep, lead + frames) for i, ep in cut.items()}  # clamped to its end
+    return out
+
+
+def impact_pick(errors: dict, train_ids: list) -> tuple:
+    """The ``GRID`` factors with the lowest mean restarted-impact error (``impact_errors``) on ``train_ids``."""
+    return min(errors, key=lambda f: float(np.mean([errors[f][i] for i in train_ids if i in errors[f]])))
+
+
 def identified_scores(train: list, held: list, cfg: dict, scorer) -> list[dict]:
     """MuJoCo identified on ``train`` as the suite's few-shot rows are, scored on ``held``."""
     from surrogate.bench.elbow_real import _identify_on
@@ -90,6 +113,9 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16], help="training tosses per fold")
     p.add_argument("--identified", action="store_true", help="MuJoCo identified on each fold too, paired")
     p.add_argument("--grid", action="store_true", help="the law fitted by a grid search on each fold too, paired")
+    p.add_argument("--impacts", action="store_true",
+                   help="with --grid: also the grid law with the lowest error just after the training tosses' first "
+                        "impact, each restarted before it (eval/elbow_impacts.py)")
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.cube_real import toss_scorer
@@ -105,7 +131,10 @@ def main(argv=None) -> int:
     sim, settings = cfg["simulation"], surrogate_settings(cfg)
     release, card = load_checkpoint(args.checkpoint)
     margin = float(card.get("data", {}).get("margin_m", DEFAULT_MARGIN))
+    if args.impacts and not args.grid:
+        p.error("--impacts needs --grid")
     grid = grid_scores(sens, args.checkpoint, pool, cfg, margin) if args.grid else None
+    impacts = impact_errors(sens, args.checkpoint, pool, cfg, margin) if args.impacts else None
     index = {e.episode_id: i for i, e in enumerate(pool)}
 
     def paired(a, b):
@@ -116,9 +145,10 @@ def main(argv=None) -> int:
           "position % of link 1's size over the held-out pool tosses, paired per toss")
     print("| fold | held out | release | fine-tuned | fine-tuned − release | kept step"
           + (" | identified | fine-tuned − identified" if args.identified else "")
-          + (" | grid law (damping, friction, stiffness x) | grid − release" if args.grid else "") + " |")
+          + (" | grid law (damping, friction, stiffness x) | grid − release" if args.grid else "")
+          + (" | grid law picked on impacts | − release" if args.impacts else "") + " |")
     print("|---|---:|---:|---:|---|---:" + ("|---:|---" if args.identified else "") + ("|---|---" if args.grid else "")
-          + "|")
+          + ("|---|---" if args.impacts else "") + "|")
     for n in args.sizes:
         for label, train, held in folds(pool, n):
             fitted, info, _ = fit_on_tosses(release, train, settings, substeps=sim["substeps"],
@@ -133,6 +163,10 @@ def main(argv=None) -> int:
                 line += f" | {mean_pos(ident):.2f} | {paired(ident, after)}"
             if args.grid:
                 f = grid_pick(grid, [index[e.episode_id] for e in train])
+                picked = [grid[f][index[e.episode_id]] for e in held]
+                line += f" | {mean_pos(picked):.2f} ({', '.join(f'{x:g}' for x in f)}) | {paired(before, picked)}"
+            if args.impacts:
+                f = impact_pick(impacts, [e.episode_id for e in train])
                 picked = [grid[f][index[e.episode_id]] for e in held]
                 line += f" | {mean_pos(picked):.2f} ({', '.join(f'{x:g}' for x in f)}) | {paired(before, picked)}"
             print(line + " |", flush=True)
