@@ -98,3 +98,12 @@ def test_the_grid_search_picks_the_law_with_the_lowest_identification_loss_on_th
     grid[(2.0, 1.0, 1.0)] = rows((9, 5), (9, 5), (99, 0), (99, 0))
     assert folds.grid_pick(grid, [0, 1]) == (1.0, 1.0, 1.0)
     assert all(0.25 <= f <= 4.0 for axis in folds.GRID for f in axis) and 1.0 in folds.GRID[0]
+
+
+def test_the_impact_pick_reads_only_the_training_tosses_that_have_a_restart():
+    folds = eval_script("elbow_fewshot_folds")
+    errors = {(1.0, 1.0, 1.0): {"a": 30.0, "b": 30.0, "c": 5.0},
+              (0.25, 1.0, 1.0): {"a": 20.0, "b": 25.0, "c": 90.0}}
+    assert folds.impact_pick(errors, ["a", "b"]) == (0.25, 1.0, 1.0)
+    assert folds.impact_pick(errors, ["a", "b", "c"]) == (1.0, 1.0, 1.0)
+    assert folds.impact_pick(errors, ["a", "b", "held-in-hand"]) == (0.25, 1.0, 1.0)  # no restart: not counted
