@@ -10,8 +10,8 @@ repeats the suite's few-shot identification on the pool's first N tosses (its se
 are the ledger's) and asks what the choice would be with each cone's training loss averaged over the tosses turned
 by ``--angles`` as well as as recorded (MuJoCo's condim-3 pyramid has four edges, so turns by multiples of 90 degrees
 leave it unchanged: the default turns lie in between, as `eval/frame_check.py`'s); each cone is then scored on the
-30 test tosses, as recorded and averaged over the same turns (the yaw-free score of a row). Printed per N: each cone's training loss (recorded, averaged), which
-cone each rule keeps, and the test scores. Writes nothing.
+30 test tosses, as recorded and averaged over the same turns (the yaw-free score of a row). Printed per N: each
+cone's training loss (recorded, averaged), which cone each rule keeps, and the test scores. Writes nothing.
 """
 
 from __future__ import annotations

@@ -70,8 +70,9 @@ def grid_pick(grid: dict, train_idx: list[int]) -> tuple:
 
 def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float, *, lead: int = 7,
                   after_s: float = 0.1) -> dict:
-    """{GRID factors: {toss id: link 1's position error (% of size) ``after_s`` after the recorded first impact, the toss
-    restarted ``lead`` frames before it}} (``eval/elbow_impacts.py``'s restart), for the pool tosses that have one."""
+    """{GRID factors: {toss id: link 1's position error (% of size) ``after_s`` after the recorded first impact, the
+    toss restarted ``lead`` frames before it}} (``eval/elbow_impacts.py``'s restart), for the pool tosses that have
+    one."""
     imp = sibling("elbow_impacts")
     from surrogate.objects.articulated import articulation_from_json
 
