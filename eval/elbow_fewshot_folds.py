@@ -87,20 +87,38 @@ def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float, *, lea
     return out
 
 
+def impact_windows(tosses: list, cfg: dict, *, lead: int = 7, after_s: float = 0.1) -> list:
+    """The tosses that have a first impact with ``lead`` frames of flight before it, each cut to those frames and
+    ``after_s`` after the impact (``eval/elbow_impacts.py``'s restart, truncated): what a fit on the impacts sees."""
+    import dataclasses
+
+    imp = sibling("elbow_impacts")
+    from surrogate.objects.articulated import articulation_from_json
+
+    frames = int(round(after_s * tosses[0].provenance.capture_rate_hz))
+    _, cut = imp.recorded_impacts(tosses, articulation_from_json(tosses[0].object.geometry), frames=frames, lead=lead,
+                                  init_frames=int(cfg["simulation"]["init_frames"]))
+    keep = slice(0, lead + frames + 1)
+    fields = ("timestamps", "object_pose", "object_pose_valid", "object_twist", "object_joint_pos", "object_joint_vel")
+    return [dataclasses.replace(ep, **{f: None if getattr(ep, f) is None else getattr(ep, f)[keep] for f in fields})
+            for ep in cut.values()]
+
+
 def impact_pick(errors: dict, train_ids: list) -> tuple:
     """The ``GRID`` factors with the lowest mean restarted-impact error (``impact_errors``) on ``train_ids``."""
     return min(errors, key=lambda f: float(np.mean([errors[f][i] for i in train_ids if i in errors[f]])))
 
 
-def identified_scores(train: list, held: list, cfg: dict, scorer) -> list[dict]:
-    """MuJoCo identified on ``train`` as the suite's few-shot rows are, scored on ``held``."""
+def identified_scores(train: list, held: list, cfg: dict, scorer, seed: int) -> list[dict]:
+    """MuJoCo identified on ``train`` as the suite's few-shot rows are (its seed: the fold's size), scored on
+    ``held``."""
     from surrogate.bench.elbow_real import _identify_on
     from surrogate.bench.predictors import predict_analytic
     from surrogate.parallel import Executor
 
     fs, sim = cfg.get("few_shot") or {}, cfg["simulation"]
     ic = {**cfg["baselines"]["identified"], **(fs.get("identified") or {})}
-    params, _ = _identify_on(train, cfg, ic, ex=Executor(progress=False), progress=False, seed=len(train))
+    params, _ = _identify_on(train, cfg, ic, ex=Executor(progress=False), progress=False, seed=seed)
     return scorer.score(predict_analytic([params], held, substeps=sim["substeps"], init_frames=sim["init_frames"])[0])
 
 
@@ -114,6 +132,9 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16], help="training tosses per fold")
     p.add_argument("--identified", action="store_true", help="MuJoCo identified on each fold too, paired")
     p.add_argument("--grid", action="store_true", help="the law fitted by a grid search on each fold too, paired")
+    p.add_argument("--identified-impacts", action="store_true",
+                   help="MuJoCo identified on the fold's training tosses cut to their first impact (impact_windows), "
+                        "scored on the held-out whole tosses against the release")
     p.add_argument("--impacts", action="store_true",
                    help="with --grid: also the grid law with the lowest error just after the training tosses' first "
                         "impact, each restarted before it (eval/elbow_impacts.py)")
@@ -147,9 +168,10 @@ def main(argv=None) -> int:
     print("| fold | held out | release | fine-tuned | fine-tuned − release | kept step"
           + (" | identified | fine-tuned − identified" if args.identified else "")
           + (" | grid law (damping, friction, stiffness x) | grid − release" if args.grid else "")
-          + (" | grid law picked on impacts | − release" if args.impacts else "") + " |")
+          + (" | grid law picked on impacts | − release" if args.impacts else "")
+          + (" | identified on impacts | − release" if args.identified_impacts else "") + " |")
     print("|---|---:|---:|---:|---|---:" + ("|---:|---" if args.identified else "") + ("|---|---" if args.grid else "")
-          + ("|---|---" if args.impacts else "") + "|")
+          + ("|---|---" if args.impacts else "") + ("|---:|---" if args.identified_impacts else "") + "|")
     for n in args.sizes:
         for label, train, held in folds(pool, n):
             fitted, info, _ = fit_on_tosses(release, train, settings, substeps=sim["substeps"],
@@ -160,7 +182,7 @@ def main(argv=None) -> int:
             line = (f"| {label} | {len(held)} | {mean_pos(before):.2f} | {mean_pos(after):.2f} | "
                     f"{paired(before, after)} | {info['best_step']} of {settings['steps']}")
             if args.identified:
-                ident = identified_scores(train, held, cfg, scorer)
+                ident = identified_scores(train, held, cfg, scorer, seed=n)
                 line += f" | {mean_pos(ident):.2f} | {paired(ident, after)}"
             if args.grid:
                 f = grid_pick(grid, [index[e.episode_id] for e in train])
@@ -170,6 +192,9 @@ def main(argv=None) -> int:
                 f = impact_pick(impacts, [e.episode_id for e in train])
                 picked = [grid[f][index[e.episode_id]] for e in held]
                 line += f" | {mean_pos(picked):.2f} ({', '.join(f'{x:g}' for x in f)}) | {paired(before, picked)}"
+            if args.identified_impacts:
+                ident = identified_scores(impact_windows(train, cfg), held, cfg, scorer, seed=n)
+                line += f" | {mean_pos(ident):.2f} | {paired(before, ident)}"
             print(line + " |", flush=True)
     return 0
 
