@@ -1,6 +1,7 @@
 """Does `elbow-real`'s few-shot fine-tune carry to elbow tosses it did not see? Folds of the training pool.
 
     python eval/elbow_fewshot_folds.py [--sizes 8 16] [--checkpoint checkpoints/cube_tosses] [--identified] [--grid]
+                                       [--impacts] [--identified-impacts]
 
 The suite fine-tunes the cube release on the first N tosses of its few-shot pool and scores it on its 30 test tosses,
 once per N. This repeats the fine-tune (the suite's own settings, ``few_shot.surrogate``) inside the pool, where no
@@ -14,7 +15,10 @@ held-out tosses: the acceptance's comparison at N = 16, asked again on folds the
 ``--grid`` also fits the law by a derivative-free search, the grid of ``GRID`` factors of the release's damping,
 friction and stiffness (inside the fine-tune's span) whose identification loss on the fold's training tosses is the
 lowest, every grid law rolled out once on the whole pool: is it the gradient that does not carry, or the data?
-Writes nothing.
+``--impacts`` (with ``--grid``) also picks the grid law by its error just after the first impact of the fold's
+training tosses, each cut from ``lead`` frames before the impact to ``after_s`` after it (``impact_windows``), and
+``--identified-impacts`` identifies MuJoCo on those cuts: fits on what a few tosses can pin down, scored on the
+held-out whole tosses. Writes nothing.
 """
 
 from __future__ import annotations
@@ -68,25 +72,6 @@ def grid_pick(grid: dict, train_idx: list[int]) -> tuple:
     return min(grid, key=lambda f: identification_loss([grid[f][i] for i in train_idx]))
 
 
-def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float, *, lead: int = 7,
-                  after_s: float = 0.1) -> dict:
-    """{GRID factors: {toss id: link 1's position error (% of size) ``after_s`` after the recorded first impact, the
-    toss restarted ``lead`` frames before it}} (``eval/elbow_impacts.py``'s restart), for the pool tosses that have
-    one."""
-    imp = sibling("elbow_impacts")
-    from surrogate.objects.articulated import articulation_from_json
-
-    frames = int(round(after_s * pool[0].provenance.capture_rate_hz))
-    _, cut = imp.recorded_impacts(pool, articulation_from_json(pool[0].object.geometry), frames=frames, lead=lead,
-                                     init_frames=int(cfg["simulation"]["init_frames"]))
-    base, out = sens.law_values(checkpoint), {}
-    for f in itertools.product(*GRID):
-        values = {k: base[k] * x for k, x in zip(("damping", "friction", "stiffness"), f)}
-        preds = sens.predict_law(sens.law_variant(checkpoint, values), list(cut.values()), cfg, margin=margin)
-        out[f] = {i: imp.position_pct(preds[i], ep, lead + frames) for i, ep in cut.items()}  # clamped to its end
-    return out
-
-
 def impact_windows(tosses: list, cfg: dict, *, lead: int = 7, after_s: float = 0.1) -> list:
     """The tosses that have a first impact with ``lead`` frames of flight before it, each cut to those frames and
     ``after_s`` after the impact (``eval/elbow_impacts.py``'s restart, truncated): what a fit on the impacts sees."""
@@ -102,6 +87,19 @@ def impact_windows(tosses: list, cfg: dict, *, lead: int = 7, after_s: float = 0
     fields = ("timestamps", "object_pose", "object_pose_valid", "object_twist", "object_joint_pos", "object_joint_vel")
     return [dataclasses.replace(ep, **{f: None if getattr(ep, f) is None else getattr(ep, f)[keep] for f in fields})
             for ep in cut.values()]
+
+
+def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float, *, lead: int = 7,
+                  after_s: float = 0.1) -> dict:
+    """{GRID factors: {toss id: link 1's position error (% of size) ``after_s`` after the recorded first impact, the
+    toss restarted ``lead`` frames before it}}, for the pool tosses that have a restart (``impact_windows``)."""
+    windows = impact_windows(pool, cfg, lead=lead, after_s=after_s)
+    imp, base, out = sibling("elbow_impacts"), sens.law_values(checkpoint), {}
+    for f in itertools.product(*GRID):
+        values = {k: base[k] * x for k, x in zip(("damping", "friction", "stiffness"), f)}
+        preds = sens.predict_law(sens.law_variant(checkpoint, values), windows, cfg, margin=margin)
+        out[f] = {w.episode_id: imp.position_pct(preds[w.episode_id], w, w.num_frames - 1) for w in windows}
+    return out
 
 
 def impact_pick(errors: dict, train_ids: list) -> tuple:
