@@ -17,12 +17,14 @@ cone's training loss (recorded, averaged), which cone each rule keeps, and the t
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 from pathlib import Path
 
 import numpy as np
 
 
+@functools.cache  # the studies call it per row and per fold: each script loaded once
 def sibling(name: str):
     """The module of ``eval/<name>.py`` (the studies are scripts, not a package)."""
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
@@ -72,12 +74,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.analytic import AnalyticParams
-    from surrogate.bench.elbow_real import _identify_on
+    from surrogate.bench.elbow_real import _identify_on, few_shot_identification
     from surrogate.parallel import Executor
 
     cfg, _, pool = sens.suite_tosses("elbow-real", "pool")
     _, _, test = sens.suite_tosses("elbow-real", "test")
-    ic = {**cfg["baselines"]["identified"], **((cfg.get("few_shot") or {}).get("identified") or {})}
+    ic = few_shot_identification(cfg)
     test_sets = turned_sets(test, args.angles)
     print(f"turns {', '.join(f'{a:g}' for a in args.angles)} deg; {len(test)} test tosses")
     print("| N | cone | training loss: recorded / averaged over the turns | kept by | test: position % recorded / "

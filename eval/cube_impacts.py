@@ -18,26 +18,22 @@ tosses (tosses no cube-trained row was fitted on, none of the suite's test tosse
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
+
+from surrogate.metrics import box_corners
 
 
+@functools.cache  # the studies call it per row and per fold: each script loaded once
 def sibling(name: str):
     """The module of ``eval/<name>.py`` (the studies are scripts, not a package)."""
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def box_corners(pose: np.ndarray, half_extents) -> np.ndarray:
-    """[T, 8, 3] the corners of a box (half extents [3], m) at poses [T, 7] (position, quaternion w x y z)."""
-    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
-    rot = Rotation.from_quat(np.asarray(pose)[:, 3:7], scalar_first=True).as_matrix()
-    return np.einsum("tij,pj->tpi", rot, signs * np.asarray(half_extents, float)) + np.asarray(pose)[:, None, :3]
 
 
 def cube_tosses(which: str, max_tosses: int | None) -> tuple[dict, list]:

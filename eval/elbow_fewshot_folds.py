@@ -24,6 +24,7 @@ held-out whole tosses. Writes nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import itertools
 from pathlib import Path
@@ -34,6 +35,7 @@ import numpy as np
 GRID = ((0.25, 0.5, 1.0, 2.0), (0.5, 0.71, 1.0, 1.41), (0.25, 1.0, 4.0))
 
 
+@functools.cache  # the studies call it per row and per fold: each script loaded once
 def sibling(name: str):
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
@@ -110,13 +112,13 @@ def impact_pick(errors: dict, train_ids: list) -> tuple:
 def identified_scores(train: list, held: list, cfg: dict, scorer, seed: int) -> list[dict]:
     """MuJoCo identified on ``train`` as the suite's few-shot rows are (its seed: the fold's size), scored on
     ``held``."""
-    from surrogate.bench.elbow_real import _identify_on
+    from surrogate.bench.elbow_real import _identify_on, few_shot_identification
     from surrogate.bench.predictors import predict_analytic
     from surrogate.parallel import Executor
 
-    fs, sim = cfg.get("few_shot") or {}, cfg["simulation"]
-    ic = {**cfg["baselines"]["identified"], **(fs.get("identified") or {})}
-    params, _ = _identify_on(train, cfg, ic, ex=Executor(progress=False), progress=False, seed=seed)
+    sim = cfg["simulation"]
+    params, _ = _identify_on(train, cfg, few_shot_identification(cfg), ex=Executor(progress=False), progress=False,
+                             seed=seed)
     return scorer.score(predict_analytic([params], held, substeps=sim["substeps"], init_frames=sim["init_frames"])[0])
 
 

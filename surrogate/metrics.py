@@ -210,6 +210,15 @@ def replacement_refusals(at: dict, whole: dict, *, units: int, min_units: int = 
     return out
 
 
+def box_corners(pose: np.ndarray, half_extents) -> np.ndarray:
+    """[T, 8, 3] the corners of a box (half extents [3], m) at poses [T, 7] (position, quaternion w x y z)."""
+    from scipy.spatial.transform import Rotation
+
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+    rot = Rotation.from_quat(np.asarray(pose)[:, 3:7], scalar_first=True).as_matrix()
+    return np.einsum("tij,pj->tpi", rot, signs * np.asarray(half_extents, float)) + np.asarray(pose)[:, None, :3]
+
+
 def box_penetration(pose: np.ndarray, half_extents, surface_z: float = 0.0) -> np.ndarray:
     """Depth (m, >= 0) of the lowest box corner below a horizontal surface, per step.
 
@@ -218,10 +227,4 @@ def box_penetration(pose: np.ndarray, half_extents, surface_z: float = 0.0) -> n
     Returns:
       [T] penetration depth.
     """
-    from scipy.spatial.transform import Rotation
-
-    h = np.asarray(half_extents, dtype=float)
-    corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * h
-    R = Rotation.from_quat(pose[:, 3:7], scalar_first=True)
-    z = np.stack([R.apply(c)[:, 2] for c in corners], axis=1) + pose[:, 2:3]
-    return np.maximum(0.0, surface_z - z.min(axis=1))
+    return np.maximum(0.0, surface_z - box_corners(pose, half_extents)[..., 2].min(axis=1))

@@ -128,6 +128,11 @@ def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
     return params, extra, train
 
 
+def few_shot_identification(cfg: dict) -> dict:
+    """The few-shot rows' identification settings: ``baselines.identified`` with ``few_shot.identified`` over it."""
+    return {**cfg["baselines"]["identified"], **((cfg.get("few_shot") or {}).get("identified") or {})}
+
+
 def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, refs: dict) -> dict:
     """Rows ``analytic_identified_elbow_<N>``: MuJoCo identified on N elbow training tosses, each with ``paired``: the
     row minus each reference (``refs`` {name: row}: the cube-identified row, the cube surrogate) and minus the
@@ -140,8 +145,7 @@ def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, refs: dict
         if k > len(pool) or k < 1:
             continue
         train = [pool_by_id[i] for i in pool[:k]]
-        params, info = _identify_on(train, cfg, {**cfg["baselines"]["identified"], **(fs.get("identified") or {})},
-                                    ex=ex, progress=progress, seed=k)
+        params, info = _identify_on(train, cfg, few_shot_identification(cfg), ex=ex, progress=progress, seed=k)
         m = scored(scorer, simulate(lambda e, p=params: [p], f"identified on {k} elbow tosses")[0])
         row = {"description": f"MuJoCo analytic contact identified on {k} elbow training tosses (few-shot)",
                "params": params.to_json(), "identification": {**info, "identified_on": k}, "train_size": k,
