@@ -1,7 +1,7 @@
 """Does `elbow-real`'s few-shot fine-tune carry to elbow tosses it did not see? Folds of the training pool.
 
-    python eval/elbow_fewshot_folds.py [--sizes 8 16] [--checkpoint checkpoints/cube_tosses] [--identified] [--grid]
-                                       [--impacts] [--identified-impacts]
+    python eval/elbow_fewshot_folds.py [--sizes 8 16] [--checkpoint checkpoints/cube_tosses] [--fit-on whole|impacts]
+                                       [--identified] [--grid] [--impacts] [--identified-impacts]
 
 The suite fine-tunes the cube release on the first N tosses of its few-shot pool and scores it on its 30 test tosses,
 once per N. This repeats the fine-tune (the suite's own settings, ``few_shot.surrogate``) inside the pool, where no
@@ -9,6 +9,8 @@ test toss is touched: for each N, on the pool's first N tosses and on its last N
 tosses against the release it started from, paired per toss. Two folds per N give a second and third look at the
 same question with other tosses: whether fine-tuning on N tosses of an object lowers the error on its other tosses.
 
+``--fit-on`` says what the fine-tune and ``--identified`` both fit of each training toss (default: the suite's
+``few_shot.<side>.fit_on`` for each): the whole toss or its window around its first impact (``bench.toss_windows``).
 ``--identified`` also identifies MuJoCo on each fold's training tosses (the suite's few-shot identification,
 ``few_shot.identified`` over ``baselines.identified``) and pairs the fine-tuned release against it on the same
 held-out tosses: the acceptance's comparison at N = 16, asked again on folds the test split never sees.
@@ -75,20 +77,10 @@ def grid_pick(grid: dict, train_idx: list[int]) -> tuple:
 
 
 def impact_windows(tosses: list, cfg: dict, *, lead: int = 7, after_s: float = 0.1) -> list:
-    """The tosses that have a first impact with ``lead`` frames of flight before it, each cut to those frames and
-    ``after_s`` after the impact (``eval/elbow_impacts.py``'s restart, truncated): what a fit on the impacts sees."""
-    import dataclasses
+    """The windows around the first impact of ``tosses`` that have one (``bench.toss_windows.impact_windows``)."""
+    from surrogate.bench.toss_windows import impact_windows as windows
 
-    imp = sibling("elbow_impacts")
-    from surrogate.objects.articulated import articulation_from_json
-
-    frames = int(round(after_s * tosses[0].provenance.capture_rate_hz))
-    _, cut = imp.recorded_impacts(tosses, articulation_from_json(tosses[0].object.geometry), frames=frames, lead=lead,
-                                  init_frames=int(cfg["simulation"]["init_frames"]))
-    keep = slice(0, lead + frames + 1)
-    fields = ("timestamps", "object_pose", "object_pose_valid", "object_twist", "object_joint_pos", "object_joint_vel")
-    return [dataclasses.replace(ep, **{f: None if getattr(ep, f) is None else getattr(ep, f)[keep] for f in fields})
-            for ep in cut.values()]
+    return windows(tosses, lead=lead, after_s=after_s, init_frames=int(cfg["simulation"]["init_frames"]))[0]
 
 
 def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float, *, lead: int = 7,
@@ -130,6 +122,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", default="checkpoints/cube_tosses", help="the release the suite fine-tunes")
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16], help="training tosses per fold")
+    p.add_argument("--fit-on", choices=("whole", "impacts"), default=None,
+                   help="what the fine-tune and --identified both fit of each training toss (default: the suite's "
+                        "few_shot.<side>.fit_on): the whole toss, or its window around its first impact")
     p.add_argument("--identified", action="store_true", help="MuJoCo identified on each fold too, paired")
     p.add_argument("--grid", action="store_true", help="the law fitted by a grid search on each fold too, paired")
     p.add_argument("--identified-impacts", action="store_true",
@@ -141,12 +136,16 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.cube_real import toss_scorer
-    from surrogate.bench.elbow_fewshot import fit_on_tosses, surrogate_settings
+    from surrogate.bench.elbow_fewshot import fit_on_tosses, fit_settings, fitting_tosses, surrogate_settings
     from surrogate.bench.predictors import DEFAULT_MARGIN
     from surrogate.metrics import paired_difference, signed_interval
     from surrogate.model.checkpoint import load_checkpoint
 
     cfg, _, pool = sens.suite_tosses("elbow-real", "pool")
+    if args.fit_on:  # both sides
+        fs = cfg.get("few_shot") or {}
+        cfg = {**cfg, "few_shot": {**fs, **{k: {**(fs.get(k) or {}), "fit_on": args.fit_on}
+                                            for k in ("identified", "surrogate")}}}
     for n in args.sizes:
         if not 1 <= n < len(pool):
             p.error(f"--sizes: {n} is not between 1 and {len(pool) - 1}")
@@ -163,8 +162,10 @@ def main(argv=None) -> int:
         d = paired_difference(a, b, "pos_pct_size")
         return signed_interval(d["mean"], d["ci95"])
 
-    print(f"{len(pool)} pool tosses of elbow-real; fine-tune: {settings['steps']} steps, lr {settings['lr']}; "
-          "position % of link 1's size over the held-out pool tosses, paired per toss")
+    on = {side: fit_settings(cfg, side)["fit_on"] for side in ("surrogate", "identified")}
+    print(f"{len(pool)} pool tosses of elbow-real; fine-tune: {settings['steps']} steps, lr {settings['lr']}, on "
+          f"{on['surrogate']} tosses; identified on {on['identified']} tosses; position % of link 1's size over the "
+          "held-out pool tosses, paired per toss")
     print("| fold | held out | release | fine-tuned | fine-tuned − release | kept step"
           + (" | identified | fine-tuned − identified" if args.identified else "")
           + (" | grid law (damping, friction, stiffness x) | grid − release" if args.grid else "")
@@ -174,7 +175,8 @@ def main(argv=None) -> int:
           + ("|---|---" if args.impacts else "") + ("|---:|---" if args.identified_impacts else "") + "|")
     for n in args.sizes:
         for label, train, held in folds(pool, n):
-            fitted, info, _ = fit_on_tosses(release, train, settings, substeps=sim["substeps"],
+            seen, _ = fitting_tosses(train, cfg, "surrogate")
+            fitted, info, _ = fit_on_tosses(release, seen, settings, substeps=sim["substeps"],
                                             init_frames=sim["init_frames"], margin=margin, seed=n)
             scorer = toss_scorer(held, cfg)
             before = scorer.score(sens.predict_law(release, held, cfg, margin=margin))
@@ -182,7 +184,7 @@ def main(argv=None) -> int:
             line = (f"| {label} | {len(held)} | {mean_pos(before):.2f} | {mean_pos(after):.2f} | "
                     f"{paired(before, after)} | {info['best_step']} of {settings['steps']}")
             if args.identified:
-                ident = identified_scores(train, held, cfg, scorer, seed=n)
+                ident = identified_scores(fitting_tosses(train, cfg, "identified")[0], held, cfg, scorer, seed=n)
                 line += f" | {mean_pos(ident):.2f} | {paired(ident, after)}"
             if args.grid:
                 f = grid_pick(grid, [index[e.episode_id] for e in train])

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 from scipy.spatial import ConvexHull
-from scipy.spatial.transform import Rotation
 
-TOUCH_M = 0.02  # the lowest corner within this of the floor: the frames where the first impact is looked for
+from surrogate.bench.toss_windows import corner_points, first_impact  # noqa: F401 (imp.first_impact: cube_impacts)
+
 REST_FRAMES = 10  # a toss at rest: its last frames move less than STILL_M
 STILL_M = 0.003
 MAX_FLOOR_TILT_DEG = 5.0  # a resting plane steeper than this is not the floor (the elbow propped on itself)
@@ -45,33 +45,10 @@ def sibling(name: str):
     return mod
 
 
-def corner_points(art, base_pose: np.ndarray, joints: np.ndarray) -> np.ndarray:
-    """[T, P, 3] every vertex of every link's collision pieces in the world (m), from the base link's pose [T, 7]
-    and the joint coordinates [T, J]."""
-    poses = art.link_poses(base_pose, joints)
-    out = []
-    for li, link in enumerate(art.links):
-        verts = np.concatenate([p.vertices for p in link.pieces])
-        rot = Rotation.from_quat(poses[:, li, 3:7].reshape(-1, 4), scalar_first=True)
-        out.append(np.einsum("tij,pj->tpi", rot.as_matrix(), verts) + poses[:, li, None, :3])
-    return np.concatenate(out, axis=1)
-
-
 def centre_of_mass(art, base_pose: np.ndarray, joints: np.ndarray) -> np.ndarray:
     """[T, 3] the whole object's centre of mass (m)."""
     m = np.array([lk.mass for lk in art.links])
     return np.einsum("tlk,l->tk", art.com_positions(base_pose, joints), m / m.sum())
-
-
-def first_impact(lowest: np.ndarray, touch_m: float = TOUCH_M, settle: int = 4) -> int | None:
-    """The frame of the first impact: the lowest of the ``settle`` frames from the first one whose lowest point
-    [T] (m) is within ``touch_m`` of the floor (at 148 Hz a falling corner moves ~1 cm a frame, so the touch itself
-    falls between frames); None if the object never comes that close."""
-    near = np.flatnonzero(lowest <= touch_m)
-    if not len(near):
-        return None
-    i = int(near[0])
-    return i + int(np.argmin(lowest[i:i + settle]))
 
 
 def rise(com_z: np.ndarray, i: int, frames: int) -> float:

@@ -107,22 +107,3 @@ def test_the_impact_pick_reads_only_the_training_tosses_that_have_a_restart():
     assert folds.impact_pick(errors, ["a", "b"]) == (0.25, 1.0, 1.0)
     assert folds.impact_pick(errors, ["a", "b", "c"]) == (1.0, 1.0, 1.0)
     assert folds.impact_pick(errors, ["a", "b", "held-in-hand"]) == (0.25, 1.0, 1.0)  # no restart: not counted
-
-
-@needs_shared("contactnets_elbow")
-def test_impact_windows_start_in_flight_before_the_first_impact_and_end_after_it():
-    folds, imp = eval_script("elbow_fewshot_folds"), eval_script("elbow_impacts")
-    from surrogate.objects.articulated import articulation_from_json
-
-    cfg, _, pool = eval_script("elbow_sensitivity").suite_tosses("elbow-real", "pool", 6)
-    windows = folds.impact_windows(pool, cfg, lead=7, after_s=0.1)
-    assert windows and len(windows) <= len(pool)
-    art = articulation_from_json(pool[0].object.geometry)
-    by_id = {e.episode_id: e for e in pool}
-    for w in windows:
-        assert w.num_frames == 7 + 15 + 1 and w.object_joint_pos.shape[0] == w.num_frames
-        low = imp.corner_points(art, w.object_pose, w.object_joint_pos)[..., 2].min(axis=1)
-        assert low[:5].min() > low.min()  # the estimate's frames are in flight, above where the impact reaches
-        whole = by_id[w.episode_id]  # the window is a stretch of the toss, unchanged
-        start = w.labels["free_flight_start"]
-        np.testing.assert_array_equal(w.object_pose, whole.object_pose[start:start + w.num_frames])

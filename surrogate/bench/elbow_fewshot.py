@@ -9,11 +9,15 @@ log-parameters ``log_stiffness``, ``log_damping``, ``log_friction`` and, with ``
 (``learn.objective.pose_loss``, position over the link's size plus the rotation in degrees / 100, MuJoCo's
 identification loss made smooth) over the first ``window`` frames of every toss, which hold the first impacts where
 every model diverges, from the benchmarks' first-state estimate (``TossSet``), the same training tosses as the few-shot
-MuJoCo rows; Adam, ``steps`` steps. Selection: after every step the law rolls out the whole training tosses through the
-hybrid stepper (``toss_loss``: MuJoCo's identification loss, the benchmark's scorer on the training tosses), and the
-best step is kept, the release's own law (step 0) included: the fine-tune can only improve on the release on its
-training tosses. (A derivative-free refit through the stepper, ``method: search``, was its alternative until the
-twentieth session; its rows were no better, and one fit of the law is kept.)
+MuJoCo rows; Adam, ``steps`` steps. What each side's fit sees of each training toss (``fitting_tosses``,
+``few_shot.<side>.fit_on``): the whole toss (the default), or its window around its first floor impact
+(``toss_windows``). The suite's config fits MuJoCo on the windows and the release on whole tosses: on folds of the
+pool each carried best that way (docs/benchmarks.md). Selection: after every step the law rolls out
+all of those training tosses through the hybrid stepper (``toss_loss``: MuJoCo's identification loss, the
+benchmark's scorer on the training tosses), and the best step is kept, the release's own law (step 0) included: the
+fine-tune can only improve on the release on its training tosses. (A derivative-free refit through the stepper,
+``method: search``, was its alternative until the twentieth session; its rows were no better, and one fit of the
+law is kept.)
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import torch
 from tqdm import tqdm
 
 from ..config import check_keys
+from ..errors import ConfigError
 from ..learn.objective import pose_loss
 from ..metrics import paired_difference, signed_interval
 from ..model.contact_law import GROUPS
@@ -36,6 +41,7 @@ from .analytic import TossSet
 from .identify import UNSTABLE_LOSS, loss_of, toss_errors
 from .predictors import DEFAULT_MARGIN, object_scene
 from .rows import scored
+from .toss_windows import impact_windows
 
 GROUP = 0  # contact_law.GROUPS[0]: static surfaces (the floor)
 METRICS = ("pos_pct_size", "rot_deg", "joint_deg")
@@ -208,16 +214,58 @@ def predict_groups(model, episodes, *, substeps: int, init_frames: int, margin: 
     return preds, counts
 
 
-SURROGATE_DEFAULTS = {"enabled": True, "steps": 8, "lr": 0.1, "lr_network": 1e-3, "window": 121, "batch": 8,
-                      "span": None}
+SURROGATE_DEFAULTS = {"enabled": True, "fit_on": "whole", "steps": 8, "lr": 0.1, "lr_network": 1e-3, "window": 121,
+                      "batch": 8, "span": None}
+FEW_SHOT_KEYS = ("sizes", "impacts", "identified", "surrogate")
+FIT_ON = ("whole", "impacts")  # what a few-shot fit sees of each training toss (toss_windows)
+IMPACT_DEFAULTS = {"lead": 7, "after_s": 0.1}
 
 
 def surrogate_settings(cfg: dict) -> dict:
     """``few_shot.surrogate`` with its defaults, its keys checked (before any work: a misspelt key is refused by
-    name)."""
-    given = (cfg.get("few_shot") or {}).get("surrogate") or {}
+    name), and ``few_shot``'s own keys and both rows' ``fit_on`` checked."""
+    fs = cfg.get("few_shot") or {}
+    check_keys(fs, FEW_SHOT_KEYS, where="few_shot")
+    for side in ("identified", "surrogate"):
+        fit_settings(cfg, side)
+    given = fs.get("surrogate") or {}
     check_keys(given, SURROGATE_DEFAULTS, where="few_shot.surrogate")
     return {**SURROGATE_DEFAULTS, **given}
+
+
+def fit_settings(cfg: dict, side: str) -> dict:
+    """``{"fit_on", "lead", "after_s"}``: what one side's few-shot fit (``identified``: MuJoCo's identification;
+    ``surrogate``: the fine-tune) sees of each training toss, ``few_shot.<side>.fit_on`` (default ``whole``), and the
+    windows' ``few_shot.impacts``, checked."""
+    fs = cfg.get("few_shot") or {}
+    fit_on, given = (fs.get(side) or {}).get("fit_on", "whole"), fs.get("impacts") or {}
+    if fit_on not in FIT_ON:
+        raise ConfigError(f"must be one of {list(FIT_ON)}, got {fit_on!r}", key=f"few_shot.{side}.fit_on")
+    check_keys(given, IMPACT_DEFAULTS, where="few_shot.impacts")
+    out = {"fit_on": fit_on, **IMPACT_DEFAULTS, **given}
+    if not (isinstance(out["lead"], int) and out["lead"] >= int(cfg["simulation"]["init_frames"]) + 2):
+        raise ConfigError(f"must be an integer of at least simulation.init_frames + 2, got {out['lead']!r}",
+                          key="few_shot.impacts.lead")
+    if not (isinstance(out["after_s"], (int, float)) and out["after_s"] > 0):
+        raise ConfigError(f"must be a positive number of seconds, got {out['after_s']!r}",
+                          key="few_shot.impacts.after_s")
+    return out
+
+
+def fitting_tosses(train: list, cfg: dict, side: str) -> tuple[list, dict]:
+    """(what one side's few-shot fit of one N sees of ``train``, the ledger's record of it): the whole tosses, or
+    with ``few_shot.<side>.fit_on: impacts`` each toss's window around its first floor impact (``toss_windows``; a
+    toss without one is named under ``without_window``)."""
+    fit = fit_settings(cfg, side)
+    if fit["fit_on"] == "whole":
+        return train, {"fit_on": "whole"}
+    windows, skipped = impact_windows(train, lead=fit["lead"], after_s=float(fit["after_s"]),
+                                      init_frames=int(cfg["simulation"]["init_frames"]))
+    if not windows:
+        raise ConfigError(f"none of the {len(train)} training tosses has an impact window ({skipped})",
+                          key=f"few_shot.{side}.fit_on")
+    return windows, {**fit, "windows": {str(w.episode_id): [w.labels["window_start"], w.num_frames] for w in windows},
+                     "without_window": skipped}
 
 
 def fit_on_tosses(release, train, sc: dict, *, substeps: int, init_frames: int, margin: float, seed: int,
@@ -228,8 +276,9 @@ def fit_on_tosses(release, train, sc: dict, *, substeps: int, init_frames: int, 
                                 window=int(sc["window"]), batch=int(sc["batch"]), span=sc["span"], seed=seed,
                                 progress=progress)
     what = "its network and " if info["network"] else ""
-    return fitted, info, (f"the cube release fine-tuned on {len(train)} elbow training tosses by gradient through "
-                          f"the articulated twin: {what}the floor's {_names(info)}")
+    around = " (each one's window around its first impact)" if train and "first_impact" in train[0].labels else ""
+    return fitted, info, (f"the cube release fine-tuned on {len(train)} elbow training tosses{around} by gradient "
+                          f"through the articulated twin: {what}the floor's {_names(info)}")
 
 
 def _names(info: dict) -> str:
@@ -262,13 +311,14 @@ def finetuned_rows(cfg, pool_by_id, sp, *, checkpoint, test, scorer, models: dic
         if k > len(pool) or k < 1:
             continue
         train = [pool_by_id[i] for i in pool[:k]]
-        fitted, info, text = fit_on_tosses(release, train, sc, substeps=sim["substeps"], init_frames=sim["init_frames"],
+        seen, fit_on = fitting_tosses(train, cfg, "surrogate")
+        fitted, info, text = fit_on_tosses(release, seen, sc, substeps=sim["substeps"], init_frames=sim["init_frames"],
                                            margin=margin, seed=k, progress=progress)
         preds, counts = predict_groups(fitted, test, substeps=sim["substeps"], init_frames=sim["init_frames"],
                                        margin=margin)
         m = scored(scorer, preds)
         row = {"description": text, "method": "gradient", "checkpoint": str(checkpoint), "fit": info,
-               "law": fitted.prior("surface").to_json(), "train_size": k,
+               "law": fitted.prior("surface").to_json(), "train_size": k, "fit_on": fit_on,
                "train_free_flight_starts": flight_starts(train),
                "trained_on": "cube, then elbow (gradient)", "stepper": counts,
                "test_episodes_seen_in_training": sorted(set(info["episodes"]) & {str(e.episode_id) for e in test}), **m}

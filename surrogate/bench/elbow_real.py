@@ -4,7 +4,8 @@ Every cube-trained row is trained or identified on the real CUBE tosses only and
 MuJoCo (the URDF's friction 0.3, MuJoCo's defaults), MuJoCo identified on the cube (``cube-real``'s training split
 and budget), randomized around it (its stability pass on those cube tosses), and the released cube surrogate.
 Then the few-shot rows: MuJoCo identified on N elbow training tosses (``few_shot.sizes``; ``all`` = the whole
-training split), each with paired differences against the cube-identified row and against the previous N.
+training split), each with paired differences against the cube-identified row and against the previous N; fitted on
+each toss's window around its first floor impact where ``few_shot.identified.fit_on: impacts`` (``elbow_fewshot``).
 
 Protocol: the elbow dataset's seeded split holds out ``data.n_test`` tosses (``--test-data`` replaces them by
 other elbow datasets: hidden tosses are scored there; nothing here is tuned to the shared 61; a test toss whose
@@ -41,13 +42,21 @@ from ..parallel import Executor
 from ..splits import suite_split
 from .analytic import TossSet
 from .cube_real import given_training, simulator, toss_scorer, toss_stability
-from .elbow_fewshot import few_shot_detail, finetuned_rows, flight_starts, link_rollout, surrogate_settings
+from .elbow_fewshot import (
+    few_shot_detail,
+    finetuned_rows,
+    fitting_tosses,
+    flight_starts,
+    link_rollout,
+    surrogate_settings,
+)
 from .identify import identify
 from .ledger import suite_verdict
 from .predictors import object_scene
 from .rows import analytic_rows, nominal_params, scored
 from .testsets import as_paths, data_block
 from .toss_data import load_tosses, test_tosses
+from .toss_windows import toss_stretch
 
 logger = logging.getLogger(__name__)
 
@@ -60,12 +69,8 @@ def from_free_flight(ep, est: dict):
     """``ep`` from its free-flight start (``free_flight_start``) on, or ``ep`` itself for a clean start; the start
     frame is kept in ``labels["free_flight_start"]``."""
     s = int(est["start"])
-    labels = {**ep.labels, "free_flight_start": s, "start_accel_dev_ms2": est["accel_dev0"]}
-    if s == 0:
-        return dataclasses.replace(ep, labels=labels)
-    cut = {f: (None if getattr(ep, f) is None else getattr(ep, f)[s:]) for f in (
-        "timestamps", "object_pose", "object_pose_valid", "object_twist", "object_joint_pos", "object_joint_vel")}
-    return dataclasses.replace(ep, **cut, labels=labels)
+    labels = {"free_flight_start": s, "start_accel_dev_ms2": est["accel_dev0"]}
+    return dataclasses.replace(ep, labels={**ep.labels, **labels}) if s == 0 else toss_stretch(ep, s, labels=labels)
 
 
 def _articulated(tds, kept) -> None:
@@ -145,10 +150,13 @@ def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, refs: dict
         if k > len(pool) or k < 1:
             continue
         train = [pool_by_id[i] for i in pool[:k]]
-        params, info = _identify_on(train, cfg, few_shot_identification(cfg), ex=ex, progress=progress, seed=k)
+        seen, fit_on = fitting_tosses(train, cfg, "identified")
+        params, info = _identify_on(seen, cfg, few_shot_identification(cfg), ex=ex, progress=progress, seed=k)
         m = scored(scorer, simulate(lambda e, p=params: [p], f"identified on {k} elbow tosses")[0])
-        row = {"description": f"MuJoCo analytic contact identified on {k} elbow training tosses (few-shot)",
-               "params": params.to_json(), "identification": {**info, "identified_on": k}, "train_size": k,
+        what = " (each toss's window around its first impact)" if fit_on["fit_on"] == "impacts" else ""
+        row = {"description": f"MuJoCo analytic contact identified on {k} elbow training tosses{what} (few-shot)",
+               "params": params.to_json(), "identification": {**info, "identified_on": len(seen)}, "train_size": k,
+               "fit_on": fit_on,
                "train_free_flight_starts": flight_starts(train), "trained_on": "elbow", **m}
         against = {**{n: r for n, r in refs.items() if "per_episode" in r}, **({prev[0]: prev[1]} if prev else {})}
         row["paired"] = [{"metric": key, "vs": name, **paired_difference(ref["per_episode"], m["per_episode"], key)}
