@@ -60,6 +60,14 @@ def test_elbow_real_small_end_to_end(tmp_path, capsys):
     # of this split's pool is still held for its first 6 frames
     for name in ("analytic_identified_elbow_8", "surrogate_finetuned_elbow_8"):
         assert models[name]["train_free_flight_starts"] == {"459": 6}, name
+    # the suite's config: MuJoCo identified on each training toss's window around its first impact, the fine-tune on
+    # the whole tosses, both on the same 8
+    ident, fitted = models["analytic_identified_elbow_8"], models["surrogate_finetuned_elbow_8"]
+    windows = ident["fit_on"]["windows"]
+    assert ident["fit_on"]["fit_on"] == "impacts" and ident["identification"]["identified_on"] == len(windows) >= 6
+    assert set(windows) | set(ident["fit_on"]["without_window"]) == set(fitted["fit"]["episodes"])
+    assert all(frames == 7 + 15 + 1 for _, frames in windows.values())
+    assert fitted["fit_on"] == {"fit_on": "whole"}
     _check_frames(led)
 
 
