@@ -30,7 +30,7 @@ CKPT = Path(__file__).resolve().parents[1] / "checkpoints" / "cube_tosses"
 def test_elbow_real_small_end_to_end(tmp_path, capsys):
     out = tmp_path / "bench"
     assert main(["bench", "elbow-real-small", "--checkpoint", str(CKPT), "--out", str(out), "--quiet",
-                 "--set", "data.n_test=6"]) == 0
+                 "--set", "data.n_test=6", "--set", "few_shot.identified.fit_on=impacts"]) == 0
     led = json.loads((out / "ledger.json").read_text())  # written through the schema's validation
     assert led["suite"] == "elbow-real" and led["suite_name"] == "elbow-real-small"
     models = led["models"]
@@ -60,8 +60,8 @@ def test_elbow_real_small_end_to_end(tmp_path, capsys):
     # of this split's pool is still held for its first 6 frames
     for name in ("analytic_identified_elbow_8", "surrogate_finetuned_elbow_8"):
         assert models[name]["train_free_flight_starts"] == {"459": 6}, name
-    # the suite's config: MuJoCo identified on each training toss's window around its first impact, the fine-tune on
-    # the whole tosses, both on the same 8
+    # MuJoCo identified on each training toss's window around its first impact (the option this run sets), the
+    # fine-tune on the whole tosses (the suite's config), both on the same 8
     ident, fitted = models["analytic_identified_elbow_8"], models["surrogate_finetuned_elbow_8"]
     windows = ident["fit_on"]["windows"]
     assert ident["fit_on"]["fit_on"] == "impacts" and ident["identification"]["identified_on"] == len(windows) >= 6

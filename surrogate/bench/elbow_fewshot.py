@@ -11,13 +11,13 @@ identification loss made smooth) over the first ``window`` frames of every toss,
 every model diverges, from the benchmarks' first-state estimate (``TossSet``), the same training tosses as the few-shot
 MuJoCo rows; Adam, ``steps`` steps. What each side's fit sees of each training toss (``fitting_tosses``,
 ``few_shot.<side>.fit_on``): the whole toss (the default), or its window around its first floor impact
-(``toss_windows``). The suite's config fits MuJoCo on the windows and the release on whole tosses: on folds of the
-pool each carried best that way (docs/benchmarks.md). Selection: after every step the law rolls out
-all of those training tosses through the hybrid stepper (``toss_loss``: MuJoCo's identification loss, the
-benchmark's scorer on the training tosses), and the best step is kept, the release's own law (step 0) included: the
-fine-tune can only improve on the release on its training tosses. (A derivative-free refit through the stepper,
-``method: search``, was its alternative until the twentieth session; its rows were no better, and one fit of the
-law is kept.)
+(``toss_windows``). The suite fits whole tosses on both sides: on the windows the fine-tune did not carry on folds of
+the pool, and MuJoCo's identification tied at N = 8 and 16 and lost at 31 (docs/benchmarks.md). Selection: after
+every step the law rolls out all of those training tosses through the hybrid stepper (``toss_loss``: MuJoCo's
+identification loss, the benchmark's scorer on the training tosses), and the best step is kept, the release's own
+law (step 0) included: the fine-tune can only improve on the release on its training tosses. (A derivative-free
+refit through the stepper, ``method: search``, was its alternative until the twentieth session; its rows were no
+better, and one fit of the law is kept.)
 """
 
 from __future__ import annotations
