@@ -27,7 +27,6 @@ whole-toss stepper rollouts of those tosses; paired against identified MuJoCo at
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -66,11 +65,10 @@ TEXT = {"nominal": "MuJoCo analytic contact with the URDF's nominal friction and
 
 
 def from_free_flight(ep, est: dict):
-    """``ep`` from its free-flight start (``free_flight_start``) on, or ``ep`` itself for a clean start; the start
-    frame is kept in ``labels["free_flight_start"]``."""
+    """``ep`` from its free-flight start (``free_flight_start``) on (all of it for a clean start); the start frame is
+    kept in ``labels["free_flight_start"]``."""
     s = int(est["start"])
-    labels = {"free_flight_start": s, "start_accel_dev_ms2": est["accel_dev0"]}
-    return dataclasses.replace(ep, labels={**ep.labels, **labels}) if s == 0 else toss_stretch(ep, s, labels=labels)
+    return toss_stretch(ep, s, labels={"free_flight_start": s, "start_accel_dev_ms2": est["accel_dev0"]})
 
 
 def _articulated(tds, kept) -> None:
