@@ -202,3 +202,49 @@ def test_elbow_real_takes_other_elbow_test_data(tmp_path):
     assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "b3"), "--test-data", str(pool_only),
                  "--quiet"]) != 0
     assert not (tmp_path / "b3" / "ledger.json").exists()
+
+
+FINE_TUNE_ON_8 = """
+import json, sys, torch
+from surrogate.bench.elbow_fewshot import fit_on_tosses, surrogate_settings
+from surrogate.bench.elbow_real import from_flight_start
+from surrogate.bench.run import CACHE_DIR
+from surrogate.bench.toss_data import load_tosses
+from surrogate.model.checkpoint import load_checkpoint
+from surrogate.splits import suite_split
+from surrogate.suites import load_suite
+
+cfg = load_suite("elbow-real")
+ds = load_tosses(cfg["data"]["source"], cache_dir=CACHE_DIR, urdf=cfg["data"]["urdf"], progress=False)
+eps, sp = suite_split(ds.episodes, cfg["data"], [])
+by_id = {e.episode_id: e for e in eps}
+train = from_flight_start([by_id[i] for i in sp["pool"][:8]], cfg)
+release, card = load_checkpoint(sys.argv[1])
+sim = cfg["simulation"]
+_, info, _ = fit_on_tosses(release, train, {**surrogate_settings(cfg), "steps": 2}, substeps=sim["substeps"],
+                           init_frames=sim["init_frames"], margin=float(card["data"]["margin_m"]), seed=8)
+print(json.dumps({"cpu": torch.backends.cpu.get_cpu_capability(), "fitted": info["fitted"],
+                  "history": info["history"]}))
+"""
+
+
+@needs_shared("contactnets_elbow")
+def test_the_elbow_fine_tune_fits_the_same_law_with_another_cpus_vector_kernels():
+    """torch's vector kernels (``ATEN_CPU_CAPABILITY``: its portable ones against the CPU's own, AVX2 or AVX-512) give
+    the twin's gradient through the impacts other 6th-7th digits; the fine-tune's grid (``LOG_GRID``) keeps the
+    fitted law and every step's whole-toss loss equal to the bit (without it the stiffness after two steps of the
+    suite's fine-tune on 8 tosses differs in its 5th digit, and the kept step can differ)."""
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    eval_script("elbow_sensitivity").suite_tosses("elbow-real", "pool", 1)  # the import cached before the two runs
+    runs = [subprocess.Popen([sys.executable, "-c", FINE_TUNE_ON_8, str(CKPT)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, **cpu}) for cpu in ({"ATEN_CPU_CAPABILITY": "default"}, {})]
+    out = [json.loads(r.communicate(timeout=600)[0].strip().splitlines()[-1]) for r in runs]
+    assert all(r.returncode == 0 for r in runs)
+    if platform.machine().lower() in ("x86_64", "amd64"):  # the premise: two sets of kernels were compared
+        assert out[0]["cpu"] == "DEFAULT" and out[1]["cpu"] != "DEFAULT", [o["cpu"] for o in out]
+    assert out[0]["fitted"] == out[1]["fitted"]
+    assert [h[1] for h in out[0]["history"]] == [h[1] for h in out[1]["history"]]

@@ -47,6 +47,11 @@ GROUP = 0  # contact_law.GROUPS[0]: static surfaces (the floor)
 METRICS = ("pos_pct_size", "rot_deg", "joint_deg")
 ROT_WEIGHT = 180.0 / (100.0 * math.pi)  # per radian: MuJoCo's identification loss weighs degrees by 1/100
 SPAN = {"stiffness": 4.0, "damping": 4.0, "friction": 2.0, "static_friction": 2.0, "stribeck_speed": 4.0}
+# each step's log-parameters rounded to this grid (0.1 %): the twin's gradient through the tosses' impacts differs in
+# its 6th-7th digit between CPUs (torch's vector kernels: AVX2 against the default, ATEN_CPU_CAPABILITY), Adam passes
+# that into the parameters' last bits and the chaotic whole-toss rollouts that select the step amplify it; on the grid
+# two CPUs take the same steps unless a difference lands on a rounding boundary
+LOG_GRID = 1e-3
 
 
 def refit_keys(model) -> list[tuple[str, int]]:
@@ -170,7 +175,7 @@ def finetune_law(model, episodes, *, substeps: int, init_frames: int, margin: fl
 
 def _adam_step(opt, loss, laws: list, keys: list, bnds: list) -> None:
     """One step on ``loss``: only each key's own group of the law moves (the pads' law is not in these tosses), then
-    projected into ``bnds`` (within span of the release and inside law_ranges)."""
+    rounded to ``LOG_GRID`` and projected into ``bnds`` (within span of the release and inside law_ranges)."""
     opt.zero_grad()
     loss.backward()
     for p, (_, group) in zip(laws, keys):
@@ -181,7 +186,7 @@ def _adam_step(opt, loss, laws: list, keys: list, bnds: list) -> None:
     opt.step()
     with torch.no_grad():
         for p, (_, group), (lo, hi) in zip(laws, keys, bnds):
-            p[group] = p[group].clamp(lo, hi)
+            p[group] = (torch.round(p[group] / LOG_GRID) * LOG_GRID).clamp(lo, hi)
 
 
 def _toss_windows(tosses: TossSet, window: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
