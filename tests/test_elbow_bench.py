@@ -233,7 +233,7 @@ def test_the_elbow_fine_tune_fits_the_same_law_with_another_cpus_vector_kernels(
     """torch's vector kernels (``ATEN_CPU_CAPABILITY``: its portable ones against the CPU's own, AVX2 or AVX-512) give
     the twin's gradient through the impacts other 6th-7th digits; the fine-tune's grid (``LOG_GRID``) keeps the
     fitted law and every step's whole-toss loss equal to the bit (without it the stiffness after two steps of the
-    suite's fine-tune on 8 tosses differs in its 5th digit, and the kept step can differ)."""
+    suite's fine-tune on 8 tosses differs in its 6th digit, and the kept step can differ)."""
     import os
     import platform
     import subprocess
