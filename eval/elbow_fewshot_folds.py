@@ -76,18 +76,19 @@ def grid_pick(grid: dict, train_idx: list[int]) -> tuple:
     return min(grid, key=lambda f: identification_loss([grid[f][i] for i in train_idx]))
 
 
-def impact_windows(tosses: list, cfg: dict, *, lead: int = 7, after_s: float = 0.1) -> list:
-    """The windows around the first impact of ``tosses`` that have one (``bench.toss_windows.impact_windows``)."""
-    from surrogate.bench.toss_windows import impact_windows as windows
+def impact_windows(tosses: list, cfg: dict) -> list:
+    """The windows around the first impact of ``tosses`` that have one, as the suite cuts them
+    (``elbow_fewshot.fitting_tosses``: ``few_shot.impacts``)."""
+    from surrogate.bench.elbow_fewshot import fitting_tosses
 
-    return windows(tosses, lead=lead, after_s=after_s, init_frames=int(cfg["simulation"]["init_frames"]))[0]
+    fs = cfg.get("few_shot") or {}
+    return fitting_tosses(tosses, {**cfg, "few_shot": {**fs, "identified": {"fit_on": "impacts"}}}, "identified")[0]
 
 
-def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float, *, lead: int = 7,
-                  after_s: float = 0.1) -> dict:
-    """{GRID factors: {toss id: link 1's position error (% of size) ``after_s`` after the recorded first impact, the
-    toss restarted ``lead`` frames before it}}, for the pool tosses that have a restart (``impact_windows``)."""
-    windows = impact_windows(pool, cfg, lead=lead, after_s=after_s)
+def impact_errors(sens, checkpoint, pool: list, cfg: dict, margin: float) -> dict:
+    """{GRID factors: {toss id: link 1's position error (% of size) at the end of its impact window, the window's
+    ``after_s`` after the recorded first impact}}, for the pool tosses that have one (``impact_windows``)."""
+    windows = impact_windows(pool, cfg)
     imp, base, out = sibling("elbow_impacts"), sens.law_values(checkpoint), {}
     for f in itertools.product(*GRID):
         values = {k: base[k] * x for k, x in zip(("damping", "friction", "stiffness"), f)}

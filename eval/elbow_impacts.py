@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial import ConvexHull
 
-from surrogate.bench.toss_windows import corner_points, first_impact  # noqa: F401 (imp.first_impact: cube_impacts)
+from surrogate.bench.toss_windows import corner_points, first_impact, toss_stretch  # noqa: F401 (cube_impacts)
 
 REST_FRAMES = 10  # a toss at rest: its last frames move less than STILL_M
 STILL_M = 0.003
@@ -104,12 +104,10 @@ def impacts(art, base_pose: np.ndarray, joints: np.ndarray, frames: int) -> dict
 def restarted(ep, impact: int, lead: int, init_frames: int):
     """``ep`` from ``lead`` frames before its first ``impact`` on (the suite's estimate then reads the last
     ``init_frames`` frames of free flight before it), or None when fewer than ``init_frames`` + 2 frames precede it."""
-    from surrogate.bench.elbow_real import from_free_flight
-
     s = impact - lead
     if s < 0 or lead < init_frames + 2:
         return None
-    return from_free_flight(ep, {"start": s, "accel_dev0": float("nan")})
+    return toss_stretch(ep, s, labels={"window_start": s, "first_impact": impact})
 
 
 def position_pct(pred: np.ndarray, ep, frame: int) -> float:

@@ -41,7 +41,7 @@ from .analytic import TossSet
 from .identify import UNSTABLE_LOSS, loss_of, toss_errors
 from .predictors import DEFAULT_MARGIN, object_scene
 from .rows import scored
-from .toss_windows import impact_windows
+from .toss_windows import AFTER_S, LEAD_FRAMES, impact_windows
 
 GROUP = 0  # contact_law.GROUPS[0]: static surfaces (the floor)
 METRICS = ("pos_pct_size", "rot_deg", "joint_deg")
@@ -223,7 +223,7 @@ SURROGATE_DEFAULTS = {"enabled": True, "fit_on": "whole", "steps": 8, "lr": 0.1,
                       "batch": 8, "span": None}
 FEW_SHOT_KEYS = ("sizes", "impacts", "identified", "surrogate")
 FIT_ON = ("whole", "impacts")  # what a few-shot fit sees of each training toss (toss_windows)
-IMPACT_DEFAULTS = {"lead": 7, "after_s": 0.1}
+IMPACT_DEFAULTS = {"lead": LEAD_FRAMES, "after_s": AFTER_S}
 
 
 def surrogate_settings(cfg: dict) -> dict:

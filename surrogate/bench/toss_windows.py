@@ -19,6 +19,8 @@ from scipy.spatial.transform import Rotation
 
 TOUCH_M = 0.02  # the lowest vertex within this of the floor: the frames where the first impact is looked for
 SETTLE = 4  # frames after the first touch in which the impact's lowest frame is looked for
+LEAD_FRAMES = 7  # a window starts this many frames before the impact: the first-state estimate's 5 and 2 to spare
+AFTER_S = 0.1  # and ends this long after it
 TOSS_FIELDS = ("timestamps", "object_pose", "object_pose_valid", "object_twist", "object_joint_pos",
                "object_joint_vel")
 
@@ -65,7 +67,8 @@ def impact_window(ep, art, *, lead: int, after: int):
     return toss_stretch(ep, i - lead, i + after + 1, {"window_start": i - lead, "first_impact": i}), None
 
 
-def impact_windows(episodes: list, *, lead: int = 7, after_s: float = 0.1, init_frames: int = 5) -> tuple[list, dict]:
+def impact_windows(episodes: list, *, lead: int = LEAD_FRAMES, after_s: float = AFTER_S,
+                   init_frames: int = 5) -> tuple[list, dict]:
     """(the windows of ``episodes`` (``impact_window``), {episode id: why it has none}) for tosses of one articulated
     object (its ``ObjectSpec.geometry``); ``after_s`` at each toss's capture rate."""
     from ..objects.articulated import articulation_from_json
