@@ -78,6 +78,18 @@ def _articulated(tds, kept) -> None:
                           file=tds.root, key="test_data")
 
 
+def tosses_floor_warnings(test) -> list[str]:
+    """``importers.floor_check``'s warnings about the test tosses, per object they are of (``[object] warning``)."""
+    from ..importers.floor_check import floor_warnings
+    from ..objects.articulated import articulation_from_json
+
+    by_object = {}
+    for e in test:
+        by_object.setdefault((e.object.name, e.object.geometry.get("sha256", "")), []).append(e)
+    return [f"[{name}] {w}" for (name, _), eps in by_object.items()
+            for w in floor_warnings(articulation_from_json(eps[0].object.geometry), eps)]
+
+
 def articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
     """(test episodes from their free-flight start, the ledger's ``data.test_data`` or None, {key: set} or None)."""
     if not as_paths(test_data):
@@ -219,6 +231,11 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                  "not_free_at_start": sum(1 for v in starts.values() if v)}
     if test_info is not None:
         data_info["test_data"] = test_info
+    floor = tosses_floor_warnings(test)
+    if floor:  # the URDF is not the tossed object's: every row is scored against another object than the one tossed
+        data_info["floor_warnings"] = floor
+        for w in floor:
+            logger.warning("elbow-real test tosses: %s", w)
     scorer = toss_scorer(test, cfg, set_of)
     simulate = simulator(ex, test, cfg["simulation"])
     params, extra, cube_train = _cube_identified(cfg, cache_dir=cache_dir, ex=ex, progress=progress, checkpoint=checkpoint)

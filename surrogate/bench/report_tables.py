@@ -301,6 +301,11 @@ def articulated_lines(ledger) -> list[str]:
             for d in p:
                 if d.get("n"):
                     out.append(f"| {n} | {d['metric']} | {d['vs']} | {signed_interval(d['mean'], d['ci95'])} |")
+    floor = ledger.get("data", {}).get("floor_warnings")
+    if floor:  # importers.floor_check: the URDF may not be the tossed object's
+        out += ["", "**Warning: the object's links sink into the floor on the test tosses** (the URDF or the joint "
+                    "columns' convention may not be the recording's; `surrogate/importers/floor_check.py`):", ""]
+        out += [f"- {w}" for w in floor]
     return out
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 TOUCH_M = 0.02  # the lowest vertex within this of the floor: the frames where the first impact is looked for
 SETTLE = 4  # frames after the first touch in which the impact's lowest frame is looked for
@@ -35,13 +34,7 @@ def toss_stretch(ep, start: int, stop: int | None = None, labels: dict | None = 
 def corner_points(art, base_pose: np.ndarray, joints: np.ndarray) -> np.ndarray:
     """[T, P, 3] every vertex of every link's collision pieces in the world (m), from an ``Articulation``'s base link
     pose [T, 7] and its joint coordinates [T, J]."""
-    poses = art.link_poses(base_pose, joints)
-    out = []
-    for li, link in enumerate(art.links):
-        verts = np.concatenate([p.vertices for p in link.pieces])
-        rot = Rotation.from_quat(poses[:, li, 3:7].reshape(-1, 4), scalar_first=True)
-        out.append(np.einsum("tij,pj->tpi", rot.as_matrix(), verts) + poses[:, li, None, :3])
-    return np.concatenate(out, axis=1)
+    return np.concatenate(art.link_vertices(base_pose, joints), axis=1)
 
 
 def first_impact(lowest: np.ndarray, touch_m: float = TOUCH_M, settle: int = SETTLE) -> int | None:

@@ -9,7 +9,8 @@ world frame (3), joint rates (J). 148 Hz; the floor is at z = 0. For the elbow (
 ``surrogate import contactnets SRC --urdf URDF --out DATASET``: ``SRC`` a folder of ``N.pt`` files. The object
 (links, joints, masses; inertia from the collision geometry: ``objects.articulated``) comes from the URDF, and is
 stored in the dataset (``ObjectSpec.geometry``, ``kind: articulated``) with the joint names
-(``meta/contact.json``'s ``object_joint_names``). Bad files are skipped and named as the cube importer does.
+(``meta/contact.json``'s ``object_joint_names``). Bad files are skipped and named as the cube importer does. A URDF
+that does not match the recording (its links sink into the floor) is warned about (``floor_check``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..errors import AssetError, CaptureError
 from .contactnets import ExperimentFile, _read_tosses, _sources, _toss_id, check_dt
+from .floor_check import floor_warnings
 from .report import ImportReport
 
 UPSTREAM = "https://github.com/DAIRLab/dair_pll"
@@ -112,5 +114,6 @@ def import_urdf_tosses(src, out, urdf, *, overwrite: bool = False, progress: boo
             report.skip(e, file=name, episode=toss_id)
             continue
         episodes.append(ep)
+    report.warnings += floor_warnings(art, episodes)
     meta = DatasetMeta(name=spec.name, robot_type="none", angular_frame="body", object_joint_names=art.joint_names)
     return report.write(episodes, meta, overwrite=overwrite)

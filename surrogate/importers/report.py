@@ -29,6 +29,7 @@ class ImportReport:
     kept: int = 0
     frames: int = 0
     skipped: list = field(default_factory=list)  # [{"file","episode","field","reason"}]
+    warnings: list = field(default_factory=list)  # [str] about the kept episodes (e.g. ``floor_check``'s)
 
     def skip(self, err: CaptureError | Exception, *, file=None, episode=None) -> None:
         if isinstance(err, CaptureError):
@@ -80,4 +81,5 @@ class ImportReport:
         lines += skipped_lines(self.skipped)
         if len(self.skipped) > MAX_LISTED:
             lines[-1] += " (see meta/contact.json 'skipped')"
+        lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)

@@ -108,6 +108,17 @@ class Articulation:
         return np.stack([np.concatenate([pos[lk.name], rot[lk.name].as_quat(scalar_first=True)], axis=1)
                          for lk in self.links], axis=1)
 
+    def link_vertices(self, base_pose: np.ndarray, joint_pos: np.ndarray) -> list[np.ndarray]:
+        """Per link, [T, P_l, 3] the vertices of its collision pieces in the world (m), from the base link frame's
+        pose [T, 7] and the joint coordinates [T, J]."""
+        poses = self.link_poses(base_pose, joint_pos)
+        out = []
+        for li, link in enumerate(self.links):
+            verts = np.concatenate([p.vertices for p in link.pieces])
+            rot = Rotation.from_quat(poses[:, li, 3:7].reshape(-1, 4), scalar_first=True)
+            out.append(np.einsum("tij,pj->tpi", rot.as_matrix(), verts) + poses[:, li, None, :3])
+        return out
+
     def com_positions(self, base_pose: np.ndarray, joint_pos: np.ndarray) -> np.ndarray:
         """[T, L, 3] every link's centre of mass in the world (m)."""
         poses = self.link_poses(base_pose, joint_pos)
