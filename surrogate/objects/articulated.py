@@ -1,9 +1,10 @@
 """Articulated objects from URDFs with several links and joints (e.g. the DAIR Lab's two-link "elbow").
 
 An ``Articulation`` is a tree of links (the base link first, the one no joint moves) joined by
-``continuous``, ``revolute`` or ``prismatic`` joints. Each link's collision shapes are placed in its frame
-by their ``<origin>``; its mass comes from the URDF and its centre of mass and inertia from its collision
-geometry at uniform density, as ``urdf.load_urdf_object`` does for one link (the URDF inertia tensors are
+``continuous``, ``revolute`` or ``prismatic`` joints; URDF links joined by ``fixed`` joints are welded into one link
+(``urdf.welded_bodies``: their masses summed, their shapes placed in its frame). Each link's collision shapes are
+placed in its frame by their ``<origin>``; its mass comes from the URDF and its centre of mass and inertia from its
+collision geometry at uniform density, as ``urdf.load_urdf_object`` does for one link (the URDF inertia tensors are
 ignored: the elbow's is a 0.1 m cube's, not its 0.1 x 0.05 x 0.05 m box's).
 
 ``to_json`` / ``articulation_from_json`` is the plain-data form a capture's ``ObjectSpec.geometry``
@@ -25,9 +26,7 @@ from scipy.spatial.transform import Rotation
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset, safe_name
 from surrogate.objects.meshes import origin_matrix, placed_pieces
-from surrogate.objects.urdf import _Collision, _floats, _primitive, link_collisions, link_mass
-
-JOINT_TYPES = ("continuous", "revolute", "prismatic")
+from surrogate.objects.urdf import Joint, _Collision, _primitive, welded_bodies
 
 
 @dataclass(frozen=True)
@@ -42,21 +41,6 @@ class Link:
     pieces: tuple
     shapes: list
     size: float
-
-
-@dataclass(frozen=True)
-class Joint:
-    """A joint: ``child``'s frame is ``parent``'s moved by the origin (``xyz``, ``rpy``), then by the joint's
-    coordinate about (revolute) or along (prismatic) the unit ``axis`` of the child frame."""
-
-    name: str
-    type: str
-    parent: str
-    child: str
-    xyz: tuple
-    rpy: tuple
-    axis: tuple
-    limit: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -180,28 +164,6 @@ def make_link(name: str, mass: float, shapes: list, *, file=None) -> Link:
                 float((hi - lo).max()))
 
 
-def _joint(el, path: Path, i: int) -> Joint:
-    fld = f"joint[{el.get('name') or i}]"
-    jtype = el.get("type")
-    if jtype not in JOINT_TYPES:
-        raise AssetError(f"joint type {jtype!r} is not supported; one of {JOINT_TYPES}", file=path, field=f"{fld}.type")
-    parent, child = el.find("parent"), el.find("child")
-    if parent is None or child is None or not parent.get("link") or not child.get("link"):
-        raise AssetError("a joint needs <parent link=...> and <child link=...>", file=path, field=fld)
-    origin = el.find("origin")
-    xyz = _floats(None if origin is None else origin.get("xyz"), 3, (0, 0, 0), file=path, fld=f"{fld}.origin.xyz")
-    rpy = _floats(None if origin is None else origin.get("rpy"), 3, (0, 0, 0), file=path, fld=f"{fld}.origin.rpy")
-    ax_el = el.find("axis")
-    axis = np.asarray(_floats(None if ax_el is None else ax_el.get("xyz"), 3, (1, 0, 0), file=path, fld=f"{fld}.axis"))
-    if np.linalg.norm(axis) < 1e-9:
-        raise AssetError("joint axis is zero", file=path, field=f"{fld}.axis")
-    lim, limit = el.find("limit"), None
-    if jtype != "continuous" and lim is not None and lim.get("lower") is not None and lim.get("upper") is not None:
-        limit = (float(lim.get("lower")), float(lim.get("upper")))
-    return Joint(el.get("name") or f"joint{i}", jtype, parent.get("link"), child.get("link"), tuple(xyz), tuple(rpy),
-                 tuple(float(x) for x in axis / np.linalg.norm(axis)), limit)
-
-
 def _friction(root) -> float | None:
     """Drake's ``<drake:mu_static value=...>`` of the first collision that has one (the authors' nominal friction)."""
     for el in root.iter():
@@ -211,31 +173,6 @@ def _friction(root) -> float | None:
             except ValueError:
                 return None
     return None
-
-
-def _tree_order(links: dict, joints: list[Joint], path: Path) -> tuple[list[str], list[Joint]]:
-    """(link names base first, joints parents before children); AssetError unless the joints form one tree."""
-    children = [j.child for j in joints]
-    for j in joints:
-        for end in (j.parent, j.child):
-            if end not in links:
-                raise AssetError(f"joint {j.name!r} names link {end!r}, which the URDF does not have", file=path,
-                                 field=f"joint[{j.name}]")
-    if len(set(children)) != len(children):
-        raise AssetError("a link is the child of two joints (not a tree)", file=path, field="joint")
-    roots = [n for n in links if n not in children]
-    if len(roots) != 1:
-        raise AssetError(f"expected one base link (no joint's child), found {roots}", file=path, field="link")
-    order, ordered = [roots[0]], []
-    while len(ordered) < len(joints):
-        nxt = [j for j in joints if j.parent in order and j.child not in order]
-        if not nxt:
-            raise AssetError("the joints do not connect every link to the base (a loop or a separate part)", file=path,
-                             field="joint")
-        for j in nxt:
-            order.append(j.child)
-            ordered.append(j)
-    return order, ordered
 
 
 def load_articulation(urdf_path: str | Path, *, mesh_root: str | Path | None = None) -> Articulation:
@@ -254,17 +191,8 @@ def load_articulation(urdf_path: str | Path, *, mesh_root: str | Path | None = N
         raise AssetError(f"not valid XML: {exc}", file=path, field="xml") from exc
     if root.tag != "robot":
         raise AssetError(f"root element is <{root.tag}>, expected <robot>", file=path, field="robot")
-    link_els = {el.get("name"): el for el in root.findall("link")}
-    if not link_els or None in link_els:
-        raise AssetError("every <link> needs a name, and there must be one", file=path, field="link")
-    joints = [_joint(el, path, i) for i, el in enumerate(root.findall("joint"))]
-    order, joints = _tree_order(link_els, joints, path)
-    links = []
-    for name in order:
-        prefix = f"link[{name}]."
-        mass = link_mass(link_els[name], path, prefix)
-        shapes = [_shape_json(c) for c in link_collisions(link_els[name], path, mesh_root, prefix)]
-        links.append(make_link(name, mass, shapes, file=path))
+    bodies, joints = welded_bodies(root, path, mesh_root)
+    links = [make_link(b.name, b.mass, [_shape_json(c) for c in b.collisions], file=path) for b in bodies]
     return Articulation(name=root.get("name") or path.stem, links=tuple(links), joints=tuple(joints), source=str(path),
                         sha256=hashlib.sha256(raw).hexdigest(), friction=_friction(root))
 

@@ -1,4 +1,6 @@
-"""Objects from simple one-link URDFs: collision geometry placed by its origin, mass from ``<mass>``.
+"""Objects from URDFs: collision geometry placed by its origin, mass from ``<mass>``; the kinematic tree of links and
+joints, links joined by ``fixed`` joints welded into one body (``welded_bodies``: a rigid object of several links, or
+a link of an articulated object, ``objects.articulated``).
 
 Mesh collisions go through ``meshes`` (convex pieces, decompositions split); box, cylinder and
 sphere collisions become meshes here. Bad input is an ``AssetError`` naming the URDF and the
@@ -7,6 +9,7 @@ element (e.g. ``collision[0].geometry.mesh.scale``).
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +124,8 @@ def link_collisions(link, path: Path, mesh_root, prefix: str = "") -> list[_Coll
 
 
 def _parse_urdf(path: Path, mesh_root) -> tuple[str, float, list[_Collision]]:
-    """(robot name, mass kg, collision geometries) of a one-link URDF."""
+    """(robot name, mass kg, collision geometries) of a one-link URDF, or of one whose links are welded by fixed
+    joints (their masses summed, their collisions placed in the base link's frame)."""
     if not path.is_file():
         raise AssetError("file does not exist", file=path, field="path")
     try:
@@ -131,10 +135,14 @@ def _parse_urdf(path: Path, mesh_root) -> tuple[str, float, list[_Collision]]:
     if root.tag != "robot":
         raise AssetError(f"root element is <{root.tag}>, expected <robot>", file=path, field="robot")
     links = root.findall("link")
-    if len(links) != 1:
-        raise AssetError(
-            f"expected exactly one <link> (a rigid object), found {len(links)}", file=path, field="link"
-        )
+    if len(links) != 1:  # links welded by fixed joints are one rigid object too
+        bodies, moving = welded_bodies(root, path, mesh_root)
+        if moving:
+            j = moving[0]
+            raise AssetError(f"joint {j.name!r} is {j.type!r}: a rigid object's links are joined by fixed joints only "
+                             "(an articulated object loads with objects.articulated.load_articulation, e.g. "
+                             "`surrogate import contactnets --urdf`)", file=path, field=f"joint[{j.name}].type")
+        return root.get("name") or path.stem, bodies[0].mass, bodies[0].collisions
     link = links[0]
 
     mass = link_mass(link, path)
@@ -151,7 +159,8 @@ def _primitive(col: _Collision) -> trimesh.Trimesh:
 
 
 def load_urdf_object(urdf_path: str | Path, *, mesh_root: str | Path | None = None, friction: float = 0.8) -> ObjectAsset:
-    """An object from a one-link URDF: collision geometry placed by its origin, mass from ``<mass>``.
+    """An object from a one-link URDF, or one whose links are all welded by ``fixed`` joints (``welded_bodies``):
+    collision geometry placed by its origin, mass from ``<mass>`` (summed over the links).
 
     The URDF's inertia tensor and inertial origin are ignored (YCB's are
     placeholders): inertia and centre of mass come from the collision hulls at
@@ -193,3 +202,132 @@ def load_urdf_object(urdf_path: str | Path, *, mesh_root: str | Path | None = No
         friction=friction,
         file=path,
     )
+
+
+# -- links and joints: a URDF's kinematic tree, its fixed joints welded ----------------------------------------------
+MOVABLE_JOINTS = ("continuous", "revolute", "prismatic")
+JOINT_TYPES = MOVABLE_JOINTS + ("fixed",)
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A joint: ``child``'s frame is ``parent``'s moved by the origin (``xyz``, ``rpy``), then by the joint's
+    coordinate about (revolute) or along (prismatic) the unit ``axis`` of the child frame (none for ``fixed``)."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    xyz: tuple
+    rpy: tuple
+    axis: tuple
+    limit: tuple | None = None
+
+
+def parse_joint(el, path: Path, i: int) -> Joint:
+    """The ``<joint>`` element ``el`` (the ``i``-th); AssetError naming ``joint[name].field``."""
+    fld = f"joint[{el.get('name') or i}]"
+    jtype = el.get("type")
+    if jtype not in JOINT_TYPES:
+        raise AssetError(f"joint type {jtype!r} is not supported; one of {JOINT_TYPES}", file=path, field=f"{fld}.type")
+    parent, child = el.find("parent"), el.find("child")
+    if parent is None or child is None or not parent.get("link") or not child.get("link"):
+        raise AssetError("a joint needs <parent link=...> and <child link=...>", file=path, field=fld)
+    origin = el.find("origin")
+    xyz = _floats(None if origin is None else origin.get("xyz"), 3, (0, 0, 0), file=path, fld=f"{fld}.origin.xyz")
+    rpy = _floats(None if origin is None else origin.get("rpy"), 3, (0, 0, 0), file=path, fld=f"{fld}.origin.rpy")
+    ax_el = el.find("axis")
+    axis = np.asarray(_floats(None if ax_el is None else ax_el.get("xyz"), 3, (1, 0, 0), file=path, fld=f"{fld}.axis"))
+    if np.linalg.norm(axis) < 1e-9:
+        raise AssetError("joint axis is zero", file=path, field=f"{fld}.axis")
+    lim, limit = el.find("limit"), None
+    if jtype in ("revolute", "prismatic") and lim is not None and lim.get("lower") is not None \
+            and lim.get("upper") is not None:
+        limit = (float(lim.get("lower")), float(lim.get("upper")))
+    return Joint(el.get("name") or f"joint{i}", jtype, parent.get("link"), child.get("link"), tuple(xyz), tuple(rpy),
+                 tuple(float(x) for x in axis / np.linalg.norm(axis)), limit)
+
+
+def tree_order(links: dict, joints: list[Joint], path: Path) -> tuple[list[str], list[Joint]]:
+    """(link names base first, joints parents before children); AssetError unless the joints form one tree."""
+    children = [j.child for j in joints]
+    for j in joints:
+        for end in (j.parent, j.child):
+            if end not in links:
+                raise AssetError(f"joint {j.name!r} names link {end!r}, which the URDF does not have", file=path,
+                                 field=f"joint[{j.name}]")
+    if len(set(children)) != len(children):
+        raise AssetError("a link is the child of two joints (not a tree)", file=path, field="joint")
+    roots = [n for n in links if n not in children]
+    if len(roots) != 1:
+        raise AssetError(f"expected one base link (no joint's child), found {roots}", file=path, field="link")
+    order, ordered = [roots[0]], []
+    while len(ordered) < len(joints):
+        nxt = [j for j in joints if j.parent in order and j.child not in order]
+        if not nxt:
+            raise AssetError("the joints do not connect every link to the base (a loop or a separate part)", file=path,
+                             field="joint")
+        for j in nxt:
+            order.append(j.child)
+            ordered.append(j)
+    return order, ordered
+
+
+@dataclass
+class Body:
+    """Links welded by fixed joints, in the frame of the one nearest the base (whose ``name`` it takes): their
+    summed ``mass`` (kg) and every ``collisions`` placed in that frame."""
+
+    name: str
+    mass: float
+    collisions: list
+
+
+def _moved(xyz, rpy, frame: np.ndarray) -> tuple[tuple, tuple]:
+    """The origin (xyz, rpy) moved into the frame ``frame`` [4, 4] is given in."""
+    m = frame @ origin_matrix(xyz, rpy)
+    rpy = trimesh.transformations.euler_from_matrix(m, axes="sxyz")
+    return tuple(float(x) for x in m[:3, 3]), tuple(float(x) for x in rpy)
+
+
+def welded_bodies(root, path: Path, mesh_root) -> tuple[list[Body], list[Joint]]:
+    """(bodies base first, the movable joints between them, parents first) of the URDF element ``root``: each link
+    joined to its parent by a ``fixed`` joint is welded into its parent's body (placed by the joint's origin), each
+    movable joint's origin moved into its parent body's frame. Without fixed joints: one body per link, its
+    collisions and the joints' origins exactly as written. A body needs a mass and a collision geometry from at least
+    one of its links (a link without either, e.g. a frame marker, adds nothing); AssetError naming the element."""
+    link_els = {el.get("name"): el for el in root.findall("link")}
+    if not link_els or None in link_els:
+        raise AssetError("every <link> needs a name, and there must be one", file=path, field="link")
+    order, joints = tree_order(link_els, [parse_joint(el, path, i) for i, el in enumerate(root.findall("joint"))],
+                               path)
+    body_of, frame = {order[0]: order[0]}, {order[0]: None}  # None: the body's own frame (identity)
+    moving = []
+    for j in joints:
+        pose = frame[j.parent]
+        if j.type == "fixed":
+            body_of[j.child] = body_of[j.parent]
+            frame[j.child] = origin_matrix(j.xyz, j.rpy) if pose is None else pose @ origin_matrix(j.xyz, j.rpy)
+            continue
+        body_of[j.child], frame[j.child] = j.child, None
+        xyz, rpy = (j.xyz, j.rpy) if pose is None else _moved(j.xyz, j.rpy, pose)
+        moving.append(Joint(j.name, j.type, body_of[j.parent], j.child, xyz, rpy, j.axis, j.limit))
+    bodies = {}
+    for name in order:
+        b = bodies.setdefault(body_of[name], Body(body_of[name], 0.0, []))
+        el, prefix = link_els[name], f"link[{name}]."
+        single = sum(body_of[n] == b.name for n in order) == 1  # a link alone: its mass and collisions required
+        if single or el.find("inertial/mass") is not None:
+            b.mass += link_mass(el, path, prefix)
+        if single or el.find("collision") is not None:
+            cols = link_collisions(el, path, mesh_root, prefix)
+            b.collisions += cols if frame[name] is None else [
+                dataclasses.replace(c, **dict(zip(("xyz", "rpy"), _moved(c.xyz, c.rpy, frame[name])))) for c in cols]
+    for b in bodies.values():
+        if b.mass <= 0:
+            raise AssetError(f"no link welded into {b.name!r} has an <inertial><mass>", file=path,
+                             field=f"link[{b.name}].inertial.mass")
+        if not b.collisions:
+            raise AssetError(f"no link welded into {b.name!r} has <collision> geometry", file=path,
+                             field=f"link[{b.name}].collision")
+    return [bodies[n] for n in order if n in bodies], moving
