@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -93,3 +94,21 @@ def test_an_articulation_welds_fixed_links_and_keeps_its_kinematics(tmp_path):
 
     s = build_scene(art.asset(), setting="ground", timestep=0.002)
     assert s.model.nq == 8 and s.model.njnt == 2 and len(s.object_geom_ids) == 3
+
+
+def test_a_folder_of_objects_takes_a_welded_urdf_and_names_a_hinged_one(tmp_path):
+    from surrogate.objects.folder import load_object_folder
+    from surrogate.scenes import build_scene
+
+    urdf(tmp_path, "mug", link("body", mass=0.3, box="0.08 0.08 0.1"), link("handle", mass=0.05, box="0.02 0.01 0.06"),
+         joint("weld", "fixed", "body", "handle", xyz="0.05 0 0"))
+    urdf(tmp_path, "scissors", link("a", mass=0.1, box="0.1 0.02 0.01"), link("b", mass=0.1, box="0.1 0.02 0.01"),
+         joint("pivot", "continuous", "a", "b", xyz="0 0 0.01"))
+    objects, skipped = load_object_folder(tmp_path)
+    assert [o.name for o in objects] == ["mug"] and objects[0].mass == pytest.approx(0.35)
+    assert len(skipped) == 1 and skipped[0][0].name == "scissors.urdf" and "joint[pivot].type" in skipped[0][1]
+    s = build_scene(objects[0], setting="ground", timestep=0.002)
+    d = s.make_data(drop_height=0.05)
+    for _ in range(1000):
+        mujoco.mj_step(s.model, d)
+    assert abs(d.qvel).max() < 1e-3 and d.qpos[2] == pytest.approx(0.05, abs=0.01)  # settled on its 0.1 m side
