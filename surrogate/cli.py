@@ -21,7 +21,8 @@ from .hand_names import GRASPING_HANDS, HANDS
 def _cmd_import_contactnets(a):
     from .importers.contactnets import import_contactnets
 
-    report = import_contactnets(a.src, a.out, overwrite=a.overwrite, progress=not a.quiet, urdf=a.urdf)
+    report = import_contactnets(a.src, a.out, overwrite=a.overwrite, progress=not a.quiet, urdf=a.urdf,
+                                rate_hz=a.rate_hz)
     print(report.summary())
 
 
@@ -150,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("src", help="folder of N.pt tosses, the upstream repository archive (.zip/.tar.gz) or its URL")
     c.add_argument("--out", required=True, help="capture dataset directory to write")
     c.add_argument("--urdf", help="the tosses are of this URDF object (DAIR dair_pll layout, e.g. the elbow), not the cube")
+    c.add_argument("--rate-hz", type=float, help="with --urdf: the tosses' frame rate (default 148, the DAIR Lab's)")
     c.set_defaults(func=_cmd_import_contactnets)
     c = imp.add_parser("poses", help="a folder of tracked object trajectories (CSV, NPZ, torch) + mesh and mass")
     c.add_argument("src", help="folder with one trajectory file per episode")

@@ -196,3 +196,20 @@ def test_elbow_dataset_has_lerobots_feature_mapping(elbow_ds):
     from .test_lerobot_compat import layout_problems
 
     assert layout_problems(elbow_ds.root) == []
+
+
+@needs_shared("contactnets_elbow")
+def test_tosses_at_another_rate_are_refused_and_taken_with_rate_hz(tmp_path, capsys):
+    src = tmp_path / "tosses_74hz"
+    src.mkdir()
+    for n in ("0", "9", "18", "27"):  # every second frame: 74 Hz, the velocities still 148 Hz differences x 2
+        torch.save(torch.load(ELBOW / f"{n}.pt", weights_only=True)[::2].clone(), src / f"{n}.pt")
+    args = ["import", "contactnets", str(src), "--urdf", str(URDF), "--out", str(tmp_path / "ds"), "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "(74." in err and "--rate-hz" in err and not (tmp_path / "ds").exists()
+    assert main(args + ["--rate-hz", "74"]) == 0
+    ep = read_dataset(tmp_path / "ds").episodes[0]
+    np.testing.assert_allclose(np.diff(ep.timestamps), 1 / 74, atol=1e-6)
+    assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "cube"), "--rate-hz", "74"]) == 2
+    assert "rate_hz" in capsys.readouterr().err  # the cube's rate is its experiment file's

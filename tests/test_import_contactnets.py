@@ -123,3 +123,18 @@ def test_refuses_to_overwrite_without_flag(tmp_path):
     import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
     assert main(["import", "contactnets", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert main(["import", "contactnets", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--quiet", "--overwrite"]) == 0
+
+
+@needs_shared("contactnets_cube")
+def test_a_time_step_half_the_tosses_own_is_refused(tmp_path):
+    # the velocities in the files are differences of the positions at 148 Hz: an experiment file saying 296 Hz
+    # would halve every velocity the dataset derives (a 2x error passed the check until the thirty-eighth session)
+    src = tmp_path / "tosses"
+    src.mkdir()
+    for n in range(5):
+        (src / f"{n}.pt").write_bytes((CUBE / f"{n}.pt").read_bytes())
+    (src / "experiment.json").write_text(json.dumps({"dt": 1 / 296}))
+    with pytest.raises(CaptureError, match=r"imply dt = 0\.0067.* \(148\.. Hz\)"):
+        import_contactnets(src, tmp_path / "out", progress=False)
+    (src / "experiment.json").write_text(json.dumps({"dt": 1 / 148}))
+    assert import_contactnets(src, tmp_path / "out", progress=False).kept == 5

@@ -104,7 +104,11 @@ def import_urdf_tosses(src, out, urdf, *, overwrite: bool = False, progress: boo
     dt = 1.0 / float(rate_hz)
     if not (math.isfinite(dt) and dt > 0):
         raise CaptureError(f"capture rate must be positive Hz, got {rate_hz!r}", field="rate_hz")
-    check_dt({"dt": dt, "file": str(src)}, [a for _, _, a in arrays], pos=4, vel=10 + J)
+    try:
+        check_dt({"dt": dt, "file": str(src)}, [a for _, _, a in arrays], pos=4, vel=10 + J)
+    except CaptureError as e:  # the user's way out: the rate the tosses say
+        raise CaptureError(f"{e.reason}; if the tosses were recorded at another rate, pass it (--rate-hz)",
+                           file=e.file, field="rate_hz") from None
     episodes = []
     for name, toss_id, a in arrays:
         try:
