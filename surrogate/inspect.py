@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .capture import read_dataset
+from .importers.floor_check import episode_warnings
 
 REST_SPEED = 0.05  # m/s: below this over the last frames an object counts as at rest
 REST_FRAMES = 10
@@ -81,6 +82,7 @@ def summarize(root: str | Path) -> dict:
         "grasp_types": dict(Counter(str(e.grasp_type) for e in eps if e.grasp_type is not None)),
         "robot": _robot(ds.meta),
         "skipped": ds.skipped,
+        "floor_warnings": episode_warnings(eps),  # does each articulated object's URDF describe it?
     }
 
 
@@ -122,6 +124,7 @@ def format_summary(s: dict) -> str:
                      + (f"; MJCF {r['mjcf']} with {len(r['files']) - 1} asset files" if r["mjcf"] else "; no MJCF"))
     if s["grasp_types"]:
         lines.append("grasp types: " + ", ".join(f"{k}: {v}" for k, v in s["grasp_types"].items()))
+    lines += [f"warning: {w}" for w in s["floor_warnings"]]
     lines.append(f"skipped: {len(s['skipped'])}")
     for sk in s["skipped"]:
         lines.append(f"  - {sk['file']}: episode {sk['episode']}: field '{sk['field']}': {sk['reason']}")

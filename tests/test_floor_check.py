@@ -57,18 +57,20 @@ def test_the_study_warns_on_every_wrong_hinge_and_not_on_the_shared_urdfs(capsys
 
 
 @needs_shared("contactnets_elbow")
-def test_elbow_real_carries_the_warning_into_its_ledger_and_report(tmp_path, capsys):
-    from surrogate.bench.elbow_real import tosses_floor_warnings
+def test_inspect_and_elbow_real_carry_the_warning_into_their_summary_ledger_and_report(tmp_path, capsys):
     from surrogate.bench.report_tables import articulated_lines
     from surrogate.capture import read_dataset
+    from surrogate.importers.floor_check import episode_warnings
 
     flipped = tmp_path / "flipped.urdf"
     flipped.write_text(URDF.read_text().replace('<axis xyz="0 1 0" />', '<axis xyz="0 -1 0" />'))
     _import(ELBOW, URDF, tmp_path / "good", capsys)
     _import(ELBOW, flipped, tmp_path / "flipped", capsys)
-    assert tosses_floor_warnings(read_dataset(tmp_path / "good").episodes) == []
-    warned = tosses_floor_warnings(read_dataset(tmp_path / "flipped").episodes)
+    assert episode_warnings(read_dataset(tmp_path / "good").episodes) == []
+    warned = episode_warnings(read_dataset(tmp_path / "flipped").episodes)
     assert len(warned) == 1 and warned[0].startswith("[flipped] link 'elbow_2' sinks more than 20 mm")
+    assert main(["inspect", str(tmp_path / "flipped")]) == 0 and f"warning: {warned[0]}" in capsys.readouterr().out
+    assert main(["inspect", str(tmp_path / "good")]) == 0 and "warning" not in capsys.readouterr().out
     summary = {"mean": 1.0, "mean_ci95": [0.5, 1.5], "median": 1.0, "n": 2}
     row = {"overall": {"pos_pct_size": summary, "joint_deg": summary, "horizons_joint_deg": {},
                        "links": {"elbow_1": {"pos_pct_size": summary, "rot_deg": summary}}}}

@@ -36,6 +36,7 @@ import numpy as np
 from ..capture import dataset_hash
 from ..errors import ConfigError
 from ..estimate import free_flight_start
+from ..importers.floor_check import episode_warnings
 from ..metrics import paired_difference
 from ..parallel import Executor
 from ..splits import suite_split
@@ -76,18 +77,6 @@ def _articulated(tds, kept) -> None:
     if kept[0].object_joint_pos is None:
         raise ConfigError("needs tosses of an articulated object (object_joint_pos; import with --urdf)",
                           file=tds.root, key="test_data")
-
-
-def tosses_floor_warnings(test) -> list[str]:
-    """``importers.floor_check``'s warnings about the test tosses, per object they are of (``[object] warning``)."""
-    from ..importers.floor_check import floor_warnings
-    from ..objects.articulated import articulation_from_json
-
-    by_object = {}
-    for e in test:
-        by_object.setdefault((e.object.name, e.object.geometry.get("sha256", "")), []).append(e)
-    return [f"[{name}] {w}" for (name, _), eps in by_object.items()
-            for w in floor_warnings(articulation_from_json(eps[0].object.geometry), eps)]
 
 
 def articulated_tests(cfg, elbow_eps, sp, test_data, cache_dir):
@@ -231,7 +220,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                  "not_free_at_start": sum(1 for v in starts.values() if v)}
     if test_info is not None:
         data_info["test_data"] = test_info
-    floor = tosses_floor_warnings(test)
+    floor = episode_warnings(test)
     if floor:  # the URDF is not the tossed object's: every row is scored against another object than the one tossed
         data_info["floor_warnings"] = floor
         for w in floor:

@@ -56,3 +56,17 @@ def floor_warnings(art, episodes) -> list[str]:
     if len(out) > MAX_TOSSES_LISTED:
         out = out[:MAX_TOSSES_LISTED] + [f"... and {len(out) - MAX_TOSSES_LISTED} more tosses"]
     return out
+
+
+def episode_warnings(episodes) -> list[str]:
+    """``floor_warnings`` for the episodes of each articulated object among ``episodes`` (by name and URDF hash),
+    each warning as ``[object] warning``; rigid objects' episodes are passed over."""
+    from ..objects.articulated import articulation_from_json
+
+    by_object = {}
+    for e in episodes:
+        geo = e.object.geometry
+        if isinstance(geo, dict) and geo.get("kind") == "articulated" and e.object_joint_pos is not None:
+            by_object.setdefault((e.object.name, geo.get("sha256", "")), []).append(e)
+    return [f"[{name}] {w}" for (name, _), eps in by_object.items()
+            for w in floor_warnings(articulation_from_json(eps[0].object.geometry), eps)]
