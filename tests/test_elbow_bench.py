@@ -191,6 +191,18 @@ def test_elbow_real_takes_other_elbow_test_data(tmp_path):
     assert led["models"]["analytic_identified"]["overall"]["episodes"] == 4
     assert led["models"]["surrogate"]["status"] == "not evaluated"  # no --checkpoint
     assert not [k for k in raw["models"] if k.startswith("analytic_identified_elbow")]  # few_shot.sizes=[]
+    assert "floor_warnings" not in raw["data"]  # the shared URDF describes the tossed elbow
+    # the same tosses imported with a URDF whose hinge turns the other way: scored as given, and warned about
+    flipped = tmp_path / "flipped.urdf"
+    flipped.write_text((ELBOW / "contactnets_elbow.urdf").read_text().replace('<axis xyz="0 1 0" />',
+                                                                              '<axis xyz="0 -1 0" />'))
+    assert main(["import", "contactnets", str(src), "--urdf", str(flipped), "--out", str(tmp_path / "flipped_ds"),
+                 "--quiet"]) == 0
+    assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "flipped"), "--test-data",
+                 str(tmp_path / "flipped_ds"), "--quiet", "--set", "few_shot.sizes=[]"]) == 0
+    (warning,) = json.loads((tmp_path / "flipped" / "ledger.json").read_text())["data"]["floor_warnings"]
+    assert warning.startswith("[flipped] link 'elbow_2' sinks more than 20 mm below the floor in 2 of 4 tosses")
+    assert warning in (tmp_path / "flipped" / "report.md").read_text()
     # a rigid (cube) dataset is refused, naming it
     assert main(["import", "contactnets", str(SHARED / "contactnets_cube"), "--out", str(tmp_path / "cube"), "--quiet"]) == 0
     assert main(["bench", "elbow-real-small", "--out", str(tmp_path / "b2"), "--test-data", str(tmp_path / "cube"),

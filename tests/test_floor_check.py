@@ -57,7 +57,7 @@ def test_the_study_warns_on_every_wrong_hinge_and_not_on_the_shared_urdfs(capsys
 
 
 @needs_shared("contactnets_elbow")
-def test_inspect_and_elbow_real_carry_the_warning_into_their_summary_ledger_and_report(tmp_path, capsys):
+def test_inspect_and_the_elbow_report_carry_the_warning(tmp_path, capsys):
     from surrogate.bench.report_tables import articulated_lines
     from surrogate.capture import read_dataset
     from surrogate.importers.floor_check import episode_warnings
