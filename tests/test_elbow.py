@@ -213,3 +213,17 @@ def test_tosses_at_another_rate_are_refused_and_taken_with_rate_hz(tmp_path, cap
     np.testing.assert_allclose(np.diff(ep.timestamps), 1 / 74, atol=1e-6)
     assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "cube"), "--rate-hz", "74"]) == 2
     assert "rate_hz" in capsys.readouterr().err  # the cube's rate is its experiment file's
+
+
+def test_tosses_of_a_urdf_without_joints_are_refused_by_name(tmp_path, capsys):
+    urdf = tmp_path / "box.urdf"
+    urdf.write_text('<robot name="box"><link name="box"><inertial><mass value="0.37"/></inertial><collision>'
+                    '<geometry><box size="0.1 0.05 0.05"/></geometry></collision></link></robot>')
+    src = tmp_path / "tosses"
+    src.mkdir()
+    toss = torch.zeros(40, 13, dtype=torch.float64)  # the dair_pll layout of an object without joints
+    toss[:, 0] = 1.0
+    torch.save(toss, src / "0.pt")
+    assert main(["import", "contactnets", str(src), "--urdf", str(urdf), "--out", str(tmp_path / "ds"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "box.urdf" in err and "no movable joint" in err and not (tmp_path / "ds").exists()

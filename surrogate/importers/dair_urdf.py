@@ -95,6 +95,10 @@ def import_urdf_tosses(src, out, urdf, *, overwrite: bool = False, progress: boo
     except AssetError as e:
         raise CaptureError(e.reason, file=urdf, field=e.location.field or "urdf") from None
     J = len(art.joints)
+    if not J:  # the capture's articulated object has joints; a rigid one's pose is of its centre of mass, not a link
+        raise CaptureError("the URDF has no movable joint (one link, or links welded by fixed joints): its tosses are "
+                           "of a rigid object, which this importer does not take (the ContactNets cube imports "
+                           "without --urdf)", file=urdf, field="joint")
     spec = object_spec(art)
     items = [x for x in _sources(src) if not isinstance(x, ExperimentFile)]
     tosses = sorted(items, key=lambda x: (int(_toss_id(x[0])), x[0]))
