@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,3 +139,17 @@ def test_a_time_step_half_the_tosses_own_is_refused(tmp_path):
         import_contactnets(src, tmp_path / "out", progress=False)
     (src / "experiment.json").write_text(json.dumps({"dt": 1 / 148}))
     assert import_contactnets(src, tmp_path / "out", progress=False).kept == 5
+
+
+def test_torch_files_that_are_not_read_as_tosses_are_named(tmp_path):
+    _write_folder(tmp_path / "src", {"1.pt": _toss(seed=1), "2.pt": _toss(seed=2), "toss_5.pt": _toss(seed=5)})
+    (tmp_path / "src" / "README.md").write_text("notes, not a toss")
+    _write_folder(tmp_path / "src" / "more", {"3.pt": _toss(seed=3)})
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert report.kept == 2
+    reasons = {Path(s["file"]).name: s["reason"] for s in read_dataset(tmp_path / "out").skipped}
+    assert set(reasons) == {"toss_5.pt", "3.pt"}  # the README is no torch file: passed over
+    assert "not named N.pt" in reasons["toss_5.pt"] and "in a subfolder" in reasons["3.pt"]
+    _write_folder(tmp_path / "only", {"toss_5.pt": _toss(seed=5)})
+    with pytest.raises(CaptureError, match=r"no toss files \(N.pt\) found\n.*toss_5.pt.*not named N.pt"):
+        import_contactnets(tmp_path / "only", tmp_path / "out2", progress=False)

@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..errors import CaptureError, ConfigError
-from .report import ImportReport
+from .report import ImportReport, skipped_lines
 
 UPSTREAM = "https://github.com/DAIRLab/contact-nets"
 UPSTREAM_COMMIT = "c3dc21c"
@@ -47,6 +47,7 @@ CUBE_WIDTH_M = 0.1048
 DEFAULTS = {"dt": 1.0 / 148.0, "mass": 0.37, "mu": 0.18, "restitution": 0.125, "g": 9.81 / HALF_WIDTH_M, "inertia": None}
 N_COLUMNS = 19
 TOSS_FILE = re.compile(r"^(\d+)\.pt$")
+TORCH_SUFFIXES = (".pt", ".pth")  # a folder's torch files that are not N.pt are named among the skipped inputs
 EXPERIMENT = "experiment.json"
 # experiment.json keys -> (allowed range, what the value is); None values keep the default.
 PARAM_RANGES = {"dt": ((1e-5, 1.0), "time step, s"), "mass": ((1e-4, 1e3), "kg"), "mu": ((0.0, 10.0), "friction coefficient"),
@@ -63,6 +64,24 @@ class ExperimentFile:
 
     def __init__(self, name: str, raw: bytes):
         self.name, self.raw = name, raw
+
+
+class NotAToss:
+    """A torch file in a toss folder that is not read as a toss (``reason``): reported among the skipped inputs."""
+
+    def __init__(self, name: str, reason: str):
+        self.name, self.reason = name, reason
+
+
+def split_sources(items, report: ImportReport) -> tuple[list, ExperimentFile | None]:
+    """(the toss files sorted by toss number, the experiment file or None) of ``_sources``' items; the torch files
+    that are not read as tosses reported as skipped, each with its reason."""
+    for x in items:
+        if isinstance(x, NotAToss):
+            report.skip(CaptureError(x.reason, file=x.name, field="file"))
+    tosses = [x for x in items if not isinstance(x, (ExperimentFile, NotAToss))]
+    return (sorted(tosses, key=lambda x: (int(_toss_id(x[0])), x[0])),
+            next((x for x in items if isinstance(x, ExperimentFile)), None))
 
 
 def _read_tensor(raw: bytes, name: str, columns: int = N_COLUMNS) -> np.ndarray:
@@ -118,6 +137,10 @@ def _sources(src: str | Path):
         for p in sorted(folder.iterdir()):
             if TOSS_FILE.match(p.name):
                 yield str(p), _read_member(p)
+            elif p.suffix in TORCH_SUFFIXES and p.is_file():
+                yield NotAToss(str(p), "not named N.pt (N, the toss number, is its episode id): not read")
+        for p in sorted(q for q in folder.rglob("*") if q.parent != folder and q.suffix in TORCH_SUFFIXES):
+            yield NotAToss(str(p), "in a subfolder: a toss folder is read flat (import the subfolder itself)")
         for cand in (folder / EXPERIMENT, src / "data" / "params_processed" / EXPERIMENT):
             if cand.is_file():
                 try:
@@ -143,6 +166,8 @@ def source_fingerprint(src) -> str:
         h.update(str(src).encode())
         return h.hexdigest()
     for item in _sources(src):
+        if isinstance(item, NotAToss):  # not read, so not part of what was imported
+            continue
         name, raw = (item.name, item.raw) if isinstance(item, ExperimentFile) else item
         h.update(Path(name).name.encode() + b"\0")
         h.update(raw if isinstance(raw, bytes) else repr(raw).encode())
@@ -329,12 +354,10 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
                           key="rate_hz")
     report = ImportReport(out=Path(out))
     report.check_output(overwrite=overwrite)
-    items = list(_sources(src))
-    experiment = next((x for x in items if isinstance(x, ExperimentFile)), None)
+    tosses, experiment = split_sources(list(_sources(src)), report)
     params = _load_experiment(experiment)
-    tosses = sorted((x for x in items if not isinstance(x, ExperimentFile)), key=lambda x: (int(_toss_id(x[0])), x[0]))
     if not tosses:
-        raise CaptureError("no toss files (N.pt) found", file=src)
+        raise CaptureError("\n".join(["no toss files (N.pt) found"] + skipped_lines(report.skipped)), file=src)
     arrays = _read_tosses(tosses, report, progress=progress)
     check_dt(params, [a for _, _, a in arrays])
     episodes = []

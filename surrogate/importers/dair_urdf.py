@@ -22,9 +22,9 @@ import numpy as np
 
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..errors import AssetError, CaptureError
-from .contactnets import ExperimentFile, _read_tosses, _sources, _toss_id, check_dt
+from .contactnets import _read_tosses, _sources, check_dt, split_sources
 from .floor_check import floor_warnings
-from .report import ImportReport
+from .report import ImportReport, skipped_lines
 
 UPSTREAM = "https://github.com/DAIRLab/dair_pll"
 UPSTREAM_REF = "branch ebianchi/downstream @ b5d0a2f, assets/contactnets_elbow"
@@ -100,10 +100,9 @@ def import_urdf_tosses(src, out, urdf, *, overwrite: bool = False, progress: boo
                            "of a rigid object, which this importer does not take (the ContactNets cube imports "
                            "without --urdf)", file=urdf, field="joint")
     spec = object_spec(art)
-    items = [x for x in _sources(src) if not isinstance(x, ExperimentFile)]
-    tosses = sorted(items, key=lambda x: (int(_toss_id(x[0])), x[0]))
+    tosses = split_sources(list(_sources(src)), report)[0]
     if not tosses:
-        raise CaptureError("no toss files (N.pt) found", file=src)
+        raise CaptureError("\n".join(["no toss files (N.pt) found"] + skipped_lines(report.skipped)), file=src)
     arrays = _read_tosses(tosses, report, progress=progress, columns=13 + 2 * J)
     dt = 1.0 / float(rate_hz)
     if not (math.isfinite(dt) and dt > 0):
