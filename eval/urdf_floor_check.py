@@ -43,8 +43,8 @@ def variants(urdf: Path) -> dict[str, str]:
 
     def mirror_child(t: str) -> str:  # the child link's shapes and mass on the other side of its frame
         link = re.search(rf'<link name="{child}">.*?</link>', t, re.S).group(0)
-        return t.replace(link, re.sub(r'xyz="(-?)([0-9.]+) ', lambda m: f'xyz="{"" if m.group(1) else "-"}{m.group(2)} ',
-                                      link))
+        flip_x = lambda m: f'xyz="{"" if m.group(1) else "-"}{m.group(2)} '  # noqa: E731
+        return t.replace(link, re.sub(r'xyz="(-?)([0-9.]+) ', flip_x, link))
     return {"axis flipped": edit(flip),
             "zero turned by pi": edit(joint.replace(origin.group(0), origin.group(0).replace(
                 f'rpy="{origin.group(2)}"', f'rpy="{rpy}"'))),

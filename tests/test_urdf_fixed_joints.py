@@ -55,8 +55,8 @@ def test_links_welded_by_fixed_joints_are_the_rigid_object_their_shapes_make(tmp
 
 
 def test_a_rigid_object_with_a_movable_joint_is_refused_by_name(tmp_path):
-    hinged = urdf(tmp_path, "hinged", link("a", mass=0.3, box="0.1 0.04 0.04"), link("b", mass=0.2, box="0.1 0.04 0.04"),
-                  joint("hinge", "revolute", "a", "b", xyz="0.1 0 0"))
+    hinged = urdf(tmp_path, "hinged", link("a", mass=0.3, box="0.1 0.04 0.04"),
+                  link("b", mass=0.2, box="0.1 0.04 0.04"), joint("hinge", "revolute", "a", "b", xyz="0.1 0 0"))
     with pytest.raises(AssetError, match="load_articulation") as e:
         load_urdf_object(hinged)
     assert e.value.location.field == "joint[hinge].type"
@@ -67,7 +67,8 @@ def test_a_rigid_object_with_a_movable_joint_is_refused_by_name(tmp_path):
 
 
 def test_an_articulation_welds_fixed_links_and_keeps_its_kinematics(tmp_path):
-    path = urdf(tmp_path, "arm", link("base", mass=0.4, box="0.1 0.1 0.02"), link("mount", mass=0.1, box="0.02 0.02 0.05"),
+    path = urdf(tmp_path, "arm", link("base", mass=0.4, box="0.1 0.1 0.02"),
+                link("mount", mass=0.1, box="0.02 0.02 0.05"),
                 link("tip", mass=0.2, box="0.08 0.02 0.02", xyz="0.04 0 0"), link("tip_marker"),
                 joint("weld", "fixed", "base", "mount", xyz="0.03 -0.02 0.035", rpy="0.3 0 0.5"),
                 joint("hinge", "revolute", "mount", "tip", xyz="0 0 0.03", rpy="0 0.2 0", axis="0 1 0"),

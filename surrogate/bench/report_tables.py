@@ -303,8 +303,10 @@ def articulated_lines(ledger) -> list[str]:
                     out.append(f"| {n} | {d['metric']} | {d['vs']} | {signed_interval(d['mean'], d['ci95'])} |")
     floor = ledger.get("data", {}).get("floor_warnings")
     if floor:  # importers.floor_check: the URDF may not be the tossed object's
-        out += ["", "**Warning: the object's links sink into the floor on the test tosses** (the URDF or the joint "
-                    "columns' convention may not be the recording's; `surrogate/importers/floor_check.py`):", ""]
+        out += ["", "**Warning: the object's links sink into the floor on the test tosses** (in many tosses: the URDF "
+                    "or the joint columns' convention is not the recording's, and every row was scored against another "
+                    "object than the one tossed; in a few: tracking glitches; `surrogate/importers/floor_check.py`):",
+                ""]
         out += [f"- {w}" for w in floor]
     return out
 
