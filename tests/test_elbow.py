@@ -227,3 +227,20 @@ def test_tosses_of_a_urdf_without_joints_are_refused_by_name(tmp_path, capsys):
     assert main(["import", "contactnets", str(src), "--urdf", str(urdf), "--out", str(tmp_path / "ds"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "box.urdf" in err and "no movable joint" in err and not (tmp_path / "ds").exists()
+
+
+def test_a_toss_held_past_the_frames_searched_is_scored_from_its_start_and_named():
+    if not URDF.exists():
+        pytest.skip(f"sample data {URDF} is absent")
+    from surrogate.bench.elbow_real import from_flight_start
+    from surrogate.bench.report_tables import articulated_lines
+
+    cfg = {"free_flight": {"window": 7, "tol_ms2": 6.0, "max_start": 20}}
+    released, held = from_flight_start([_toss_episode(8, T=60), _toss_episode(30, T=60)], cfg)
+    assert released.labels["free_flight_start"] in (7, 8) and not released.labels["no_free_flight"]
+    assert held.labels["free_flight_start"] == 0 and held.labels["no_free_flight"] and held.num_frames == 60
+    summary = {"mean": 1.0, "mean_ci95": [0.5, 1.5], "median": 1.0, "n": 2}
+    row = {"overall": {"pos_pct_size": summary, "joint_deg": summary, "horizons_joint_deg": {},
+                       "links": {"elbow_1": {"pos_pct_size": summary, "rot_deg": summary}}}}
+    text = "\n".join(articulated_lines({"models": {"surrogate": row}, "data": {"no_free_flight": ["e"]}}))
+    assert "1 test toss(es) without a free-flight start" in text and "first frame" in text

@@ -192,6 +192,7 @@ def test_elbow_real_takes_other_elbow_test_data(tmp_path):
     assert led["models"]["surrogate"]["status"] == "not evaluated"  # no --checkpoint
     assert not [k for k in raw["models"] if k.startswith("analytic_identified_elbow")]  # few_shot.sizes=[]
     assert "floor_warnings" not in raw["data"]  # the shared URDF describes the tossed elbow
+    assert "no_free_flight" not in raw["data"]  # every shared toss is in free flight within the frames searched
     # the same tosses imported with a URDF whose hinge turns the other way: scored as given, and warned about
     flipped = tmp_path / "flipped.urdf"
     flipped.write_text((ELBOW / "contactnets_elbow.urdf").read_text().replace('<axis xyz="0 1 0" />',

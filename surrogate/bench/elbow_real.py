@@ -67,9 +67,11 @@ TEXT = {"nominal": "MuJoCo analytic contact with the URDF's nominal friction and
 
 def from_free_flight(ep, est: dict):
     """``ep`` from its free-flight start (``free_flight_start``) on (all of it for a clean start); the start frame is
-    kept in ``labels["free_flight_start"]``."""
+    kept in ``labels["free_flight_start"]``, and ``labels["no_free_flight"]`` is True where no window of the frames
+    searched was free flight (the toss is then scored from its first frame, which may still be in the hand)."""
     s = int(est["start"])
-    return toss_stretch(ep, s, labels={"free_flight_start": s, "start_accel_dev_ms2": est["accel_dev0"]})
+    return toss_stretch(ep, s, labels={"free_flight_start": s, "start_accel_dev_ms2": est["accel_dev0"],
+                                       "no_free_flight": not est["free"]})
 
 
 def _articulated(tds, kept) -> None:
@@ -220,6 +222,12 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                  "not_free_at_start": sum(1 for v in starts.values() if v)}
     if test_info is not None:
         data_info["test_data"] = test_info
+    held = [e.episode_id for e in test if e.labels["no_free_flight"]]
+    if held:  # scored from a first frame that may still be in the hand: every row alike, but not a toss's start
+        data_info["no_free_flight"] = held
+        logger.warning("elbow-real: no free flight found within free_flight.max_start=%s frames of %d test toss(es), "
+                       "scored from their first frame: %s", cfg.get("free_flight", {}).get("max_start", 20),
+                       len(held), ", ".join(map(str, held)))
     floor = episode_warnings(test)
     if floor:  # the URDF is not the tossed object's: every row is scored against another object than the one tossed
         data_info["floor_warnings"] = floor

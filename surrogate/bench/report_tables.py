@@ -301,6 +301,11 @@ def articulated_lines(ledger) -> list[str]:
             for d in p:
                 if d.get("n"):
                     out.append(f"| {n} | {d['metric']} | {d['vs']} | {signed_interval(d['mean'], d['ci95'])} |")
+    held = ledger.get("data", {}).get("no_free_flight")
+    if held:  # elbow_real.from_free_flight: no free-flight window found in the frames searched
+        out += ["", f"**{len(held)} test toss(es) without a free-flight start** within the frames searched "
+                    f"(`free_flight.max_start`), scored from their first frame, which may still be in the hand: "
+                    + ", ".join(map(str, held))]
     floor = ledger.get("data", {}).get("floor_warnings")
     if floor:  # importers.floor_check: the URDF may not be the tossed object's
         out += ["", "**Warning: the object's links sink into the floor on the test tosses** (in many tosses: the URDF "
