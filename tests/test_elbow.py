@@ -229,9 +229,8 @@ def test_tosses_of_a_urdf_without_joints_are_refused_by_name(tmp_path, capsys):
     assert "box.urdf" in err and "no movable joint" in err and not (tmp_path / "ds").exists()
 
 
+@needs_shared("contactnets_elbow")
 def test_a_toss_held_past_the_frames_searched_is_scored_from_its_start_and_named():
-    if not URDF.exists():
-        pytest.skip(f"sample data {URDF} is absent")
     from surrogate.bench.elbow_real import from_flight_start
     from surrogate.bench.report_tables import articulated_lines
 
