@@ -1,0 +1,43 @@
+"""``surrogate.background``: a job in a process of its own beside the caller (the main job's cube-real stage)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from surrogate import background
+
+
+def test_a_job_beside_returns_its_result_and_its_output_goes_to_its_log(tmp_path):
+    job = background.start("json:dumps", {"obj": [1, 2.5]}, log=tmp_path / "job.log", result=tmp_path / "job.json")
+    assert background.pid(job) > 0
+    got = background.join(job)
+    assert got["result"] == "[1, 2.5]" and got["wall_s"] >= 0.0
+    assert (tmp_path / "job.log").is_file()
+
+
+def test_a_failed_job_is_one_error_naming_the_job_its_reason_and_its_log(tmp_path):
+    absent = tmp_path / "no_such_dataset"
+    job = background.start("surrogate.inspect:summarize", {"root": str(absent)}, log=tmp_path / "job.log",
+                           result=tmp_path / "job.json")
+    with pytest.raises(background.BackgroundError) as e:
+        background.join(job)
+    msg = str(e.value)
+    assert "surrogate.inspect:summarize" in msg and str(tmp_path / "job.log") in msg and "no_such_dataset" in msg
+
+
+def test_a_result_left_by_an_earlier_run_does_not_pass_for_a_job_that_died(tmp_path):
+    (tmp_path / "job.json").write_text('{"result": "stale"}')
+    job = background.start("os:_exit", {"status": 3}, log=tmp_path / "job.log", result=tmp_path / "job.json")
+    with pytest.raises(background.BackgroundError, match="without a result .exit code 3"):
+        background.join(job)
+
+
+def test_stopping_a_job_ends_its_process(tmp_path):
+    job = background.start("subprocess:call", {"args": ["sleep", "30"]}, log=tmp_path / "job.log",
+                           result=tmp_path / "job.json")
+    t0 = time.time()
+    background.stop(job)
+    assert job["proc"].returncode is not None and time.time() - t0 < 20
+    assert not (tmp_path / "job.json").exists()
