@@ -7,6 +7,7 @@ other instead of following them. The job is a fresh interpreter (``python -m sur
 process that holds MuJoCo and torch state and a pool's threads, so its result is the one it gives in the caller's
 process. It is a ``subprocess`` child, which only ``join`` or ``stop`` waits for: its CPU time reaches the caller's
 ``RUSAGE_CHILDREN`` there and nowhere else (a ``multiprocessing`` child would be reaped by whichever pool starts next).
+On Linux the job ends with its caller, even one killed with SIGKILL (``_end_with_caller``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 from .atomic import write_json_atomic
 from .errors import SurrogateError
 
+PARENT_ENV = "SURROGATE_BACKGROUND_PARENT"  # the caller's pid, for the job to end with it
+
 
 class BackgroundError(SurrogateError):
     """A job run beside the caller failed; the message names the job, its error and its log."""
@@ -38,7 +41,8 @@ def start(target: str, kwargs: dict, *, log: Path, result: Path) -> dict:
     with open(log, "w") as f:
         proc = subprocess.Popen([sys.executable, "-m", "surrogate.background", target, json.dumps(kwargs), str(result)],
                                 stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})  # the log readable as it runs
+                                env={**os.environ, "PYTHONUNBUFFERED": "1",  # the log readable as it runs
+                                     PARENT_ENV: str(os.getpid())})
     return {"proc": proc, "target": target, "log": log, "result": result}
 
 
@@ -73,7 +77,26 @@ def stop(handle: dict) -> None:
             proc.wait()
 
 
+def _end_with_caller(caller: int) -> None:
+    """On Linux, have the kernel end this job when its caller dies (``PR_SET_PDEATHSIG``): a main job killed with
+    SIGKILL, whose ``stop`` never runs, must not leave its benchmark writing into a folder that a rerun reuses.
+    Elsewhere nothing (the job then runs to its end)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # no prctl in this C library: run to the end
+        return
+    if os.getppid() != caller:  # the caller died before the line above armed it
+        os._exit(1)
+
+
 def _main(target: str, kwargs: str, result: str) -> int:
+    if os.environ.get(PARENT_ENV, "").isdigit():
+        _end_with_caller(int(os.environ[PARENT_ENV]))
     handler = logging.StreamHandler(sys.stderr)  # the package's progress notes, as the command line shows them
     handler.setFormatter(logging.Formatter("%(message)s"))
     logging.getLogger("surrogate").addHandler(handler)

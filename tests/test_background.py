@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +44,33 @@ def test_stopping_a_job_ends_its_process(tmp_path):
     background.stop(job)
     assert job["proc"].returncode is not None and time.time() - t0 < 20
     assert not (tmp_path / "job.json").exists()
+
+
+def _ended(pid: int) -> bool:
+    """The process has exited (gone, or a zombie its new parent has not reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] == "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_job_ends_when_its_caller_is_killed_without_a_chance_to_stop_it(tmp_path):
+    caller = subprocess.Popen([sys.executable, "-c", f"""
+import time
+from surrogate import background
+job = background.start("subprocess:call", {{"args": ["sleep", "20"]}}, log={str(tmp_path / "job.log")!r},
+                       result={str(tmp_path / "job.json")!r})
+print(background.pid(job), flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    job = int(caller.stdout.readline())
+    time.sleep(1.0)  # the job is running its function
+    assert not _ended(job)
+    caller.kill()  # SIGKILL: no finally, no stop()
+    caller.wait()
+    deadline = time.time() + 15
+    while not _ended(job) and time.time() < deadline:
+        time.sleep(0.1)
+    assert _ended(job)
