@@ -33,9 +33,9 @@ class BackgroundError(SurrogateError):
 
 
 def start(target: str, kwargs: dict, *, log: Path, result: Path) -> dict:
-    """Run ``module:function`` (``target``, a function of this package) with the JSON ``kwargs`` in a process of its own;
-    its stdout and stderr go to ``log``, its return value (JSON) to ``result`` (both replaced). Returns a handle for
-    ``join``, ``stop`` and ``pid``."""
+    """Run ``module:function`` (``target``, importable in a fresh interpreter) with the JSON ``kwargs`` in a process of
+    its own; its stdout and stderr go to ``log``, its return value (JSON) to ``result`` (both replaced). Returns a
+    handle for ``join``, ``stop`` and ``pid``."""
     log, result = Path(log), Path(result)
     result.unlink(missing_ok=True)  # a result from an earlier run must not pass for this one's
     with open(log, "w") as f:

@@ -341,7 +341,7 @@ def _quickstart(out: Path, *, rig_episodes, workers, epochs, bench_overrides, ri
          cube),
     )
     try:
-        for key, title, run in stages:  # each stage's wall and CPU time printed and kept: where the main job's minutes go
+        for key, title, run in stages:  # each stage's wall and CPU time printed and kept: where the minutes go
             if key == "train" and workers > 1:
                 log = out / "bench_cube_real.log"
                 beside["job"] = background.start("surrogate.quickstart:cube_job", {"out": str(out), "overrides":

@@ -91,6 +91,8 @@ def test_unknown_family_is_a_clear_error(capsys):
 
 
 def test_quickstart_runs_every_stage(tmp_path):
+    from surrogate.quickstart import _cpu_s
+
     tiny = ["data.n_test=4", "data.train_sizes=[8]", "baselines.identified.sizes=[8]", "baselines.identified.maxiter=1",
             "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.randomized.n=2"]
     sets = '{heldout_families: {objects: heldout, episodes: 1, seed: 1}, meshes: {objects: "${SURROGATE_DATA}/ycb_sample/ycb", episodes: 1, seed: 2}}'
@@ -101,8 +103,6 @@ def test_quickstart_runs_every_stage(tmp_path):
     tiny, rig_tiny = tiny + tiny_video, rig_tiny + tiny_video
     # two workers, as the main job runs: stage 7 runs beside stages 5-6 in a process of its own (``background``)
     args = ["quickstart", "--out", str(tmp_path / "qs"), "--rig-episodes", "5", "--epochs", "1", "--workers", "2"]
-    from surrogate.quickstart import _cpu_s
-
     cpu_before = _cpu_s()
     assert main(args + [f"--set={o}" for o in tiny] + [f"--rig-set={o}" for o in rig_tiny]) == 0
     cpu_used = _cpu_s() - cpu_before
