@@ -325,8 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "an earlier quickstart's, whose folders are replaced")
     c.add_argument("--rig-episodes", type=int, default=60, help="grasp episodes the rig generates for training (default 60)")
     c.add_argument("--epochs", type=int, default=1, help="epochs of the surrogate's prior law (default 1; then one of its network corrections)")
-    c.add_argument("--workers", type=int, default=2, help="parallel workers for generation and the rig-grasp "
-                                                           "benchmark's tasks (processes; default 2)")
+    c.add_argument("--workers", type=int, default=2, help="parallel workers for generation and the rig-grasp bench's "
+                   "tasks (processes; default 2); with 2 or more the cube-real stage runs beside training")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a value of the cube-real-small suite")
     c.add_argument("--rig-set", action="append", metavar="KEY=VALUE", help="override a value of the rig-grasp-small suite")
     c.add_argument("--verbose", action="store_true", help="show every third-party warning (MuJoCo, trimesh, Lightning)")
