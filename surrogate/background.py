@@ -7,7 +7,7 @@ other instead of following them. The job is a fresh interpreter (``python -m sur
 process that holds MuJoCo and torch state and a pool's threads, so its result is the one it gives in the caller's
 process. It is a ``subprocess`` child, which only ``join`` or ``stop`` waits for: its CPU time reaches the caller's
 ``RUSAGE_CHILDREN`` there and nowhere else (a ``multiprocessing`` child would be reaped by whichever pool starts next).
-On Linux the job ends with its caller, even one killed with SIGKILL (``_end_with_caller``).
+The job ends with its caller, even one killed with SIGKILL (``_end_with_caller``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -78,20 +79,15 @@ def stop(handle: dict) -> None:
 
 
 def _end_with_caller(caller: int) -> None:
-    """On Linux, have the kernel end this job when its caller dies (``PR_SET_PDEATHSIG``): a main job killed with
-    SIGKILL, whose ``stop`` never runs, must not leave its benchmark writing into a folder that a rerun reuses.
-    Elsewhere nothing (the job then runs to its end)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # no prctl in this C library: run to the end
-        return
-    if os.getppid() != caller:  # the caller died before the line above armed it
+    """End this job when its caller dies: a main job killed with SIGKILL, whose ``stop`` never runs, must not leave its
+    benchmark writing into a folder that a rerun reuses. A daemon thread watches the parent's pid, which turns into
+    another process's (init's or a subreaper's) when the caller dies, also where it died before the thread started."""
+    def watch():
+        while os.getppid() == caller:
+            time.sleep(0.5)
         os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-caller", daemon=True).start()
 
 
 def _main(target: str, kwargs: str, result: str) -> int:

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..capture import dataset_hash
 from ..errors import ConfigError
-from ..estimate import free_flight_start
+from ..estimate import FREE_FLIGHT_MAX_START, free_flight_start
 from ..importers.floor_check import episode_warnings
 from ..metrics import paired_difference
 from ..parallel import Executor
@@ -101,7 +101,7 @@ def from_flight_start(episodes, cfg: dict) -> list:
     ``free_flight`` settings): how the suite scores its test tosses and trains its few-shot rows."""
     ff = cfg.get("free_flight", {})
     kw = {"window": int(ff.get("window", 7)), "tol": float(ff.get("tol_ms2", 6.0)),
-          "max_start": int(ff.get("max_start", 20))}
+          "max_start": int(ff.get("max_start", FREE_FLIGHT_MAX_START))}
     return [from_free_flight(e, free_flight_start(e, **kw)) for e in episodes]
 
 
@@ -225,9 +225,9 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     held = [e.episode_id for e in test if e.labels["no_free_flight"]]
     if held:  # scored from a first frame that may still be in the hand: every row alike, but not a toss's start
         data_info["no_free_flight"] = held
+        searched = cfg.get("free_flight", {}).get("max_start", FREE_FLIGHT_MAX_START)
         logger.warning("elbow-real: no free flight found within free_flight.max_start=%s frames of %d test toss(es), "
-                       "scored from their first frame: %s", cfg.get("free_flight", {}).get("max_start", 20),
-                       len(held), ", ".join(map(str, held)))
+                       "scored from their first frame: %s", searched, len(held), ", ".join(map(str, held)))
     floor = episode_warnings(test)
     if floor:  # the URDF is not the tossed object's: every row is scored against another object than the one tossed
         data_info["floor_warnings"] = floor
