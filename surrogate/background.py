@@ -7,7 +7,7 @@ other instead of following them. The job is a fresh interpreter (``python -m sur
 process that holds MuJoCo and torch state and a pool's threads, so its result is the one it gives in the caller's
 process. It is a ``subprocess`` child, which only ``join`` or ``stop`` waits for: its CPU time reaches the caller's
 ``RUSAGE_CHILDREN`` there and nowhere else (a ``multiprocessing`` child would be reaped by whichever pool starts next).
-The job ends with its caller, even one killed with SIGKILL (``_end_with_caller``).
+The job ends with its caller, even one killed with SIGKILL (``parallel.end_with``).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
 
 from .atomic import write_json_atomic
 from .errors import SurrogateError
+from .parallel import end_with
 
 PARENT_ENV = "SURROGATE_BACKGROUND_PARENT"  # the caller's pid, for the job to end with it
 
@@ -78,21 +78,9 @@ def stop(handle: dict) -> None:
             proc.wait()
 
 
-def _end_with_caller(caller: int) -> None:
-    """End this job when its caller dies: a main job killed with SIGKILL, whose ``stop`` never runs, must not leave its
-    benchmark writing into a folder that a rerun reuses. A daemon thread watches the parent's pid, which turns into
-    another process's (init's or a subreaper's) when the caller dies, also where it died before the thread started."""
-    def watch():
-        while os.getppid() == caller:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="end-with-caller", daemon=True).start()
-
-
 def _main(target: str, kwargs: str, result: str) -> int:
-    if os.environ.get(PARENT_ENV, "").isdigit():
-        _end_with_caller(int(os.environ[PARENT_ENV]))
+    if os.environ.get(PARENT_ENV, "").isdigit():  # a caller killed with SIGKILL never stops its job: end with it
+        end_with(int(os.environ[PARENT_ENV]))
     handler = logging.StreamHandler(sys.stderr)  # the package's progress notes, as the command line shows them
     handler.setFormatter(logging.Formatter("%(message)s"))
     logging.getLogger("surrogate").addHandler(handler)

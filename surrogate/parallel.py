@@ -27,11 +27,13 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from .atomic import pid_alive
 from .errors import ConfigError
 
 BACKENDS = ("local", "process", "ray")
@@ -96,6 +98,19 @@ def map_large_blocks(threshold: int = 4 << 20) -> None:
 
 def _call(fn, common, item):
     return fn(common, item)
+
+
+def end_with(pid: int, poll_s: float = 0.5) -> None:
+    """End this process as soon as process ``pid`` is gone (``atomic.pid_alive``; a daemon thread polls it every
+    ``poll_s`` s): a worker or a job whose run was killed, even with SIGKILL, must not go on writing into that run's
+    output. Polling tells where a closed pipe or ``PR_SET_PDEATHSIG`` would not (a forkserver's children, whose parent
+    is not the run) and on any POSIX system."""
+    def watch():
+        while pid_alive(pid):
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name=f"end-with-{pid}", daemon=True).start()
 
 
 def one_thread() -> None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from surrogate import background
+from surrogate.atomic import pid_alive
 
 
 def test_a_job_beside_returns_its_result_and_its_output_goes_to_its_log(tmp_path):
@@ -47,21 +46,6 @@ def test_stopping_a_job_ends_its_process(tmp_path):
     assert not (tmp_path / "job.json").exists()
 
 
-def _ended(pid: int) -> bool:
-    """The process has exited (gone, or a zombie its new parent has not reaped yet)."""
-    if not Path("/proc").is_dir():  # no /proc: a zombie is reaped by the system's init at once
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2] == "Z"
-
-
 def test_a_job_ends_when_its_caller_is_killed_without_a_chance_to_stop_it(tmp_path):
     caller = subprocess.Popen([sys.executable, "-c", f"""
 import time
@@ -73,10 +57,10 @@ time.sleep(60)
 """], stdout=subprocess.PIPE, text=True)
     job = int(caller.stdout.readline())
     time.sleep(1.0)  # the job is running its function
-    assert not _ended(job)
+    assert pid_alive(job)
     caller.kill()  # SIGKILL: no finally, no stop()
     caller.wait()
     deadline = time.time() + 15
-    while not _ended(job) and time.time() < deadline:
+    while pid_alive(job) and time.time() < deadline:
         time.sleep(0.1)
-    assert _ended(job)
+    assert not pid_alive(job)

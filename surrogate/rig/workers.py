@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from ..atomic import pid_alive
 from ..capture.validate import validate_episode
-from ..parallel import one_thread, ray_session
+from ..parallel import end_with, one_thread, ray_session
 from .plan import EpisodePlan
 from .recorder import contact_region_seeds, record, recorder_rng
 from .shards import shard_path, write_shard
@@ -36,18 +34,11 @@ def _init_worker(cfg, objects, simulate_fn, parts, duration, regions, run=None) 
                   run=run)
 
 
-def _watch_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
-    """Exit this process as soon as ``parent_pid`` is gone (runs in a daemon thread)."""
-    while pid_alive(parent_pid):
-        time.sleep(poll_s)
-    os._exit(1)
-
-
 def _init_pool_worker(parent_pid, *init_args) -> None:
     """Pool initializer: the usual state, plus a watchdog that ends this worker when the run
     that started it dies. Pool workers are children of the forkserver, not of the run, so
-    neither a closed pipe nor PR_SET_PDEATHSIG would tell them; polling the run's PID does."""
-    threading.Thread(target=_watch_parent, args=(int(parent_pid),), name="parent-watchdog", daemon=True).start()
+    neither a closed pipe nor PR_SET_PDEATHSIG would tell them; polling the run's PID does (``parallel.end_with``)."""
+    end_with(int(parent_pid), PARENT_POLL_S)
     _init_worker(*init_args)
 
 
