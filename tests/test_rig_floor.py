@@ -178,3 +178,50 @@ def test_by_source_skips_a_source_whose_effect_is_off():
     assert all(source_enabled(cfg, s) for s in SOURCES)
     v1 = load_config(str(config_dir() / "rig" / "v1.yaml"))  # v1: none of the fingertip effects
     assert not source_enabled(v1, "fingertips") and source_enabled(v1, "surface")
+
+
+class _KeptPredictions:
+    """The suite's scorer as far as the floor uses it: it keeps the predictions it is given, in order."""
+
+    def __init__(self):
+        self.given = []
+
+    def score(self, preds):
+        self.given.append(dict(preds))
+        return [{"unstable": False} for _ in preds]
+
+    def metrics(self, scores):
+        return {}
+
+    def coverage(self, members):
+        return 0.0
+
+    def ensemble(self, scores):
+        return scores[0]
+
+
+def test_the_exact_row_reads_the_state_the_rig_recorded_and_simulates_only_what_lacks_it(captured):
+    """``rig_exact`` from the capture's ``truth.*`` (no simulation) equals the episode simulated again to the float32
+    it is stored in; an episode without it (another source) is simulated again as before."""
+    from surrogate.bench.rig_floor import EXACT_ROW, floor_rows, recorded_truths, truth_prediction
+    from surrogate.parallel import Executor
+
+    ds, ep = captured
+    replay = prepare_replay(ep, ds.meta, substeps=4, margin=0.005)
+    key = f"heldout/{ep.episode_id}"
+    truths = recorded_truths({"heldout": ds})
+    assert set(truths) == {key} and truth_prediction(replay, ds.meta, {}) is None
+    ex = Executor(progress=False)
+    ex.share(("test", key), replay)
+    test, sim = [(key, ep, ds.meta)], {"substeps": 4, "margin": 0.005}
+    rows = {}
+    for name, given in (("recorded", truths), ("simulated", None)):
+        kept = _KeptPredictions()
+        rows[name] = floor_rows(ex, test, rig={"config": None, "overrides": ()}, redraws=1, sim=sim, scorer=kept,
+                                replays={key: replay}, truths=given)
+        rows[name]["exact"] = kept.given[0][key]
+    assert rows["recorded"][EXACT_ROW]["simulated_again"] == 0 and rows["simulated"][EXACT_ROW]["simulated_again"] == 1
+    (q0, f0), (q1, f1) = rows["recorded"]["exact"], rows["simulated"]["exact"]
+    np.testing.assert_allclose(q0, q1, atol=1e-6)
+    np.testing.assert_allclose(f0, f1, atol=1e-4)
+    assert np.array_equal(q0, truth_prediction(replay, ds.meta, ep.truth)[0])

@@ -9,8 +9,9 @@ seed and script, so the same commands) with those values redrawn (``redraw=k``, 
 by ``k + 1``), ``redraws`` times, and the exact trajectories are scored against the recording with the suite's own
 scorer, as a model's replay is. Three rows:
 
-- ``rig_exact``: each episode simulated again with its own values (no redraw): a model that knows everything the rig
-  drew; what is left is the recording's own noise (the sensors' pathologies);
+- ``rig_exact``: each episode's exact state as the rig recorded it beside the capture (its ``truth.*`` features: the
+  object pose, hand joints and pad forces before any sensor), else simulated again with its own values (no redraw):
+  a model that knows everything the rig drew; what is left is the recording's own noise (the sensors' pathologies);
 
 - ``rig_redrawn``, an ensemble (``rows.ensemble_scored``: per episode the expected error of one redraw, as
   ``analytic_randomized``): a perfect simulator of the rig that does not know the episode's hidden values, one draw;
@@ -73,30 +74,71 @@ def redrawn_config(rig_cfg: dict, k: int) -> dict:
     return out
 
 
-def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(qpos [F, nq], pad forces [F, S, 3])`` of a rig trace of the replay's episode, as a model's replay gives
-    them: the exact object pose and hand joints as scene ``qpos``; the exact force on each sensed pad (sensor frame).
+def exact_prediction(replay, meta, *, object_pose, joint_names, joint_pos, sensor_names, pad_wrench
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(qpos [F, nq], pad forces [F, S, 3])`` of the replay's episode from the rig's exact state, as a model's replay
+    gives them: ``object_pose`` [F, 7] and the hand joints ``joint_pos`` [F, J] (columns ``joint_names``) as scene
+    ``qpos``; the force part of ``pad_wrench`` [F, S', 6] (sensor frame, columns ``sensor_names``) on each sensed pad.
 
-    Raises ValueError when the trace does not have the episode's frames."""
+    Raises ValueError when the state does not have the episode's frames."""
     ep = replay.episode
+    if len(object_pose) != ep.num_frames:
+        raise ValueError(f"episode {ep.episode_id}: the rig trace has {len(object_pose)} frames, the capture "
+                         f"{ep.num_frames}")
+    names = list(joint_names)
+    joints = None if ep.joint_pos is None else np.asarray(joint_pos, dtype=float)[:, [names.index(n) for n in
+                                                                                       meta.joint_names or ()]]
+    q = scene_qpos(replay, np.asarray(object_pose, dtype=float), joints)
+    if not replay.sensors:
+        return q, None
+    sensors = list(sensor_names)
+    cols = [sensors.index(meta.wrench_sensors[c]) for c, _, _ in replay.sensors]
+    return q, np.asarray(pad_wrench, dtype=float)[:, cols, :3]
+
+
+def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None]:
+    """``exact_prediction`` of a rig trace (``rig.trace.RigTrace``) of the replay's episode, simulated again.
+
+    Raises ValueError when the trace does not have the episode's frames or its commands are not the capture's."""
+    ep = replay.episode
+    names = list(trace.joint_names)
+    joint_cols = [names.index(n) for n in meta.joint_names or ()]
     if len(trace.times) != ep.num_frames:
         raise ValueError(f"episode {ep.episode_id}: the rig trace has {len(trace.times)} frames, the capture "
                          f"{ep.num_frames}")
-    names = list(trace.joint_names)
-    joint_cols = [names.index(n) for n in meta.joint_names or ()]
     if ep.joint_cmd is not None and joint_cols:  # the capture stores float32 commands
         off = float(np.max(np.abs(np.asarray(trace.joint_cmd, dtype=float)[:, joint_cols] - ep.joint_cmd), initial=0.0))
         if off > 1e-5:
             raise ValueError(f"episode {ep.episode_id}: the rig's commands for its seed differ from the capture's by "
                              f"up to {off:.3g} (recorded by another version of the rig)")
-    jp = np.asarray(trace.joint_pos, dtype=float)
-    joints = None if ep.joint_pos is None else jp[:, joint_cols]
-    q = scene_qpos(replay, np.asarray(trace.object_pose, dtype=float), joints)
-    if not replay.sensors:
-        return q, None
-    sensors = list(trace.sensor_names)
-    cols = [sensors.index(meta.wrench_sensors[c]) for c, _, _ in replay.sensors]
-    return q, np.asarray(trace.pad_wrench, dtype=float)[:, cols, :3]
+    return exact_prediction(replay, meta, object_pose=trace.object_pose, joint_names=trace.joint_names,
+                            joint_pos=trace.joint_pos, sensor_names=trace.sensor_names, pad_wrench=trace.pad_wrench)
+
+
+TRUTH_KEYS = ("object_pose", "joint_pos", "pad_wrench")  # the ``truth.*`` features the exact row reads
+
+
+def truth_prediction(replay, meta, truth: dict) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """``exact_prediction`` from the exact state the rig recorded beside the capture (``Episode.truth``: float32, the
+    rig's own trace to about 1e-7 m), or None when the episode does not hold it (another source, or another layout:
+    its joints or pads are not the dataset's columns)."""
+    if not all(k in truth for k in TRUTH_KEYS):
+        return None
+    jp, pw = np.asarray(truth["joint_pos"]), np.asarray(truth["pad_wrench"])
+    joints, sensors = list(meta.joint_names or ()), list(meta.wrench_sensors or ())
+    if jp.ndim != 2 or jp.shape[1] != len(joints) or pw.ndim != 3 or pw.shape[1:] != (len(sensors), 6):
+        return None
+    return exact_prediction(replay, meta, object_pose=truth["object_pose"], joint_names=joints, joint_pos=jp,
+                            sensor_names=sensors, pad_wrench=pw)
+
+
+def recorded_truths(sets: dict) -> dict:
+    """{``set/episode id``: ``Episode.truth``} of the test sets ({set name: ``CaptureDataset``}), read again with the
+    evaluation-only ``truth.*`` features (the suite reads its test episodes without them)."""
+    from ..capture import read_dataset
+
+    return {f"{name}/{e.episode_id}": e.truth for name, ds in sets.items()
+            for e in read_dataset(ds.root, include_truth=True).episodes}
 
 
 def _floor_task(common: dict, item) -> tuple:
@@ -139,13 +181,14 @@ def unavailable(test: list, rig_cfg_hash: str) -> str | None:
 
 
 def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, scorer, replays: dict,
-               by_source: bool = False) -> dict:
+               by_source: bool = False, truths: dict | None = None) -> dict:
     """The ledger rows {``rig_exact``, ``rig_redrawn``, ``rig_redrawn_medoid`` (3 redraws or more)}: every test episode
     simulated again with its own values and ``redraws`` times redrawn; or {``rig_redrawn``: a ``not evaluated`` row
     saying why}; with ``by_source``, also
     ``rig_redrawn_only_<source>`` for each of ``SOURCES`` redrawn alone (the others the episode's own): which hidden
     value the floor comes from. ``rig``: the suite's ``rig_data.rig_settings`` (config path and overrides);
-    ``replays``: {key: ``replay.Replay``} of the test episodes."""
+    ``replays``: {key: ``replay.Replay``} of the test episodes; ``truths``: {key: ``Episode.truth``}
+    (``recorded_truths``): an episode whose exact state the rig recorded is not simulated again for ``rig_exact``."""
     from ..config import config_hash
     from ..rig.generate import load_config
     from .rows import ensemble_scored, scored
@@ -163,17 +206,20 @@ def floor_rows(ex: Executor, test: list, *, rig: dict, redraws: int, sim: dict, 
         return [{key: runs[i * redraws + k] for i, (key, _, _) in enumerate(test)} for k in range(redraws)]
 
     try:
-        exact = ex.map(_floor_task, [(key, ep, meta, None, ()) for key, ep, meta in test], common=common,
-                       desc="rig, own draw", unit="episode")
+        exact = {key: truth_prediction(replays[key], meta, (truths or {}).get(key, {})) for key, _, meta in test}
+        again = [(key, ep, meta, None, ()) for key, ep, meta in test if exact[key] is None]  # no recorded truth
+        if again:
+            exact.update(zip((i[0] for i in again), ex.map(_floor_task, again, common=common, desc="rig, own draw",
+                                                           unit="episode")))
     except ValueError as e:  # the rig's trace does not match a capture (frames): say so, keep the suite's other rows
         return {ROW: {"status": "not evaluated", "reason": str(e)}}
     members = members_of(tuple(SOURCES), "rig redrawn")
     what = ("the rig itself, each test episode simulated again with its hidden per-episode values (true mass and COM, "
             "actuator delay and backlash, the fingertip effects' values) and the object's friction field redrawn")
-    rows = {EXACT_ROW: {"description": "the rig itself, each test episode simulated again with its own hidden values: "
-                                       "a model that knows everything the rig drew; what is left is the recording's "
-                                       "noise (bench.rig_floor)",
-                        **scored(scorer, {key: run for (key, _, _), run in zip(test, exact)})},
+    rows = {EXACT_ROW: {"description": "the rig itself, each test episode's exact state (as the rig recorded it, else "
+                                       "simulated again with its own hidden values): a model that knows everything "
+                                       "the rig drew; what is left is the recording's noise (bench.rig_floor)",
+                        "simulated_again": len(again), **scored(scorer, exact)},
             ROW: {"description": f"{what}, {redraws} times: what a perfect model of the rig that cannot see them "
                                  "scores with one draw (bench.rig_floor)",
                   "redraws": redraws, **ensemble_scored(scorer, members)}}

@@ -53,7 +53,7 @@ from .replay import (
     simulate_replay_states,
 )
 from .rig_data import load_sets, resolve, rig_settings, thresholds, train_dataset
-from .rig_floor import floor_rows, floor_settings
+from .rig_floor import floor_rows, floor_settings, recorded_truths
 from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer, recorded_qpos
 from .rows import NOT_GIVEN, analytic_rows, learned_row, nominal_params
 
@@ -293,7 +293,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     redraws, by_source = floor_settings(cfg)
     if redraws:
         models.update(floor_rows(ex, test, rig=rig, redraws=redraws, sim=sim, scorer=scorer, replays=replays,
-                                 by_source=by_source))
+                                 by_source=by_source, truths=recorded_truths(sets)))
     for name, paired in paired_minus_surrogate(models, sets=target_sets, horizon_s=cfg["acceptance"]["horizon_s"],
                                                by=cfg["metrics"].get("paired_by")).items():
         models[name]["paired_minus_surrogate"] = paired
