@@ -211,6 +211,9 @@ def test_the_exact_row_reads_the_state_the_rig_recorded_and_simulates_only_what_
     key = f"heldout/{ep.episode_id}"
     truths = recorded_truths({"heldout": ds})
     assert set(truths) == {key} and truth_prediction(replay, ds.meta, {}) is None
+    for name in ("object_pose", "joint_pos", "pad_wrench"):  # a frame short, or a column: simulated again instead
+        assert truth_prediction(replay, ds.meta, {**ep.truth, name: ep.truth[name][:-1]}) is None
+        assert truth_prediction(replay, ds.meta, {**ep.truth, name: ep.truth[name][:, :-1]}) is None
     ex = Executor(progress=False)
     ex.share(("test", key), replay)
     test, sim = [(key, ep, ds.meta)], {"substeps": 4, "margin": 0.005}

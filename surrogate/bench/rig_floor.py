@@ -101,11 +101,11 @@ def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None
 
     Raises ValueError when the trace does not have the episode's frames or its commands are not the capture's."""
     ep = replay.episode
-    names = list(trace.joint_names)
-    joint_cols = [names.index(n) for n in meta.joint_names or ()]
     if len(trace.times) != ep.num_frames:
         raise ValueError(f"episode {ep.episode_id}: the rig trace has {len(trace.times)} frames, the capture "
                          f"{ep.num_frames}")
+    names = list(trace.joint_names)
+    joint_cols = [names.index(n) for n in meta.joint_names or ()]
     if ep.joint_cmd is not None and joint_cols:  # the capture stores float32 commands
         off = float(np.max(np.abs(np.asarray(trace.joint_cmd, dtype=float)[:, joint_cols] - ep.joint_cmd), initial=0.0))
         if off > 1e-5:
@@ -121,12 +121,14 @@ TRUTH_KEYS = ("object_pose", "joint_pos", "pad_wrench")  # the ``truth.*`` featu
 def truth_prediction(replay, meta, truth: dict) -> tuple[np.ndarray, np.ndarray | None] | None:
     """``exact_prediction`` from the exact state the rig recorded beside the capture (``Episode.truth``: float32, the
     rig's own trace to about 1e-7 m), or None when the episode does not hold it (another source, or another layout:
-    its joints or pads are not the dataset's columns)."""
+    its frames, joints or pads are not the capture's)."""
     if not all(k in truth for k in TRUTH_KEYS):
         return None
     jp, pw = np.asarray(truth["joint_pos"]), np.asarray(truth["pad_wrench"])
     joints, sensors = list(meta.joint_names or ()), list(meta.wrench_sensors or ())
-    if jp.ndim != 2 or jp.shape[1] != len(joints) or pw.ndim != 3 or pw.shape[1:] != (len(sensors), 6):
+    frames = replay.episode.num_frames
+    if (np.shape(truth["object_pose"]) != (frames, 7) or jp.shape != (frames, len(joints))
+            or pw.shape != (frames, len(sensors), 6)):
         return None
     return exact_prediction(replay, meta, object_pose=truth["object_pose"], joint_names=joints, joint_pos=jp,
                             sensor_names=sensors, pad_wrench=pw)
