@@ -135,11 +135,12 @@ def truth_prediction(replay, meta, truth: dict) -> tuple[np.ndarray, np.ndarray 
 
 
 def recorded_truths(sets: dict) -> dict:
-    """{``set/episode id``: ``Episode.truth``} of the test sets ({set name: ``CaptureDataset``}), read again with the
-    evaluation-only ``truth.*`` features (the suite reads its test episodes without them)."""
+    """{``set/episode id``: the ``Episode.truth`` arrays the exact row reads (``TRUTH_KEYS``)} of the test sets ({set
+    name: ``CaptureDataset``}), read again with the evaluation-only ``truth.*`` features (the suite reads its test
+    episodes without them)."""
     from ..capture import read_dataset
 
-    return {f"{name}/{e.episode_id}": e.truth for name, ds in sets.items()
+    return {f"{name}/{e.episode_id}": {k: v for k, v in e.truth.items() if k in TRUTH_KEYS} for name, ds in sets.items()
             for e in read_dataset(ds.root, include_truth=True).episodes}
 
 
