@@ -2,8 +2,8 @@
 
 A suite replays a model from the capture's first frame: the object's pose as the tracker recorded it (a per-episode
 calibration bias of about 1 mm and 0.5 deg per axis, plus jitter) and the hand's joints as the encoders read them.
-The floor's rows (``bench.rig_floor``) start from the rig's exact state instead, which favours them by an amount
-nobody had measured. This study replays each grasp twice with the same model, from the recorded first frame (as the
+The floor's rows (``bench.rig_floor``) start from the rig's exact state instead, which was thought to favour them.
+This study replays each grasp twice with the same model, from the recorded first frame (as the
 suites do) and from the exact first state the rig stored beside the capture (``truth.object_pose`` at the first
 tracked frame, ``truth.joint_pos`` at frame 0), and scores both against the same recording with ``rig-grasp``'s own
 scorer (``rig_scoring.EpisodeScorer``): position error in % of the object's size 1 s after the close starts and over
@@ -108,7 +108,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("datasets", nargs="+", help="rig capture datasets (with the rig's truth.* features)")
     p.add_argument("--checkpoint", default="checkpoints/rig_default")
-    p.add_argument("--delay", type=float, default=0.0104, help="the hand's latency, s (the suites' learned rows: 0.0104)")
+    p.add_argument("--delay", type=float, default=0.0104,
+                   help="the hand's latency, s (the suites' learned rows: 0.0104)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", help="write the per-grasp rows here (JSON)")
     a = p.parse_args(argv)

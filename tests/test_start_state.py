@@ -20,7 +20,8 @@ RELEASE = REPO_ROOT / "checkpoints" / "rig_default"
 
 
 def test_the_recorded_start_is_the_suites_replay_and_the_exact_start_moves_only_the_first_state(tmp_path, capsys):
-    generate(None, objects="heldout", episodes=2, out=tmp_path / "grasps", workers=0, seed=4, progress=False, duration=2.5)
+    generate(None, objects="heldout", episodes=2, out=tmp_path / "grasps", workers=0, seed=4, progress=False,
+             duration=2.5)
     study = eval_script("start_state")
     ds = read_dataset(tmp_path / "grasps", include_truth=True)
     ep = ds.episodes[0]

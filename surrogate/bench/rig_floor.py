@@ -21,11 +21,13 @@ scorer, as a model's replay is. Three rows:
   few is a coarse estimate of what a deterministic model that knew the rig's physics but not the hidden values could
   reach.
 
-None is a bound: a model can be lucky on few episodes, a few redraws place the centre coarsely, and the rig rows start
-from the episode's exact state while a model's replay starts from the recorded, noisy first frames (which favours the
-rig rows). A target far below the redrawn rows asks a model to know what the capture does not hold. With ``floor.by_source``, each source (``SOURCES``) is also
-redrawn alone, the others kept as the episode's own (``rig_redrawn_only_<source>``): which hidden value the floor
-comes from, so which one a sensor or an estimate would have to recover.
+None is a bound: a model can be lucky on few episodes, and a few redraws place the centre coarsely. The rig rows start
+from the episode's exact state while a model's replay starts from the recorded, noisy first frames; a model replayed
+from the exact state does no better (``eval/start_state.py``: the recorded start carries the tracker's bias every row
+is scored against). A target far below the redrawn rows asks a model to know what the capture does not hold. With
+``floor.by_source``, each source (``SOURCES``) is also redrawn alone, the others kept as the episode's own
+(``rig_redrawn_only_<source>``): which hidden value the floor comes from, so which one a sensor or an estimate would
+have to recover.
 
 Only for test episodes recorded by the suite's rig config (every episode's ``rig_config_sha256`` must match: the
 suite's own sets, or ``--test-data`` generated with it) whose commands the rig still produces (another version of
