@@ -59,9 +59,10 @@ def _scores(common: dict, item) -> dict:
         common["thr"] = thresholds({"config": None, "overrides": ()})
     cfg, sim, delay = common["cfg"], {"substeps": 4, "margin": 0.005}, common["delay_s"]
     out = {"id": f"{name}/{ep.episode_id}", "object": ep.object.name}
-    for start, e in zip(STARTS, (ep, exact_start(ep, meta))):
-        if e is None:
-            return {**out, "skipped": "no exact state in the dataset's columns"}
+    exact = exact_start(ep, meta)
+    if exact is None:
+        return {**out, "skipped": "no exact state in the dataset's columns"}
+    for start, e in zip(STARTS, (ep, exact)):
         rows = {}
         r, q, _, _ = replay_with_model(e, meta, common["model"], delay_s=delay, **sim)
         rows["checkpoint"] = EpisodeScorer(dataclasses.replace(r, episode=ep), cfg, common["thr"]).score(q)

@@ -35,6 +35,10 @@ def test_the_recorded_start_is_the_suites_replay_and_the_exact_start_moves_only_
     np.testing.assert_array_equal(exact.joint_pos[1:], ep.joint_pos[1:])
     assert not np.array_equal(exact.object_pose[first], ep.object_pose[first])  # the tracker's bias and jitter
     assert study.exact_start(dataclasses.replace(ep, truth={}), ds.meta) is None  # another source: no exact state
+    named = study._scores({"checkpoint": str(RELEASE), "delay_s": 0.0104}, ("x", dataclasses.replace(ep, truth={}),
+                                                                           ds.meta))
+    assert named == {"id": f"x/{ep.episode_id}", "object": ep.object.name,
+                     "skipped": "no exact state in the dataset's columns"}
 
     rows = study.study([str(tmp_path / "grasps")], str(RELEASE), delay_s=0.0104, workers=1)
     ref = benchmark_scores(load_checkpoint(RELEASE)[0], read_dataset(tmp_path / "grasps").episodes, ds.meta, substeps=4,
