@@ -30,12 +30,12 @@ STARTS = ("recorded", "exact")
 
 
 def exact_start(ep, meta):
-    """``ep`` with its first tracked pose and first joint reading replaced by the rig's exact state (``ep.truth``), or
-    None when the episode does not hold it in the dataset's columns."""
-    t = ep.truth or {}
-    joints = list(meta.joint_names or ())
-    if ("object_pose" not in t or np.shape(t["object_pose"]) != ep.object_pose.shape or ep.joint_pos is None
-            or np.shape(t.get("joint_pos")) != (ep.num_frames, len(joints)) or ep.joint_pos.shape[1] != len(joints)):
+    """``ep`` with its first tracked pose and first joint reading replaced by the rig's exact state (``ep.truth``,
+    ``bench.rig_floor.recorded_state``), or None when the episode does not hold it in the dataset's columns."""
+    from surrogate.bench.rig_floor import recorded_state
+
+    t = recorded_state(ep.truth or {}, meta, ep.num_frames, keys=("object_pose", "joint_pos"))
+    if t is None or ep.joint_pos is None:
         return None
     first = 0 if ep.object_pose_valid is None else int(np.argmax(ep.object_pose_valid))
     pose, jp = np.array(ep.object_pose, dtype=float), np.array(ep.joint_pos, dtype=float)

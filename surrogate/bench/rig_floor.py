@@ -120,20 +120,28 @@ def trace_prediction(replay, meta, trace) -> tuple[np.ndarray, np.ndarray | None
 TRUTH_KEYS = ("object_pose", "joint_pos", "pad_wrench")  # the ``truth.*`` features the exact row reads
 
 
+def recorded_state(truth: dict, meta, frames: int, keys=TRUTH_KEYS) -> dict | None:
+    """The exact state the rig stored beside a capture of ``frames`` frames (``Episode.truth``: float32, the rig's own
+    trace to about 1e-7 m), its ``keys`` of {object_pose [F, 7], joint_pos [F, J] (``meta.joint_names``), pad_wrench
+    [F, S, 6] (``meta.wrench_sensors``)}, or None when the episode does not hold them (another source, or another
+    layout: its frames, joints or pads are not the capture's)."""
+    if not all(k in truth for k in keys):
+        return None
+    state = {k: np.asarray(truth[k]) for k in keys}
+    joints, sensors = len(meta.joint_names or ()), len(meta.wrench_sensors or ())
+    shapes = {"object_pose": (frames, 7), "joint_pos": (frames, joints), "pad_wrench": (frames, sensors, 6)}
+    return state if all(state[k].shape == shapes[k] for k in keys) else None
+
+
 def truth_prediction(replay, meta, truth: dict) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """``exact_prediction`` from the exact state the rig recorded beside the capture (``Episode.truth``: float32, the
-    rig's own trace to about 1e-7 m), or None when the episode does not hold it (another source, or another layout:
-    its frames, joints or pads are not the capture's)."""
-    if not all(k in truth for k in TRUTH_KEYS):
+    """``exact_prediction`` from the exact state the rig recorded beside the capture (``recorded_state``), or None
+    when the episode does not hold it."""
+    state = recorded_state(truth, meta, replay.episode.num_frames)
+    if state is None:
         return None
-    jp, pw = np.asarray(truth["joint_pos"]), np.asarray(truth["pad_wrench"])
-    joints, sensors = list(meta.joint_names or ()), list(meta.wrench_sensors or ())
-    frames = replay.episode.num_frames
-    if (np.shape(truth["object_pose"]) != (frames, 7) or jp.shape != (frames, len(joints))
-            or pw.shape != (frames, len(sensors), 6)):
-        return None
-    return exact_prediction(replay, meta, object_pose=truth["object_pose"], joint_names=joints, joint_pos=jp,
-                            sensor_names=sensors, pad_wrench=pw)
+    return exact_prediction(replay, meta, object_pose=state["object_pose"], joint_names=list(meta.joint_names or ()),
+                            joint_pos=state["joint_pos"], sensor_names=list(meta.wrench_sensors or ()),
+                            pad_wrench=state["pad_wrench"])
 
 
 def recorded_truths(sets: dict) -> dict:
