@@ -308,9 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_lazy_run(".bench.promote"))
 
     c = sub.add_parser("ensemble", help="one checkpoint of several networks trained on the same law (averaged)")
-    from .model.ensemble import build_parser as ensemble_parser
-
-    ensemble_parser(c)
+    c.add_argument("members", nargs="+", help="checkpoint folders: networks trained on the same law (2 or more)")
+    c.add_argument("--out", required=True, help="the ensemble's checkpoint folder (new, or a checkpoint to replace)")
     c.set_defaults(func=_lazy_run(".model.ensemble"))
 
     from .training.cli import DESCRIPTION, EPILOG, add_arguments

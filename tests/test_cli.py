@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import subprocess
 import sys
 import time
@@ -36,6 +37,19 @@ def test_version(capsys):
     out = subprocess.run([sys.executable, "-m", "surrogate.cli", "--version"], capture_output=True, text=True,
                          timeout=60, cwd=REPO, check=True)
     assert out.stdout.strip() == f"surrogate {__version__}"
+
+
+def test_the_parser_imports_no_heavy_library():
+    """``surrogate --help`` and ``--version`` are instant (cli's docstring): building every subcommand's parser imports
+    no torch, MuJoCo, Lightning, PyG or trimesh (they took 5 s before a command ran); a fresh interpreter, so that
+    nothing another test imported counts."""
+    heavy = ("torch", "mujoco", "lightning", "torch_geometric", "trimesh")
+    code = ("import sys; from surrogate.cli import build_parser; build_parser(); "
+            f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != "SURROGATE_MUJOCO_LOG"}  # a command's log file: MuJoCo's
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO, check=True,
+                         env=env)
+    assert out.stdout.strip() == ""
 
 
 def test_every_argument_and_command_has_help():

@@ -51,11 +51,6 @@ def ensemble(models: list[ContactLawGNN], *, names: list[str] | None = None) -> 
     return out.eval()
 
 
-def build_parser(c) -> None:
-    c.add_argument("members", nargs="+", help="checkpoint folders: networks trained on the same law (2 or more)")
-    c.add_argument("--out", required=True, help="the ensemble's checkpoint folder (new, or a checkpoint to replace)")
-
-
 def run(a: argparse.Namespace) -> None:
     from .checkpoint import export_checkpoint, load_checkpoint
 
