@@ -140,7 +140,8 @@ def test_a_child_suite_drops_its_bases_test_sets_by_naming_them_null(tmp_path):
 @needs_shared("contactnets_cube")
 def test_small_cube_real_suite_end_to_end(tmp_path):
     over = ["data.n_test=6", "data.train_sizes=[8]", "baselines.identified.sizes=[8]", "baselines.identified.maxiter=1",
-            "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.randomized.n=3"]
+            "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.randomized.n=3",
+            "video.width=64", "video.height=48", "video.fps=5"]  # videos small: at full size they took 14 s here
     ledger = run_suite("cube-real-small", out=tmp_path / "report", overrides=over, progress=False, cache_dir=tmp_path / "cache")
     assert (tmp_path / "report" / "report.md").exists() and (tmp_path / "report" / "horizons.png").exists()
     on_disk = json.loads((tmp_path / "report" / "ledger.json").read_text())

@@ -132,6 +132,9 @@ def test_quickstart_runs_every_stage(tmp_path):
     led = json.loads((tmp_path / "qs" / "bench_rig_grasp" / "ledger.json").read_text())
     assert led["models"]["surrogate"]["checkpoint"] == s["train"]["checkpoint"]  # the surrogate the job just trained
     assert [v["which"] for v in led["videos"]["videos"]] == ["median", "worst"]  # its report links both videos
+    # the job's floor: the rig with each grasp's own values (read from the captures) and one redraw, not the suite's 3
+    assert led["models"]["rig_redrawn"]["redraws"] == 1 and "rig_redrawn_medoid" not in led["models"]
+    assert led["models"]["rig_exact"]["overall"]["episodes"] == led["models"]["surrogate"]["overall"]["episodes"]
     if "skipped" not in s["bench_cube_real"]:
         assert s["bench_cube_real"]["verdict"] in ("supported", "falsified", "tie")
         assert (tmp_path / "qs" / "bench_cube_real" / "ledger.json").exists()

@@ -116,7 +116,7 @@ def test_installed_package_runs_a_small_cube_real_bench_from_another_folder(inst
         shutil.copy(p, tosses / p.name)
     over = [f"data.source={tosses}", "data.n_test=3", "data.train_sizes=[4]", "baselines.identified.sizes=[4]",
             "baselines.identified.maxiter=1", "baselines.identified.popsize=2", "baselines.identified.cones=[elliptic]",
-            "baselines.randomized.n=2"]
+            "baselines.randomized.n=2", "video.width=64", "video.height=48", "video.fps=5"]  # full-size videos: 14 s more
     probe = "from surrogate.paths import release_checkpoint; print(release_checkpoint('cube_tosses'))"
     ckpt = _run([bin_dir / "python", "-c", probe], cwd=work, env=env).stdout.strip()  # the release shipped in the wheel
     cmd = [bin_dir / "surrogate", "bench", "cube-real-small", "--out", "report", "--quiet", "--checkpoint", ckpt]
