@@ -201,4 +201,5 @@ def test_the_main_jobs_benchmarks_run_their_tasks_on_its_worker_processes(tmp_pa
     monkeypatch.setattr(run, "summary_lines", lambda ledger: [])
     quickstart.rig_benchmark(tmp_path, "ckpt", ["x=1"], workers)
     assert len(seen) == 1 and {k: seen[0][k] for k in ("backend", "workers") if k in seen[0]} == expected
-    assert seen[0]["overrides"] == ["x=1"] and seen[0]["checkpoint"] == "ckpt"
+    # the job's floor first (one redraw), the caller's overrides after it: `--rig-set floor.redraws=3` wins
+    assert seen[0]["overrides"] == [*quickstart.JOB_FLOOR, "x=1"] and seen[0]["checkpoint"] == "ckpt"
