@@ -109,8 +109,8 @@ def list_objects() -> dict:
     out = {}
     for name in split_names():
         spec = split_spec(name)
-        if spec.folder is None and spec.seeds is not None and name not in JOB_SPLITS:
-            n = (spec.seeds[1] - spec.seeds[0]) * len(spec.families)
+        n = spec.procedural_count
+        if spec.folder is None and n is not None and name not in JOB_SPLITS:
             print(f"split {name:8s} {n:3d} objects, families {', '.join(sorted(spec.families))} (not used here)")
             out[name] = {"objects": n, "families": sorted(spec.families)}
             continue

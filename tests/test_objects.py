@@ -360,6 +360,14 @@ def test_ycb_split_loads_from_surrogate_data(monkeypatch):
 # --- splits -------------------------------------------------------------------
 
 
+def test_a_procedural_splits_count_is_what_load_split_makes():
+    """``SplitSpec.procedural_count`` (the main job counts the splits it does not use instead of building them)."""
+    for name in ("train", "val", "heldout"):
+        assert split_spec(name).procedural_count == len(load_split(name)), name
+    assert split_spec("train_1k").procedural_count == 1002
+    assert split_spec("ycb").procedural_count is None  # a folder split: counted by loading it
+
+
 def test_default_splits_are_disjoint_by_family():
     names = split_names()
     assert {"train", "heldout"} <= set(names)

@@ -61,6 +61,12 @@ class SplitSpec:
     folder: Path | None = None
     description: str = ""
 
+    @property
+    def procedural_count(self) -> int | None:
+        """How many objects ``load_split`` makes of it without building them (one per family and seed); None for a
+        folder split."""
+        return None if self.seeds is None else (self.seeds[1] - self.seeds[0]) * len(self.families)
+
 
 def _expand(value: str, *, file, key) -> str:
     return expand_env(value, file=file, key=key)
