@@ -3,7 +3,9 @@ config hash (``config_hash``: the rig's datasets, resume manifests and caches, a
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import difflib
 import hashlib
 import json
 import os
@@ -14,6 +16,8 @@ import numpy as np
 import yaml
 
 from .errors import ConfigError
+
+SET_SOURCE = "command line (--set)"  # where a KEY=VALUE override came from, as errors name it
 
 
 def load_yaml(path: str | Path) -> dict:
@@ -49,6 +53,44 @@ def apply_overrides(cfg: dict, overrides: list[str], *, file=None) -> dict:
                 raise ConfigError(f"cannot set '{key}': '{p}' is not a mapping", file=file, key=key)
         node[parts[-1]] = value
     return cfg
+
+
+def check_override_keys(cfg: dict, overrides: list[str], *, open_keys=(), source=SET_SOURCE) -> None:
+    """Refuse an override whose dotted key ``cfg`` does not hold (a misspelt ``--set`` would otherwise be ignored
+    and the run go on at its defaults): the error names the key and its close matches. Keys under ``open_keys``
+    (mappings of the user's own names, e.g. ``surrogate.rows``) may be new."""
+    for item in overrides:
+        if "=" not in item:
+            continue  # apply_overrides refuses it, saying what an override looks like
+        key = item.split("=", 1)[0].strip()
+        node, where = cfg, []
+        for part in key.split("."):
+            if ".".join(where) in open_keys:
+                break
+            if not isinstance(node, dict):
+                raise ConfigError(f"cannot set '{key}': '{'.'.join(where)}' is not a mapping", file=source, key=key)
+            if part not in node:
+                known = sorted(node)
+                close = difflib.get_close_matches(part, known, n=2, cutoff=0.6)
+                prefix = ".".join(where + [""])
+                hint = f"; did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
+                what = f"known keys of {'.'.join(where)}" if where else "known top-level keys"
+                raise ConfigError(f"unknown key ({what}: {known}){hint}", file=source, key=key)
+            node, where = node[part], where + [part]
+
+
+@contextlib.contextmanager
+def naming_overrides(overrides):
+    """Inside it, a ``ConfigError`` about a key that an override set names the command line (``SET_SOURCE``), not
+    the config file it was checked against: a misspelt ``--set`` the file never held."""
+    try:
+        yield
+    except ConfigError as e:
+        field = e.location.field
+        keys = [item.split("=", 1)[0].strip() for item in overrides if "=" in item]
+        if field and any(field == k or field.startswith(k + ".") or k.startswith(field + ".") for k in keys):
+            raise ConfigError(e.reason, file=SET_SOURCE, key=field) from None
+        raise
 
 
 def get_dotted(cfg: dict, dotted: str):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .config import (
     apply_overrides,
+    check_override_keys,
     config_hash,  # noqa: F401  (re-exported: the ledger's config identity)
     load_yaml,
     merge,
@@ -14,6 +15,7 @@ from .errors import ConfigError
 from .paths import CONFIG_DIR
 
 SUITE_DIR = CONFIG_DIR / "eval"
+OPEN_KEYS = ("surrogate.rows", "data.test_sets")  # mappings of the user's own names: a new one may be added
 
 
 def suite_path(name_or_path: str | Path) -> Path:
@@ -39,6 +41,7 @@ def load_suite(name_or_path, overrides=()) -> dict:
         seen.add(base_path)
         cfg = merge(load_yaml(base_path), cfg)
         path = base_path
+    check_override_keys(cfg, list(overrides), open_keys=OPEN_KEYS)
     cfg = apply_overrides(cfg, list(overrides), file=path)
     if "suite" not in cfg:
         raise ConfigError("missing", file=path, key="suite")

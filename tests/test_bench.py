@@ -13,6 +13,7 @@ from surrogate.bench.analytic import AnalyticParams, initial_free_state
 from surrogate.bench.ledger import validate_ledger
 from surrogate.bench.run import run_suite
 from surrogate.capture import Environment, Episode, ObjectSpec, Provenance
+from surrogate.errors import ConfigError
 from surrogate.metrics import (
     bootstrap_ci,
     box_penetration,
@@ -121,6 +122,23 @@ def test_suite_config_inherits_and_overrides():
     assert cfg["suite"] == "cube-real"
     assert cfg["data"]["n_test"] == 60 and cfg["data"]["split_seed"] == 0  # child wins, base fills in
     assert cfg["baselines"]["identified"]["maxiter"] == 3
+
+
+def test_a_misspelt_suite_override_is_refused_before_any_work(tmp_path):
+    """A ``--set`` key the suite does not hold would be ignored and the run go on at its defaults: it is refused,
+    naming the key, the command line and the close match; the suite's open mappings take new names."""
+    from surrogate.cli import main
+
+    with pytest.raises(ConfigError, match=r"command line \(--set\): field 'baselines.identified.maxiters': unknown key"
+                                          r".*did you mean 'baselines.identified.maxiter'"):
+        load_suite("cube-real-small", ["baselines.identified.maxiters=3"])
+    with pytest.raises(ConfigError, match="'data.n_test' is not a mapping"):
+        load_suite("cube-real-small", ["data.n_test.x=3"])
+    cfg = load_suite("rig-grasp-small", ["surrogate.rows.previous=runs/x", "data.test_sets.mine={objects: val}"])
+    assert cfg["surrogate"]["rows"] == {"previous": "runs/x"} and cfg["data"]["test_sets"]["mine"] == {"objects": "val"}
+    assert main(["bench", "cube-real-small", "--checkpoint", "checkpoints/cube_tosses", "--out", str(tmp_path / "b"),
+                 "--set", "foo.bar=1", "--no-video"]) != 0
+    assert not (tmp_path / "b").exists()
 
 
 def test_a_child_suite_drops_its_bases_test_sets_by_naming_them_null(tmp_path):
