@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -121,8 +123,17 @@ def test_bad_files_are_skipped_with_reasons(tmp_path, offset_box):
 
 def test_config_errors_name_the_key(tmp_path, offset_box):
     cfg = _config(tmp_path, offset_box)
-    with pytest.raises(ConfigError, match="units.length"):
+    with pytest.raises(ConfigError, match="units.length") as e:
         load_config(cfg, ["units.length=furlong"])
+    assert e.value.location.file == "command line (--set)"  # the override's mistake, not the file's
+    with pytest.raises(ConfigError, match="unitz") as e:
+        load_config(cfg, ["unitz.length=mm"])
+    assert e.value.location.file == "command line (--set)"
+    bad = tmp_path / "bad_units.yaml"
+    bad.write_text(Path(cfg).read_text().replace("units:", "units:\n  speed: fast", 1))
+    with pytest.raises(ConfigError, match="units") as e:
+        load_config(bad, ["rate_hz=100"])
+    assert e.value.location.file == bad  # a mistake in the file names the file
     with pytest.raises(ConfigError, match="orientation"):
         load_config(cfg, ["orientation=quaternion"])
     with pytest.raises(ConfigError, match="provenance.source"):

@@ -83,6 +83,7 @@ def test_config_errors_name_the_key_and_the_allowed(cfg):
     with pytest.raises(ConfigError) as e:
         load_rig_config(overrides=["effects.friction_map.stifness=3"])
     assert "effects.friction_map.stifness" in str(e.value) and "wavelength_min" in str(e.value)
+    assert e.value.location.file == "command line (--set)"  # the override's key, not the default file's
     with pytest.raises(ConfigError) as e:
         load_rig_config(overrides=["camera.fps=30"])
     assert "camera" in str(e.value) and "physics" in str(e.value)

@@ -43,11 +43,20 @@ def _printed(capsys, *argv) -> dict:
     ("cube_tosses", ["out_dri=x"], "out_dri", "did you mean 'out_dir'"),
     ("plain_file", ["model.kind=gnn"], "model.kind", r"the v1 raw-force network\) is no longer supported.*kind: law"),
     ("plain_file", ["trainer.logger=false"], "trainer.logger", "set by the training entry point"),
+    # values of the wrong type, refused before any work rather than by a traceback once the data have loaded
+    ("cube_tosses", ["stages.prior.epochs=abc"], "stages.prior.epochs", "must be a whole number, got 'abc'"),
+    ("cube_tosses", ["stages.corrections.epochs=-1"], "stages.corrections.epochs", "0 or more, got -1"),
+    ("cube_tosses", ["data.batch_size=2.5"], "data.batch_size", "must be a whole number"),
+    ("cube_tosses", ["stages.prior.lr=fast"], "stages.prior.lr", "must be a number, got 'fast'"),
+    ("gns_cube", ["optim.lr=[1]"], "optim.lr", "must be a number"),
+    ("plain_file", [], "data.val_min", "must be a whole number, got 'many'"),
+    ("cube_tosses", ["trainer.accelerator=gpu"], "trainer.accelerator", "trains on the CPU"),
 ])
 def test_misspelt_and_misplaced_keys_are_refused_naming_key_file_and_matches(tmp_path, config, sets, key, match):
     if config == "plain_file":  # no model.kind: the law's keys
         config = tmp_path / "plain.yaml"
-        config.write_text("data:\n  root: caps\n  val_fraction: 0.2\n" + ("  val_fractoin: 0.3\n" if key == "data.val_fractoin" else ""))
+        extra = {"data.val_fractoin": "  val_fractoin: 0.3\n", "data.val_min": "  val_min: many\n"}.get(key, "")
+        config.write_text("data:\n  root: caps\n  val_fraction: 0.2\n" + extra)
     with pytest.raises(ConfigError, match=match) as e:
         load_config(config, sets)
     assert e.value.location.field == key

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..capture.schema import ENVIRONMENT_KINDS, UNIT_TO_SI
-from ..config import apply_overrides, check_keys, get_dotted, load_yaml, merge, set_dotted
+from ..config import apply_overrides, check_keys, get_dotted, load_yaml, merge, naming_overrides, set_dotted
 from ..errors import AssetError, CaptureError, ConfigError
 from ..paths import CONFIG_DIR
 from .csv_table import read_csv
@@ -93,7 +93,12 @@ def load_config(path=None, overrides=()) -> dict:
         check_keys(user, TOP_KEYS, where="", file=path)
         cfg = merge(cfg, user)
     cfg = apply_overrides(cfg, list(overrides), file=path)
-    file = path or DEFAULT_CONFIG
+    with naming_overrides(list(overrides)):
+        return check_config(cfg, file=path or DEFAULT_CONFIG)
+
+
+def check_config(cfg: dict, *, file) -> dict:
+    """``cfg`` (defaults, file and overrides merged) checked: keys, values, units, columns; errors name ``file``."""
     check_keys(cfg, TOP_KEYS, where="", file=file)
     check_values(cfg, file=file)
     if cfg["orientation"] not in ORIENTATIONS:

@@ -29,7 +29,7 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from surrogate.config import apply_overrides, check_keys, load_yaml, merge
+from surrogate.config import apply_overrides, check_keys, load_yaml, merge, naming_overrides
 from surrogate.errors import ConfigError
 from surrogate.paths import CONFIG_DIR
 from surrogate.rig.effects import EFFECTS
@@ -246,8 +246,8 @@ def load_rig_config(path: str | Path | None = None, overrides: Iterable[str] = (
     """
     path = DEFAULT_CONFIG if path is None else Path(path)
     raw = load_yaml(path)
-    raw = apply_overrides(raw, list(overrides), file=path)
-    return validate_rig_config(raw, file=path)
+    with naming_overrides(list(overrides)):
+        return validate_rig_config(apply_overrides(raw, list(overrides), file=path), file=path)
 
 
 def only_effect(cfg: dict, name: str | None) -> dict:

@@ -114,7 +114,7 @@ def load_config(path=None, overrides=(), *, options: dict | None = None) -> dict
         defaults = merge(defaults, _without_replaced_priors(given, merged_view.get("model")))
     cfg = resolve_paths(merge(defaults, data), config_base(file), file=file)  # the file's paths: its project
     cfg = resolve_paths(merge(cfg, over), Path.cwd(), file=keys.SET_SOURCE)    # the command line's: here
-    keys.check_values(cfg, kind, file=file)
+    keys.check_values(cfg, kind, file=file, given=over)
     return cfg
 
 

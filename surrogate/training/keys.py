@@ -15,10 +15,10 @@ from __future__ import annotations
 import difflib
 import inspect
 
+from ..config import SET_SOURCE, get_dotted
 from ..errors import ConfigError
 
 KINDS = ("law", "gns")  # model.kind: contact model v2 (surrogate.learn), or the end-to-end peer (surrogate.baselines)
-SET_SOURCE = "command line (--set)"
 
 _BY_TRAINING = "set by the training entry point (logs and checkpoints go under out_dir)"
 _LAW_EPOCHS = "with model.kind: law the epochs are stages.prior.epochs and stages.corrections.epochs"
@@ -150,23 +150,40 @@ def check_kind(kind, *, file=None) -> str:
     return kind
 
 
-def check_values(cfg: dict, kind: str, *, file=None) -> None:
-    """Values the key check cannot see: the law fit runs on the CPU only and resumes from its stages' last epoch;
-    a law prior inside its physical ranges (``model.law_ranges``); a validation split that can validate; output
-    folders that can be written."""
+def type_reference(kind: str) -> dict:
+    """The defaults whose types a config's values must have (``setup.check_types``)."""
+    if kind == "law":
+        from ..learn.defaults import DATA_DEFAULTS, LOSS_DEFAULTS, STAGE_DEFAULTS
+
+        return {"seed": 0, "threads": 1, "data": DATA_DEFAULTS, "loss": LOSS_DEFAULTS, "stages": STAGE_DEFAULTS}
+    from ..baselines.gns_defaults import DATA_DEFAULTS, LOSS_DEFAULTS, OPTIM_DEFAULTS
+
+    return {"seed": 0, "threads": 1, "data": DATA_DEFAULTS, "loss": LOSS_DEFAULTS, "optim": OPTIM_DEFAULTS}
+
+
+def check_values(cfg: dict, kind: str, *, file=None, given=None) -> None:
+    """Values the key check cannot see: numbers where the defaults hold numbers; the law fit runs on the CPU only
+    and resumes from its stages' last epoch; a law prior inside its physical ranges (``model.law_ranges``); a
+    validation split that can validate; output folders that can be written. ``given``: the keys set on the command
+    line, whose errors name it rather than ``file``."""
+    from .setup import check_setup, check_types
+
+    def where(key: str):
+        return SET_SOURCE if given is not None and get_dotted(given, key) is not None else file
+
     if kind == "law" and cfg.get("ckpt_path") not in (None, "last"):
         raise ConfigError(f"ckpt_path {cfg['ckpt_path']!r}: model.kind: law resumes with ckpt_path: last (each stage "
-                          "from its own out_dir/checkpoints/<stage>/last.ckpt)", file=file, key="ckpt_path")
+                          "from its own out_dir/checkpoints/<stage>/last.ckpt)", file=where("ckpt_path"),
+                          key="ckpt_path")
     acc = cfg.get("trainer", {}).get("accelerator", "cpu")
     if kind == "law" and acc != "cpu":
         raise ConfigError(f"accelerator {acc!r}: model.kind: law trains on the CPU (the differentiable twin and its "
                           "rollout windows live there); use accelerator cpu",
-                          file=file, key="trainer.accelerator")
+                          file=where("trainer.accelerator"), key="trainer.accelerator")
     if kind == "law":
         check_prior_values(cfg.get("model") or {}, file=file)
-    from .setup import check_setup
-
-    check_setup(cfg, file=file)
+    check_setup(cfg, where=where)  # its messages first: they say what the value means (val_fraction in (0, 1))
+    check_types(cfg, type_reference(kind), where=where)
 
 
 def check_prior_values(model: dict, *, file=None) -> None:

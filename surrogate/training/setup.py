@@ -33,27 +33,52 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def check_setup(cfg: dict, *, file=None) -> None:
+def check_setup(cfg: dict, *, file=None, where=None) -> None:
     """Refuse, naming the key, a validation fraction outside (0, 1), a non-positive episode cap, an output path
-    that is a file or cannot be written."""
+    that is a file or cannot be written. ``where(key)``: where that key's value came from (default ``file``)."""
+    where = where or (lambda key: file)
     data = cfg.get("data") or {}
     vf = data.get("val_fraction")
     if vf is not None and not (_number(vf) and 0 < vf < 1):
         raise ConfigError(f"data.val_fraction must be a number in (0, 1) (the share of episodes held out for "
                           f"validation: 0 validates on nothing, 1 trains on nothing), got {vf!r}",
-                          file=file, key="data.val_fraction")
+                          file=where("data.val_fraction"), key="data.val_fraction")
     for key in ("max_val_episodes", "max_train_episodes", "max_episodes"):
         v = data.get(key)
         if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
-            raise ConfigError(f"data.{key} must be a positive integer or null, got {v!r}", file=file,
+            raise ConfigError(f"data.{key} must be a positive integer or null, got {v!r}", file=where(f"data.{key}"),
                               key=f"data.{key}")
     for key in OUTPUT_KEYS:
-        check_output_dir(_get(cfg, key), key=key, file=file)
-    check_reference(_get(cfg, "stages.closed_loop.reference"), file=file)
-    check_decision_horizon(_get(cfg, "stages.closed_loop.decision_horizon_s"), file=file)  # its data: check_decision_data
-    from ..bench.command_delay import check_setting
+        check_output_dir(_get(cfg, key), key=key, file=where(key))
+    key = "stages.closed_loop."
+    check_reference(_get(cfg, key + "reference"), file=where(key + "reference"))
+    check_decision_horizon(_get(cfg, key + "decision_horizon_s"), file=where(key + "decision_horizon_s"))  # its data:
+    from ..bench.command_delay import check_setting  # check_decision_data, at fit time
 
-    check_setting(_get(cfg, "stages.closed_loop.command_delay"), key="stages.closed_loop.command_delay", file=file)
+    check_setting(_get(cfg, key + "command_delay"), key=key + "command_delay", file=where(key + "command_delay"))
+
+
+def check_types(cfg: dict, reference: dict, *, where, prefix: str = "") -> None:
+    """A number where ``reference`` (the defaults) holds a number, a whole number where it holds one, a flag where it
+    holds a flag, and no negative epoch count: refused naming the key before any work, where a wrong type would
+    otherwise stop the run with a traceback after its data had loaded (``stages.prior.epochs=abc``)."""
+    for name, default in reference.items():
+        key, value = prefix + name, (cfg or {}).get(name) if isinstance(cfg, dict) else None
+        if isinstance(default, dict):
+            check_types(value, default, where=where, prefix=key + ".")
+            continue
+        if value is None or default is None or isinstance(default, (str, list)):
+            continue
+        if isinstance(default, bool):
+            ok, what = isinstance(value, bool), "true or false"
+        elif isinstance(default, int):
+            ok, what = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+        else:
+            ok, what = _number(value), "a number"
+        if ok and name == "epochs" and value < 0:
+            ok, what = False, "a whole number, 0 or more"
+        if not ok:
+            raise ConfigError(f"must be {what}, got {value!r}", file=where(key), key=key)
 
 
 def check_reference(path, *, file=None) -> None:
