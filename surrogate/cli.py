@@ -261,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     pick.add_argument("--which", choices=["median", "worst"],
                       help="the test episode of median or largest position error in the ledger (the surrogate's; "
                            "rig-grasp: among the acceptance sets)")
-    c.add_argument("--checkpoint", help="surrogate checkpoint (default: the ledger's models.surrogate.checkpoint)")
+    c.add_argument("--checkpoint", help="surrogate checkpoint (default: the ledger's models.surrogate.checkpoint; "
+                                        "with --env the released rig_default, as the environments load)")
     c.add_argument("--analytic", default="identified", choices=["identified", "nominal"],
                    help="the analytic panel: the ledger's identified parameters or nominal MuJoCo (default identified)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --suite: override a suite value (repeatable)")

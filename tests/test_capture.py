@@ -672,8 +672,21 @@ def test_corrupt_contact_json(tmp_path):
 def test_missing_contact_json(tmp_path):
     full_dataset(tmp_path / "ds", n=1)
     (tmp_path / "ds" / CONTACT_META).unlink()
+    # our captures are LeRobot datasets: without the contact metadata, one is named as such, with the import command
+    with pytest.raises(CaptureError, match="missing meta/contact.json: a LeRobot dataset .*surrogate import lerobot"):
+        read_dataset(tmp_path / "ds")
+    info = tmp_path / "ds" / "meta" / "info.json"
+    info.write_text(json.dumps({k: v for k, v in json.loads(info.read_text()).items() if k != "codebase_version"}))
     with pytest.raises(CaptureError, match="missing meta/contact.json; is this a capture dataset"):
         read_dataset(tmp_path / "ds")
+
+
+@pytest.mark.parametrize("where, reason", [("nope", "no such folder"), ("file.txt", "a file, not a capture dataset")])
+def test_a_path_that_is_no_dataset_folder_is_named_as_such(tmp_path, where, reason):
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(CaptureError, match=reason) as ei:
+        read_dataset(tmp_path / where)
+    assert Path(ei.value.file) == tmp_path / where
 
 
 def _edit_contact(root: Path, edit):

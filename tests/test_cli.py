@@ -92,6 +92,14 @@ def test_speed_json_names_the_checkpoint_and_every_batch(capsys):
         torch.set_num_threads(1)
 
 
+@pytest.mark.parametrize("flag, value", [("--threads", "0"), ("--batches", "0"), ("--steps", "-2"), ("--steps", "x")])
+def test_speed_refuses_a_count_below_one_as_a_usage_error_naming_the_flag(capsys, flag, value):
+    with pytest.raises(SystemExit) as ei:
+        main(["speed", flag, value])
+    err = capsys.readouterr().err
+    assert ei.value.code == 2 and flag in err and "a whole number of 1 or more" in err and "Traceback" not in err
+
+
 def test_scene_command_writes_loadable_mjcf(tmp_path, capsys):
     xml = tmp_path / "scene.xml"
     assert main(["scene", "--family", "dumbbell", "--seed", "3", "--hand", "three_finger", "--xml", str(xml)]) == 0

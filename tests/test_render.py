@@ -235,6 +235,17 @@ def test_env_rollout_clip_shows_analytic_and_surrogate(tmp_path):
         V.env_clip("ContactSurrogate/Nope-v0", checkpoint=RIG_CKPT)
 
 
+def test_render_env_without_a_checkpoint_shows_the_released_surrogate_beside_analytic(tmp_path, capsys):
+    """`surrogate render --env ID` without --checkpoint: the surrogate panel is the release the envs load, not left
+    out."""
+    from surrogate.cli import main
+
+    assert main(["render", "--env", "ContactSurrogate/GripperGrasp-v0", "--duration", "0.2", "--width", "32",
+                 "--height", "24", "--fps", "5", "--out", str(tmp_path / "e.gif"), "--json", "--quiet"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert set(res["outcomes"]) == {"analytic", "surrogate"} and (tmp_path / "e.gif").stat().st_size > 0
+
+
 def test_gymnasium_record_video_works_with_the_envs(tmp_path):
     """Gymnasium's own RecordVideo wrapper (its moviepy dependency is in the video and test extras)."""
     pytest.importorskip("moviepy", reason="moviepy (the video extra) is not installed: pip install 'contact-surrogate[video]'")

@@ -245,13 +245,25 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (a batch, a step count, a thread count), else the usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
+    return value
+
+
 def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = p or argparse.ArgumentParser(prog="surrogate speed", description=__doc__.splitlines()[0])
-    p.add_argument("--batches", type=int, nargs="+", default=[1, 64, 256, 1024], help="batch sizes to time (default 1 64 256 1024)")
-    p.add_argument("--steps", type=int, default=20, help="physics steps per timed chunk (default 20)")
+    p.add_argument("--batches", type=positive_int, nargs="+", default=[1, 64, 256, 1024],
+                   help="batch sizes to time (default 1 64 256 1024)")
+    p.add_argument("--steps", type=positive_int, default=20, help="physics steps per timed chunk (default 20)")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
                    help="surrogate checkpoint of the hybrid stepper (default: the released rig_default shipped with the package)")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=positive_int, default=1,
                    help="the network's threads: torch's and its compiled copy's BLAS (default 1; MuJoCo runs on one)")
     p.add_argument("--hand", default="parallel_jaw", choices=list(CODE_HANDS),
                    help="hand model (default parallel_jaw; the Jaco: --robot jaco)")

@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 
 from ..capture import dataset_hash
+from ..capture.schema import FEATURE_KEYS
 from ..errors import ConfigError
 
 SINGLE = "test_data"
@@ -108,6 +109,6 @@ def require_kind(ds, kind: str, *, suite: str) -> None:
                           file=ds.root, key="test_data")
     if kind == "grasps" and (len(with_hand) < len(eps) or not eps):
         raise ConfigError(f"holds no grasps: {len(eps) - len(with_hand)} of {len(eps)} episodes have no hand joint "
-                          f"positions (observation.joint_pos){'' if hand else ' and the dataset names no hand'}: "
+                          f"positions ({FEATURE_KEYS['joint_pos']}){'' if hand else ' and the dataset names no hand'}: "
                           f"suite {suite} scores {KINDS['grasps']}; give it grasp captures (surrogate rig generate)",
                           file=ds.root, key="test_data")

@@ -149,8 +149,13 @@ def render_command(a) -> None:
         if path is not None and Path(path).exists() and not a.overwrite:
             raise FileExistsError(f"{path}: already exists (pass --overwrite to replace it)")
     if a.env:
-        clip = env_clip(a.env, checkpoint=a.checkpoint, object=a.object, object_seed=a.object_seed, seed=a.seed,
-                        duration=a.duration, contacts=("analytic",) if a.checkpoint is None else ("analytic", "surrogate"))
+        from ..envs.task import DEFAULT_RELEASE
+        from ..paths import release_checkpoint
+
+        # without --checkpoint the surrogate panel is the release the environments load for contact="surrogate"
+        checkpoint = a.checkpoint or str(release_checkpoint(DEFAULT_RELEASE))
+        clip = env_clip(a.env, checkpoint=checkpoint, object=a.object, object_seed=a.object_seed, seed=a.seed,
+                        duration=a.duration)
     else:
         if a.ledger:
             ledger, lf = load_ledger(a.ledger)

@@ -69,7 +69,14 @@ def _load_json(path: Path, what: str) -> dict:
 def read_metadata(root: str | Path) -> tuple[dict, dict]:
     """(info.json, contact.json) of a dataset, checking the schema version."""
     root = Path(root)
+    if not root.is_dir():
+        raise CaptureError("no such folder (a capture dataset is a folder)" if not root.exists() else
+                           "a file, not a capture dataset (a folder)", file=root)
     info = _load_json(root / "meta/info.json", "meta/info.json")
+    if not (root / CONTACT_META).is_file() and "codebase_version" in info:
+        raise CaptureError(f"missing {CONTACT_META}: a LeRobot dataset without the contact metadata; import it "
+                           "first (surrogate import lerobot SRC --mapping MAPPING.yaml --out DATASET)",
+                           file=root / CONTACT_META)
     contact = _load_json(root / CONTACT_META, CONTACT_META)
     if contact.get("schema") != SCHEMA_NAME:
         raise CaptureError(f"not a {SCHEMA_NAME} file (schema={contact.get('schema')!r})", file=root / CONTACT_META, field="schema")

@@ -90,7 +90,9 @@ def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list,
     n = int(spec["size"])
     _, sp = suite_split(episodes, load_suite(spec["suite"])["data"], [n])
     if n not in sp["train"]:
-        raise ConfigError(f"bench_split size {n} exceeds the {len(sp['pool'])} episodes of the suite's training pool",
+        raise ConfigError(f"bench_split size {n} exceeds the {len(sp['pool'])} episodes of the suite's training pool "
+                          f"(suite {spec['suite']}'s split of these {len(episodes)} episodes, less its test ones); a "
+                          "dataset that is not the suite's: --set data.bench_split=null splits it by val_fraction",
                           key="data.bench_split.size")
     if validation == "training":
         return list(sp["train"][n]), list(sp["train"][n])
