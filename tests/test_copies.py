@@ -15,10 +15,10 @@ from surrogate.model.checkpoint import load_checkpoint
 from surrogate.model.contact_law import ContactLawGNN
 from surrogate.objects import make_object
 from surrogate.paths import release_checkpoint
-from surrogate.scenes import build_scene, hand_ctrl, set_contact_mode
+from surrogate.scenes import build_scene, hand_ctrl, set_contact_mode, set_grip_force
 from surrogate.sim import MuJoCoContact, Stepper, SurrogateWarning, ZeroContact, step
 from surrogate.sim.copies import Copies
-from surrogate.sim.copies_model import copies_model, dynamic_geom_pairs
+from surrogate.sim.copies_model import ModelEditedError, copies_model, dynamic_geom_pairs
 
 from .test_stepper import _BadModel  # NaN forces for environment 1, MuJoCo's elsewhere
 
@@ -272,8 +272,16 @@ def test_copies_state_round_trip_and_errors():
     edited = Copies(s, 2)
     assert np.array_equal(edited.model.pair_friction[edited.layout.pair], np.stack([s.model.pair_friction] * 2))
     s.model.body_mass[s.object_body_id] *= 2  # edited after compiling: the copies would step something else
-    with pytest.raises(ConfigError, match="body_mass"):
+    with pytest.raises(ModelEditedError, match="body_mass"):
         Copies(s, 2)
+    # any physics value, not a list of a few: the grip's force bound (set_grip_force) had reached no copy
+    g = _scene()
+    set_grip_force(g.model, g.hand, 0.3)
+    with pytest.raises(ModelEditedError, match="actuator_forcerange"):
+        Copies(g, 2)
+    o = _scene()
+    o.model.opt.gravity[2] = -3.0  # the options are copied at build time, as the pairs are
+    assert Copies(o, 2).model.opt.gravity[2] == -3.0
 
 
 def test_rollout_of_many_members_steps_copies_like_single_members():
@@ -303,3 +311,10 @@ def test_rollout_of_many_members_steps_copies_like_single_members():
     many = rollout(s, x0, full, contact=hand_law, substeps=4)
     ones = np.concatenate([rollout(s, x0[b:b + 1], full[b:b + 1], contact=hand_law, substeps=4).state for b in range(2)])
     np.testing.assert_allclose(many.state, ones, rtol=0, atol=1e-12)
+    # a model edited in place (the replays' recorded grip force) steps as separate MjData, which see the edit: a
+    # batch of two was stepped with the old force bound by copies compiled from the spec
+    set_grip_force(s.model, s.hand, 0.05)
+    weak = rollout(s, x0, full, contact=hand_law, substeps=4)
+    ones = np.concatenate([rollout(s, x0[b:b + 1], full[b:b + 1], contact=hand_law, substeps=4).state
+                           for b in range(2)])
+    assert np.array_equal(weak.state, ones) and not np.allclose(weak.state, many.state)

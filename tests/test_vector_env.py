@@ -156,6 +156,16 @@ def test_copies_task_refuses_what_it_cannot_do():
     venv.task.model.pair_friction[:] *= 2  # an edit the copies would not see
     with pytest.raises(ConfigError, match="edited after its copies were built"):
         venv.step(np.zeros((2, 6), np.float32))
+    # any physics value (the fingerprint had held seven arrays: a grip force or gravity changed nothing, unseen)
+    from surrogate.scenes import set_grip_force
+
+    for edit in (lambda t: set_grip_force(t.model, t.hand, 0.5), lambda t: t.model.opt.gravity.__setitem__(2, -30.0),
+                 lambda t: t.model.actuator_gainprm.__setitem__((slice(None), 0), 1.0)):
+        v = GraspVectorEnv(2, object="box")
+        v.reset(seed=0)
+        edit(v.task)
+        with pytest.raises(ConfigError, match="edited after its copies were built"):
+            v.step(np.zeros((2, 6), np.float32))
 
 
 def test_speed_command_times_the_environments(capsys):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..sim.copies import Copies
+from ..sim.model_params import physics_fingerprint
 from ..sim.stepper import step
 
 
@@ -187,7 +188,7 @@ class CopiesPhysics:
         self.site_ids = np.array([[big.site(f"c{i}_{s}").id for s in site_names] for i in range(n)], dtype=np.int64)
         self._fresh: list[mujoco.MjData | None] = [None] * n
         self._pending = np.zeros(n, dtype=bool)  # reset and not stepped since: read from _fresh
-        self._fingerprint = model_fingerprint(scene.model)
+        self._fingerprint = physics_fingerprint(scene.model)
         self._render = None
 
     @property
@@ -222,9 +223,10 @@ class CopiesPhysics:
             i = int(np.flatnonzero(sit_out & ~self._pending)[0])
             raise ConfigError(f"copies step all environments together: environment {i} can sit out a step only "
                               "right after its reset (use copies=False to step subsets)", key="envs")
-        if model_fingerprint(self.model) != self._fingerprint:
-            raise ConfigError("the scene's model was edited after its copies were built (contact parameters, masses "
-                              "or options): the copies would not see it; build the task with copies=False",
+        if physics_fingerprint(self.model) != self._fingerprint:
+            raise ConfigError("the scene's model was edited after its copies were built (any physics value: contact "
+                              "parameters, masses, actuator ranges, options): the copies would not see it; build the "
+                              "task with copies=False",
                               key="copies")
         step(self.batch.model, self.batch, stepper, nstep=nstep)
         for i in np.flatnonzero(sit_out):
@@ -248,11 +250,3 @@ class CopiesPhysics:
             return self.model, self._fresh[i]
         self._render = self.batch.get_data(i, self._render)
         return self.model, self._render
-
-
-def model_fingerprint(m: mujoco.MjModel) -> bytes:
-    """The scene-model parameters an edit in place would change (pairs, masses, inertia, friction, options; not the
-    owned pairs' margin and gap, which a stepper's contact-mode switch sets)."""
-    parts = [m.pair_friction, m.pair_solref, m.pair_solimp, m.body_mass, m.body_inertia,
-             m.geom_friction, np.array([m.opt.cone, m.opt.timestep])]
-    return b"".join(np.ascontiguousarray(p, dtype=float).tobytes() for p in parts)

@@ -32,9 +32,14 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..scenes.collisions import dynamic_geom_pairs, mixed_pair_params
+from .model_params import OPTIONS, physics_differences
 
 _PAIR_FIELDS = ("pair_dim", "pair_friction", "pair_solref", "pair_solreffriction", "pair_solimp", "pair_margin", "pair_gap")
 _SPEC_OPTIONS = ("timestep", "integrator", "cone", "solver", "tolerance", "iterations", "gravity")
+
+
+class ModelEditedError(ConfigError):
+    """The scene's model was edited after it was compiled: copies compiled from its spec would step other physics."""
 
 
 @dataclass(frozen=True)
@@ -106,11 +111,16 @@ def copies_model(scene, copies: int) -> tuple[mujoco.MjModel, CopiesLayout]:
     for i in range(copies):
         parent.attach(child.copy(), frame=parent.worldbody.add_frame(), prefix=f"c{i}_")
     big = parent.compile()
-    for k in ("timestep", "integrator", "cone", "solver", "tolerance", "ls_tolerance", "iterations", "ls_iterations",
-              "noslip_iterations", "noslip_tolerance", "ccd_iterations", "ccd_tolerance", "impratio", "gravity", "wind",
-              "density", "viscosity", "magnetic", "o_margin", "disableflags", "enableflags", "jacobian"):
+    for k in OPTIONS:
         setattr(big.opt, k, getattr(m.opt, k))
     layout = _layout(m, ref, big, copies)
+    # the copies are compiled from the spec: a value of the scene's model edited since it was compiled would not
+    # reach them (its pairs and options are copied below and above)
+    edited = physics_differences(m, ref, skip=_PAIR_FIELDS + tuple(f"opt.{k}" for k in OPTIONS))
+    if edited:
+        raise ModelEditedError(f"copies_model: the scene's model differs from its spec in {', '.join(edited[:6])}"
+                          f"{', ...' if len(edited) > 6 else ''} (was the model edited after it was compiled? edit "
+                          "scene.spec and compile it again, or step separate MjData)", key="scene")
     # runtime values of the scene's model (the owned pairs' mode, identified parameters) over the compiled ones
     for f in _PAIR_FIELDS:
         getattr(big, f)[layout.pair.ravel()] = np.tile(getattr(m, f), (copies,) + (1,) * (getattr(m, f).ndim - 1))
@@ -175,5 +185,5 @@ def _check_same_physics(m, big, lay: CopiesLayout) -> None:
     }
     for name, (a, b) in tables.items():
         if not np.allclose(a, np.broadcast_to(b, a.shape), rtol=1e-12, atol=1e-15):
-            raise ConfigError(f"copies_model: the copies' {name} differs from the scene's model (was the model edited "
-                              f"after it was compiled? edit scene.spec instead)", key="scene")
+            raise ModelEditedError(f"copies_model: the copies' {name} differs from the scene's model (was the model "
+                                   "edited after it was compiled? edit scene.spec instead)", key="scene")

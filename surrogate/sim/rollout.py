@@ -195,9 +195,8 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
     out = np.zeros((len(state0), F, state0.shape[1]))
     out[:, 0] = state0
     pads = None if pad_sites is None else np.zeros((len(state0), F, len(pad_sites), 3))
-    # copies: of this very Scene, and of a single-body object (an articulated one steps a list of MjData)
-    copies = (_use_copies(m, len(state0), pad_sites) and stepper.scene is scene
-              and not isinstance(stepper.builder, LinkGraphBuilder))
+    batch = _copies_for(scene, stepper, len(state0), pad_sites)
+    copies = batch is not None
     datas = [] if copies else [mujoco.MjData(m) for _ in range(len(state0))]
     for d, s in zip(datas, state0):
         mujoco.mj_setState(m, d, s, STATE_SPEC)
@@ -205,7 +204,7 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
     try:
         with torch.no_grad():
             if copies:
-                _step_frames_copies(scene, stepper, state0, controls, substeps, out)
+                _step_frames_copies(batch, stepper, state0, controls, substeps, out)
             else:
                 _step_frames(m, datas, stepper, controls, substeps, out, pad_sites, pads)
         stats = stepper.stats()
@@ -213,6 +212,22 @@ def _rollout_stepper(scene, state0, controls, contact, substeps, F, pad_sites) -
         if own:
             stepper.close()
     return Trajectory(out, m.nq, pads, stats)
+
+
+def _copies_for(scene, stepper, B: int, pad_sites):
+    """The ``copies.Copies`` the batch steps as, or None for separate ``MjData``: copies of this very Scene, of a
+    single-body object (an articulated one steps a list of MjData), whose model was not edited since it was
+    compiled (``set_grip_force``: the copies, compiled from the spec, would not see the edit)."""
+    if not (_use_copies(scene.model, B, pad_sites) and stepper.scene is scene
+            and not isinstance(stepper.builder, LinkGraphBuilder)):
+        return None
+    from .copies import Copies
+    from .copies_model import ModelEditedError
+
+    try:
+        return Copies(scene, B)
+    except ModelEditedError:
+        return None
 
 
 def _use_copies(m, B: int, pad_sites) -> bool:
@@ -224,13 +239,11 @@ def _use_copies(m, B: int, pad_sites) -> bool:
     return B > 1 and pad_sites is None and plain
 
 
-def _step_frames_copies(scene, stepper, state0, controls, substeps, out) -> None:
-    """``_step_frames`` on B copies of the scene in one ``MjData``."""
-    from .copies import Copies
+def _step_frames_copies(batch, stepper, state0, controls, substeps, out) -> None:
+    """``_step_frames`` on B copies of the scene in one ``MjData`` (``batch``: ``copies.Copies``)."""
     from .stepper import step
 
-    m, B = scene.model, len(state0)
-    batch = Copies(scene, B)
+    m = batch.scene.model
     d = mujoco.MjData(m)
     for b, s in enumerate(state0):
         mujoco.mj_resetData(m, d)
