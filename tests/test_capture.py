@@ -489,6 +489,10 @@ def _mutate(name):
         "all_invalid": (set_("object_pose_valid", lambda ep: np.zeros(ep.num_frames, bool)), "object_pose_valid",
                         "never tracked"),
         "truth_len": (lambda ep: ep.truth.__setitem__("slip", ep.truth["slip"][:-2]), "truth.slip", "expected 30"),
+        # what the reader refuses, the writer refuses first: a 0.5 flag had been written as True, a NaN t0 as null
+        "half_valid": (set_("object_pose_valid", lambda ep: np.full(ep.num_frames, 0.5)), "object_pose_valid",
+                       "must be 0 or 1 (or bool), got 0.5 at frame 0"),
+        "t0_nan": (lambda ep: setattr(ep, "t0", float("nan")), "t0", "must be a finite number of seconds"),
     }
     return cases[name]
 
@@ -498,6 +502,7 @@ def _mutate(name):
     "wrench_width", "joint_count", "millimetres", "mass", "mass_grams", "inertia_shape", "inertia_asym",
     "inertia_not_psd", "inertia_triangle", "size_mm", "geometry", "environment", "gravity", "rate", "grasp_34",
     "grasp_0", "grasp_float", "grasp_str", "regions", "regions_width", "no_seeds", "all_invalid", "truth_len",
+    "half_valid", "t0_nan",
 ])
 def test_validator_rejects_bad_input(case):
     ep = make_episode("bad-ep", seed=3, T=30)

@@ -69,6 +69,39 @@ def _assert_same_info(got: dict, want: dict, where: str):
             np.testing.assert_allclose(g[mask].astype(float), w[mask].astype(float), atol=1e-6, err_msg=f"{where}: {k}")
 
 
+def test_an_env_sets_torch_threads_only_with_learned_contact_and_not_when_told_not_to():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        gym.make("ContactSurrogate/GripperGrasp-v0", contact="analytic").close()  # no network: not its setting
+        assert torch.get_num_threads() == 2
+        gym.make("ContactSurrogate/GripperGrasp-v0", contact="surrogate",
+                 stepper_options={"num_threads": None}).close()
+        assert torch.get_num_threads() == 2
+        gym.make("ContactSurrogate/GripperGrasp-v0", contact="surrogate").close()  # the stepper's default: one
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_mesh_file_in_millimetres_takes_the_scale_its_error_asks_for(tmp_path):
+    import trimesh
+
+    from surrogate.errors import AssetError, ConfigError
+
+    path = tmp_path / "box_mm.stl"
+    trimesh.creation.box(extents=(40.0, 60.0, 30.0)).export(path)
+    with pytest.raises(AssetError, match="pass scale=0.001"):
+        gym.make("ContactSurrogate/GripperGrasp-v0", mesh=str(path), mass=0.1)
+    env = gym.make("ContactSurrogate/GripperGrasp-v0", mesh=str(path), mass=0.1, scale=0.001)
+    env.reset(seed=0)
+    np.testing.assert_allclose(sorted(env.unwrapped.task.obj.extents), [0.03, 0.04, 0.06])
+    with pytest.raises(ConfigError, match="scale applies to a mesh file"):
+        gym.make("ContactSurrogate/GripperGrasp-v0", object="box", scale=0.001)
+
+
 def test_vector_info_matches_sync_vector_env():
     kw = dict(num_envs=2, max_episode_steps=3, object="box")
     ours = gym.make_vec(IDS["parallel_jaw"], vectorization_mode="vector_entry_point", **kw)

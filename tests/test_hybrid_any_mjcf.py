@@ -154,6 +154,12 @@ def test_the_model_can_be_a_path_or_the_last_mjmodel_loaded(tmp_path):
         surrogate.hybrid(user, owned=["box_geom"], contact_model=ZeroContact())
     with pytest.raises(ConfigError, match="1 pairs; the stepper's scene has .* 4: .*surrogate.hybrid returned"):
         step(user, mujoco.MjData(user), h.stepper)  # the user's own model: the stepper's pairs are not in it
+    # learned contact in a world without gravity: refused when built (its units are the object's weight), where every
+    # contact had failed the force guard at its first step
+    weightless = mujoco.MjSpec.from_string(XML.replace('<option timestep', '<option gravity="0 0 0" timestep'))
+    with pytest.raises(ConfigError, match="no gravity: .*units of the object's weight"):
+        surrogate.hybrid(weightless, owned=["box_geom"], contact_model=ZeroContact())
+    surrogate.hybrid(weightless, owned=["box_geom"], contact="analytic")  # MuJoCo's own contact needs no weight
 
 
 @pytest.mark.parametrize("owned, message", [

@@ -159,6 +159,14 @@ def test_exploding_force_limit_and_options():
     other = build_scene(make_object("box", 0), hand="three_finger")
     with pytest.raises(ConfigError):
         step(other.model, other.make_data(), Stepper(s, ZeroContact()))
+    # as many bodies, geoms and pairs, another object: refused (its size is the law's length unit), not stepped
+    a, b = (build_scene(make_object("box", k), hand="none", setting="ground") for k in (0, 5))
+    assert (a.model.nbody, a.model.ngeom, a.model.npair) == (b.model.nbody, b.model.ngeom, b.model.npair)
+    with pytest.raises(ConfigError, match="another scene than the stepper's: its object's geoms differ"):
+        step(b.model, b.make_data(), Stepper(a, ZeroContact()))
+    heavier = a.spec.compile()  # another model of the same scene, another mass: stepped
+    heavier.body_mass[a.object_body_id] *= 2
+    step(heavier, mujoco.MjData(heavier), Stepper(a, ZeroContact()))
 
 
 def test_out_of_range_inputs_counted_and_warned_once():

@@ -54,6 +54,9 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
     if t.ndim != 1 or len(t) < 2:
         _fail(f"needs at least 2 frames as a 1-D array, got shape {list(t.shape)}", ep, "timestamps", file)
     _check_array(ep, "timestamps", t, (), file)
+    # JSON has no NaN: a NaN t0 was written as null, and the reader then failed
+    if not (_is_number(ep.t0) and np.isfinite(float(ep.t0))):
+        _fail(f"must be a finite number of seconds, got {ep.t0!r}", ep, "t0", file)
     dt = np.diff(t)
     if (dt <= 0).any():
         i = int(np.argmax(dt <= 0))
@@ -67,7 +70,12 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
         _fail(f"quaternion at frame {i} has norm {qn[i]:.4f}, not 1 (order must be w, x, y, z)", ep, "object_pose", file)
     valid = None
     if ep.object_pose_valid is not None:
-        valid = _check_array(ep, "object_pose_valid", ep.object_pose_valid, (), file).astype(bool)
+        valid = _check_array(ep, "object_pose_valid", ep.object_pose_valid, (), file)
+        flags = np.isin(valid, (0, 1))  # as the reader requires: a 0.5 had been written as True and then refused
+        if not flags.all():
+            i = int(np.flatnonzero(~flags)[0])
+            _fail(f"must be 0 or 1 (or bool), got {_num(valid[i])} at frame {i}", ep, "object_pose_valid", file)
+        valid = valid.astype(bool)
         if not valid.any():
             _fail("the object is never tracked (all frames invalid)", ep, "object_pose_valid", file)
     pos = pose[:, :3] if valid is None else pose[valid, :3]

@@ -104,7 +104,7 @@ def _reset(task: GraspTask, envs, rngs, randomize) -> None:
 
 
 def _make_task(num_envs, kwargs) -> GraspTask:
-    obj_keys = ("object", "object_seed", "split", "split_index", "mesh", "mass")
+    obj_keys = ("object", "object_seed", "split", "split_index", "mesh", "mass", "scale")
     okw = {k: kwargs.pop(k) for k in obj_keys if k in kwargs}
     return GraspTask(num_envs, obj=resolve_object(**okw), **kwargs)
 

@@ -35,22 +35,25 @@ MIN_FINGERTIPS = 2  # fingertips touching the object for it to count as held
 
 
 def resolve_object(object=None, *, object_seed: int = 0, split: str | None = None, split_index: int = 0,
-                   mesh: str | Path | None = None, mass: float = 0.1) -> ObjectAsset:
+                   mesh: str | Path | None = None, mass: float = 0.1, scale=None) -> ObjectAsset:
     """The object of an environment.
 
     Args:
       object: an ``ObjectAsset``, or a procedural family name (default ``box``).
       object_seed: seed of the procedural family.
       split: a named split (``surrogate.objects.load_split``); ``split_index`` picks the object.
-      mesh: a mesh file (``load_mesh_object``) of mass ``mass`` kg.
+      mesh: a mesh file (``load_mesh_object``) of mass ``mass`` kg, its coordinates times ``scale`` (a number or
+        three; default 1: metres), as the mesh loader's unit hint asks (``scale=0.001`` for millimetres).
     """
     if isinstance(object, ObjectAsset):
         return object
     given = [x is not None for x in (object, split, mesh)]
     if sum(given) > 1:
         raise ConfigError("give one of object (family), split or mesh", key="object")
+    if scale is not None and mesh is None:
+        raise ConfigError("scale applies to a mesh file: give mesh=PATH with it", key="scale")
     if mesh is not None:
-        return load_mesh_object(mesh, mass=mass)
+        return load_mesh_object(mesh, mass=mass, scale=1.0 if scale is None else scale)
     if split is not None:
         objs = load_split(split)
         if not 0 <= split_index < len(objs):

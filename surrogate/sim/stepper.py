@@ -54,7 +54,6 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError
-from ..model.batch_graph import GraphBuilder
 from ..model.data_views import views_for
 from ..model.history import ContactHistory
 from ..model.network_kernel import limit_blas_threads
@@ -66,6 +65,7 @@ from .copies_step import step_copies
 from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, physics_step_surrogate  # noqa: F401 (re-exported)
 from .link_graph import scene_builder
 from .mujoco_resets import NO_BAD_STATE, bad_state_reader, count_resets
+from .step_inputs import as_datas, check_model
 
 CONTACT_MODES = ("analytic", "surrogate")
 BAD_FORCE_POLICIES = ("raise", "fallback")
@@ -76,26 +76,6 @@ PHASES = ("step1", "graph", "network", "checks", "apply", "step2", "fallback", "
 def _check_choice(name, value, allowed):
     if value not in allowed:
         raise ConfigError(f"{name} must be one of {allowed}, got {value!r}", key=name)
-
-
-def _as_datas(data) -> list[mujoco.MjData]:
-    if isinstance(data, mujoco.MjData):
-        return [data]
-    datas = list(data)
-    if not all(isinstance(d, mujoco.MjData) for d in datas):
-        raise TypeError("data must be an MjData or a sequence of MjData")
-    return datas
-
-
-def _check_model(m: mujoco.MjModel, datas, builder: GraphBuilder, npair: int) -> None:
-    if m.nbody != builder.nbody or m.ngeom != builder.ngeom or m.npair != npair:
-        # the same bodies and geoms but other pairs: e.g. the user's own model instead of ``surrogate.hybrid``'s
-        raise ConfigError(f"model has {m.nbody} bodies / {m.ngeom} geoms / {m.npair} pairs; the stepper's scene has "
-                          f"{builder.nbody} / {builder.ngeom} / {npair}: step a model of the stepper's scene (the "
-                          "model surrogate.hybrid returned, not the one given to it)", key="model")
-    for i, d in enumerate(datas):
-        if d.qpos.shape[0] != m.nq or d.qvel.shape[0] != m.nv or d.ctrl.shape[0] != m.nu:
-            raise ConfigError(f"data[{i}] does not belong to this model (nq/nv/nu differ)", key="data")
 
 
 class Stepper:
@@ -117,7 +97,8 @@ class Stepper:
         by construction, and computing the 41 features of every contact would cost half its step.
       num_threads: threads for the network, process-wide: ``torch.set_num_threads`` and the BLAS of its compiled
         copy (``network_kernel.limit_blas_threads``). Default 1: the graphs are small, and two OpenMP threads on a
-        shared 2-core machine made one call ~80x slower; None leaves both settings alone.
+        shared 2-core machine made one call ~80x slower; None leaves both settings alone, as does a stepper without
+        a contact model.
       untrained_groups: ``refuse`` (a ``ConfigError``) owned pairs of a contact group the checkpoint's card says it
         never trained on (``contact_scope``), or ``allow`` them (its unfitted prior steps them).
     """
@@ -142,7 +123,11 @@ class Stepper:
         if contact_model is not None and not callable(contact_model):
             raise ConfigError("contact_model must be callable: graph -> [E, 3] forces", key="contact_model")
         check_contact_groups(getattr(contact_model, "contact_groups", None), scene, roles, untrained=untrained_groups)
-        if num_threads is not None:
+        if contact == "surrogate" and not np.linalg.norm(scene.model.opt.gravity) > 0:
+            raise ConfigError("the scene has no gravity: the learned contact's inputs and its force guard (max_force) "
+                              "are in units of the object's weight, m |g|, which is then zero; give the model gravity",
+                              key="gravity")
+        if num_threads is not None and contact_model is not None:  # analytic only: no network, no process setting
             torch.set_num_threads(int(num_threads))
             if getattr(contact_model, "corrections", False):
                 limit_blas_threads(num_threads)
@@ -374,8 +359,8 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
         step_copies(m, data, stepper, nstep=int(nstep), contact=contact)
         stepper._history_time = data.time.copy() if stepper.history is not None else None
         return
-    datas = _as_datas(data)
-    _check_model(m, datas, stepper.builder, stepper.scene.model.npair)
+    datas = as_datas(data)
+    check_model(m, datas, stepper.builder, stepper.scene.model)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
     views = views_for(stepper.views, datas)  # the batch's array views, made once per batch
