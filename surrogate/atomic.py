@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import LockedError
+from .errors import ConfigError, LockedError
 
 PARTIAL_MARKER = ".contact-surrogate-partial"  # inside our temporary trees: the PID that builds it
 
@@ -241,3 +241,18 @@ def atomic_directory(path: str | Path, *, overwrite: bool = False, replaceable=N
     os.replace(tmp, path)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def claim_output(out: str | Path, *, marker: str, command: str, earlier: tuple[str, ...] = ()) -> Path:
+    """Make the folder ``out`` one of ``command``'s, which replaces its own files there: refused, before any work and
+    with nothing touched, where it holds anything that no earlier run of the command wrote (no ``marker`` file and
+    none of ``earlier``, what such a run wrote before markers existed). Returns ``out`` as a ``Path``."""
+    out = Path(out)
+    if out.is_dir() and any(out.iterdir()) and not any((out / n).exists() for n in (marker, *earlier)):
+        raise ConfigError(f"is not empty and no earlier `{command}` wrote it (no {marker}): its outputs would replace "
+                          "files there; give --out a new or empty folder, or one of its own", file=out, key="--out")
+    if out.exists() and not out.is_dir():
+        raise ConfigError("is a file, not a folder: give --out a folder", file=out, key="--out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / marker).write_text(f"written by `{command}`: a later run replaces its outputs here\n")
+    return out

@@ -303,17 +303,11 @@ MARKER = ".quickstart"  # in OUT: the folder is a main job's, whose stages repla
 
 
 def claim_output(out: Path) -> None:
-    """Make ``out`` the main job's: refused, before any stage runs and with nothing touched, where it holds anything
-    and no earlier main job wrote it (its stages replace ``contactnets_cube``, ``rig_captures``, ``train_rig``...,
-    which there could be a user's own)."""
-    from .errors import ConfigError
+    """Make ``out`` the main job's (``atomic.claim_output``): its stages replace ``contactnets_cube``,
+    ``rig_captures``, ``train_rig``..., which there could be a user's own."""
+    from .atomic import claim_output as claim
 
-    if out.is_dir() and any(out.iterdir()) and not ((out / MARKER).exists() or (out / "summary.json").exists()):
-        raise ConfigError(f"is not empty and no earlier `surrogate quickstart` wrote it (no {MARKER}): its stages would "
-                          "replace folders there; give --out a new or empty folder, or one of its own", file=out,
-                          key="--out")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("written by `surrogate quickstart`: a later run replaces its folders here\n")
+    claim(out, marker=MARKER, command="surrogate quickstart", earlier=("summary.json",))
 
 
 def quickstart(out: str | Path = "runs/quickstart", *, rig_episodes: int = 60, workers: int = 2, epochs: int = 1,

@@ -209,3 +209,50 @@ def test_identification_uses_its_generations():
     params, info = fit_params(evaluate, cones=("elliptic",), maxiter=5, popsize=4, seed=0, progress=True)
     assert len(calls) == 6  # the initial population and all 5 generations
     assert abs(params.friction - 0.4) < 0.05
+
+
+def test_another_runs_captures_of_the_releases_folder_name_are_not_called_its_own(tmp_path):
+    """Every rig run names its episodes rig_000000, ...: a checkpoint trained on another run's ``rig_v3`` had the
+    release's captures regenerated, fitted, and called its own ("like with like"); the card's content hash decides."""
+    from surrogate.bench.rig_data import release_captures, train_dataset
+
+    cfg = load_suite("rig-grasp-small")
+    card = {"data": {"root": "rig_v3", "sha256": "0" * 64, "train_episodes": ["rig_000000", "rig_000001"]}}
+    assert release_captures(cfg, card=card, rig={}, cache_dir=tmp_path, workers=1, progress=False) is None
+    assert not any(tmp_path.iterdir())  # nothing generated
+    cfg["data"]["train"] = str(tmp_path / "absent")
+    with pytest.raises(ConfigError, match="the checkpoint's own training captures \\('rig_v3', sha256 000000000000\\)"):
+        train_dataset(cfg, card=card, rig={}, cache_dir=tmp_path, workers=1, progress=False)
+
+
+def test_every_given_test_set_decides_a_rig_grasp_verdict_whatever_its_name():
+    """``--test-data`` replaces the suite's sets: a folder named like one of them (``meshes``) had alone decided the
+    verdict over the user's other sets; the suite's own sets still decide by ``acceptance.sets``."""
+    from surrogate.bench.rig_grasp import acceptance_sets
+
+    cfg = load_suite("rig-grasp-small")
+    given = {"meshes": None, "mygrasps": None}
+    assert acceptance_sets(cfg, given, ["/data/meshes", "/data/mygrasps"]) == ["meshes", "mygrasps"]
+    own = {"train_objects": None, "heldout_families": None, "meshes": None}
+    assert acceptance_sets(cfg, own, None) == ["heldout_families", "meshes"]
+
+
+def test_bench_refuses_an_out_folder_it_did_not_write_and_touches_nothing_there(tmp_path):
+    """``--out`` holding a user's own ``report.md`` was overwritten without a word; a folder an earlier benchmark
+    wrote (its marker, or its ledger from before markers) is taken again."""
+    from surrogate.atomic import claim_output
+    from surrogate.bench.run import MARKER
+    from surrogate.cli import main
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("mine")
+    assert main(["bench", "cube-real-small", "--checkpoint", "checkpoints/cube_tosses", "--out", str(mine),
+                 "--no-video"]) != 0
+    assert [p.name for p in mine.iterdir()] == ["report.md"] and (mine / "report.md").read_text() == "mine"
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "ledger.json").write_text("{}")
+    claim_output(earlier, marker=MARKER, command="surrogate bench", earlier=("ledger.json",))
+    assert (earlier / MARKER).is_file()
+    claim_output(earlier, marker=MARKER, command="surrogate bench")  # its own now: taken again

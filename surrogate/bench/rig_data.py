@@ -83,6 +83,10 @@ def release_captures(cfg, *, card, rig, cache_dir, workers, progress):
     ids = [str(i) for i in data.get("train_episodes") or []]
     if not rel or not ids or Path(str(data.get("root", ""))).name != Path(str(cfg["data"].get("train", ""))).name:
         return None
+    if rel.get("sha256") and data.get("sha256") != rel["sha256"]:
+        # another run's captures of the same folder name (every rig run names its episodes rig_000000, ...):
+        # the release's would be fitted and called the surrogate's own
+        return None
     total, need = int(rel["episodes"]), 2 * int(cfg["baselines"]["identified"]["episodes"])
     k = min(total, -(-need * total // len(ids)))
     wanted = set(ids)
@@ -135,8 +139,12 @@ def train_dataset(cfg, *, card, rig, cache_dir, workers, progress, checkpoint=No
         if not (path / "meta" / "contact.json").exists():
             # a fresh clone has no release captures (not in git): say in one line how to make them
             how = cfg["data"].get("train_generate") or "surrogate rig generate --objects train --out " + str(spec)
+            own = (card or {}).get("data") or {}
+            mine = (f"the checkpoint's own training captures ({own['root']!r}, sha256 {str(own.get('sha256'))[:12]}) "
+                    "are not beside its folder nor under the project or ${SURROGATE_DATA}: put them there, or ") \
+                if own.get("root") else ""
             raise ConfigError(f"training captures {path} not found (the identified baseline is fitted on them); "
-                              f"generate them once with: {how}", key="data.train")
+                              f"{mine}generate the suite's once with: {how}", key="data.train")
     else:
         path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label="train")
         if isinstance(path, str):

@@ -214,6 +214,15 @@ def _test_leaks(train_ds, replays: dict) -> list:
                   if (r.episode.object.name, json.dumps((r.episode.provenance.generator or {}).get("seed"))) in train_keys)
 
 
+def acceptance_sets(cfg, sets: dict, test_data) -> list[str]:
+    """The test sets whose episodes decide the verdict: the suite's ``acceptance.sets``; with ``--test-data``, which
+    replaces the suite's sets, all of the given ones, whatever their folders are called (one named like a suite set,
+    ``meshes``, had alone decided the verdict over the others)."""
+    if test_data:
+        return list(sets)
+    return [s for s in cfg["acceptance"]["sets"] if s in sets] or list(sets)
+
+
 def _row_leaks(cfg, card, train_ds, overlap: list, replays: dict, **data) -> list:
     """``_test_leaks`` for a further learned row (``surrogate.rows``): against its own training captures where its
     card names others than the suite's."""
@@ -250,7 +259,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     model, card = load_checkpoint(checkpoint) if checkpoint is not None else (None, None)
     sim["surrogate_margin"] = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))
     sets, skipped = load_sets(cfg, test_data=test_data, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
-    target_sets = [s for s in cfg["acceptance"]["sets"] if s in sets] or list(sets)
+    target_sets = acceptance_sets(cfg, sets, test_data)
     # Episode ids are unique within a dataset only: key by "set/id".
     test = [(f"{name}/{e.episode_id}", e, ds.meta) for name, ds in sets.items() for e in ds.episodes]
     if not test:

@@ -7,6 +7,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..atomic import claim_output
 from ..errors import ConfigError
 from ..parallel import executor
 from ..paths import cache_dir
@@ -16,6 +17,7 @@ from .report import write_report
 
 logger = logging.getLogger(__name__)
 
+MARKER = ".bench"  # in --out: a benchmark's folder, whose outputs a later run replaces
 CACHE_DIR = cache_dir()  # imported and generated test sets (see surrogate.paths.cache_dir)
 
 
@@ -57,7 +59,7 @@ def suite_display_name(suite) -> str:
 
 
 @contextmanager
-def mujoco_log(folder):
+def mujoco_log(folder, *, created: bool | None = None):
     """MuJoCo's warnings go to ``folder/mujoco.log`` (console off) while the block runs, here and in the worker
     processes it starts (``SURROGATE_MUJOCO_LOG``, read by ``surrogate._third_party_output``), instead of the
     console and ``MUJOCO_LOG.TXT`` in the current folder; the previous settings come back after. Off with
@@ -69,7 +71,7 @@ def mujoco_log(folder):
 
     from .. import _third_party_output
 
-    created = not Path(folder).exists()
+    created = not Path(folder).exists() if created is None else created  # by this run: removed if it fails first
     Path(folder).mkdir(parents=True, exist_ok=True)
     before, env = mujoco.MjLogConfig.get(), os.environ.get("SURROGATE_MUJOCO_LOG")
     os.environ["SURROGATE_MUJOCO_LOG"] = str(Path(folder).resolve() / "mujoco.log")
@@ -90,9 +92,10 @@ def mujoco_log(folder):
 
 
 def _remove_if_empty(folder: Path) -> None:
-    """Remove ``folder`` if it holds nothing, or only an empty ``mujoco.log`` (nothing was logged)."""
+    """Remove ``folder`` if it holds nothing, or only an empty ``mujoco.log`` (nothing was logged) and the suite's
+    claim on it (``MARKER``)."""
     entries = list(folder.iterdir())
-    if all(e.name == "mujoco.log" and e.is_file() and e.stat().st_size == 0 for e in entries):
+    if all(e.is_file() and (e.name == MARKER or (e.name == "mujoco.log" and e.stat().st_size == 0)) for e in entries):
         for e in entries:
             e.unlink()
         folder.rmdir()
@@ -109,7 +112,9 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
     ``backend``: ``local`` (this process), ``process`` (``workers`` local processes) or ``ray`` (tasks on a local Ray
     instance of ``workers`` CPUs or on the cluster at ``ray_address``); ``workers`` defaults to the suite's, else 2:
     the same ledger either way (``parallel``)."""
-    with mujoco_log(out):
+    created = not Path(out).exists()
+    claim_output(out, marker=MARKER, command="surrogate bench", earlier=("ledger.json",))
+    with mujoco_log(out, created=created):
         return _run_suite(suite, out=out, checkpoint=checkpoint, test_data=test_data, overrides=overrides,
                           progress=progress, cache_dir=cache_dir, video=video, backend=backend, workers=workers,
                           ray_address=ray_address)

@@ -119,8 +119,8 @@ def copies_model(scene, copies: int) -> tuple[mujoco.MjModel, CopiesLayout]:
     edited = physics_differences(m, ref, skip=_PAIR_FIELDS + tuple(f"opt.{k}" for k in OPTIONS))
     if edited:
         raise ModelEditedError(f"copies_model: the scene's model differs from its spec in {', '.join(edited[:6])}"
-                          f"{', ...' if len(edited) > 6 else ''} (was the model edited after it was compiled? edit "
-                          "scene.spec and compile it again, or step separate MjData)", key="scene")
+                               f"{', ...' if len(edited) > 6 else ''} (was the model edited after it was compiled? "
+                               "edit scene.spec and compile it again, or step separate MjData)", key="scene")
     # runtime values of the scene's model (the owned pairs' mode, identified parameters) over the compiled ones
     for f in _PAIR_FIELDS:
         getattr(big, f)[layout.pair.ravel()] = np.tile(getattr(m, f), (copies,) + (1,) * (getattr(m, f).ndim - 1))

@@ -50,12 +50,13 @@ def check_setup(cfg: dict, *, file=None, where=None) -> None:
                               key=f"data.{key}")
     for key in OUTPUT_KEYS:
         check_output_dir(_get(cfg, key), key=key, file=where(key))
-    key = "stages.closed_loop."
-    check_reference(_get(cfg, key + "reference"), file=where(key + "reference"))
-    check_decision_horizon(_get(cfg, key + "decision_horizon_s"), file=where(key + "decision_horizon_s"))  # its data:
-    from ..bench.command_delay import check_setting  # check_decision_data, at fit time
+    loop = "stages.closed_loop."
+    check_reference(_get(cfg, loop + "reference"), file=where(loop + "reference"))
+    # the decision data themselves are checked when training starts (check_decision_data)
+    check_decision_horizon(_get(cfg, loop + "decision_horizon_s"), file=where(loop + "decision_horizon_s"))
+    from ..bench.command_delay import check_setting
 
-    check_setting(_get(cfg, key + "command_delay"), key=key + "command_delay", file=where(key + "command_delay"))
+    check_setting(_get(cfg, loop + "command_delay"), key=loop + "command_delay", file=where(loop + "command_delay"))
 
 
 def check_types(cfg: dict, reference: dict, *, where, prefix: str = "") -> None:
