@@ -117,6 +117,10 @@ def test_cube_real_scores_several_test_datasets_per_set_and_per_object(tmp_path,
         assert per[f"tosses/{twice}"]["object"] != per[f"tosses_2/{twice}"]["object"]
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Per test set" in report and "Per object" in report and "cube_b" in report
+    # the header names every figure of a cell: mean [interval] / median over the episode; the horizon's after ";"
+    assert "over the episode mean [95 % interval] / median; at 1 s" in report
+    row = next(r for r in report.splitlines() if r.startswith("| tosses_2 |"))
+    assert all(c.count(";") == 1 and c.count(" / ") == 1 for c in row.split(" | ")[2:]), row
 
 
 @needs_shared("contactnets_cube")

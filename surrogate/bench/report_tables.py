@@ -129,8 +129,9 @@ def confusion_lines(rows) -> list[str]:
 
 
 def _breakdown(ledger, part: str, title: str) -> list[str]:
-    """A table of each model's ``part`` (``per_set``, ``per_object``): position error, mean over the episode
-    and at the acceptance horizon (1 s without one)."""
+    """A table of each model's ``part`` (``per_set``, ``per_object``): position error over the episode (mean, its
+    interval and median; a header that named two figures per cell had left the median unlabelled) and at the
+    acceptance horizon (1 s without one)."""
     models = [(n, m) for n, m in evaluated_models(ledger) if len(m.get(part) or {}) > (0 if part == "per_set" else 1)]
     if not models:
         return []
@@ -138,7 +139,9 @@ def _breakdown(ledger, part: str, title: str) -> list[str]:
     h = f"{float((cfg.get('acceptance') or {}).get('horizon_s', 1.0)):g}"
     keys = list(models[0][1][part])
     # one row per set / object, one column per model: many objects make a long table, never a wide one
-    lines = ["", f"## {title} (position error, % of object size: mean over the episode / at {h} s {_from(ledger)})",
+    # each cell: the episode means' mean [95 % interval] / median, then (after ";") the mean at the horizon
+    lines = ["", f"## {title} (position error, % of object size: over the episode mean [95 % interval] / median; "
+                 f"at {h} s {_from(ledger)})",
              "", f"| {part.removeprefix('per_')} | episodes | " + " | ".join(n for n, _ in models) + " |",
              "|---|---|" + "---|" * len(models)]
     for k in keys:
@@ -147,7 +150,7 @@ def _breakdown(ledger, part: str, title: str) -> list[str]:
             o = m[part].get(k)
             at = (o or {}).get("horizons", {}).get("pos_pct_size", {}).get(h) or {}
             val = "—" if at.get("mean") is None else f"{at['mean']:.1f}"
-            cells.append("—" if o is None else f"{fmt_summary(o['pos_pct_size'])} / {val}")
+            cells.append("—" if o is None else f"{fmt_summary(o['pos_pct_size'])}; {val}")
         lines.append(f"| {k} | {models[0][1][part][k]['episodes']} | " + " | ".join(cells) + " |")
     return lines
 
