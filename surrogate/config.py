@@ -69,13 +69,7 @@ def check_override_keys(cfg: dict, overrides: list[str], *, open_keys=(), source
                 break
             if not isinstance(node, dict):
                 raise ConfigError(f"cannot set '{key}': '{'.'.join(where)}' is not a mapping", file=source, key=key)
-            if part not in node:
-                known = sorted(node)
-                close = difflib.get_close_matches(part, known, n=2, cutoff=0.6)
-                prefix = ".".join(where + [""])
-                hint = f"; did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
-                what = f"known keys of {'.'.join(where)}" if where else "known top-level keys"
-                raise ConfigError(f"unknown key ({what}: {known}){hint}", file=source, key=key)
+            check_keys({part: None}, node, where=".".join(where), file=source)
             node, where = node[part], where + [part]
 
 
@@ -124,10 +118,14 @@ def merge(base: dict, update: dict) -> dict:
 
 
 def check_keys(section: dict, allowed, *, where: str, file=None) -> None:
-    """Reject unknown keys, naming the key and the allowed ones."""
+    """Reject unknown keys, naming the key, the allowed ones and the close matches."""
     for k in section:
         if k not in allowed:
-            raise ConfigError(f"unknown key; allowed: {sorted(allowed)}", file=file, key=f"{where}.{k}" if where else k)
+            close = difflib.get_close_matches(str(k), [str(a) for a in allowed], n=2, cutoff=0.6)
+            names = [f"'{where}.{c}'" if where else f"'{c}'" for c in close]
+            hint = f"; did you mean {' or '.join(names)}?" if close else ""
+            raise ConfigError(f"unknown key; allowed: {sorted(allowed)}{hint}", file=file,
+                              key=f"{where}.{k}" if where else k)
 
 
 def expand_env(value: str, *, file=None, key=None) -> str:

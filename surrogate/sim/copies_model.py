@@ -170,8 +170,8 @@ def _layout(m, ref, big, B) -> CopiesLayout:
 
 
 def _check_same_physics(m, big, lay: CopiesLayout) -> None:
-    """Every copy's bodies, geoms, dofs and actuators have the scene model's parameters (a copy compiled from the
-    spec could differ from a model edited after compiling: refuse rather than step something else)."""
+    """Every copy's bodies, geoms, dofs and actuators have the scene model's parameters: the copies were put together
+    as the scene is (an edited scene model is refused before, ``ModelEditedError``)."""
     B = lay.copies
     tables = {
         "body_mass": (big.body_mass[lay.body[:, 1:]], m.body_mass[1:]),
@@ -185,5 +185,5 @@ def _check_same_physics(m, big, lay: CopiesLayout) -> None:
     }
     for name, (a, b) in tables.items():
         if not np.allclose(a, np.broadcast_to(b, a.shape), rtol=1e-12, atol=1e-15):
-            raise ModelEditedError(f"copies_model: the copies' {name} differs from the scene's model (was the model "
-                                   "edited after it was compiled? edit scene.spec instead)", key="scene")
+            raise RuntimeError(f"copies_model: the copies' {name} differs from the scene's model, which equals its "
+                               "spec: the copies were not put together as the scene is")
