@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import jsonschema
 import numpy as np
@@ -158,10 +159,21 @@ def test_a_child_suite_drops_its_bases_test_sets_by_naming_them_null(tmp_path):
 @needs_shared("contactnets_cube")
 def test_small_cube_real_suite_end_to_end(tmp_path):
     over = ["data.n_test=6", "data.train_sizes=[8]", "baselines.identified.sizes=[8]", "baselines.identified.maxiter=1",
-            "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.randomized.n=3",
-            "video.width=64", "video.height=48", "video.fps=5"]  # videos small: at full size they took 14 s here
-    ledger = run_suite("cube-real-small", out=tmp_path / "report", overrides=over, progress=False, cache_dir=tmp_path / "cache")
+            "baselines.identified.popsize=3", "baselines.identified.cones=[elliptic]", "baselines.randomized.n=3"]
+    report = tmp_path / "report"  # an earlier bench's folder: another suite's plot and video, its log, a user's note
+    (report / "videos").mkdir(parents=True)
+    for name, text in ((".bench", ""), ("transfer.png", "old"), ("videos/worst.mp4", "old"), ("mujoco.log", "earlier\n"),
+                       ("notes.txt", "mine")):
+        (report / name).write_text(text)
+        os.utime(report / name, (1e9, 1e9))
+    ledger = run_suite("cube-real-small", out=report, overrides=over, progress=False, cache_dir=tmp_path / "cache",
+                       video=False)
     assert (tmp_path / "report" / "report.md").exists() and (tmp_path / "report" / "horizons.png").exists()
+    # the earlier run's outputs this one did not write again are gone (they would sit beside this run's report); what
+    # no bench writes stays, and the log keeps the earlier run's lines, this run's after a header
+    assert not (report / "transfer.png").exists() and not (report / "videos").exists()
+    assert (report / "notes.txt").read_text() == "mine"
+    assert (report / "mujoco.log").read_text().startswith("earlier\n\n# surrogate bench cube-real-small, ")
     on_disk = json.loads((tmp_path / "report" / "ledger.json").read_text())
     validate_ledger(on_disk)
     m = on_disk["models"]

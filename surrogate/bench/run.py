@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,6 +19,10 @@ from .report import write_report
 logger = logging.getLogger(__name__)
 
 MARKER = ".bench"  # in --out: a benchmark's folder, whose outputs a later run replaces
+# what a suite may write besides its ledger and report: a run that writes one of them no more (another suite, --no-video,
+# a model row without per-episode errors) removes the earlier run's, which would otherwise sit beside a report of another
+OPTIONAL_OUTPUTS = ("horizons.png", "data_efficiency.png", "per_object.png", "attribution.png", "pad_forces.png",
+                    "transfer.png", *(f"videos/{w}.{x}" for w in ("median", "worst") for x in ("mp4", "png")))
 CACHE_DIR = cache_dir()  # imported and generated test sets (see surrogate.paths.cache_dir)
 
 
@@ -114,10 +119,33 @@ def run_suite(suite: str, *, out, checkpoint=None, test_data=None, overrides=(),
     the same ledger either way (``parallel``)."""
     created = not Path(out).exists()
     claim_output(out, marker=MARKER, command="surrogate bench", earlier=("ledger.json",))
+    started = (Path(out) / MARKER).stat().st_mtime  # claim_output just wrote it: this run's start, in the folder's clock
+    _log_header(Path(out) / "mujoco.log", suite)
     with mujoco_log(out, created=created):
-        return _run_suite(suite, out=out, checkpoint=checkpoint, test_data=test_data, overrides=overrides,
+        ledger = _run_suite(suite, out=out, checkpoint=checkpoint, test_data=test_data, overrides=overrides,
                           progress=progress, cache_dir=cache_dir, video=video, backend=backend, workers=workers,
                           ray_address=ray_address)
+    _remove_stale_outputs(Path(out), started)
+    return ledger
+
+
+def _log_header(log: Path, suite) -> None:
+    """Start this run's part of ``mujoco.log``, which every run into the folder appends to, where it already has one."""
+    if log.is_file() and log.stat().st_size:
+        with log.open("a") as f:
+            f.write(f"\n# surrogate bench {suite_display_name(suite)}, {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+
+
+def _remove_stale_outputs(out: Path, started: float) -> None:
+    """Remove the ``OPTIONAL_OUTPUTS`` an earlier run wrote (older than this run's marker) that this one did not write
+    again: the folder is a bench's (``claim_output``), and these are a bench's own outputs."""
+    for name in OPTIONAL_OUTPUTS:
+        p = out / name
+        if p.is_file() and p.stat().st_mtime < started:
+            p.unlink()
+    videos = out / "videos"
+    if videos.is_dir() and not any(videos.iterdir()):
+        videos.rmdir()
 
 
 def _run_suite(suite, *, out, checkpoint, test_data, overrides, progress, cache_dir, video, backend, workers,
