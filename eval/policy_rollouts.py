@@ -5,9 +5,8 @@ and of the best grasp a CEM planner finds, for both contact modes.
     python eval/policy_rollouts.py --hand three_finger --objects 2 --envs 2 --cem-iterations 0
     python eval/policy_rollouts.py --checkpoint checkpoints/rig_default
 
-The surrogate defaults to ``checkpoints/rig_default`` when it exists, else the released cube-toss
-model, which has never seen a hand: its rows show how a surrogate behaves far outside its
-training range (the stepper's out-of-range count says so), not how good learned contact is.
+The surrogate is ``--checkpoint``, by default the released grasp model ``checkpoints/rig_default`` (trained with
+a hand's pads); there is no fallback: a missing checkpoint is an error. The analytic rows use no checkpoint.
 """
 
 from __future__ import annotations
@@ -40,9 +39,10 @@ def evaluate(args) -> list[dict]:
         acc = {"scripted": [], "cem": []}
         ood = contacts = fallbacks = 0
         t0 = time.perf_counter()
+        learned = model if contact == "surrogate" else None  # analytic contact takes no model (ConfigError)
         for obj in objs:
-            venv = GraspVectorEnv(args.envs, copies=False, hand=args.hand, object=obj, contact=contact, contact_model=model,
-                                  max_episode_steps=None)
+            venv = GraspVectorEnv(args.envs, copies=False, hand=args.hand, object=obj, contact=contact,
+                                  contact_model=learned, max_episode_steps=None)
             try:
                 res = rollout(venv, ScriptedGraspPolicy(venv.task, GraspParams()), seed=args.seed, duration=args.duration)
             except UngraspableObject:
@@ -51,8 +51,8 @@ def evaluate(args) -> list[dict]:
             st = res["stepper"]
             ood, contacts, fallbacks = ood + st["ood_edges"], contacts + st["contacts"], fallbacks + st["fallbacks"]
             if args.cem_iterations:
-                cv = GraspVectorEnv(args.population, copies=False, hand=args.hand, object=obj, contact=contact, contact_model=model,
-                                    max_episode_steps=None)
+                cv = GraspVectorEnv(args.population, copies=False, hand=args.hand, object=obj, contact=contact,
+                                    contact_model=learned, max_episode_steps=None)
                 best = cem_grasp(cv, iterations=args.cem_iterations, elites=max(2, args.population // 4),
                                  seed=args.seed, duration=args.duration)["best"]
                 acc["cem"].append(rollout(venv, ScriptedGraspPolicy(venv.task, best), seed=args.seed,

@@ -14,8 +14,10 @@ How it plugs in: ``RigLoop`` implements the physics interface of ``envs.physics.
 loaded, ctrl, set_ctrl, simulate, arrays, render_data, datas) and replaces the task's. A reset builds the
 state exactly as the simulated environment does (the task's own ``reset_one``: same object yaw and xy draws
 for a seed), then starts a fresh ``RigPhysics`` of episode seed ``s`` (the per-purpose generators of
-``rig.simulate.episode_rng``) from that state. The actuator targets the policy sets are the rig's *commands*:
-they pass the rig's actuator channel (delay, backlash) before reaching MuJoCo's ``ctrl``.
+``rig.simulate.episode_rng``) from that state: ``seed + i`` for copy i after ``reset(seed=seed)``, a new seed drawn
+from the copy's generator (seeded by that seed, or from OS entropy) for every reset that gets none. The actuator
+targets the policy sets are the rig's *commands*: they pass the rig's actuator channel (delay, backlash) before
+reaching MuJoCo's ``ctrl``.
 
 Steps: the rig's physics step divides both the recorder's frame period and the control period
 (``rig_timestep``: 1/1200 s for 120 Hz frames and 20 ms control at ``physics.max_timestep`` 1 ms), so frames
@@ -34,7 +36,7 @@ import mujoco
 import numpy as np
 
 from ..capture import DatasetMeta, Episode
-from ..envs.grasp import GraspVectorEnv, _seed_list
+from ..envs.grasp import GraspVectorEnv, _entropy_rngs, _randomize_option, _reset_mask, _seed_list
 from ..envs.physics import arrays_of_datas
 from ..errors import ConfigError
 from ..rig.config import load_rig_config, recorder_rate_hz, validate_rig_config
@@ -45,6 +47,7 @@ from ..rig.recorder_config import validate_recorder_config
 from ..rig.regions import contact_region_seeds
 from ..rig.simulate import _Samples, _trace, episode_rng
 
+_DRAW_STREAM = 0x5EED  # the spawn key of the episode-seed generators (apart from the reset's own object draws)
 STAND_IN = ("closed-loop rollout of a policy on the capture rig's reference physics: a simulated stand-in "
             "for hardware, not a real robot")
 
@@ -90,7 +93,9 @@ class RigLoop:
                                                               cfg["physics"]["max_timestep"])
         self.n_frames = math.floor(duration * self.rate + 1e-9) + 1
         n = task.num_envs
-        self.seeds = list(range(n))
+        self.seeds: list[int | None] = [None] * n  # the episode seed of each copy's current episode
+        self._next: list[int | None] = [None] * n  # the seed a ``reset(seed=...)`` gives the next episode
+        self._draws = _entropy_rngs(n)  # each copy's episode seeds when its reset gets none
         self._scratch = [task.scene.make_data() for _ in range(n)]
         self.rigs: list[RigPhysics | None] = [None] * n
         self.cmd = [_Commands(len(task.act_ids)) for _ in range(n)]
@@ -104,9 +109,20 @@ class RigLoop:
     def reset_data(self, i: int) -> mujoco.MjData:
         return self._scratch[i]
 
+    def seed(self, envs, seeds: list) -> None:
+        """The next episode of copy ``envs[k]`` has episode seed ``seeds[k]`` and the later ones draw theirs from a
+        generator of it (None: from OS entropy), as Gymnasium's ``np_random``."""
+        draws = [_entropy_rngs(1)[0] if s is None else
+                 np.random.default_rng(np.random.SeedSequence(int(s), spawn_key=(_DRAW_STREAM,))) for s in seeds]
+        for i, s, g in zip(envs, seeds, draws):  # all made (a bad seed refused) before any copy changes
+            self._next[i], self._draws[i] = s, g
+
     def loaded(self, i: int) -> None:
-        """Start episode ``seeds[i]`` on a fresh rig from the state the task's reset wrote."""
-        s, src = int(self.seeds[i]), self._scratch[i]
+        """Start a new episode of copy ``i`` on a fresh rig from the state the task's reset wrote: episode seed the
+        one ``seed`` gave, else a new one drawn from the copy's generator (in [2^32, 2^63), apart from the seeds
+        below 2^32 that ``reset(seed=s)`` gives), so every episode has its own hidden draws, recorder noise and id."""
+        s = self._next[i] if self._next[i] is not None else int(self._draws[i].integers(2**32, 2**63))
+        self._next[i], self.seeds[i], src = None, int(s), self._scratch[i]
         rig = RigPhysics(self.cfg, self.task.obj, hand=self.task.hand.name, timestep=self.dt, object_quat="stable",
                          grip_force=self.grip_force,
                          rngs={k: episode_rng(s, k) for k in ("mass_mismatch", "actuator", "fingertips")})
@@ -155,7 +171,9 @@ class RigLoop:
 
 class RigGraspVectorEnv(GraspVectorEnv):
     """``GraspVectorEnv`` on the capture rig (module docstring); ``reset(seed=s)`` also fixes the rig's hidden
-    draws of each copy (episode seed ``s + i``, as the copy's reset generator).
+    draws of each copy (episode seed ``s + i``, as the copy's reset generator), and every later reset without a
+    seed (autoresets too) draws new ones from a generator seeded by it: each episode its own hidden physics,
+    recorder noise and ``episode_id``, reproducible from ``s``. Unseeded from the start, they draw from OS entropy.
 
     Args: those of ``GraspVectorEnv`` (``contact`` is the rig's: not accepted), and ``rig_config`` (a loaded rig
     config or a path; default ``configs/rig/default.yaml``), ``duration`` (s recorded at most).
@@ -173,9 +191,13 @@ class RigGraspVectorEnv(GraspVectorEnv):
         self.task.physics = RigLoop(self.task, cfg, duration=duration, grip_force=grip_force)
 
     def reset(self, *, seed=None, options=None):
+        """As ``GraspVectorEnv.reset``; a reset copy starts a new rig episode: of episode seed ``seed + i`` (or
+        ``seed[i]``), and without a seed of the next seed its generator draws (``RigLoop.seed``)."""
+        _randomize_option(options, "RigGraspVectorEnv.reset")  # refused before anything changes
+        mask = _reset_mask(options, self.num_envs)
         if seed is not None:
-            seeds = _seed_list(seed, self.num_envs)
-            self.task.physics.seeds = [s if s is not None else self.task.physics.seeds[i] for i, s in enumerate(seeds)]
+            envs, seeds = np.flatnonzero(mask), _seed_list(seed, self.num_envs)
+            self.task.physics.seed(envs, [seeds[i] for i in envs])
         return super().reset(seed=seed, options=options)
 
     def captures(self, hold_start=None, *, policy: str = "policy") -> list[Episode]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_file, write_bytes_atomic
+from ..envs.grasp import make_renderer
 from ..errors import ConfigError, SurrogateError
 from .video_clips import Clip, Panel
 
@@ -156,8 +157,6 @@ def render_clip(clip: Clip, *, width: int = 320, height: int = 240, fps: float =
         raise ConfigError(f"fps and speed must be > 0 (got {fps}, {speed})", key="fps")
     w, h = max(32, int(width) // 2 * 2), max(32, int(height) // 2 * 2)
     m = clip.model
-    m.vis.global_.offwidth = max(int(m.vis.global_.offwidth), w)
-    m.vis.global_.offheight = max(int(m.vis.global_.offheight), h)
     span = float(clip.times[-1])
     if max_seconds is not None:
         span = min(span, float(max_seconds))
@@ -169,7 +168,7 @@ def render_clip(clip: Clip, *, width: int = 320, height: int = 240, fps: float =
     font, small = _font(13), _font(11)
     out = np.zeros((n, HEADER_PX + h, w * len(clip.panels), 3), np.uint8)
     try:
-        renderer = mujoco.Renderer(m, h, w)
+        renderer = make_renderer(m, h, w)
     except Exception as e:
         raise RenderError(f"cannot create a MuJoCo renderer ({type(e).__name__}: {e}); set MUJOCO_GL=egl "
                           "before MuJoCo is imported on a machine without a display") from e

@@ -53,6 +53,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..errors import ConfigError
+from . import checks
 from .task import HANDS, MIN_FINGERTIPS, GraspTask, resolve_object
 
 __all__ = ["HANDS", "MIN_FINGERTIPS", "GraspEnv", "GraspTask", "GraspVectorEnv", "resolve_object"]
@@ -118,7 +119,9 @@ class GraspEnv(gym.Env):
     and the ``GraspTask`` options (control_dt, timestep, grip_force, lift_target, rate_limit,
     max_base_speed, max_yaw_rate, finger_travel_time, contact_tol, ...). Actions are rate limited and
     must be finite (``ValueError`` otherwise); reward and ``lifted`` need the object held between
-    two fingertips (module docstring).
+    two fingertips (module docstring). Arguments of the wrong kind or range, or ones the environment would ignore,
+    raise ``ConfigError`` naming them (``GraspTask``, ``resolve_object``); ``width`` / ``height`` are integers >= 1,
+    of any size (the offscreen framebuffer grows to them).
     ``reset(options={"randomize": False})`` starts from the nominal pose.
     """
 
@@ -127,12 +130,12 @@ class GraspEnv(gym.Env):
     def __init__(self, render_mode: str | None = None, *, width: int = 320, height: int = 240, **kwargs):
         if render_mode not in (None, "rgb_array"):
             raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}", key="render_mode")
+        self._size = checks.image_size(width, height)
         self.task = _make_task(1, dict(kwargs))
         self.observation_space = self.task.observation_space
         self.action_space = self.task.action_space
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.task.control_dt))}
-        self._size = (height, width)
         self._renderer = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -158,7 +161,7 @@ class GraspEnv(gym.Env):
         if self.render_mode != "rgb_array":
             return None
         if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.task.model, *self._size)
+            self._renderer = make_renderer(self.task.model, *self._size)
         return self.task.render(self._renderer, 0)
 
     def close(self):
@@ -191,7 +194,8 @@ class GraspVectorEnv(VectorEnv):
                  width: int = 320, height: int = 240, copies: bool = True, **kwargs):
         if render_mode not in (None, "rgb_array"):
             raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}", key="render_mode")
-        self.task = _make_task(num_envs, {**kwargs, "copies": bool(copies)})
+        self._size = checks.image_size(width, height)
+        self.task = _make_task(num_envs, {**kwargs, "copies": copies})
         self.num_envs = self.task.num_envs
         self.single_observation_space = self.task.observation_space
         self.single_action_space = self.task.action_space
@@ -199,7 +203,6 @@ class GraspVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.max_episode_steps = max_episode_steps
         self.render_mode = render_mode
-        self._size = (height, width)
         self._renderer = None
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.task.control_dt))}
         self._rngs = _entropy_rngs(self.num_envs)
@@ -265,13 +268,22 @@ class GraspVectorEnv(VectorEnv):
         if self.render_mode != "rgb_array":
             return None
         if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.task.model, *self._size)
+            self._renderer = make_renderer(self.task.model, *self._size)
         return np.stack([self.task.render(self._renderer, i) for i in range(self.num_envs)])
 
     def close_extras(self, **kwargs):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+def make_renderer(model: mujoco.MjModel, height: int, width: int) -> mujoco.Renderer:
+    """A ``mujoco.Renderer`` of ``model`` for ``height`` x ``width`` images, enlarging the model's offscreen
+    framebuffer (``vis.global_.offwidth`` / ``offheight``: 640 x 480 by default) when they are larger, as
+    ``surrogate render`` does: MuJoCo refuses a renderer larger than it."""
+    g = model.vis.global_
+    g.offwidth, g.offheight = max(int(g.offwidth), int(width)), max(int(g.offheight), int(height))
+    return mujoco.Renderer(model, int(height), int(width))
 
 
 def _seed_int(seed, where: str) -> int:

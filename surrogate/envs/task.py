@@ -24,42 +24,54 @@ from ..quat import quat_conj, quat_mul
 from ..scenes import GRASPING_HANDS, TABLE_HEIGHT, build_scene
 from ..scenes.builder import TABLE_HALF
 from ..sim.stepper import CONTACT_MODES, Stepper
+from . import checks
 from .physics import CopiesPhysics, DataPhysics, EnvArrays, Ids
 
 HANDS = GRASPING_HANDS  # every hand a scene builds (jaco: dm_control's Kinova hand)
 DEFAULT_RELEASE = "rig_default"  # the checkpoint contact="surrogate" loads when none is given
 
 _DROP_BAND = 0.005  # m: a lifted object back within this of its rest height is dropped
+_BAND_WHY = " m, the drop band: a held object within it of its rest height would be lifted and dropped at once"
 
 MIN_FINGERTIPS = 2  # fingertips touching the object for it to count as held
 
 
-def resolve_object(object=None, *, object_seed: int = 0, split: str | None = None, split_index: int = 0,
-                   mesh: str | Path | None = None, mass: float = 0.1, scale=None) -> ObjectAsset:
+def resolve_object(object=None, *, object_seed: int | None = None, split: str | None = None,
+                   split_index: int | None = None, mesh: str | Path | None = None, mass: float | None = None,
+                   scale=None) -> ObjectAsset:
     """The object of an environment.
 
     Args:
       object: an ``ObjectAsset``, or a procedural family name (default ``box``).
-      object_seed: seed of the procedural family.
-      split: a named split (``surrogate.objects.load_split``); ``split_index`` picks the object.
-      mesh: a mesh file (``load_mesh_object``) of mass ``mass`` kg, its coordinates times ``scale`` (a number or
-        three; default 1: metres), as the mesh loader's unit hint asks (``scale=0.001`` for millimetres).
+      object_seed: seed of the procedural family (default 0); not with a split or a mesh (ConfigError).
+      split: a named split (``surrogate.objects.load_split``); ``split_index`` picks the object (default 0).
+      mesh: a mesh file (``load_mesh_object``) of mass ``mass`` kg (default 0.1), its coordinates times ``scale`` (a
+        number or three; default 1: metres), as the mesh loader's unit hint asks (``scale=0.001`` for millimetres).
+    An argument the chosen source would ignore (``mass`` or ``scale`` without ``mesh``, ``split_index`` without
+    ``split``) is refused with a ConfigError naming it.
     """
-    if isinstance(object, ObjectAsset):
-        return object
     given = [x is not None for x in (object, split, mesh)]
     if sum(given) > 1:
         raise ConfigError("give one of object (family), split or mesh", key="object")
-    if scale is not None and mesh is None:
-        raise ConfigError("scale applies to a mesh file: give mesh=PATH with it", key="scale")
+    for key, v, needs, what in (("scale", scale, mesh, "a mesh file: give mesh=PATH"),
+                                ("mass", mass, mesh, "a mesh file: give mesh=PATH"),
+                                ("split_index", split_index, split, "a split: give split=NAME")):
+        if v is not None and needs is None:
+            raise ConfigError(f"{key} applies to {what} with it", key=key)
+    if object_seed is not None and (split is not None or mesh is not None):
+        raise ConfigError("object_seed seeds a procedural family (object=NAME); a split's object is picked by "
+                          "split_index, a mesh has none", key="object_seed")
+    if isinstance(object, ObjectAsset):
+        return object
     if mesh is not None:
-        return load_mesh_object(mesh, mass=mass, scale=1.0 if scale is None else scale)
+        return load_mesh_object(mesh, mass=0.1 if mass is None else mass, scale=1.0 if scale is None else scale)
     if split is not None:
         objs = load_split(split)
-        if not 0 <= split_index < len(objs):
+        k = checks.whole("split_index", 0 if split_index is None else split_index)
+        if k >= len(objs):
             raise ConfigError(f"split_index must be in [0, {len(objs)}) for split {split!r}", key="split_index")
-        return objs[split_index]
-    return make_object(object or "box", int(object_seed))
+        return objs[k]
+    return make_object(object or "box", checks.whole("object_seed", 0 if object_seed is None else object_seed))
 
 
 class GraspTask:
@@ -86,6 +98,9 @@ class GraspTask:
       copies: hold the N environments as copies of the scene in one ``MjModel`` (``physics.CopiesPhysics``: no
         ``datas``, subsets cannot step alone, the scene's model must not be edited afterwards) instead of N
         ``MjData`` (``datas``).
+    Every argument is checked here (``envs.checks``): a value of the wrong kind or range (``lift_target=0``, a
+    negative ``contact_tol``, ``randomize="false"``, a checkpoint with analytic contact) raises a ``ConfigError``
+    naming it. ``lift_threshold`` must be at least the 5 mm drop band.
     """
 
     def __init__(self, num_envs: int = 1, *, hand: str = "parallel_jaw", obj: ObjectAsset | None = None,
@@ -99,19 +114,20 @@ class GraspTask:
             raise ConfigError(f"hand must be one of {HANDS}, got {hand!r}", key="hand")
         if contact not in CONTACT_MODES:
             raise ConfigError(f"contact must be one of {CONTACT_MODES}, got {contact!r}", key="contact")
-        if int(num_envs) < 1:
-            raise ConfigError(f"num_envs must be >= 1, got {num_envs!r}", key="num_envs")
+        self.num_envs = checks.whole("num_envs", num_envs, low=1)
+        timestep, control_dt = checks.positive("timestep", timestep), checks.positive("control_dt", control_dt)
         nsub = round(control_dt / timestep)
         if nsub < 1 or abs(nsub * timestep - control_dt) > 1e-9:
             raise ConfigError(f"control_dt {control_dt} s must be a multiple of timestep {timestep} s", key="control_dt")
-        if contact == "surrogate" and contact_model is None:
-            from ..model.checkpoint import load_checkpoint
-
-            if checkpoint is None:  # the released grasp model: what a user who asks for learned contact expects
-                checkpoint = release_checkpoint(DEFAULT_RELEASE)
-
-            contact_model = load_checkpoint(checkpoint)[0]
-        self.num_envs = int(num_envs)
+        if grip_force is not None:
+            checks.positive("grip_force", grip_force)
+        self.lift_target = checks.positive("lift_target", lift_target)
+        self.drop_penalty = checks.finite("drop_penalty", drop_penalty)
+        self.lift_threshold = checks.positive("lift_threshold", lift_threshold, at_least=_DROP_BAND, why=_BAND_WHY)
+        self.randomize, self.xy_noise = checks.flag("randomize", randomize), checks.non_negative("xy_noise", xy_noise)
+        self.contact_tol = checks.non_negative("contact_tol", contact_tol)
+        rate_limit, copies = checks.flag("rate_limit", rate_limit), checks.flag("copies", copies)
+        contact_model = _contact_model(contact, checkpoint, contact_model)
         self.obj = obj if obj is not None else make_object("box", 0)
         self.scene = build_scene(self.obj, hand=hand, setting="table", timestep=timestep, object_quat="stable",
                                  grip_force=grip_force)
@@ -120,8 +136,6 @@ class GraspTask:
         self.contact = contact
         self.nsub = nsub
         self.control_dt = float(control_dt)
-        self.lift_target, self.lift_threshold, self.drop_penalty = float(lift_target), float(lift_threshold), float(drop_penalty)
-        self.randomize, self.xy_noise = bool(randomize), float(xy_noise)
         opts = {"on_bad_force": "fallback", **(stepper_options or {})}
         self.stepper = Stepper(self.scene, contact_model, contact=contact, **opts)
         m, s, h = self.model, self.scene, self.hand
@@ -149,7 +163,6 @@ class GraspTask:
         self.max_delta = _max_target_step(self.ctrl_lo, self.ctrl_hi, self.control_dt, rate_limit=rate_limit,
                                           base_speed=max_base_speed, yaw_rate=max_yaw_rate,
                                           finger_time=finger_travel_time)
-        self.contact_tol = float(contact_tol)
         self.geom_finger = _fingertip_of_geom(m, self.pad_bodies)
         self.lifted = np.zeros(self.num_envs, dtype=bool)
         # per-copy counts of the last ``simulate``: analytic fallbacks, out-of-range contacts
@@ -200,7 +213,7 @@ class GraspTask:
         Raises ValueError for a wrong shape or a non-finite action, before any copy changes.
         """
         envs = list(range(self.num_envs)) if envs is None else [int(i) for i in envs]
-        acts = _checked_actions(actions, len(envs), len(self.act_ids), envs)
+        acts = checks.checked_actions(actions, len(envs), len(self.act_ids), envs)
         if not envs:
             return
         prev = self.physics.ctrl(envs)[:, self.act_ids]
@@ -328,12 +341,30 @@ def _max_target_step(lo: np.ndarray, hi: np.ndarray, dt: float, *, rate_limit: b
     if not rate_limit:
         return np.full(len(lo), np.inf)
     for key, v in (("max_base_speed", base_speed), ("max_yaw_rate", yaw_rate), ("finger_travel_time", finger_time)):
-        if not (np.isfinite(v) and v > 0):
-            raise ConfigError(f"{key} must be a positive number, got {v!r}", key=key)
+        checks.positive(key, v)
     out = (hi - lo) / finger_time * dt
     out[:3] = base_speed * dt
     out[3] = yaw_rate * dt
     return out
+
+
+def _contact_model(contact: str, checkpoint, contact_model):
+    """The contact model the stepper takes: None for analytic contact, else ``contact_model``, or the one of
+    ``checkpoint`` (default: the released grasp model, what a user who asks for learned contact expects).
+
+    A task's contact is fixed at construction, so a checkpoint or model given with analytic contact would never
+    be used: ConfigError, as for both given at once."""
+    given = [k for k, v in (("checkpoint", checkpoint), ("contact_model", contact_model)) if v is not None]
+    if contact == "analytic" and given:
+        raise ConfigError(f"{given[0]} is for learned contact, which contact='analytic' (the default) never uses: "
+                          "pass contact='surrogate' with it, or leave it out", key=given[0])
+    if len(given) == 2:
+        raise ConfigError("give checkpoint or contact_model, not both", key="checkpoint")
+    if contact == "analytic" or contact_model is not None:
+        return contact_model
+    from ..model.checkpoint import load_checkpoint
+
+    return load_checkpoint(release_checkpoint(DEFAULT_RELEASE) if checkpoint is None else checkpoint)[0]
 
 
 def _fingertip_of_geom(m: mujoco.MjModel, pad_bodies: np.ndarray) -> np.ndarray:
@@ -343,23 +374,6 @@ def _fingertip_of_geom(m: mujoco.MjModel, pad_bodies: np.ndarray) -> np.ndarray:
         for body in (int(b), int(m.body_parentid[b])):
             out[m.geom_bodyid == body] = k
     return out
-
-
-def _checked_actions(actions, n: int, nu: int, envs: list) -> np.ndarray:
-    """[n, nu] float actions; ValueError naming the environment and components if not finite or mis-shaped."""
-    try:
-        a = np.asarray(actions, dtype=float)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"action must be numbers, got {type(actions).__name__} ({e})") from None
-    if a.shape != (n, nu):
-        raise ValueError(f"action has shape {tuple(a.shape)}; expected {(n, nu)} (environments x actuators)")
-    bad = ~np.isfinite(a)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        comps = np.flatnonzero(bad[r]).tolist()
-        raise ValueError(f"action of environment {envs[r]} is not finite ({float(a[r, c])} at components {comps}); "
-                         "actions must be finite numbers in [-1, 1]")
-    return a
 
 
 def _count_ood_per_env(task: GraspTask) -> None:
