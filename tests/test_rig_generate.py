@@ -125,6 +125,17 @@ def test_interrupted_run_resumes_without_duplicates_or_losses(tmp_path):
     assert_same_dataset(out, tmp_path / "ref")
 
 
+def test_a_parts_folder_no_run_wrote_is_refused_and_kept(tmp_path):
+    """``<out>.parts`` holding a user's file and no run manifest was adopted as a run's, and removed with the file
+    once the dataset was assembled."""
+    parts = Path(f"{tmp_path / 'ds'}.parts")
+    parts.mkdir()
+    (parts / "mine.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="no `surrogate rig generate` wrote"):
+        gen(tmp_path, "ds", episodes=1, workers=0)
+    assert [p.name for p in parts.iterdir()] == ["mine.txt"] and not (tmp_path / "ds").exists()
+
+
 def test_ungraspable_object_from_a_folder_is_skipped_and_reported(tmp_path):
     folder = tmp_path / "meshes"
     folder.mkdir()

@@ -89,9 +89,15 @@ def _shard_episode(arrays: dict, meta: dict) -> tuple[Episode, dict]:
 
 def check_manifest(parts: Path, manifest: dict) -> None:
     """Refuse to resume a run with other arguments (a missing manifest is written by ``write_manifest``
-    once the shards already there are checked, so a refused run leaves none behind)."""
+    once the shards already there are checked, so a refused run leaves none behind), and a folder of that name that
+    holds files but no manifest: no run wrote it (every run writes its manifest before its first shard), and the run
+    removes its folder once the dataset is assembled."""
     path = parts / MANIFEST
     if not path.is_file():
+        if parts.exists() and (not parts.is_dir() or any(parts.iterdir())):
+            raise ConfigError(f"holds files no `surrogate rig generate` wrote (no {MANIFEST}): the run keeps its "
+                              "episodes there while it works and removes the folder after; move it away, or give --out "
+                              "another name", file=parts, key="--out")
         return
     try:
         old = json.loads(path.read_text())
