@@ -35,18 +35,17 @@ def _cmd_import_poses(a):
 
 def _cmd_import_lerobot(a):
     from .capture.lerobot_import import load_mapping, read_lerobot
-    from .capture.writer import write_dataset
+    from .importers.report import ImportReport
 
+    report = ImportReport(out=Path(a.out))
+    report.check_output(overwrite=a.overwrite)
     episodes, meta, skipped = read_lerobot(a.src, load_mapping(a.mapping))
     if isinstance(meta.hand, dict) and meta.hand.get("mjcf"):  # a robot its scenes are built with: checked first
         from .scenes.hand_model import load_hand_model
 
         load_hand_model(meta.hand, meta.robot_files)
-    meta.skipped = list(skipped)
-    write_dataset(a.out, episodes, meta, overwrite=a.overwrite)
-    print(f"kept {len(episodes)} episodes -> {a.out}; skipped {len(skipped)}")
-    for s in skipped:
-        print(f"  - {s['file']}: episode {s['episode']}: field '{s['field']}': {s['reason']}")
+    report.skipped = list(skipped)  # written with the dataset; with no episode left, each input's reason is listed
+    print(report.write(episodes, meta, overwrite=a.overwrite).summary())
 
 
 def _cmd_inspect(a):

@@ -153,3 +153,52 @@ def test_torch_files_that_are_not_read_as_tosses_are_named(tmp_path):
     _write_folder(tmp_path / "only", {"toss_5.pt": _toss(seed=5)})
     with pytest.raises(CaptureError, match=r"no toss files \(N.pt\) found\n.*toss_5.pt.*not named N.pt"):
         import_contactnets(tmp_path / "only", tmp_path / "out2", progress=False)
+
+
+def test_a_toss_at_another_rate_is_skipped_naming_the_rate_it_implies(tmp_path, capsys):
+    # the time-step check compared only the median over all tosses: a toss decimated by 3 (49 Hz) was imported at 148
+    from .test_reliability import _consistent_tosses
+
+    src = _consistent_tosses(tmp_path / "src", n=4)
+    a = torch.load(src / "4.pt", weights_only=True)
+    torch.save(a[:, ::3].clone(), src / "4.pt")
+    assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert "4.pt: episode 4: field 'linear_velocity'" in capsys.readouterr().out
+    ds = read_dataset(tmp_path / "out")
+    assert [e.episode_id for e in ds.episodes] == ["1", "2", "3"]
+    (s,) = ds.skipped
+    assert s["file"].endswith("4.pt") and "(49.23 Hz), not the dataset's 0.00675676 s (148 Hz)" in s["reason"]
+    # a whole folder at another rate still stops the import, naming experiment.json's dt
+    (src / "experiment.json").write_text(json.dumps({"dt": 3 / 148}))
+    with pytest.raises(CaptureError, match="dt = 0.0202703 s contradicts the tosses") as e:
+        import_contactnets(src, tmp_path / "out2", progress=False)
+    assert e.value.field == "dt"
+
+
+@needs_shared("contactnets_elbow")
+def test_an_elbow_toss_at_another_rate_is_skipped_naming_the_rate_it_implies(tmp_path):
+    elbow = SHARED / "contactnets_elbow"
+    src = tmp_path / "src"
+    src.mkdir()
+    for n in (0, 108, 117):
+        a = torch.load(elbow / f"{n}.pt", weights_only=True)
+        torch.save(a[::2].clone() if n == 108 else a, src / f"{n}.pt")
+    report = import_contactnets(src, tmp_path / "out", urdf=elbow / "contactnets_elbow.urdf", progress=False)
+    assert report.kept == 2
+    (s,) = report.skipped
+    assert (s["episode"], s["field"]) == ("108", "linear_velocity") and "(73.58 Hz)" in s["reason"]
+
+
+def test_a_gravity_in_the_wrong_units_is_refused_naming_what_the_tosses_imply(tmp_path):
+    # experiment.json's g is in half-widths/s^2: 9.81 (m/s^2 by mistake) recorded gravity as 0.514 m/s^2
+    from .test_reliability import _consistent_tosses
+
+    src = _consistent_tosses(tmp_path / "src")  # in free flight at 9.81 m/s^2
+    (src / "experiment.json").write_text(json.dumps({"dt": 1 / 148, "g": 9.81}))
+    with pytest.raises(CaptureError, match=r"g = 9.81 half-widths/s\^2 \(0.514 m/s\^2\) contradicts the tosses.* "
+                                           r"implies g = 187.2 half-widths/s\^2 \(9.81 m/s\^2\)") as e:
+        import_contactnets(src, tmp_path / "out", progress=False)
+    assert e.value.field == "g" and str(e.value.file).endswith("experiment.json")
+    (src / "experiment.json").write_text(json.dumps({"dt": 1 / 148, "g": 9.81 / HALF_WIDTH_M}))
+    ep = read_dataset(import_contactnets(src, tmp_path / "out", progress=False).out).episodes[0]
+    assert ep.environment.gravity[2] == pytest.approx(-9.81)

@@ -319,3 +319,31 @@ def test_load_mapping_yaml(tmp_path):
     assert ei.value.location.field == "fields.object_pose.length_units" and str(typo) in str(ei.value)
     with pytest.raises(ConfigError, match="cannot read"):
         load_mapping(tmp_path / "absent.yaml")
+
+
+def test_an_fps_that_disagrees_with_the_timestamps_skips_each_episode_and_the_cli_lists_why(foreign, tmp_path, capsys):
+    # the episodes were imported at info.json's fps while their timestamps said another rate; and when every episode
+    # was bad, the command printed only "no valid episodes to write", without the reasons the other importers list
+    import yaml
+
+    from surrogate.cli import main
+
+    root, _ = foreign
+    (tmp_path / "map.yaml").write_text(yaml.safe_dump(mapping()))
+    args = ["import", "lerobot", str(root), "--mapping", str(tmp_path / "map.yaml"), "--out", str(tmp_path / "out")]
+    info = json.loads((root / "meta/info.json").read_text())
+    (root / "meta/info.json").write_text(json.dumps({**info, "fps": 30}))
+    eps, _, skipped = read_lerobot(root, mapping())
+    assert eps == [] and [s["field"] for s in skipped] == ["timestamps"] * 3
+    assert "are 50 Hz, but provenance.capture_rate_hz says 30 Hz" in skipped[0]["reason"]
+    assert main(args + ["--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "no valid episodes to write: all 3 inputs were skipped" in err
+    for e in range(3):
+        assert f"file-000.parquet: episode episode_00000{e}: field 'timestamps': steps of 0.02 s (median)" in err
+    assert not (tmp_path / "out").exists()
+    # the mapping may give the rate the timestamps say (LeRobot's fps is an integer): then they are kept
+    (tmp_path / "map.yaml").write_text(yaml.safe_dump(mapping(provenance__capture_rate_hz=50.0)))
+    assert main(args + ["--quiet"]) == 0
+    assert "kept 3 episodes (68 frames)" in capsys.readouterr().out
+    assert read_dataset(tmp_path / "out").info["fps"] == 50

@@ -172,6 +172,8 @@ class DatasetMeta:
       object_joint_names: [Jo] names of an articulated object's joints (its URDF's), or None (rigid objects).
       robot_files: {dataset path: bytes} files describing the robot, under ``meta/robot/`` (the MJCF ``hand["mjcf"]``
         names and its meshes: ``scenes.hand_model``); written and read with the dataset, not in contact.json.
+      capture_rate_hz: the dataset's one capture rate (``meta/contact.json``'s, set by the reader), which every
+        episode's ``provenance.capture_rate_hz`` must agree with; None: the writer takes the first episode's.
     """
 
     name: str = "capture"
@@ -185,6 +187,7 @@ class DatasetMeta:
     skipped: list = field(default_factory=list)
     object_joint_names: list | None = None
     robot_files: dict = field(default_factory=dict)
+    capture_rate_hz: float | None = None
 
     @property
     def hand_name(self) -> str | None:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
 from .schema import CONTACT_META, ENV_STATE_KEY, FEATURE_KEYS, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
-from .validate import validate_episode, validate_meta
+from .validate import validate_episode, validate_fps, validate_meta
 from .writer import EPISODES_PATH
 
 STATS = "meta/stats.json"
@@ -89,6 +89,7 @@ def read_metadata(root: str | Path) -> tuple[dict, dict]:
             raise CaptureError("missing key", file=root / "meta/info.json", field=key)
     _check_rate(info.get("fps"), file=root / "meta/info.json", field="fps")
     _check_rate(contact.get("capture_rate_hz"), file=root / CONTACT_META, field="capture_rate_hz")
+    validate_fps(info["fps"], contact["capture_rate_hz"], file=root / "meta/info.json")
     _check_feature_descriptions(info, contact, root)
     _check_files(root)
     return info, contact
@@ -135,6 +136,7 @@ def _meta_from_contact(contact: dict) -> DatasetMeta:
         contact_region_seeds=contact.get("contact_region_seeds", {}),
         skipped=list(contact.get("skipped", [])),
         object_joint_names=contact.get("object_joint_names"),
+        capture_rate_hz=float(contact["capture_rate_hz"]),
     )
 
 

@@ -17,6 +17,10 @@ from .schema import ANGULAR_FRAMES, ENVIRONMENT_KINDS, FEIX_GRASP_TYPES, SI_UNIT
 QUAT_NORM_TOL = 1e-2  # stored quaternions are normalized; more than this off is corrupt data
 MAX_REASONABLE_SPEED = 100.0  # m/s between frames: faster is a tracking glitch or wrong units
 MAX_REASONABLE_SPIN = 1e4  # rad/s (about 1600 turns per second)
+# The declared rates (LeRobot's fps, capture_rate_hz, each episode's provenance.capture_rate_hz) agree, and the median
+# timestamp step is 1/rate, to this (relative); LeRobot itself checks each step against 1/fps to 1e-4 s.
+RATE_RTOL = 0.01
+MAX_STEP_RATIO = 1.5  # a step longer than 1.5 / rate: dropped frames or a jump in time
 
 
 def _fail(msg, ep, field, file):
@@ -89,6 +93,39 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
     _check_other_arrays(ep, meta, file)
     _validate_object(ep, file)
     _validate_setting(ep, file)
+    _check_timing(ep, meta, file)
+
+
+def _check_timing(ep: Episode, meta: DatasetMeta | None, file) -> None:
+    """The episode's rate is the dataset's (``meta.capture_rate_hz``, when known) and its timestamps step at
+    1/rate: the median step to RATE_RTOL, no step longer than MAX_STEP_RATIO / rate. Code downstream steps at
+    1/capture_rate_hz while other code reads the timestamps: they must say the same."""
+    rate = float(ep.provenance.capture_rate_hz)
+    ref = None if meta is None else meta.capture_rate_hz
+    if ref is not None and abs(rate - ref) > RATE_RTOL * ref:
+        _fail(f"{_num(rate)} Hz disagrees with the dataset's capture_rate_hz {_num(ref)} Hz (one rate per dataset, "
+              "as LeRobot's fps)", ep, "provenance.capture_rate_hz", file)
+    t = np.asarray(ep.timestamps, dtype=np.float64)
+    steps, nominal = np.diff(t), 1.0 / rate
+    slack = 2.0 * float(np.spacing(np.float32(t[-1] - t[0])))  # timestamps are stored as float32 from the first frame
+    median = float(np.median(steps))
+    if abs(median - nominal) > RATE_RTOL * nominal + slack:
+        _fail(f"steps of {_num(median)} s (median) are {_num(1.0 / median)} Hz, but provenance.capture_rate_hz says "
+              f"{_num(rate)} Hz (the steps must be 1/rate to {RATE_RTOL:.0%})", ep, "timestamps", file)
+    long = steps > MAX_STEP_RATIO * nominal + slack
+    if long.any():
+        i = int(np.argmax(long))
+        _fail(f"a step of {_num(steps[i])} s from frame {i} to {i + 1} is {steps[i] / nominal:.3g}x the "
+              f"{_num(rate)} Hz step ({int(long.sum())} of {len(steps)} steps longer than {MAX_STEP_RATIO:g}x): "
+              "dropped frames or a jump in time", ep, "timestamps", file)
+
+
+def validate_fps(fps, capture_rate_hz, *, file) -> None:
+    """LeRobot's integer ``fps`` (``meta/info.json``) must be the exact ``capture_rate_hz`` (``meta/contact.json``)
+    rounded: within 0.5 Hz or RATE_RTOL; CaptureError naming ``file`` and ``fps`` otherwise."""
+    if abs(float(fps) - float(capture_rate_hz)) > max(0.5, RATE_RTOL * float(capture_rate_hz)):
+        raise CaptureError(f"{_num(fps)} disagrees with meta/contact.json's capture_rate_hz {_num(capture_rate_hz)} Hz "
+                           "(fps is that rate rounded to an integer)", file=file, field="fps")
 
 
 def _check_other_arrays(ep: Episode, meta: DatasetMeta | None, file) -> None:
@@ -261,6 +298,9 @@ def _validate_links(ep, geo: dict, file) -> None:
 
 def validate_meta(meta: DatasetMeta, *, file=None) -> None:
     """Check the dataset-wide description."""
+    rate = meta.capture_rate_hz
+    if rate is not None and not (_is_number(rate) and 0 < rate < 1e5):
+        raise CaptureError(f"must be in (0, 1e5) Hz, got {_num(rate)}", file=file, field="capture_rate_hz")
     if meta.angular_frame not in ANGULAR_FRAMES:
         raise CaptureError(f"must be one of {list(ANGULAR_FRAMES)}, got {meta.angular_frame!r}", file=file, field="angular_frame")
     if meta.tactile_unit is not None and meta.tactile_unit not in SI_UNITS:

@@ -6,6 +6,7 @@ when complete, so an interrupted write never leaves a dataset that looks finishe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -71,7 +72,8 @@ class CaptureWriter:
                 w.add(ep)
 
     The first episode fixes which optional arrays the dataset holds (LeRobot features
-    are dataset-wide); a later episode that differs is rejected naming the field.
+    are dataset-wide) and, unless ``meta.capture_rate_hz`` does, its capture rate; a later
+    episode that differs is rejected naming the field.
     """
 
     def __init__(self, root: str | Path, meta: DatasetMeta, *, overwrite: bool = False,
@@ -96,6 +98,7 @@ class CaptureWriter:
         self._ids: set[str] = set()
         self._closed = False
         self._truth_shapes: dict[str, list] = {}
+        self._rate_meta = meta  # the meta episodes are checked against; its capture_rate_hz: the first episode's
 
     # -- per episode ---------------------------------------------------------
     def add(self, ep: Episode) -> None:
@@ -104,7 +107,7 @@ class CaptureWriter:
         All checks run before any state changes, so a rejected episode leaves the writer
         as it was (the caller may catch the CaptureError and go on).
         """
-        validate_episode(ep, self.meta)
+        validate_episode(ep, self._rate_meta)
         if ep.episode_id in self._ids:
             raise CaptureError("duplicate episode id", episode=ep.episode_id, field="episode_id")
         layout = feature_layout(ep, self.meta)
@@ -123,6 +126,8 @@ class CaptureWriter:
             self._truth_shapes = truth_shapes
             self._features = self._features_json(layout)
             self._schema = self._arrow_schema()
+            if self.meta.capture_rate_hz is None:  # one rate per dataset (LeRobot's fps): the first episode's
+                self._rate_meta = dataclasses.replace(self.meta, capture_rate_hz=float(ep.provenance.capture_rate_hz))
         self._ids.add(ep.episode_id)
         self._write_frames(ep, obj_json, json_parts)
 

@@ -12,9 +12,11 @@ upstream repository archive (.zip / .tar.gz) or an http(s) URL of that archive.
 
 Bad toss files (unreadable, a folder or a broken link named ``N.pt``, a toss that appears
 twice, wrong shape, non-finite values...) are skipped and reported with file, field and
-reason; a bad ``experiment.json`` (a value that is not a positive finite number, a ``dt``
-the tosses' own velocities contradict) or an unreadable archive stops the import with a
-CaptureError naming the file and field, since every episode would be wrong.
+reason, and so is a toss whose own velocities imply another time step (another rate); a bad
+``experiment.json`` (a value that is not a positive finite number, a ``dt`` the tosses' own
+velocities contradict, a ``g`` their free flight contradicts: ``toss_checks``) or an unreadable
+archive stops the import with a CaptureError naming the file and field, since every episode
+would be wrong.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from tqdm import tqdm
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..errors import CaptureError, ConfigError
 from .report import ImportReport, skipped_lines
+from .toss_checks import EXPERIMENT, check_dt, check_gravity, check_toss_dt
 
 UPSTREAM = "https://github.com/DAIRLab/contact-nets"
 UPSTREAM_COMMIT = "c3dc21c"
@@ -48,14 +51,10 @@ DEFAULTS = {"dt": 1.0 / 148.0, "mass": 0.37, "mu": 0.18, "restitution": 0.125, "
 N_COLUMNS = 19
 TOSS_FILE = re.compile(r"^(\d+)\.pt$")
 TORCH_SUFFIXES = (".pt", ".pth")  # a folder's torch files that are not N.pt are named among the skipped inputs
-EXPERIMENT = "experiment.json"
 # experiment.json keys -> (allowed range, what the value is); None values keep the default.
 PARAM_RANGES = {"dt": ((1e-5, 1.0), "time step, s"), "mass": ((1e-4, 1e3), "kg"), "mu": ((0.0, 10.0), "friction coefficient"),
                 "restitution": ((0.0, 1.0), "restitution coefficient"), "g": ((1e-6, 1e6), "gravity, half-widths/s^2"),
                 "inertia": ((1e-9, 1e6), "kg * half-width^2")}
-# relative: the velocities in the files are backward differences of the positions, so each toss implies its step to
-# 0.2 % (the cube's 450) or 2 % (the elbow's 61), their median to 0.1 %; at 0.5 a rate off by 2x passed
-DT_TOLERANCE = 0.1
 ARCHIVE_ERRORS = (EOFError, OSError, tarfile.TarError, zipfile.BadZipFile, zlib.error, RuntimeError)
 
 
@@ -236,33 +235,8 @@ def _load_experiment(exp: ExperimentFile | None) -> dict:
         if key in data and not (key == "inertia" and data[key] is None):
             params[key] = _check_param(key, data[key], exp.name)
     params["file"] = exp.name
+    params["given"] = sorted(k for k in DEFAULTS if k in data)  # checked against the tosses, not the defaults
     return params
-
-
-def _implied_dt(a: np.ndarray, pos: int = 0, vel: int = 7) -> float | None:
-    """The time step the toss's own velocities imply (they are backward differences of its
-    positions, columns ``pos:pos+3`` and ``vel:vel+3``): least squares of dp = v dt; None when the object hardly moves."""
-    dp, v = np.diff(a[:, pos:pos + 3], axis=0), a[1:, vel:vel + 3]
-    if len(v) < 2 or not (np.isfinite(dp).all() and np.isfinite(v).all()):  # a bad toss, skipped by name later
-        return None
-    vv = float((v * v).sum())
-    if vv < 1e-6 * len(v):
-        return None
-    d = float((dp * v).sum()) / vv
-    return d if math.isfinite(d) else None
-
-
-def check_dt(params: dict, arrays: list, *, pos: int = 0, vel: int = 7) -> None:
-    """Stop if ``dt`` contradicts the tosses (e.g. dt = 1 s for 148 Hz data: every velocity and
-    acceleration would be off by 148x): the median implied step must be within DT_TOLERANCE."""
-    implied = [d for d in (_implied_dt(a, pos, vel) for a in arrays) if d is not None and d > 0]
-    if not implied:
-        return
-    med, dt = float(np.median(implied)), float(params["dt"])
-    if abs(dt / med - 1.0) > DT_TOLERANCE:
-        raise CaptureError(f"dt = {dt:g} s contradicts the tosses: their velocities (backward differences of the "
-                           f"positions) imply dt = {med:.6g} s ({1.0 / med:.4g} Hz)",
-                           file=params.get("file", EXPERIMENT), field="dt")
 
 
 def cube_object(params: dict) -> ObjectSpec:
@@ -360,11 +334,14 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
         raise CaptureError("\n".join(["no toss files (N.pt) found"] + skipped_lines(report.skipped)), file=src)
     arrays = _read_tosses(tosses, report, progress=progress)
     check_dt(params, [a for _, _, a in arrays])
+    if "g" in params.get("given", ()):
+        check_gravity(params, [a for _, _, a in arrays], unit=("half-widths/s^2", HALF_WIDTH_M))
     episodes = []
     for name, toss_id, a in arrays:
         try:
             ep = toss_to_episode(a, toss_id, params, file=name)
             validate_episode(ep, file=name)
+            check_toss_dt(a, float(params["dt"]), file=name, episode=toss_id)
         except CaptureError as e:
             report.skip(e, file=name, episode=toss_id)
             continue

@@ -22,9 +22,10 @@ import numpy as np
 
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..errors import AssetError, CaptureError
-from .contactnets import _read_tosses, _sources, check_dt, split_sources
+from .contactnets import _read_tosses, _sources, split_sources
 from .floor_check import floor_warnings
 from .report import ImportReport, skipped_lines
+from .toss_checks import check_dt, check_toss_dt
 
 UPSTREAM = "https://github.com/DAIRLab/dair_pll"
 UPSTREAM_REF = "branch ebianchi/downstream @ b5d0a2f, assets/contactnets_elbow"
@@ -117,6 +118,7 @@ def import_urdf_tosses(src, out, urdf, *, overwrite: bool = False, progress: boo
         try:
             ep = toss_to_episode(a, toss_id, spec, J, file=name, dt=dt)
             validate_episode(ep, file=name)
+            check_toss_dt(a, dt, file=name, episode=toss_id, pos=4, vel=10 + J)
         except CaptureError as e:
             report.skip(e, file=name, episode=toss_id)
             continue

@@ -1,0 +1,87 @@
+"""What a folder of tosses says about its own time step and gravity, checked against the experiment's values.
+
+The tosses' velocity columns are backward differences of their positions, so each toss implies its time step
+(``check_dt``); their free flight implies gravity (``check_gravity``). A value the tosses contradict would make every
+velocity, acceleration or contact force derived from them wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..errors import CaptureError
+from ..estimate import FREE_FLIGHT_WINDOW, free_flight_start
+
+EXPERIMENT = "experiment.json"
+# relative: the velocities in the files are backward differences of the positions, so each toss implies its step to
+# 0.2 % (the cube's 450) or 3.5 % (the elbow's 61), their median to 0.1 %; at 0.5 a rate off by 2x passed
+DT_TOLERANCE = 0.1
+# relative: the cube's tosses imply gravity (median over tosses of a parabola fitted to each one's first frames) 2 %
+# below experiment.json's 187.2 half-widths/s^2 (AprilTag tracking, a few tosses still held); a value in m/s^2 by
+# mistake (9.81) is 95 % off
+G_TOLERANCE = 0.25
+
+
+def _implied_dt(a: np.ndarray, pos: int = 0, vel: int = 7) -> float | None:
+    """The time step the toss's own velocities imply (they are backward differences of its positions, columns
+    ``pos:pos+3`` and ``vel:vel+3``): least squares of dp = v dt; None when the object hardly moves."""
+    dp, v = np.diff(a[:, pos:pos + 3], axis=0), a[1:, vel:vel + 3]
+    if len(v) < 2 or not (np.isfinite(dp).all() and np.isfinite(v).all()):  # a bad toss, skipped by name later
+        return None
+    vv = float((v * v).sum())
+    if vv < 1e-6 * len(v):
+        return None
+    d = float((dp * v).sum()) / vv
+    return d if math.isfinite(d) else None
+
+
+def check_dt(params: dict, arrays: list, *, pos: int = 0, vel: int = 7) -> None:
+    """Stop if ``dt`` contradicts the tosses ``arrays`` as a whole (e.g. dt = 1 s for 148 Hz data: every velocity and
+    acceleration would be off by 148x): their median implied step must be within DT_TOLERANCE of it."""
+    implied = [d for d in (_implied_dt(a, pos, vel) for a in arrays) if d is not None and d > 0]
+    if not implied:
+        return
+    med, dt = float(np.median(implied)), float(params["dt"])
+    if abs(dt / med - 1.0) > DT_TOLERANCE:
+        raise CaptureError(f"dt = {dt:g} s contradicts the tosses: their velocities (backward differences of the "
+                           f"positions) imply dt = {med:.6g} s ({1.0 / med:.4g} Hz)",
+                           file=params.get("file", EXPERIMENT), field="dt")
+
+
+def check_toss_dt(a: np.ndarray, dt: float, *, file, episode, pos: int = 0, vel: int = 7) -> None:
+    """Stop (the toss is skipped) if this toss's own velocities imply a step more than DT_TOLERANCE off ``dt``, the
+    dataset's: a toss recorded or decimated at another rate would be imported at the dataset's. A toss that hardly
+    moves implies nothing. Run after the episode's validation, which names absurd values more precisely."""
+    d = _implied_dt(a, pos, vel)
+    if d is not None and (d <= 0 or abs(dt / d - 1.0) > DT_TOLERANCE):
+        hz = f" ({1.0 / d:.4g} Hz)" if d > 0 else ""
+        raise CaptureError(f"its velocities (backward differences of its positions) imply a step of {d:.6g} s{hz}, "
+                           f"not the dataset's {dt:.6g} s ({1.0 / dt:.4g} Hz): a toss at another rate",
+                           file=file, episode=episode, field="linear_velocity")
+
+
+def check_gravity(params: dict, arrays: list, *, unit: tuple[str, float], pos: int = 0) -> None:
+    """Stop if ``params["g"]`` contradicts the tosses' free flight by more than G_TOLERANCE (relative).
+
+    Each toss of at least FREE_FLIGHT_WINDOW frames implies the size of gravity as ``estimate.free_flight_start``
+    measures it (a parabola fitted to its first frames, positions columns ``pos:pos+3``, steps ``params["dt"]``);
+    their median is compared. ``unit``: (name, metres per unit) of the files' lengths, for the message."""
+    dt, g = float(params["dt"]), float(params["g"])
+    implied = []
+    for a in arrays:
+        if len(a) >= FREE_FLIGHT_WINDOW and np.isfinite(a[:, pos:pos + 3]).all():
+            toss = SimpleNamespace(timestamps=np.arange(len(a)) * dt, object_pose=a[:, pos:pos + 3], num_frames=len(a))
+            implied.append(free_flight_start(toss, max_start=0, gravity=np.zeros(3))["accel_dev0"])
+    if not implied:
+        return
+    med = float(np.median(implied))
+    if med > 0 and abs(g / med - 1.0) <= G_TOLERANCE:
+        return
+    name, metres = unit
+    raise CaptureError(f"g = {g:g} {name} ({g * metres:.3g} m/s^2) contradicts the tosses: their free flight (a "
+                       f"parabola fitted to each toss's first {FREE_FLIGHT_WINDOW} frames, median over {len(implied)} "
+                       f"tosses) implies g = {med:.4g} {name} ({med * metres:.3g} m/s^2); g is in {name}",
+                       file=params.get("file", EXPERIMENT), field="g")
