@@ -125,3 +125,15 @@ def portable_paths(cfg: dict, keys) -> dict:
         if isinstance(d, dict) and isinstance(d.get(leaf), str):
             d[leaf] = portable_path(d[leaf])
     return out
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 (hex) of a file's bytes: the identity of a checkpoint's weights, or of the mesh or URDF a capture's
+    object was made from."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -301,3 +301,31 @@ def test_every_hand_list_is_the_one_list_of_hand_names():
     from surrogate.envs import ENV_IDS
 
     assert tuple(ENV_IDS.values()) == hand_names.GRASPING_HANDS  # one Gymnasium id per hand
+
+
+def test_a_captures_mesh_object_is_read_from_its_recorded_file_from_any_folder(tmp_path, monkeypatch):
+    """A rig capture of a user's mesh stored the path as given (relative to the folder it ran in) and never compared
+    the file with its recorded sha256: from another folder the scene could not be built, and an edited mesh was
+    built silently with the new shape."""
+    import trimesh
+
+    from surrogate.errors import CaptureError
+    from surrogate.objects import load_mesh_object
+    from surrogate.rig.simulate import nominal_object_spec
+    from surrogate.scenes.from_capture import asset_from_spec
+
+    (tmp_path / "objs").mkdir()
+    trimesh.creation.box(extents=[0.04, 0.05, 0.06]).export(tmp_path / "objs" / "box.stl")
+    monkeypatch.chdir(tmp_path)
+    spec = nominal_object_spec(load_mesh_object("objs/box.stl", mass=0.1))
+    assert spec.geometry["path"] == str(tmp_path / "objs" / "box.stl")
+    monkeypatch.chdir(tmp_path / "objs")  # another folder
+    assert asset_from_spec(spec).size == pytest.approx(0.06)
+    trimesh.creation.box(extents=[0.08, 0.05, 0.06]).export(tmp_path / "objs" / "box.stl")  # edited after capture
+    with pytest.raises(CaptureError, match="has changed since the capture was made") as e:
+        asset_from_spec(spec, "rig_000003")
+    assert e.value.episode == "rig_000003" and e.value.field == "object.geometry.sha256"
+    relative = copy.deepcopy(spec)
+    relative.geometry["path"] = "objs/box.stl"  # what earlier captures stored
+    with pytest.raises(CaptureError, match="does not exist .a relative path, read from the current folder"):
+        asset_from_spec(relative)

@@ -12,7 +12,6 @@ shifted by the rotated centre-of-mass offset computed from the mesh.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from pathlib import Path
@@ -26,7 +25,7 @@ from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance,
 from ..capture.schema import ENVIRONMENT_KINDS, UNIT_TO_SI
 from ..config import apply_overrides, check_keys, get_dotted, load_yaml, merge, naming_overrides, set_dotted
 from ..errors import AssetError, CaptureError, ConfigError
-from ..paths import CONFIG_DIR
+from ..paths import CONFIG_DIR, file_sha256
 from .csv_table import read_csv
 from .report import ImportReport
 
@@ -222,8 +221,9 @@ def read_track(path: Path, cfg: dict) -> tuple[np.ndarray, np.ndarray]:
     return t, np.concatenate([pos, q], axis=1)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def _stored(path) -> str:
+    """The path a capture stores for its object's file: absolute, as it is read again from any folder."""
+    return str(Path(path).resolve())
 
 
 def object_from_config(ocfg: dict, *, file=None):
@@ -233,14 +233,15 @@ def object_from_config(ocfg: dict, *, file=None):
     try:
         if ocfg.get("urdf"):
             asset = load_urdf_object(ocfg["urdf"], friction=float(ocfg.get("friction") or 0.8))
-            geometry = {"kind": "mesh", "path": str(ocfg["urdf"]), "sha256": _sha256(ocfg["urdf"]), "scale": 1.0}
+            geometry = {"kind": "mesh", "path": _stored(ocfg["urdf"]), "sha256": file_sha256(ocfg["urdf"]), "scale": 1.0}
         elif ocfg.get("mesh"):
             if ocfg.get("mass") is None and ocfg.get("density") is None:
                 raise ConfigError("give the object's mass (kg) or density (kg/m^3)", file=file, key="object.mass")
             kw = {"mass": ocfg["mass"]} if ocfg.get("mass") is not None else {"density": float(ocfg["density"])}
             asset = load_mesh_object(ocfg["mesh"], scale=ocfg.get("scale", 1.0), name=ocfg.get("name"),
                                      friction=float(ocfg.get("friction") or 0.8), **kw)
-            geometry = {"kind": "mesh", "path": str(ocfg["mesh"]), "sha256": _sha256(ocfg["mesh"]), "scale": ocfg.get("scale", 1.0)}
+            geometry = {"kind": "mesh", "path": _stored(ocfg["mesh"]), "sha256": file_sha256(ocfg["mesh"]),
+                        "scale": ocfg.get("scale", 1.0)}
         else:
             raise ConfigError("give object.mesh (with mass) or object.urdf", file=file, key="object")
     except AssetError as e:

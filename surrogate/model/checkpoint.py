@@ -26,6 +26,7 @@ from safetensors.torch import load_file, save_file
 
 from ..atomic import atomic_directory, current_umask, pid_lock, write_json_atomic
 from ..errors import ForeignOutputError, SurrogateError
+from ..paths import file_sha256
 from . import graph as G
 from . import law_ranges
 from .contact_law import ContactLawGNN
@@ -131,7 +132,7 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
         os.chmod(tmp / WEIGHTS, 0o666 & ~current_umask())  # safetensors writes 0600; releases get the user's umask
         card = {
             "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
-            "weights_sha256": _sha256(tmp / WEIGHTS),
+            "weights_sha256": file_sha256(tmp / WEIGHTS),
             "features": feature_card(model),
             "model": {"class": _class_name(model), "hparams": dict(model.hparams),
                       **MODEL_CLASSES[_class_name(model)][1](model),
@@ -205,12 +206,6 @@ def feature_diff(f: dict) -> str:
     return "; ".join(out)
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 # Bounds of the hyperparameters a card may give, checked before the model is built (a card asking
 # for ``hidden: 1e7`` would otherwise try to allocate hundreds of TB). Integer keys: [lo, hi].
 INT_BOUNDS = {"hidden": (1, 4096), "steps": (1, 64), "mlp_layers": (1, 16)}
@@ -280,7 +275,7 @@ def load_checkpoint(path):
     if not (p / WEIGHTS).is_file():
         raise CheckpointError(f"{p / WEIGHTS}: no weights file")
     want = card.get("weights_sha256")
-    if want is not None and _sha256(p / WEIGHTS) != want:
+    if want is not None and file_sha256(p / WEIGHTS) != want:
         raise CheckpointError(f"{p / WEIGHTS}: content hash differs from the card's weights_sha256 (corrupt or replaced weights)")
     try:
         state = load_file(str(p / WEIGHTS))

@@ -135,7 +135,7 @@ class Articulation:
 def _shape_json(col: _Collision) -> dict:
     d = {"kind": col.kind, "xyz": [float(x) for x in col.xyz], "rpy": [float(x) for x in col.rpy]}
     if col.kind == "mesh":
-        d.update(path=str(col.mesh), scale=[float(x) for x in col.scale])
+        d.update(path=str(Path(col.mesh).resolve()), scale=[float(x) for x in col.scale])  # readable from any folder
     else:
         d.update({k: [float(x) for x in v] for k, v in col.size.items()})
     return d

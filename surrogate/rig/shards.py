@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -28,6 +29,10 @@ MANIFEST = "run.json"
 MANIFEST_KEYS = ("config_sha256", "objects", "object_names", "seed", "hand", "noise_seed", "duration")
 
 SHARD_RUN_KEYS = ("config_sha256", "objects", "seed", "hand", "noise_seed", "duration")  # stored in every shard
+
+
+# what a run writes in its folder: shards, skip records, and the temporary files of their atomic writes
+RUN_FILE = re.compile(r"\.?episode_\d{6}(\.skip)?(\.[^/]*)?\.(npz|json)|\.run\.[^/]*\.tmp\.json")
 
 
 def shard_path(parts: Path, index: int) -> Path:
@@ -89,15 +94,16 @@ def _shard_episode(arrays: dict, meta: dict) -> tuple[Episode, dict]:
 
 def check_manifest(parts: Path, manifest: dict) -> None:
     """Refuse to resume a run with other arguments (a missing manifest is written by ``write_manifest``
-    once the shards already there are checked, so a refused run leaves none behind), and a folder of that name that
-    holds files but no manifest: no run wrote it (every run writes its manifest before its first shard), and the run
-    removes its folder once the dataset is assembled."""
+    once the shards already there are checked, so a refused run leaves none behind; each shard records its run too),
+    and a folder of that name that holds anything else than a run writes there: the run removes the folder once the
+    dataset is assembled."""
     path = parts / MANIFEST
     if not path.is_file():
-        if parts.exists() and (not parts.is_dir() or any(parts.iterdir())):
-            raise ConfigError(f"holds files no `surrogate rig generate` wrote (no {MANIFEST}): the run keeps its "
-                              "episodes there while it works and removes the folder after; move it away, or give --out "
-                              "another name", file=parts, key="--out")
+        foreign = sorted(p.name for p in parts.iterdir() if not RUN_FILE.fullmatch(p.name)) if parts.is_dir() else []
+        if foreign or (parts.exists() and not parts.is_dir()):
+            raise ConfigError(f"holds what no `surrogate rig generate` wrote ({', '.join(foreign[:3]) or 'a file'}): "
+                              "the run keeps its episodes there while it works and removes the folder after; move it "
+                              "away, or give --out another name", file=parts, key="--out")
         return
     try:
         old = json.loads(path.read_text())

@@ -30,7 +30,6 @@ MuJoCo's analytic finger-link / palm contacts, in the object frame.
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 import re
 import zlib
@@ -42,6 +41,7 @@ import numpy as np
 from surrogate.capture import Environment, ObjectSpec
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
+from surrogate.paths import file_sha256
 from surrogate.rig.config import recorder_rate_hz, validate_rig_config
 from surrogate.rig.outcomes import hand_object_distance, relative_pose
 from surrogate.rig.physics import RigPhysics
@@ -78,9 +78,9 @@ def nominal_object_spec(obj: ObjectAsset) -> ObjectSpec:
         params = {k: v for k, v in obj.params.items() if isinstance(v, (int, float, str, bool))}
         geometry = {"kind": "procedural", "family": m.group(1), "seed": int(m.group(2)), "params": params}
     else:
-        path = Path(obj.source)
-        sha = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        geometry = {"kind": "mesh", "path": str(obj.source), "sha256": sha, "scale": 1.0}
+        path = Path(obj.source).resolve()  # read again by whoever builds the episode's scene, from any folder
+        geometry = {"kind": "mesh", "path": str(path), "sha256": file_sha256(path) if path.is_file() else "",
+                    "scale": 1.0}
     return ObjectSpec(name=obj.name, mass=float(obj.mass), inertia=np.asarray(obj.inertia, dtype=float).tolist(),
                       size=float(obj.size), geometry=geometry, friction=float(obj.friction))
 

@@ -4,24 +4,57 @@ names, the surface and gravity of the episode."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+from pathlib import Path
 
 import mujoco
 import numpy as np
 import trimesh
 
-from ..errors import ConfigError
+from ..errors import CaptureError, ConfigError
 from ..objects.asset import ObjectAsset, safe_name
+from ..paths import file_sha256
 from .builder import CODE_HANDS, HANDS, build_scene  # CODE_HANDS: rebuilt by name (``capture_hand``)
 from .hand_model import load_hand_model
 
 HANDS_MODULE = "surrogate.scenes.hands"  # a capture's ``hand.model`` when this package built its hand (the rig)
 
 
-def asset_from_spec(spec) -> ObjectAsset:
+def recorded_file(spec, episode=None) -> Path:
+    """The mesh or URDF file a capture's object (``ObjectSpec`` of geometry kind ``mesh``) was made from: a
+    ``CaptureError`` naming the object, the file and the ``episode`` where it is missing, or where its bytes are not
+    those the capture recorded (``geometry.sha256``): its episodes were recorded with another shape."""
+    path, want = Path(spec.geometry["path"]), spec.geometry.get("sha256")
+    if not path.is_file():
+        hint = "" if path.is_absolute() else f" (a relative path, read from the current folder {Path.cwd()})"
+        raise CaptureError(f"object {spec.name!r} was made from this file, which does not exist{hint}; put the file "
+                           "there", file=path, episode=episode, field="object.geometry.path")
+    if want and _sha256(path) != want:
+        raise CaptureError(f"object {spec.name!r}: the file has changed since the capture was made (sha256 "
+                           f"{_sha256(path)[:12]}, recorded {want[:12]}): its episodes were recorded with another "
+                           "shape; restore the file the capture was made from", file=path, episode=episode,
+                           field="object.geometry.sha256")
+    return path
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_at(path: str, mtime_ns: int, size: int) -> str:
+    return file_sha256(path)
+
+
+def _sha256(path: Path) -> str:
+    st = path.stat()  # a file is read again only when it changed: a dataset names one file in many episodes
+    return _sha256_at(str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def asset_from_spec(spec, episode=None) -> ObjectAsset:
     """An ``ObjectAsset`` from a capture's ``ObjectSpec`` (box, mesh or procedural) with the
-    spec's (nominal) mass and inertia."""
+    spec's (nominal) mass and inertia; a mesh or URDF from the file the capture recorded (``recorded_file``;
+    ``episode`` names where it is used in its errors)."""
     geo = spec.geometry
     kind = geo.get("kind")
+    if kind == "mesh":
+        recorded_file(spec, episode)
     friction = float(spec.friction or 0.8)
     if kind == "articulated":  # links, joints and per-link mass properties as the capture stored them
         from ..objects.articulated import articulation_from_json
@@ -67,7 +100,7 @@ def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: s
     # The hand's base height follows the object's top as it lies on the table, so the scene is
     # built with the object as recorded: otherwise recorded joint positions put the pads
     # centimetres away from where they were (an object lying on its side is lower than upright).
-    scene = build_scene(asset_from_spec(ep.object), hand=hand, setting=setting, timestep=dt / substeps,
+    scene = build_scene(asset_from_spec(ep.object, ep.episode_id), hand=hand, setting=setting, timestep=dt / substeps,
                         owned_margin=margin, contact_mode=contact_mode, cone=cone,
                         object_quat=first_quat(ep) if hand != "none" else None)
     base = ((ep.provenance.generator or {}).get("script") or {}).get("hand_base_pos")
