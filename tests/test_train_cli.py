@@ -248,9 +248,9 @@ def test_train_py_is_a_thin_wrapper_runnable_from_any_folder(tmp_path, capsys, m
 def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_capture, tmp_path,  # noqa: F811
                                                                          monkeypatch):
     """A law run killed (SIGKILL) after its first epoch and resumed with ``ckpt_path=last`` continues each stage from
-    its own last.ckpt and exports what the same run uninterrupted exports (to rounding: the normalizers' float64
-    sums may be reduced in another order in another process, and the fit follows them); a resume under another
-    split is refused before any work."""
+    its own last.ckpt and exports what the same run uninterrupted exports, bit for bit (a resumed epoch was shuffled
+    as the run's next one, and the network started from other weights: the run's figures differed); a resume under
+    another split is refused before any work."""
     import os
     import signal
     import time
@@ -260,6 +260,7 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
 
     def sets(out):
         return [f"data.root={tiny_capture}", "data.val_fraction=0.25", "data.margin=0.01", "data.window_frames=16",
+                "data.batch_size=2",  # several batches an epoch: a resumed epoch in another order than the run's fails
                 "model.hidden=8", "model.steps=1", "stages.prior.epochs=3", "stages.corrections.epochs=2",
                 "trainer.enable_progress_bar=false", f"out_dir={out}"]
 
@@ -296,14 +297,13 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
     assert cli([*args(tmp_path / "cut"), "--set", "ckpt_path=last"]) == 0
     assert fits[0] == str(last), fits  # the prior stage resumed from its checkpoint, not from the start
     a, b = (load_file(str(tmp_path / k / "export" / "weights.safetensors")) for k in ("whole", "cut"))
-    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=1e-6, atol=1e-9) for k in a)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)  # bit for bit
     cards = [json.loads((tmp_path / k / "export" / "card.json").read_text())["training"]["metrics"]
              for k in ("whole", "cut")]
     for stage in ("prior", "corrections"):
         h0, h1 = (c[stage]["history"] for c in cards)
         assert [h["epoch"] for h in h0] == [h["epoch"] for h in h1] == list(range(3 if stage == "prior" else 2))
-        for x, y in zip(h0, h1):
-            assert (y["pos_pct"], y["rot_deg"]) == pytest.approx((x["pos_pct"], x["rot_deg"]), rel=1e-6)
-    assert cards[1]["release"]["pos_pct_mean"] == pytest.approx(cards[0]["release"]["pos_pct_mean"], rel=1e-6)
+        assert h0 == h1
+    assert cards[1]["release"] == cards[0]["release"]
     with pytest.raises(ConfigError, match="ckpt_path: last"):  # a path names no stage: refused
         load_config(None, ["ckpt_path=some/file.ckpt"])

@@ -64,8 +64,8 @@ def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict, patience: int
 
 def _fit(trainer, module, dm, ckpt, resume: bool) -> None:
     """``trainer.fit``, from the stage's ``last.ckpt`` when resuming and it is there (Lightning writes it atomically
-    at the end of every validated epoch: weights, optimizer, schedule, the module's validation history and the data
-    module's epoch counter, so a resumed stage continues as an uninterrupted one would)."""
+    at the end of every validated epoch: weights, optimizer, schedule, the module's validation history, and the
+    trainer's epoch, which seeds the data's order, so a resumed stage continues as an uninterrupted one would)."""
     last = Path(ckpt.dirpath) / "last.ckpt"
     trainer.fit(module, datamodule=dm, ckpt_path=str(last) if resume and last.is_file() else None)
 
@@ -167,6 +167,14 @@ def _selected_law(select_law, law: ContactLawGNN, rows: list[dict], dm: RolloutD
     return chosen, rows
 
 
+def _seeded_module(seed: int, *args, **kw) -> RolloutLightning:
+    """A ``RolloutLightning`` whose network starts from weights drawn from ``seed`` alone, not from what the run drew
+    before it (a resumed prior stage drew otherwise)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        return RolloutLightning(*args, **kw)
+
+
 def fit_law(cfg: dict, *, out: Path, ready=None, select_law=None) -> dict:
     """Run both stages; returns {model (the release), data module, metrics for the card}. With ``cfg["ckpt_path"]``
     ``last`` each stage resumes from its own ``<out>/checkpoints/<stage>/last.ckpt`` where there is one (the grid and
@@ -222,8 +230,8 @@ def fit_law(cfg: dict, *, out: Path, ready=None, select_law=None) -> dict:
         t2 = time.time()
         m1.model, prior_rows = _selected_law(select_law, m1.model, prior_rows, dm, metrics["prior"], rot_w)
         release, rows = m1.model, prior_rows  # the law at the pad friction it is used at: what the network corrects
-        m2 = RolloutLightning({**model_cfg, "corrections": True}, stage="corrections", loss=loss, data=dm,
-                              **sched(stages["corrections"]))
+        m2 = _seeded_module(cfg.get("seed", 0), {**model_cfg, "corrections": True}, stage="corrections", loss=loss,
+                            data=dm, **sched(stages["corrections"]))
         m2.model.load_state_dict(m1.model.state_dict(), strict=False)  # fitted prior and normalizers
         tr2, ck2 = _trainer(out, "corrections", stages["corrections"]["epochs"], cfg.get("trainer", {}),
                             stages["corrections"]["patience"])

@@ -65,7 +65,6 @@ class RolloutData(L.LightningDataModule):
         self.val_hand = self.cfg["val_hand"] or self.cfg["hand"]
         self.capture = None
         self.groups = None
-        self.epoch = 0
 
     def load(self):
         if self.capture is None:
@@ -101,13 +100,6 @@ class RolloutData(L.LightningDataModule):
         self.train_episode_items = [train_eps[k:k + 16] for k in range(0, len(train_eps), 16)]  # whole episodes
         self.n_windows = len(self.windows)
 
-    def state_dict(self) -> dict:
-        """What a resumed fit needs (Lightning keeps it in the checkpoint): the epoch counter that seeds the shuffle."""
-        return {"epoch": int(self.epoch)}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.epoch = int(state["epoch"])
-
     def train_items(self, epoch: int) -> list:
         rng = np.random.default_rng((int(self.cfg["split_seed"]), epoch))
         if self.cfg["hand"] == "actuated":
@@ -118,8 +110,10 @@ class RolloutData(L.LightningDataModule):
         return len(self.train_items(0))
 
     def train_dataloader(self):
-        self.epoch += 1
-        return DataLoader(_Items(self.train_items(self.epoch)), batch_size=None, shuffle=False, collate_fn=lambda x: x)
+        # the order of the trainer's epoch (restored on resume), not of a count of calls: a resumed fit calls this
+        # once more than an uninterrupted one, and its epochs were shuffled as the run's next epochs
+        epoch = self.trainer.current_epoch + 1
+        return DataLoader(_Items(self.train_items(epoch)), batch_size=None, shuffle=False, collate_fn=lambda x: x)
 
     def val_dataloader(self):
         return DataLoader(_Items(self.val_items), batch_size=None, shuffle=False, collate_fn=lambda x: x)
@@ -203,16 +197,14 @@ class RolloutLightning(L.LightningModule):
         self.val_rows[int(self.current_epoch)] = rows
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        # the best epoch is chosen from these after the fit (``fit._load_best``): a resumed stage needs them too;
-        # and torch's generator (each data loader draws from it; the corrections' initial weights come after)
+        # the best epoch is chosen from these after the fit (``fit._load_best``): a resumed stage needs them too.
+        # Nothing random is drawn in training (the shuffle is seeded by the epoch, the corrections' initial weights by
+        # the run's seed: ``fit.fit_law``), so torch's generator is not part of what a resume restores
         checkpoint["val_history"], checkpoint["val_rows"] = self.val_history, self.val_rows
-        checkpoint["torch_rng_state"] = torch.get_rng_state()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.val_history = list(checkpoint.get("val_history", []))
         self.val_rows = {int(k): v for k, v in checkpoint.get("val_rows", {}).items()}
-        if "torch_rng_state" in checkpoint:
-            torch.set_rng_state(checkpoint["torch_rng_state"])
 
     def configure_optimizers(self):
         self._set_trainable()
