@@ -13,18 +13,20 @@ from .importers.floor_check import episode_warnings
 
 REST_SPEED = 0.05  # m/s: below this over the last frames an object counts as at rest
 REST_FRAMES = 10
+HELD_RISE = 0.01  # m: an object still that ends this much above where it started is held (lifted), not resting
 
 
 def rest_height(ep) -> float | None:
     """Height (m) of the object's centre above the environment surface at the end of the
-    episode, if it ends at rest (mean speed over the last REST_FRAMES frames < REST_SPEED)."""
+    episode, if it ends at rest on it (mean speed over the last REST_FRAMES frames < REST_SPEED, and not HELD_RISE
+    above its first frame: a grasp that ends with the object held still in the air is no rest on the surface)."""
     n = min(REST_FRAMES, ep.num_frames - 1)
     if n < 2 or ep.environment.kind == "none":
         return None
     p = ep.object_pose[-n - 1:, :3]
     t = ep.timestamps[-n - 1:]
     speed = np.linalg.norm(np.diff(p, axis=0), axis=1) / np.diff(t)
-    if speed.mean() >= REST_SPEED:
+    if speed.mean() >= REST_SPEED or float(np.median(p[:, 2])) > float(ep.object_pose[0, 2]) + HELD_RISE:
         return None
     return float(np.median(p[:, 2]) - ep.environment.height)
 
