@@ -10,6 +10,7 @@ import numpy as np
 
 from .capture import read_dataset
 from .importers.floor_check import episode_warnings
+from .importers.report import skipped_lines
 
 REST_SPEED = 0.05  # m/s: below this over the last frames an object counts as at rest
 REST_FRAMES = 10
@@ -128,8 +129,7 @@ def format_summary(s: dict) -> str:
         lines.append("grasp types: " + ", ".join(f"{k}: {v}" for k, v in s["grasp_types"].items()))
     lines += [f"warning: {w}" for w in s["floor_warnings"]]
     lines.append(f"skipped: {len(s['skipped'])}")
-    for sk in s["skipped"]:
-        lines.append(f"  - {sk['file']}: episode {sk['episode']}: field '{sk['field']}': {sk['reason']}")
+    lines += skipped_lines(s["skipped"], limit=len(s["skipped"]))  # the parts an entry has (no 'episode None')
     return "\n".join(lines)
 
 

@@ -23,3 +23,17 @@ def test_an_object_held_still_in_the_air_is_not_at_rest_on_the_surface():
     assert rest_height(_episode(0.53, 0.53)) == pytest.approx(0.03)  # a grasp that never lifted: on the table
     assert rest_height(_episode(0.70, 0.53)) == pytest.approx(0.03)  # a toss that came to rest
     assert rest_height(_episode(0.53, 0.62)) is None  # lifted 9 cm and held still
+
+
+def test_a_skipped_input_without_a_file_is_listed_by_what_is_known():
+    """An episode the writer rejected (a duplicate id from ep0.csv and ep0.npz) was stored as file 'None' and listed
+    as 'None: episode ep0: ...'; inspect printed "episode None" and "field 'None'" for entries without them."""
+    from surrogate.errors import CaptureError
+    from surrogate.importers.report import ImportReport, skipped_lines
+
+    report = ImportReport()
+    report.skip(CaptureError("duplicate episode id", episode="ep0", field="episode_id"))
+    report.skip(ValueError("unreadable"), file="a.csv")
+    assert report.skipped[0]["file"] is None
+    assert skipped_lines(report.skipped) == ["  - episode ep0: field 'episode_id': duplicate episode id",
+                                             "  - a.csv: ValueError: unreadable"]

@@ -33,10 +33,13 @@ class ImportReport:
 
     def skip(self, err: CaptureError | Exception, *, file=None, episode=None) -> None:
         if isinstance(err, CaptureError):
-            self.skipped.append({"file": str(err.file or file), "episode": err.episode if err.episode is not None else episode,
+            where = err.file or file
+            self.skipped.append({"file": None if where is None else str(where),  # null, not the text 'None'
+                                 "episode": err.episode if err.episode is not None else episode,
                                  "field": err.field, "reason": err.reason})
         else:
-            self.skipped.append({"file": str(file), "episode": episode, "field": None, "reason": f"{type(err).__name__}: {err}"})
+            self.skipped.append({"file": None if file is None else str(file), "episode": episode, "field": None,
+                                 "reason": f"{type(err).__name__}: {err}"})
 
     def check_output(self, *, overwrite: bool = False) -> None:
         """Fail before any work if ``self.out`` exists and may not be replaced (without ``overwrite``,
