@@ -261,6 +261,17 @@ def test_key_missing_from_dataset(foreign):
     assert "'observation.force' is not a feature of this dataset" in err.reason and "observation.wrench" in err.reason
 
 
+def test_a_mapped_column_missing_from_a_data_file_is_named(foreign):
+    """A data file without a column info.json declares skipped its episodes with Arrow's message, which prints the
+    whole schema; the record now names the column and lists the file's columns."""
+    root, _ = foreign
+    path = root / "data/chunk-000/file-000.parquet"
+    pq.write_table(pq.read_table(path).drop_columns(["observation.wrench"]), path)
+    eps, _, skipped = read_lerobot(root, mapping())
+    assert not eps and skipped and {s["field"] for s in skipped} == {"observation.wrench"}
+    assert skipped[0]["reason"].startswith("no column 'observation.wrench'; the file has ['")
+
+
 def test_width_mismatch(foreign):
     root, _ = foreign
     with pytest.raises(CaptureError) as ei:

@@ -386,9 +386,10 @@ def _unreadable_file(err: CaptureError, path: Path, root: Path, info: dict, inde
     template = info.get("data_path")
     eps = [e for e, v in sorted(index.items()) if template and v["data_file"] is not None
            and root / template.format(chunk_index=v["data_file"][0], file_index=v["data_file"][1]) == path]
+    field = err.field or "file"  # a missing column is named
     if not eps:
-        return [{"file": str(path), "episode": None, "field": "file", "reason": err.reason}]
-    return [_skip_record(CaptureError(err.reason, file=path, field="file"), path, e, mapping) for e in eps]
+        return [{"file": str(path), "episode": None, "field": field, "reason": err.reason}]
+    return [_skip_record(CaptureError(err.reason, file=path, field=field), path, e, mapping) for e in eps]
 
 
 def _skip_record(err: CaptureError, path: Path, ep_index: int, mapping: dict) -> dict:

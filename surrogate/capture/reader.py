@@ -169,7 +169,14 @@ def _episode_entries(contact: dict, path: Path) -> dict:
 
 
 def _read_table(path: Path, columns) -> pa.Table:
+    """``columns`` of the parquet file ``path``; a CaptureError naming the file and the first missing column (Arrow's
+    own message about it prints the whole schema), or why the file cannot be read."""
     try:
+        names = pq.read_schema(path).names
+        missing = [c for c in columns or () if c not in names]
+        if missing:
+            raise CaptureError(f"no column {missing[0]!r}" + (f" (nor {missing[1:]})" if missing[1:] else "")
+                               + f"; the file has {names}", file=path, field=missing[0])
         return pq.read_table(path, columns=columns)
     except (OSError, pa.ArrowException) as e:
         raise CaptureError(f"unreadable parquet ({type(e).__name__}: {e})", file=path) from None
