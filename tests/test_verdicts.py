@@ -313,3 +313,33 @@ def test_paired_intervals_resample_objects_where_the_claim_is_about_objects():
     assert v["verdict"] == "tie" and "of 10 objects, resampled by object" in v["detail"]
     cfg["metrics"]["paired_by"] = None
     assert suite_verdict(cfg, {"analytic_identified": row(a), "surrogate": row(b)})["verdict"] == "supported"
+
+
+def test_the_hypothesis_names_the_size_the_verdict_compares_at():
+    """With a checkpoint, cube-real's identified row is the fit on the checkpoint's own training tosses; the note said
+    the verdict compared at the largest size identified."""
+    from surrogate.bench.ledger import identification_note
+
+    by_size = {str(k): {"identified_on": min(k, 64)} for k in (8, 16, 128, 256)}
+    by_size["64"] = {"identified_on": 64, "on": "the surrogate's own training tosses"}
+    note = identification_note({"analytic_identified": {"overall": {}, "by_train_size": by_size}})
+    assert note.endswith("the verdict compares at 64 training episodes, identified on 64.")
+    del by_size["64"]["on"]  # no checkpoint: the largest
+    assert identification_note({"analytic_identified": {"overall": {}, "by_train_size": by_size}}).endswith(
+        "compares at 256 training episodes, identified on 64.")
+
+
+def test_an_ensembles_first_divergence_is_its_members_median_in_every_suite():
+    """The toss suites took the first member's divergence for the ensemble's (0.05 s where the members' median is
+    0.6 s); rig-grasp took the median: one rule now, in ``evaluate.ensemble_mean_score``."""
+    from surrogate.bench.evaluate import ensemble_mean_score
+
+    def member(t, which):
+        return {"divergence_time_s": t, "divergence_which": which, "unstable": False, "unstable_at_s": None,
+                "pos_m": 0.0, "pos_pct_size": 1.0, "rot_deg": 1.0, "final_pos_pct_size": 1.0, "horizon_pos_pct_size": {},
+                "horizon_rot_deg": {}, "integrated_pos_pct_size": {}}
+
+    s = ensemble_mean_score([member(0.05, "pose_rotation"), member(0.6, "pose_position"), member(0.9, "pose_position"),
+                             member(None, None)])
+    assert s["divergence_time_s"] == pytest.approx(0.6) and s["divergence_which"] == "pose_position"
+    assert ensemble_mean_score([member(None, None)] * 2)["divergence_time_s"] is None

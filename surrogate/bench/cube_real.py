@@ -215,11 +215,12 @@ def paired_by_train_size(models: dict) -> None:
     paired_difference``: mean and 95 % bootstrap interval; negative, the learned row is lower), so that a
     data-efficiency curve is compared size by size in one run. The per-episode scores are then dropped."""
     ident = (models.get("analytic_identified") or {}).get("by_train_size") or {}
+    own = next((k for k, v in ident.items() if v.get("on")), None)  # MuJoCo identified on a checkpoint's own tosses
     for name, m in models.items():
         if name.startswith("analytic") or not m.get("by_train_size"):
             continue
-        for k, v in m["by_train_size"].items():
-            ref = (ident.get(k) or {}).get(_PER_EPISODE)
+        for k, v in m["by_train_size"].items():  # the checkpoint given on the command line ("given") against ``own``
+            ref = (ident.get(own if k == "given" else k) or {}).get(_PER_EPISODE)
             if ref is not None and v.get(_PER_EPISODE) is not None:
                 v["paired_minus_identified"] = {key: paired_difference(ref, v[_PER_EPISODE], key)
                                                 for key in ("pos_pct_size", "rot_deg")}

@@ -182,9 +182,14 @@ def per_object(scores: list[dict], *, horizons, seed: int = 0) -> dict:
 
 def ensemble_mean_score(rows: list[dict]) -> dict:
     """One episode's score for an ensemble: the mean over its members' scores of each error
-    scalar (the ensemble's expected error), ``unstable`` the fraction of members that blew up; other
-    fields come from the first member."""
+    scalar (the ensemble's expected error), ``unstable`` the fraction of members that blew up, the median
+    divergence time of the members that diverged (and the signal of the member at it); other fields come from the
+    first member (the first member's divergence had stood for the ensemble's in the toss suites)."""
     s = dict(rows[0])
+    diverged = sorted((r["divergence_time_s"], k) for k, r in enumerate(rows) if r.get("divergence_time_s") is not None)
+    if "divergence_time_s" in s:
+        s["divergence_time_s"] = float(np.median([t for t, _ in diverged])) if diverged else None
+        s["divergence_which"] = rows[diverged[(len(diverged) - 1) // 2][1]].get("divergence_which") if diverged else None
     s["unstable"] = float(np.mean([bool(r.get("unstable")) for r in rows]))
     s["unstable_at_s"] = min((r["unstable_at_s"] for r in rows if r.get("unstable_at_s") is not None), default=None)
     for key in ("pos_m", "pos_pct_size", "rot_deg", "final_pos_pct_size"):

@@ -110,14 +110,12 @@ class EpisodeScorer:
 
 
 def mean_scores(member_scores: list[list[dict]]) -> list[dict]:
-    """Per episode: the ensemble's expected error (``evaluate.ensemble_mean_score``), the median
-    divergence time, each member's outcome and the fraction of members that blew up."""
+    """Per episode: the ensemble's expected error and median divergence time (``evaluate.ensemble_mean_score``), each
+    member's outcome and the fraction of members that blew up."""
     out = []
     for i in range(len(member_scores[0])):
         rows = [ms[i] for ms in member_scores]
         s = ensemble_mean_score(rows)
-        times = [r["divergence_time_s"] for r in rows if r["divergence_time_s"] is not None]
-        s["divergence_time_s"] = float(np.median(times)) if times else None
         s["outcome_members"] = [r["outcome"] for r in rows]
         out.append(s)
     return out
