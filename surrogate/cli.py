@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
+from .cli_args import VERBOSE_HELP, add_verbose_everywhere, check_render, non_negative_int, positive_float
 from .errors import SurrogateError
 from .hand_names import GRASPING_HANDS, HANDS
 
@@ -143,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="surrogate", description="Learned contact for MuJoCo: captures, surrogates, hybrid stepping, benchmarks.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}", help="print the version and exit")
     p.add_argument("--debug", action="store_true", help="on an error, show the traceback (default: one line)")
+    p.add_argument("--verbose", action="store_true", help=VERBOSE_HELP + " (also after any command's name)")
+    from .bench.speed import build_parser as speed_parser  # cheap: no MuJoCo, torch until a study runs
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     imp = sub.add_parser("import", help="convert recordings into the capture format").add_subparsers(dest="source", required=True)
@@ -177,13 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--episodes", type=int, required=True, help="number of episodes to generate")
     c.add_argument("--out", required=True, help="dataset directory; shards of an unfinished run live in <out>.parts")
     c.add_argument("--workers", type=int, default=1, help="parallel workers (0: run in this process; default 1)")
-    c.add_argument("--seed", type=int, default=0, help="run seed; episode i uses SeedSequence(seed, i) (default 0)")
+    c.add_argument("--seed", type=non_negative_int, default=0, help="run seed; episode i: SeedSequence(seed, i) (default 0)")
     c.add_argument("--backend", default="process", choices=["process", "ray"],
                    help="local processes or a local Ray instance (default process)")
     c.add_argument("--hand", default="parallel_jaw", choices=[*GRASPING_HANDS, "both"],
                    help="hand model (jaco: the Kinova hand, dm_control's assets); both alternates the first two and "
                         "writes one dataset per hand under --out (default parallel_jaw)")
-    c.add_argument("--duration", type=float, default=None, help="episode length in s (default: the config's script.duration)")
+    c.add_argument("--duration", type=positive_float, help="episode length in s (default: the config's script.duration)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value, e.g. recorder.rate_hz=200 (repeatable)")
     c.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --out")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -196,8 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--train-episodes", type=int, default=3, help="identification grasps per hand and variant (default 3)")
     c.add_argument("--hand", default="both", choices=[*GRASPING_HANDS, "both"],
                    help="hands (both: the first two; default both)")
-    c.add_argument("--duration", type=float, default=4.0, help="grasp length in s (default 4.0)")
-    c.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    c.add_argument("--duration", type=positive_float, default=4.0, help="grasp length in s (default 4.0)")
+    c.add_argument("--seed", type=non_negative_int, default=0, help="run seed (default 0)")
     c.add_argument("--workers", type=int, default=1, help="generation workers; replays use one thread (default 1)")
     c.add_argument("--maxiter", type=int, default=3, help="differential-evolution generations per cone (default 3)")
     c.add_argument("--popsize", type=int, default=3, help="differential-evolution population size multiplier (default 3)")
@@ -218,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("scene", help="build a MuJoCo scene and print what it holds")
     c.add_argument("--family", help="procedural family (default: first object of --split)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the procedural family (default 0)")
+    c.add_argument("--seed", type=non_negative_int, default=0, help="seed of the procedural family (default 0)")
     c.add_argument("--split", default="train", help="split whose first object is used without --family (default train)")
     c.add_argument("--hand", default="parallel_jaw", choices=list(HANDS),
                    help="hand model, or none (default parallel_jaw)")
@@ -244,7 +247,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.add_argument("--no-video", action="store_true",
                    help="do not render the videos of the median and worst test episode (report.md says so)")
-    c.add_argument("--verbose", action="store_true", help="show every third-party warning (MuJoCo, trimesh) as printed")
     c.set_defaults(func=_cmd_bench)
 
     c = sub.add_parser("render", help="side-by-side MP4 (recorded / analytic / surrogate) of a benchmark episode or an env rollout")
@@ -262,14 +264,14 @@ def build_parser() -> argparse.ArgumentParser:
                            "rig-grasp: among the acceptance sets)")
     c.add_argument("--checkpoint", help="surrogate checkpoint (default: the ledger's models.surrogate.checkpoint; "
                                         "with --env the released rig_default, as the environments load)")
-    c.add_argument("--analytic", default="identified", choices=["identified", "nominal"],
-                   help="the analytic panel: the ledger's identified parameters or nominal MuJoCo (default identified)")
+    c.add_argument("--analytic", choices=["identified", "nominal"], help="with --ledger: the analytic panel, the "
+                   "ledger's identified parameters or nominal MuJoCo (default identified)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="with --suite: override a suite value (repeatable)")
     c.add_argument("--test-data", help="with --suite: a capture dataset in place of the suite's test episodes")
-    c.add_argument("--object", default="box", help="with --env: procedural object family (default box)")
-    c.add_argument("--object-seed", type=int, default=0, help="with --env: seed of the object family (default 0)")
-    c.add_argument("--seed", type=int, default=0, help="with --env: environment seed of the rollout (default 0)")
-    c.add_argument("--duration", type=float, default=3.0, help="with --env: rollout length in s (default 3.0)")
+    c.add_argument("--object", help="with --env: procedural object family (default box)")
+    c.add_argument("--object-seed", type=non_negative_int, help="with --env: seed of the object family (default 0)")
+    c.add_argument("--seed", type=non_negative_int, help="with --env: environment seed of the rollout (default 0)")
+    c.add_argument("--duration", type=positive_float, help="with --env: rollout length in s (default 3.0)")
     c.add_argument("--out", required=True, help="video to write: .mp4 (H.264) or .gif; written atomically")
     c.add_argument("--still", help="also write one frame as a PNG (default: the last frame, traces complete)")
     c.add_argument("--still-at", type=float, help="episode time in s of the --still frame (default: the end)")
@@ -283,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--overwrite", action="store_true", help="replace existing output files")
     c.add_argument("--json", action="store_true", help="print what was written as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
-    c.set_defaults(func=_cmd_render)
+    c.set_defaults(func=_cmd_render, check_args=lambda a, c=c: check_render(c, a))
 
     c = sub.add_parser("jaco", help="the Kinova Jaco (dm_control's MJCF) grasps held-out objects: analytic vs learned contact")
     c.add_argument("--objects", default="heldout", help="object split (default heldout: families never trained on)")
@@ -296,8 +298,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_lazy_run(".bench.jaco_grasp"))
 
     c = sub.add_parser("speed", help="environment steps per second: analytic vs hybrid stepping")
-    from .bench.speed import build_parser as speed_parser  # cheap: the study imports MuJoCo and torch when it runs
-
     speed_parser(c)
     c.set_defaults(func=_lazy_run(".bench.speed"))
 
@@ -328,8 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "tasks (processes; default 2); with 2 or more the cube-real stage runs beside training")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a value of the cube-real-small suite")
     c.add_argument("--rig-set", action="append", metavar="KEY=VALUE", help="override a value of the rig-grasp-small suite")
-    c.add_argument("--verbose", action="store_true", help="show every third-party warning (MuJoCo, trimesh, Lightning)")
     c.set_defaults(func=_cmd_quickstart)
+    add_verbose_everywhere(p)
     return p
 
 
@@ -347,7 +347,7 @@ def _show_logs(quiet: bool) -> None:
 
 def _own_warnings_once() -> None:
     """The stepper's own warnings (``SurrogateWarning``) as one line, the first of each kind only: a benchmark builds
-    a stepper per replay, and each warned again (the counts are in the ledgers); ``--verbose`` shows every one."""
+    a stepper per replay, and each warned again (the counts are in the ledgers); ``--verbose`` (any command) shows all."""
     seen: set = set()
     default = warnings.showwarning
 
@@ -368,7 +368,9 @@ def main(argv=None) -> int:
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("MUJOCO_GL", "egl")
     args = build_parser().parse_args(argv)
-    if getattr(args, "verbose", False):  # read by the filters of known third-party noise (surrogate/__init__.py)
+    if hasattr(args, "check_args"):  # flags that depend on each other: a usage error (exit 2) as argparse's own
+        args.check_args(args)
+    if args.verbose:  # before or after the command's name; read by the filters of known third-party noise (__init__.py)
         os.environ["SURROGATE_VERBOSE"] = "1"
     else:
         _own_warnings_once()

@@ -19,7 +19,7 @@ PACKAGE = REPO_ROOT / "surrogate"
 # Lower first; a unit may import units of its own layer or below, never above. Within a layer
 # only the cycle check applies. A new subpackage or top-level module must be placed here.
 LAYERS = [
-    {"__init__", "errors", "config", "paths", "atomic", "metrics", "estimate", "suites", "splits", "parallel",
+    {"__init__", "errors", "config", "paths", "atomic", "metrics", "estimate", "suites", "splits", "parallel", "cli_args",
      "background", "quat", "semi_implicit", "hand_names"},
     {"capture"},
     {"objects"},

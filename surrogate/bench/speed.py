@@ -19,6 +19,7 @@ import argparse
 import time
 import warnings
 
+from ..cli_args import positive_int, refuse_unused
 from ..hand_names import CODE_HANDS
 from ..paths import release_checkpoint
 
@@ -26,6 +27,7 @@ from ..paths import release_checkpoint
 # ``surrogate`` CLI parser (build_parser) stays cheap.
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 DEFAULT_CHECKPOINT = release_checkpoint("rig_default")  # the released grasp surrogate (pads and table) shipped with the package
+DEFAULTS = {"batches": [1, 64, 256, 1024], "steps": 20, "hand": "parallel_jaw", "family": "box"}  # of the flags
 
 
 def grasped_state(scene, *, seconds: float = 1.0):
@@ -245,29 +247,27 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of 1 or more (a batch, a step count, a thread count), else the usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
-    return value
+def check_args(parser: argparse.ArgumentParser, args) -> None:
+    """Refuse the flags of another timing: the Jaco's is batch 1 of its own scene, the environments' take no
+    ``--steps``."""
+    if args.robot == "jaco":
+        refuse_unused(parser, args, "--robot jaco", ("--env", "--hand", "--family", "--batches", "--steps"))
+    elif args.env:
+        refuse_unused(parser, args, "--env", ("--steps",))
 
 
 def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = p or argparse.ArgumentParser(prog="surrogate speed", description=__doc__.splitlines()[0])
-    p.add_argument("--batches", type=positive_int, nargs="+", default=[1, 64, 256, 1024],
-                   help="batch sizes to time (default 1 64 256 1024)")
-    p.add_argument("--steps", type=positive_int, default=20, help="physics steps per timed chunk (default 20)")
+    p.add_argument("--batches", type=positive_int, nargs="+",
+                   help="batch sizes to time (default 1 64 256 1024; not with --robot jaco: batch 1)")
+    p.add_argument("--steps", type=positive_int, help="physics steps per timed chunk (default 20; not with --env or "
+                                                      "--robot jaco)")
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
                    help="surrogate checkpoint of the hybrid stepper (default: the released rig_default shipped with the package)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="the network's threads: torch's and its compiled copy's BLAS (default 1; MuJoCo runs on one)")
-    p.add_argument("--hand", default="parallel_jaw", choices=list(CODE_HANDS),
-                   help="hand model (default parallel_jaw; the Jaco: --robot jaco)")
-    p.add_argument("--family", default="box", help="procedural object family held in the grip (default box)")
+    p.add_argument("--hand", choices=list(CODE_HANDS), help="hand model (default parallel_jaw; the Jaco: --robot jaco)")
+    p.add_argument("--family", help="procedural object family held in the grip (default box; not with --robot jaco)")
     p.add_argument("--min-seconds", type=float, default=None,
                    help="time each batch size for at least this long (default 0.5; 2 with --env)")
     p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
@@ -279,6 +279,7 @@ def build_parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentP
     p.add_argument("--env", action="store_true",
                    help="time the Gymnasium environments instead (random actions; batch 1: the single env, B > 1: "
                         "the vector env on copies and on B MjData; --min-seconds default 2 there)")
+    p.set_defaults(check_args=lambda a: check_args(p, a))  # run by the ``surrogate`` command after parsing
     return p
 
 
@@ -287,6 +288,9 @@ def run(args) -> list[dict]:
 
     from ..model.checkpoint import load_checkpoint
 
+    for key, default in DEFAULTS.items():  # None: not given (check_args refuses the flags a timing ignores)
+        if getattr(args, key, None) is None:
+            setattr(args, key, default)
     torch.set_num_threads(args.threads)
     if args.checkpoint is None:
         args.checkpoint = str(DEFAULT_CHECKPOINT)
@@ -333,7 +337,10 @@ def _jaco(model, args, clock: str) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    run(build_parser().parse_args(argv))
+    p = build_parser()
+    args = p.parse_args(argv)
+    check_args(p, args)
+    run(args)
     return 0
 
 

@@ -154,8 +154,8 @@ def render_command(a) -> None:
 
         # without --checkpoint the surrogate panel is the release the environments load for contact="surrogate"
         checkpoint = a.checkpoint or str(release_checkpoint(DEFAULT_RELEASE))
-        clip = env_clip(a.env, checkpoint=checkpoint, object=a.object, object_seed=a.object_seed, seed=a.seed,
-                        duration=a.duration)
+        given = {k: getattr(a, k) for k in ("object", "object_seed", "seed", "duration") if getattr(a, k) is not None}
+        clip = env_clip(a.env, checkpoint=checkpoint, **given)  # the rest: env_clip's defaults, as --help says
     else:
         if a.ledger:
             ledger, lf = load_ledger(a.ledger)
@@ -165,8 +165,8 @@ def render_command(a) -> None:
                                   "the --out folder of `surrogate bench`)", key="episode")
             ledger, lf = suite_ledger(a.suite, overrides=a.set or [], test_data=a.test_data, progress=not a.quiet), None
             a.episode = suite_episode_key(ledger, a.episode) if a.episode else a.episode
-        clip = benchmark_clip(ledger, episode=a.episode, which=a.which, analytic=a.analytic, checkpoint=a.checkpoint,
-                              ledger_file=lf, progress=not a.quiet)
+        clip = benchmark_clip(ledger, episode=a.episode, which=a.which, analytic=a.analytic or "identified",
+                              checkpoint=a.checkpoint, ledger_file=lf, progress=not a.quiet)
     res = render_to_files(clip, out, still=a.still, gif=a.gif, width=a.width, height=a.height, fps=a.fps,
                           speed=a.speed, max_seconds=a.max_seconds, still_at=a.still_at, gif_width=a.gif_width)
     if a.json:

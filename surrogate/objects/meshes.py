@@ -225,7 +225,12 @@ def _suggest_scale(extent: float, scale: np.ndarray) -> str:
         if 0.01 <= extent * factor <= 1.0:
             new = scale * factor
             shown = f"{new[0]:g}" if np.allclose(new, new[0]) else " ".join(f"{x:g}" for x in new)
-            return f"; if {cause}, pass scale={shown}"
+            urdf = " ".join(f"{x:g}" for x in new)
+            # who reads the file decides where a scale goes: an argument or config key, a URDF attribute, or none
+            return (f"; if {cause}, pass scale={shown} (Python, an importer's object config; a URDF: <mesh "
+                    f"scale=\"{urdf}\">; a loose mesh file, as in a folder given to `surrogate rig generate "
+                    f"--objects`, takes no scale: re-export it in metres, or reference it from a URDF with that "
+                    f"<mesh scale> and the object's <mass>)")
     return ""
 
 

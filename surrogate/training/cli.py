@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli_args import non_negative_int
+
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
 DESCRIPTION = "Train a contact surrogate (Lightning) under a YAML config; the trained model is exported as safetensors + card."
 EPILOG = """\
@@ -33,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="training config: a YAML path or a packaged config name (cube_tosses, rig_default, gns_cube)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (dotted, value parsed as YAML), e.g. stages.prior.epochs=2; repeatable")
-    p.add_argument("--seed", type=int, default=None, help="seed of the run (the config's seed key; default: the config's, else 0)")
+    p.add_argument("--seed", type=non_negative_int, default=None, help="seed of the run (the config's seed key; default: the config's, else 0)")
     p.add_argument("--accelerator", "--device", dest="accelerator", choices=ACCELERATORS, default=None,
                    help="trainer.accelerator (default: the config's, else cpu); model.kind: law trains on cpu only")
     p.add_argument("--devices", default=None, metavar="N",
