@@ -311,7 +311,8 @@ def test_policy_suite_end_to_end(tmp_path):
         o = ledger["models"][name]["overall"]
         assert o["episodes"] == 1 and 0.0 <= o["success_rate"] <= 1.0
     assert ledger["models"]["analytic_identified"]["status"] == "not evaluated"
-    assert ledger["result"]["verdict"] in ("supported", "falsified")
+    # one object: the rates' intervals cannot show equivalence (fewer than 10 objects: a tie at best, never supported)
+    assert ledger["result"]["verdict"] in ("tie", "falsified", "not tested")
     report = (tmp_path / "report.md").read_text()
     assert "Policy rollouts" in report
     vids = ledger["videos"]["videos"]  # one object: it is both the median and the worst

@@ -51,7 +51,9 @@ def transfer_lines(ledger: dict, out: Path) -> list[str]:
             "rig slip | slip_gap | rollouts | first divergence: median step (kinds) |")
     lines = ["", "## Policy transfer to the rig (stand-in for hardware)", "",
              ("Gaps are sim minus rig over the held-out objects' rollouts, with 95 % bootstrap intervals (objects "
-              "resampled). Slip rates are among lifted episodes."), ""]
+              "resampled). Slip rates are among lifted episodes. A verdict compares a source's |gap| with randomized "
+              "MuJoCo's on the 95 % interval of |gap| - randomized |gap|, paired by object: below zero smaller, "
+              "containing zero a tie (never supported)."), ""]
     rnd = (ledger.get("result") or {}).get("randomized")
     if rnd:
         lines += [f"**Randomized learned contact against randomized MuJoCo: {rnd['verdict']}.** {rnd['detail']}", ""]
