@@ -279,6 +279,10 @@ def test_copies_state_round_trip_and_errors():
     set_grip_force(g.model, g.hand, 0.3)
     with pytest.raises(ModelEditedError, match="actuator_forcerange"):
         Copies(g, 2)
+    f = _scene()  # an array whose name ends in "id" like the ids (geom_fluid): it had been left out of the check
+    f.model.geom_fluid[f.model.body_geomadr[f.object_body_id], :5] = [1.0, 0.5, 0.5, 0.5, 1.0]
+    with pytest.raises(ModelEditedError, match="geom_fluid"):
+        Copies(f, 2)
     o = _scene()
     o.model.opt.gravity[2] = -3.0  # the options are copied at build time, as the pairs are
     assert Copies(o, 2).model.opt.gravity[2] == -3.0

@@ -19,6 +19,7 @@ import numpy as np
 _PREFIXES = ("actuator_", "body_", "dof_", "eq_", "geom_", "jnt_", "pair_", "qpos0", "qpos_spring", "sensor_", "site_",
              "tendon_", "wrap_")
 _NOT_PHYSICS = ("_rgba", "_user", "adr", "num", "id", "_group")
+_PHYSICS_ANYWAY = ("geom_fluid",)  # ends in "id" like the ids, but holds the geoms' fluid-interaction coefficients
 MODE_FIELDS = ("pair_margin", "pair_gap")  # set by the stepper's contact-mode switch, not by the user
 OPTIONS = ("timestep", "integrator", "cone", "solver", "tolerance", "ls_tolerance", "iterations", "ls_iterations",
            "noslip_iterations", "noslip_tolerance", "ccd_iterations", "ccd_tolerance", "impratio", "gravity", "wind",
@@ -30,8 +31,8 @@ OPTIONS = ("timestep", "integrator", "cone", "solver", "tolerance", "ls_toleranc
 def _array_names(kind: type) -> tuple[str, ...]:
     """The parameter arrays' names of an ``MjModel`` (its class: the same for every model)."""
     model = mujoco.MjModel.from_xml_string("<mujoco/>")
-    return tuple(k for k in dir(kind) if k.startswith(_PREFIXES) and not k.endswith(_NOT_PHYSICS)
-                 and k not in MODE_FIELDS and isinstance(getattr(model, k, None), np.ndarray))
+    return tuple(k for k in dir(kind) if k.startswith(_PREFIXES) and (not k.endswith(_NOT_PHYSICS)
+                 or k in _PHYSICS_ANYWAY) and k not in MODE_FIELDS and isinstance(getattr(model, k, None), np.ndarray))
 
 
 def physics_values(m: mujoco.MjModel, *, skip=()) -> dict[str, np.ndarray]:
