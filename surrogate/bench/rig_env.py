@@ -208,6 +208,9 @@ class RigGraspVectorEnv(GraspVectorEnv):
             if rig is None:
                 raise ConfigError("captures() before reset(): nothing was recorded", key="captures")
             n = int(min(loop.steps[i] // loop.per_frame + 1, loop.n_frames))
+            if n < 2:  # an episode is frames over time: the recorder's rates and labels need two
+                raise ConfigError(f"copy {i} has recorded one frame since its reset: step it before captures()",
+                                  key="captures")
             rec = _trimmed(loop.samples[i], n)
             hs = 0.0 if hold_start is None else float(np.broadcast_to(hold_start, (loop.task.num_envs,))[i])
             loop.cmd[i].phases = {"hold": (hs, math.inf)}
