@@ -9,27 +9,36 @@ from pathlib import Path
 import numpy as np
 
 from .capture import read_dataset
-from .importers.floor_check import episode_warnings
+from .errors import SurrogateError
+from .importers.floor_check import episode_warnings, rest_frames, rest_gap_warnings
 from .importers.report import skipped_lines
-
-REST_SPEED = 0.05  # m/s: below this over the last frames an object counts as at rest
-REST_FRAMES = 10
-HELD_RISE = 0.01  # m: an object still that ends this much above where it started is held (lifted), not resting
 
 
 def rest_height(ep) -> float | None:
-    """Height (m) of the object's centre above the environment surface at the end of the
-    episode, if it ends at rest on it (mean speed over the last REST_FRAMES frames < REST_SPEED, and not HELD_RISE
-    above its first frame: a grasp that ends with the object held still in the air is no rest on the surface)."""
-    n = min(REST_FRAMES, ep.num_frames - 1)
-    if n < 2 or ep.environment.kind == "none":
-        return None
-    p = ep.object_pose[-n - 1:, :3]
-    t = ep.timestamps[-n - 1:]
-    speed = np.linalg.norm(np.diff(p, axis=0), axis=1) / np.diff(t)
-    if speed.mean() >= REST_SPEED or float(np.median(p[:, 2])) > float(ep.object_pose[0, 2]) + HELD_RISE:
-        return None
-    return float(np.median(p[:, 2]) - ep.environment.height)
+    """Height (m) of the object's centre above the environment surface at the end of the episode, if it ends at rest
+    on it (``floor_check.rest_frames``)."""
+    idx = rest_frames(ep)
+    return None if idx is None else float(np.median(ep.object_pose[idx, 2]) - ep.environment.height)
+
+
+def _rest_warnings(episodes) -> list[str]:
+    """``floor_check.rest_gap_warnings`` of each box or mesh object's episodes, as ``[object] warning`` (procedural
+    objects are the rig's own, built as recorded; a mesh whose file is not here is passed over)."""
+    from .scenes.from_capture import asset_from_spec
+
+    by_object = {}
+    for e in episodes:
+        if isinstance(e.object.geometry, dict) and e.object.geometry.get("kind") in ("box", "mesh"):
+            by_object.setdefault(e.object.name, []).append(e)
+    out = []
+    for name, eps in by_object.items():
+        try:
+            asset = asset_from_spec(eps[0].object)
+        except SurrogateError:
+            continue
+        vertices = np.concatenate([np.asarray(p.vertices) for p in asset.pieces])
+        out += [f"[{name}] {w}" for w in rest_gap_warnings(vertices, asset.size, eps)]
+    return out
 
 
 def _articulation(geo) -> dict:
@@ -85,7 +94,8 @@ def summarize(root: str | Path) -> dict:
         "grasp_types": dict(Counter(str(e.grasp_type) for e in eps if e.grasp_type is not None)),
         "robot": _robot(ds.meta),
         "skipped": ds.skipped,
-        "floor_warnings": episode_warnings(eps),  # does each articulated object's URDF describe it?
+        # does each articulated object's URDF describe it? does each box or mesh object rest on its surface?
+        "floor_warnings": episode_warnings(eps) + _rest_warnings(eps),
     }
 
 

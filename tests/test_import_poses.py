@@ -140,3 +140,22 @@ def test_config_errors_name_the_key(tmp_path, offset_box):
         load_config(cfg, ["provenance.source=null"])
     with pytest.raises(ConfigError, match="columns.orientation"):
         load_config(cfg, ["orientation=euler_xyz"])
+
+
+def test_an_object_that_rests_inside_its_surface_is_imported_with_a_warning(tmp_path, offset_box, capsys):
+    """Positions in metres declared as millimetres put the box 4 cm into the ground at rest; it was imported without
+    a word (inspect printed a rest height of 0.0000 m). The same tracks in the declared unit rest on the ground."""
+    t = np.arange(40) / 120.0
+    z = np.where(t < 1 / 6, 0.2 - (0.2 - 0.04) * t * 6, 0.04)  # the 8 cm tall box drops and comes to rest
+    pos, rot = np.stack([np.full_like(t, 0.1), np.zeros_like(t), z], 1), Rotation.identity(len(t))
+    for name, scale in (("right", 1000.0), ("metres", 1.0)):  # _write_csv writes millimetres; "metres" does not
+        src = tmp_path / name
+        src.mkdir()
+        _write_csv(src / "drop.csv", t, pos * scale / 1000.0, rot)
+        cfg = _config(tmp_path, offset_box, tracked_frame="com")
+        assert main(["import", "poses", str(src), "--out", str(tmp_path / f"out_{name}"), "--config", str(cfg),
+                     "--quiet"]) == 0
+        printed = capsys.readouterr().out
+        assert ("warning: at rest, the object's lowest point lies" in printed) == (name == "metres"), printed
+    assert main(["inspect", str(tmp_path / "out_metres")]) == 0
+    assert "inside its surface" in capsys.readouterr().out

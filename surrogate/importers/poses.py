@@ -27,6 +27,7 @@ from ..config import apply_overrides, check_keys, get_dotted, load_yaml, merge, 
 from ..errors import AssetError, CaptureError, ConfigError
 from ..paths import CONFIG_DIR, file_sha256
 from .csv_table import read_csv
+from .floor_check import rest_gap_warnings
 from .report import ImportReport
 
 DEFAULT_CONFIG = CONFIG_DIR / "import" / "poses.yaml"
@@ -293,7 +294,7 @@ def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progre
             raise CaptureError(f"no readable trajectory files matching {cfg['pattern']!r}; skipped: "
                                + "; ".join(f"{s.get('file')}: {s.get('reason')}" for s in report.skipped), file=src)
         raise CaptureError(f"no trajectory files matching {cfg['pattern']!r}", file=src)
-    _, obj = object_from_config(cfg["object"], file=config)
+    asset, obj = object_from_config(cfg["object"], file=config)
     com = np.asarray(obj.geometry["com_in_mesh_frame"]) if cfg["tracked_frame"] == "mesh" else np.zeros(3)
     env = Environment(**cfg["environment"])
     pv = cfg["provenance"]
@@ -323,5 +324,8 @@ def import_poses(src, out, *, config=None, overrides=(), overwrite=False, progre
                         file=path, episode=path.stem)
             continue
         episodes.append(ep)
+    # imported as recorded, with a warning where the object rests inside or above its surface (units, surface height)
+    vertices = np.concatenate([np.asarray(p.vertices) for p in asset.pieces])
+    report.warnings += rest_gap_warnings(vertices, asset.size, episodes)
     meta = DatasetMeta(name=Path(out).name, robot_type="none")
     return report.write(episodes, meta, overwrite=overwrite)
