@@ -56,11 +56,11 @@ def _cmd_inspect(a):
 
 
 def _cmd_objects(a):
-    from .objects import load_split, split_names
+    from .objects import split_names
+    from .rig.generate import load_objects  # a split's name or a folder of meshes/URDFs, as rig generate takes
 
-    names = [a.split] if a.split else split_names()
-    for name in names:
-        objs = load_split(name)
+    for name in [a.split] if a.split else split_names():
+        objs = load_objects(name)[0]
         print(f"split '{name}': {len(objs)} objects")
         for o in objs:
             e = o.extents
@@ -68,10 +68,11 @@ def _cmd_objects(a):
 
 
 def _cmd_scene(a):
-    from .objects import load_split, make_object
+    from .objects import make_object
+    from .rig.generate import load_objects  # a split's name or a folder of meshes/URDFs
     from .scenes import build_scene
 
-    obj = make_object(a.family, a.seed) if a.family else load_split(a.split)[0]
+    obj = make_object(a.family, a.seed) if a.family else load_objects(a.split)[0][0]
     scene = build_scene(obj, hand=a.hand, setting=a.setting)
     m = scene.model
     print(f"scene: object {obj.name} ({obj.family}), hand {a.hand}, setting {a.setting}")
@@ -216,13 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_inspect)
 
     c = sub.add_parser("objects", help="list the objects of the configured splits")
-    c.add_argument("--split", help="one split name (default: all)")
+    c.add_argument("--split", help="one split name or a folder of meshes/URDFs (default: every split)")
     c.set_defaults(func=_cmd_objects)
 
     c = sub.add_parser("scene", help="build a MuJoCo scene and print what it holds")
     c.add_argument("--family", help="procedural family (default: first object of --split)")
     c.add_argument("--seed", type=non_negative_int, default=0, help="seed of the procedural family (default 0)")
-    c.add_argument("--split", default="train", help="split whose first object is used without --family (default train)")
+    c.add_argument("--split", default="train", help="split or objects folder: its first object (default train)")
     c.add_argument("--hand", default="parallel_jaw", choices=list(HANDS),
                    help="hand model, or none (default parallel_jaw)")
     c.add_argument("--setting", default="table", choices=["table", "ground"],
@@ -255,8 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--suite", help="a suite name or YAML (with --episode and --checkpoint): render a test episode without a ledger "
                                      "(the analytic panel is then nominal MuJoCo)")
     src.add_argument("--env", help="a Gymnasium id (ContactSurrogate/GripperGrasp-v0, ContactSurrogate/HandGrasp-v0, "
-                                   "ContactSurrogate/JacoGrasp-v0): "
-                                   "scripted-grasp rollouts, analytic / surrogate")
+                                   "ContactSurrogate/JacoGrasp-v0): scripted-grasp rollouts, analytic / surrogate")
     pick = c.add_mutually_exclusive_group()
     pick.add_argument("--episode", help="the episode id (rig-grasp: SET/ID, or an ID unique across the test sets)")
     pick.add_argument("--which", choices=["median", "worst"],

@@ -126,3 +126,17 @@ def test_the_millimetre_hint_says_how_a_folder_for_rig_generate_takes_a_scale(tm
     objs, skipped = load_object_folder(tmp_path)
     assert skipped == [] and [o.name for o in objs] == ["box_m"]
     assert sorted(objs[0].extents) == pytest.approx([0.03, 0.04, 0.06])
+
+
+def test_objects_and_scene_take_a_folder_of_meshes_as_rig_generate_does(tmp_path, capsys):
+    """``surrogate objects --split DIR`` and ``scene --split DIR`` refused the folder ``rig generate --objects``
+    takes: a user could not preview their own objects."""
+    import trimesh
+
+    from surrogate.cli import main
+
+    trimesh.creation.box(extents=[0.04, 0.05, 0.06]).export(tmp_path / "box.stl")
+    assert main(["objects", "--split", str(tmp_path)]) == 0
+    assert "1 objects" in capsys.readouterr().out
+    assert main(["scene", "--split", str(tmp_path), "--hand", "none"]) == 0
+    assert "scene: object box (mesh)" in capsys.readouterr().out
