@@ -149,6 +149,10 @@ def test_overwrite_refuses_a_foreign_folder(tmp_path, capsys):
     # our own dataset is still replaced, and then only that
     assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "ds"), "--quiet"]) == 0
     assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "ds"), "--overwrite", "--quiet"]) == 0
+    # a user's own file beside our dataset's meta/ and data/: replacing the folder would delete it (it did)
+    (tmp_path / "ds" / "my_analysis.txt").write_text("mine\n")
+    assert main(["import", "contactnets", str(src), "--out", str(tmp_path / "ds"), "--overwrite", "--quiet"]) == 2
+    assert "my_analysis.txt" in capsys.readouterr().err and (tmp_path / "ds" / "my_analysis.txt").is_file()
 
 
 def test_writer_and_rig_refuse_a_foreign_folder(tmp_path):

@@ -28,11 +28,15 @@ DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 
 
+DATASET_ENTRIES = ("meta", "data")  # what the writer puts at a dataset's top level
+
+
 def check_replaceable_dataset(path: str | Path) -> None:
     """Raise ForeignOutputError unless ``path`` is a capture dataset this project wrote.
 
     ``--overwrite`` replaces an earlier output, never a folder of something else: the
-    folder must hold a ``meta/contact.json`` whose ``schema`` is this project's.
+    folder must hold a ``meta/contact.json`` whose ``schema`` is this project's, and nothing at its top level that
+    the writer does not write (``DATASET_ENTRIES``).
     """
     path = Path(path)
     advice = "refusing to replace it; move or delete it yourself, or choose another output"
@@ -46,6 +50,11 @@ def check_replaceable_dataset(path: str | Path) -> None:
     if schema != SCHEMA_NAME:
         raise ForeignOutputError(f"is not a capture dataset (no {CONTACT_META} written by contact-surrogate); {advice}",
                                  file=path)
+    foreign = sorted(p.name for p in path.iterdir() if p.name not in DATASET_ENTRIES)
+    if foreign:  # a user's own notes or analysis beside the dataset: replacing the folder would delete them
+        raise ForeignOutputError(f"holds what a capture dataset does not ({', '.join(foreign[:5])}"
+                                 f"{' ...' if len(foreign) > 5 else ''}): replacing it would delete them; move them "
+                                 "out first, or choose another output", file=path)
 
 
 def _jsonable(obj, *, episode, field):
