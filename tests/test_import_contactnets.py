@@ -74,20 +74,22 @@ def test_bad_files_are_skipped_and_reported(tmp_path):
         "4.pt": buf.getvalue()[:200],  # truncated
         "5.pt": torch.zeros(1, 10, 12, dtype=torch.float64),  # wrong width
         "6.pt": torch.zeros(1, 1, 19, dtype=torch.float64),  # one frame
+        "7.pt": _toss(seed=7).to(torch.int64),  # whole numbers: was "quaternion norm 0"
         "17.pt": _toss(seed=17),
     }
     _write_folder(tmp_path / "src", tosses)
     report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
     assert report.kept == 2
     by_episode = {s["episode"]: s for s in report.skipped}
-    assert set(by_episode) == {"2", "3", "4", "5", "6"}
+    assert set(by_episode) == {"2", "3", "4", "5", "6", "7"}
+    assert by_episode["7"]["field"] == "tensor" and by_episode["7"]["reason"] == "dtype int64, expected floating point"
     assert by_episode["2"]["field"] == "position" and "non-finite" in by_episode["2"]["reason"]
     assert by_episode["3"]["field"] == "object_pose" and "quaternion" in by_episode["3"]["reason"]
     assert by_episode["4"]["field"] == "tensor" and "4.pt" in by_episode["4"]["file"]
     assert "[1, T, 19]" in by_episode["5"]["reason"]
     ds = read_dataset(tmp_path / "out")
     assert [e.episode_id for e in ds.episodes] == ["1", "17"]
-    assert len(ds.skipped) == 5  # the report travels with the dataset
+    assert len(ds.skipped) == 6  # the report travels with the dataset
 
 
 def test_upstream_archive_layout(tmp_path):

@@ -90,6 +90,9 @@ def _read_tensor(raw: bytes, name: str, columns: int = N_COLUMNS) -> np.ndarray:
         raise CaptureError(f"not a readable torch tensor file ({type(e).__name__}: {str(e)[:120]})", file=name, field="tensor") from None
     if not isinstance(t, torch.Tensor):
         raise CaptureError(f"holds a {type(t).__name__}, expected a tensor", file=name, field="tensor")
+    if not t.is_floating_point():  # whole numbers are no poses: an int tensor read as one gave "quaternion norm 0"
+        raise CaptureError(f"dtype {str(t.dtype).removeprefix('torch.')}, expected floating point", file=name,
+                           field="tensor")
     a = t.detach().to(torch.float64).numpy()
     if a.ndim == 3 and a.shape[0] == 1:
         a = a[0]
