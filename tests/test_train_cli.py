@@ -287,6 +287,15 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
     with pytest.raises(ConfigError, match=r"data\.split_seed: 0 -> 1") as e:
         training.fit(load_config(None, [*sets(tmp_path / "cut"), "ckpt_path=last", "data.split_seed=1"]))
     assert e.value.location.field == "data.split_seed" and last.stat().st_mtime_ns == stamp
+    # so is a resume on other captures in the same folder (it resumed, and the card named the new captures' hash)
+    stats = tiny_capture / "meta" / "stats.json"
+    original = stats.read_bytes()
+    try:
+        stats.write_bytes(original + b" ")
+        with pytest.raises(ConfigError, match="the captures in data.root: sha256"):
+            training.fit(load_config(None, [*sets(tmp_path / "cut"), "ckpt_path=last"]))
+    finally:
+        stats.write_bytes(original)
     fits, fit = [], L.Trainer.fit
 
     def spy(self, *a, **kw):
@@ -307,3 +316,35 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
     assert cards[1]["release"] == cards[0]["release"]
     with pytest.raises(ConfigError, match="ckpt_path: last"):  # a path names no stage: refused
         load_config(None, ["ckpt_path=some/file.ckpt"])
+
+
+def test_export_folders_are_checked_before_any_work(tmp_path, capsys):
+    """An export folder holding a user's file was found only at the export, after the whole training; one holding a
+    colleague's checkpoint was replaced without --overwrite; and export.dir=<the release folder> without --release had
+    replaced the shipped release. Each is now refused before the data are read (here there are none)."""
+    def ckpt(path):
+        path.mkdir(parents=True)
+        (path / "card.json").write_text("{}")
+        (path / "weights.safetensors").write_bytes(b"")
+        return path
+
+    def run(*sets, flags=()):
+        args = ["train", "-c", "rig_default", "--set", f"data.root={tmp_path / 'none'}", "--set",
+                f"out_dir={tmp_path / 'run'}", *[a for s in sets for a in ("--set", s)], *flags]
+        code = cli(args)
+        return code, capsys.readouterr().err
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "README.txt").write_text("mine")
+    code, err = run(f"export.dir={notes}")
+    assert code == 2 and "README.txt" in err and (notes / "README.txt").read_text() == "mine"
+    theirs = ckpt(tmp_path / "colleague")
+    code, err = run(f"export.network_dir={theirs}")
+    assert code == 2 and "holds a checkpoint this run did not write" in err and "--overwrite" in err
+    release = ckpt(tmp_path / "release")
+    code, err = run(f"export.dir={release}", f"export.release_dir={release}")
+    assert code == 2 and "write it with --release" in err
+    code, err = run(f"export.dir={theirs}", flags=["--overwrite"])  # given: on to the data, which are missing
+    assert code == 2 and "holds a checkpoint" not in err and str(tmp_path / "none") in err
+    assert (theirs / "card.json").read_text() == "{}"

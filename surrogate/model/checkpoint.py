@@ -125,7 +125,7 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
     if isinstance(model, ContactLawGNN):  # never export an absurd law (it would be refused when loaded)
         law_ranges.check_model(model, where=f"{out}: the law to export")
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    with pid_lock(out), atomic_directory(out, overwrite=True, replaceable=_replaceable) as tmp:
+    with pid_lock(out), atomic_directory(out, overwrite=True, replaceable=check_export_folder) as tmp:
         # one metadata key: safetensors writes a metadata map in hash order, which changes from process to process,
         # so two keys made the same weights hash differently (the card has the schema and its version anyway)
         save_file(state, str(tmp / WEIGHTS), metadata={"schema": f"{SCHEMA} {SCHEMA_VERSION}"})
@@ -143,8 +143,8 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
     return out
 
 
-def _replaceable(path: Path) -> None:
-    """An export replaces a folder holding a checkpoint (or nothing), never other files."""
+def check_export_folder(path: Path) -> None:
+    """An export replaces a folder holding a checkpoint (or nothing), never other files: ForeignOutputError."""
     if not path.is_dir() or path.is_symlink():
         raise ForeignOutputError("not a folder: cannot export a checkpoint there", file=path)
     other = sorted(p.name for p in path.iterdir() if p.name not in (WEIGHTS, CARD))

@@ -42,7 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="trainer.devices: a count, 'auto' or a list such as [0,1] (default: the config's, else 1)")
     p.add_argument("--release", action="store_true",
                    help="export to the config's export.release_dir (a released checkpoint under checkpoints/) instead of the run's folder")
-    p.add_argument("--overwrite", action="store_true", help="with --release: replace an existing release")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing checkpoint: the release with --release, "
+                   "or one outside out_dir at export.dir, prior_dir or network_dir")
     p.add_argument("--print-config", action="store_true",
                    help="print the resolved config (defaults filled in, paths absolute) as YAML and exit without training")
     return p
@@ -65,10 +66,12 @@ def options(a: argparse.Namespace) -> dict:
 def prepare(a: argparse.Namespace) -> dict:
     """The run's config from parsed arguments: loaded, checked, with its export folder."""
     from .config import load_config
-    from .run import export_dir
+    from .run import check_exports, export_dir
 
     cfg = load_config(a.config, a.set, options=options(a))
     cfg["export"]["dir"] = export_dir(cfg, release=a.release, overwrite=a.overwrite, check=not a.print_config)
+    if not a.print_config:
+        check_exports(cfg, release=a.release, overwrite=a.overwrite)
     return cfg
 
 

@@ -31,6 +31,7 @@ from .setup import check_output_dir, check_split
 logger = logging.getLogger(__name__)
 RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
 RESUME_SECTIONS = ("data", "model", "loss", "stages")  # a resume (ckpt_path: last) must not change these
+DATA_HASH = "data_sha256"  # in the run config: the captures' content hash (capture.dataset_hash), checked on resume
 
 
 def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, check: bool = True) -> str:
@@ -48,6 +49,31 @@ def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, che
     if check:
         check_output_dir(target, key="export.release_dir")
     return str(target)
+
+
+def check_exports(cfg: dict, *, release: bool = False, overwrite: bool = False) -> None:
+    """Before any training, every folder the run will export to (``export.dir``, ``prior_dir``, ``network_dir``):
+    one holding other files than a checkpoint is refused (it had been found only at the export, after the
+    training); one holding a checkpoint that is not the run's own (outside ``out_dir``) needs ``--overwrite``; and a
+    release folder is written only with ``--release`` (``export.dir=checkpoints/rig_default`` had replaced the
+    shipped release without it)."""
+    from ..model.checkpoint import check_export_folder
+
+    releases = {Path(cfg["export"]["release_dir"]).resolve()} if cfg["export"].get("release_dir") else set()
+    own = Path(cfg["out_dir"]).resolve()
+    for key in ("dir", "prior_dir", "network_dir"):
+        path = cfg["export"].get(key)
+        if not path or not Path(path).exists():
+            continue
+        p = Path(path).resolve()
+        if p in releases and not (release and key == "dir"):
+            raise ConfigError(f"{path} is the release folder (export.release_dir): write it with --release",
+                              key=f"export.{key}")
+        check_output_dir(path, key=f"export.{key}")
+        check_export_folder(Path(path))
+        if (p / "card.json").exists() and own not in p.parents and not overwrite:
+            raise ConfigError(f"{path} holds a checkpoint this run did not write (it is outside out_dir); pass "
+                              f"--overwrite to replace it, or choose another export.{key}", key=f"export.{key}")
 
 
 def _leaves(value, prefix: str) -> dict:
@@ -78,6 +104,7 @@ def check_resume(cfg: dict, resolved: dict) -> None:
         old = json.loads(path.read_text())
         if not isinstance(old, dict):
             raise ValueError("not a JSON object")
+        was_hash = old.pop(DATA_HASH, None)
         old = resolved_config(old)
     except (OSError, ValueError) as e:
         raise ConfigError(f"unreadable run config ({e}); cannot check that the resume keeps the run's config: "
@@ -89,6 +116,12 @@ def check_resume(cfg: dict, resolved: dict) -> None:
             a, b = was.get(k, _UNSET), now.get(k, _UNSET)
             if a != b:
                 diffs.append((k, f"{k}: {_show(a)} -> {_show(b)}"))
+    if not diffs and was_hash and Path(cfg["data"]["root"]).is_dir():
+        from ..capture import dataset_hash
+
+        now_hash = dataset_hash(cfg["data"]["root"])
+        if now_hash != was_hash:  # the same folder, other captures (regenerated, edited): the card would name them
+            diffs.append(("data.root", f"the captures in data.root: sha256 {was_hash[:12]} -> {now_hash[:12]}"))
     if diffs:
         raise ConfigError(f"resuming (ckpt_path={cfg['ckpt_path']}) under another config than the run's: "
                           f"{'; '.join(d for _, d in diffs)}. The resumed weights were trained under the run's "
@@ -147,7 +180,9 @@ def fit_law(cfg: dict) -> dict:
     # the captures are valid: this is a run; its config is recorded for the check of a resume
     out_dir = Path(cfg["out_dir"])
     law_choice: dict = {}  # the closed-loop stage's choice of the law's pad friction, made before the corrections
-    res = run(cfg, out=out_dir, ready=lambda: write_json_atomic(out_dir / RUN_CONFIG, resolved),
+    # with the data's own hash: a resume on other captures under the same config is refused too (check_resume)
+    res = run(cfg, out=out_dir, ready=lambda: write_json_atomic(out_dir / RUN_CONFIG, {
+                  **resolved, DATA_HASH: dataset_hash(cfg["data"]["root"])}),
               select_law=lambda law, dm: select_law(cfg, law, dm, law_choice))
     dm, metrics = res["data"], res["metrics"]
     closed_loop_stage(cfg, res, law_choice)
@@ -193,5 +228,5 @@ def fit_law(cfg: dict) -> dict:
                                     "(its pad friction chosen by the closed-loop stage where it ran); shipped only if "
                                     "training.metrics.release.structure says law+corrections"})
         out["exported_network"] = str(cfg["export"]["network_dir"])
-    write_json_atomic(Path(cfg["out_dir"]) / RUN_CONFIG, resolved_config(cfg))
+    write_json_atomic(Path(cfg["out_dir"]) / RUN_CONFIG, {**resolved_config(cfg), DATA_HASH: data["sha256"]})
     return out
