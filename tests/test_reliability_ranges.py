@@ -16,13 +16,13 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from surrogate.errors import ConfigError
-from surrogate.model.checkpoint import CheckpointError, export_checkpoint, load_checkpoint
+from surrogate.model.checkpoint import CheckpointError, export_checkpoint, load_checkpoint, model_sha256
 from surrogate.model.contact_law import ContactLawGNN
 from surrogate.model.law_ranges import LawRangeError, clamp_friction, range_problems
 
 
 def _tamper(ckpt, *, weights: dict | None = None, prior: dict | None = None):
-    """Edit a checkpoint's law as a careless script would, recomputing the card's weights hash so that only the
+    """Edit a checkpoint's law as a careless script would, recomputing the card's hashes so that only the
     law's values are wrong: ``weights`` {parameter: value of both groups} (log-parameters set to log(value), the
     card's priors updated to match), ``prior`` {card prior key: value} (both groups)."""
     w, c = ckpt / "weights.safetensors", ckpt / "card.json"
@@ -36,6 +36,7 @@ def _tamper(ckpt, *, weights: dict | None = None, prior: dict | None = None):
     for name, v in {**(weights or {}), **(prior or {})}.items():
         hp["prior"][name] = hp["prior_body"][name] = v
     card["weights_sha256"] = hashlib.sha256(w.read_bytes()).hexdigest()
+    card["model_sha256"] = model_sha256(card)
     c.write_text(json.dumps(card))
 
 
@@ -136,3 +137,15 @@ def test_a_singular_law_solve_falls_back_to_analytic_for_that_env_only():
     with pytest.raises(Exception) as e:  # on_bad_force="raise": the step error, not numpy's
         step(s.model, [s.make_data()], Stepper(s, model, on_bad_force="raise"), nstep=40)
     assert type(e.value).__name__ == "SurrogateStepError", repr(e.value)
+
+
+def test_a_card_edited_after_the_export_is_refused(tmp_path):
+    """``weights_sha256`` covers the weights only: an edited ``model.hparams.bounds`` (a valid value, another model
+    than the one trained) loaded silently. The card's ``model_sha256`` covers what builds and feeds the model."""
+    ckpt = export_checkpoint(ContactLawGNN(), tmp_path / "ckpt")
+    load_checkpoint(ckpt)
+    card = json.loads((ckpt / "card.json").read_text())
+    card["model"]["hparams"]["bounds"] = [5.0, 5.0, 5.0]
+    (ckpt / "card.json").write_text(json.dumps(card))
+    with pytest.raises(CheckpointError, match="differs from the card's model_sha256"):
+        load_checkpoint(ckpt)

@@ -16,6 +16,7 @@ alias of the same class (``END_TO_END``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -24,7 +25,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..atomic import atomic_directory, current_umask, pid_lock, write_json_atomic
+from ..atomic import atomic_directory, current_umask, pid_lock, strict_json, write_json_atomic
 from ..errors import ForeignOutputError, SurrogateError
 from ..paths import file_sha256
 from . import graph as G
@@ -139,8 +140,16 @@ def export_checkpoint(model, out_dir, *, data: dict | None = None, training: dic
                       **({"description": model.DESCRIPTION} if hasattr(model, "DESCRIPTION") else {})},
             "data": data or {}, "training": training or {}, "versions": _versions(),
         }
+        card["model_sha256"] = model_sha256(json.loads(json.dumps(strict_json(card))))  # as read back
         write_json_atomic(tmp / CARD, card)
     return out
+
+
+def model_sha256(card: dict) -> str:
+    """sha256 of a card's ``model`` and ``features`` sections (canonical JSON): what builds the model and feeds it,
+    which ``weights_sha256`` does not cover (an edited ``model.hparams.bounds`` had loaded as another model)."""
+    text = json.dumps({k: card.get(k) for k in ("model", "features")}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def check_export_folder(path: Path) -> None:
@@ -159,9 +168,14 @@ def read_card(path) -> dict:
     if not p.is_file():
         raise CheckpointError(f"{p}: no checkpoint card")
     try:
-        card = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
+        card = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{p}: corrupt card ({e})") from None
+    if not isinstance(card, dict):  # a list or a number: its fields below would be an AttributeError
+        raise CheckpointError(f"{p}: corrupt card (a JSON {type(card).__name__}, not an object)")
+    for key in ("features", "model"):
+        if key in card and not isinstance(card[key], dict):
+            raise CheckpointError(f"{p}: corrupt card ({key} is a {type(card[key]).__name__}, not a mapping)")
     if card.get("schema") != SCHEMA:
         raise CheckpointError(f"{p}: not a {SCHEMA} card (schema={card.get('schema')!r})")
     if card.get("schema_version") != SCHEMA_VERSION:
@@ -241,6 +255,8 @@ def _check_hparams(hp: dict, *, law: bool, card: Path, peer: bool = False) -> No
             bad("bounds", "3 positive numbers <= 10 (log-bounds of the corrections of k, c, mu)")
     if "mu_max" in hp and not (_is_number(hp["mu_max"]) and 0 < hp["mu_max"] <= 10):
         bad("mu_max", "a number in (0, 10]")
+    if "presliding_bound" in hp and not (_is_number(hp["presliding_bound"]) and 0 < hp["presliding_bound"] <= 10):
+        bad("presliding_bound", "a number in (0, 10] (the log-bound of the presliding spring's correction)")
     for key in ("prior", "prior_body"):
         if hp.get(key) is not None and not isinstance(hp[key], dict):
             bad(key, "a mapping of the prior law's parameters")
@@ -284,13 +300,21 @@ def load_checkpoint(path):
     bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
     if bad:
         raise CheckpointError(f"{p / WEIGHTS}: non-finite values in {bad[:4]}")
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as e:  # a tensor of another shape than the card's model (hparams edited): torch's message
+        raise CheckpointError(f"{p / WEIGHTS}: weights do not match the card's model ({str(e).splitlines()[-1].strip()})"
+                              ) from None
     if missing or unexpected:
         raise CheckpointError(f"{p / WEIGHTS}: weights do not match the card's model (missing {missing[:4]}, unexpected {unexpected[:4]})")
     model.eval()
     if isinstance(model, ContactLawGNN):
         _check_law(model, card["model"]["hparams"], p / CARD)
         model.contact_groups = _contact_groups(card, p / CARD)  # what the law assumes: the stepper checks it
+    # last: an edit that every check above lets through (a valid value, another model than the one trained)
+    if card.get("model_sha256") is not None and model_sha256(card) != card["model_sha256"]:
+        raise CheckpointError(f"{p / CARD}: its model or features section differs from the card's model_sha256 (edited "
+                              "after the export): the weights would be built or fed otherwise than they were trained")
     return model, card
 
 
