@@ -221,8 +221,11 @@ def _decision_unused(res: dict, why: str) -> None:
 
 
 def _below_zero(diff: dict) -> bool:
-    """The paired rule: the interval of a paired difference lies below zero."""
-    return diff["ci95"] is not None and diff["ci95"][1] < 0
+    """The paired rule: the interval of a paired difference lies below zero, over at least MIN_PAIRED_UNITS units
+    (the objects it resamples, else its episodes): one validation grasp's "interval" is a point, and had shipped a
+    network on a difference of 0.02."""
+    units = diff.get("units") or diff.get("n") or 0
+    return diff["ci95"] is not None and diff["ci95"][1] < 0 and units >= MIN_PAIRED_UNITS
 
 
 def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict, by: dict | None = None) -> dict:
