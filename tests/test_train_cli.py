@@ -49,6 +49,14 @@ def _printed(capsys, *argv) -> dict:
     ("cube_tosses", ["data.batch_size=2.5"], "data.batch_size", "must be a whole number"),
     ("cube_tosses", ["stages.prior.lr=fast"], "stages.prior.lr", "must be a number, got 'fast'"),
     ("gns_cube", ["optim.lr=[1]"], "optim.lr", "must be a number"),
+    # and out of range: a traceback once training had started (or, a NaN weight, accepted)
+    ("cube_tosses", ["data.batch_size=0"], "data.batch_size", "1 or more, got 0"),
+    ("cube_tosses", ["data.substeps=0"], "data.substeps", "1 or more, got 0"),
+    ("cube_tosses", ["stages.corrections.lr=.nan"], "stages.corrections.lr", "finite, got nan"),
+    ("cube_tosses", ["stages.prior.lr=-1"], "stages.prior.lr", "above 0, got -1"),
+    ("cube_tosses", ["threads=0"], "threads", "1 or more, got 0"),
+    ("cube_tosses", ["loss.force_weight=.nan"], "loss.force_weight", "finite, got nan"),
+    ("cube_tosses", ["stages.closed_loop.episodes=-1"], "stages.closed_loop.episodes", "0 or more, got -1"),
     ("plain_file", [], "data.val_min", "must be a whole number, got 'many'"),
     ("cube_tosses", ["trainer.accelerator=gpu"], "trainer.accelerator", "trains on the CPU"),
 ])

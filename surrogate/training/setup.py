@@ -11,6 +11,7 @@ with a traceback only after training.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -27,6 +28,13 @@ def _get(cfg: dict, dotted: str):
             return None
         node = node.get(part)
     return node
+
+
+# the least value of a key (by its leaf name) of the training configs; POSITIVE: above 0
+MIN_VALUE = {"threads": 1, "seed": 0, "split_seed": 0, "substeps": 1, "window_frames": 0, "window_stride": 0,
+             "init_frames": 1, "batch_size": 1, "detach_every": 0, "val_min": 0, "epochs": 0, "episodes": 0,
+             "margin": 0, "rot_weight": 0, "rot_weight_val": 0, "force_weight": 0, "noise_std": 0, "weight_decay": 0}
+POSITIVE = {"lr", "final_lr_fraction", "decision_horizon_s"}
 
 
 def _number(v) -> bool:
@@ -60,9 +68,10 @@ def check_setup(cfg: dict, *, file=None, where=None) -> None:
 
 
 def check_types(cfg: dict, reference: dict, *, where, prefix: str = "") -> None:
-    """A number where ``reference`` (the defaults) holds a number, a whole number where it holds one, a flag where it
-    holds a flag, and no negative epoch count: refused naming the key before any work, where a wrong type would
-    otherwise stop the run with a traceback after its data had loaded (``stages.prior.epochs=abc``)."""
+    """A number where ``reference`` (the defaults) holds a number (finite), a whole number where it holds one, a flag
+    where it holds a flag, within ``MIN_VALUE`` / ``POSITIVE``: refused naming the key before any work, where a wrong
+    value would otherwise stop the run with a traceback after its data had loaded (``stages.prior.epochs=abc``,
+    ``data.batch_size=0``, ``stages.corrections.lr=.nan``), or be accepted (``loss.force_weight=.nan``)."""
     for name, default in reference.items():
         key, value = prefix + name, (cfg or {}).get(name) if isinstance(cfg, dict) else None
         if isinstance(default, dict):
@@ -76,8 +85,12 @@ def check_types(cfg: dict, reference: dict, *, where, prefix: str = "") -> None:
             ok, what = isinstance(value, int) and not isinstance(value, bool), "a whole number"
         else:
             ok, what = _number(value), "a number"
-        if ok and name == "epochs" and value < 0:
-            ok, what = False, "a whole number, 0 or more"
+        if ok and not math.isfinite(value):
+            ok, what = False, f"{what}, finite"
+        elif ok and name in POSITIVE and not value > 0:
+            ok, what = False, f"{what} above 0"
+        elif ok and name in MIN_VALUE and value < MIN_VALUE[name]:
+            ok, what = False, f"{what}, {MIN_VALUE[name]} or more"
         if not ok:
             raise ConfigError(f"must be {what}, got {value!r}", file=where(key), key=key)
 
