@@ -185,6 +185,13 @@ def paired_difference(a: list[dict], b: list[dict], key: str, *, by: str | None 
 MIN_PAIRED_UNITS = 10  # fewer objects never replace a model: a few objects' interval says nothing about objects
 
 
+def below_zero(diff: dict, min_units: int = MIN_PAIRED_UNITS) -> bool:
+    """The paired rule for replacing a model: ``paired_difference``'s interval lies below zero, over at least
+    ``min_units`` units (the objects it resamples, else its episodes): one episode's "interval" is a point."""
+    units = diff.get("units") or diff.get("n") or 0
+    return diff.get("ci95") is not None and diff["ci95"][1] < 0 and units >= min_units
+
+
 def signed_interval(mean: float, ci) -> str:
     """``"+m [lo, hi]"``, two decimals with signs: how reports and commands write a difference and its interval (``ci``:
     [lo, hi])."""

@@ -30,7 +30,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import ConfigError
-from ..metrics import MIN_PAIRED_UNITS, paired_difference
+from ..metrics import below_zero, paired_difference
 from ..model.contact_law import GROUPS, ContactLawGNN
 from .defaults import GRID_KEYS, LOSS_DEFAULTS, STAGE_DEFAULTS
 from .lightning import RolloutData, RolloutLightning, validate_chunk
@@ -167,12 +167,6 @@ def _selected_law(select_law, law: ContactLawGNN, rows: list[dict], dm: RolloutD
     return chosen, rows
 
 
-def _helps(d: dict) -> bool:
-    """The paired rule: the interval lies below zero, over at least MIN_PAIRED_UNITS units (the objects it resamples,
-    else its episodes): one validation episode's "interval" is a point, and any difference would decide."""
-    return d["ci95"] is not None and d["ci95"][1] < 0 and (d.get("units") or d["n"]) >= MIN_PAIRED_UNITS
-
-
 def _seeded_module(seed: int, *args, **kw) -> RolloutLightning:
     """A ``RolloutLightning`` whose network starts from weights drawn from ``seed`` alone, not from what the run drew
     before it (a resumed prior stage drew otherwise)."""
@@ -246,7 +240,7 @@ def fit_law(cfg: dict, *, out: Path, ready=None, select_law=None) -> dict:
         for r in corr_rows + prior_rows:
             r["score"] = r["pos_pct"] + rot_w * r["rot_deg"]
         diff = {k: paired_difference(prior_rows, corr_rows, k, by="object") for k in ("score", "pos_pct", "rot_deg")}
-        helps = _helps(diff["score"])
+        helps = below_zero(diff["score"])  # over enough units: one episode's interval is a point
         metrics["corrections"] = {"fitted": score_summary(corr_rows, rot_w), "paired_minus_prior": diff, "kept": bool(helps),
                                   "history": m2.val_history, "wall_s": time.time() - t2}
         network, network_rows = m2.model, corr_rows

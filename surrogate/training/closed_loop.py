@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from ..metrics import MIN_PAIRED_UNITS
+from ..metrics import MIN_PAIRED_UNITS, below_zero
 from ..paths import portable_path
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def closed_loop_stage(cfg: dict, res: dict, law_choice: dict | None = None) -> N
     if net is not None:
         nsel = select_pad_friction(net, on, meta, **kw, **by)
         diff = paired_difference(sel["per_episode"], nsel["per_episode"], "score", by="object")
-        kept = _below_zero(diff)
+        kept = below_zero(diff)
         res["network_selected"] = nsel["model"]
         cl["network"] = {**{k: nsel[k] for k in ("scale", "friction", "candidates", "paired_minus_fitted")},
                          "paired_minus_law": diff, "per_episode": nsel["per_episode"]}
@@ -130,7 +130,7 @@ def closed_loop_stage(cfg: dict, res: dict, law_choice: dict | None = None) -> N
         if "reference" in cl:  # and never a release that does not beat the previous one on the same replays
             cl["network"]["paired_minus_reference"] = ref_diff = paired_difference(
                 cl["reference"]["per_episode"], nsel["per_episode"], "score", by="object")
-            kept = kept and (bool(st.get("decision_data")) or _below_zero(ref_diff))  # decision data: its own rule
+            kept = kept and (bool(st.get("decision_data")) or below_zero(ref_diff))  # decision data: its own rule
         cl["network"]["kept"] = bool(kept)
         if kept:
             res["model"], res["val_rows"] = nsel["model"], res["network_val_rows"]
@@ -210,7 +210,7 @@ def network_decision(st: dict, law, network, kw: dict, known: dict | None = None
         out["paired_minus_reference_at_horizon"] = ref = paired_difference(rows["reference"], rows["network"],
                                                                            "at_horizon", by="object")
         out["reference_at_horizon"] = mean("reference")
-        out["kept"] = out["kept"] and _below_zero(ref)
+        out["kept"] = out["kept"] and below_zero(ref)
     return out
 
 
@@ -218,14 +218,6 @@ def _decision_unused(res: dict, why: str) -> None:
     """``stages.closed_loop.decision_data`` was given and decided nothing: the card and the log say why."""
     res["metrics"].setdefault("closed_loop", {})["decision_unused"] = why
     logger.warning("stages.closed_loop.decision_data decided nothing: %s", why)
-
-
-def _below_zero(diff: dict) -> bool:
-    """The paired rule: the interval of a paired difference lies below zero, over at least MIN_PAIRED_UNITS units
-    (the objects it resamples, else its episodes): one validation grasp's "interval" is a point, and had shipped a
-    network on a difference of 0.02."""
-    units = diff.get("units") or diff.get("n") or 0
-    return diff["ci95"] is not None and diff["ci95"][1] < 0 and units >= MIN_PAIRED_UNITS
 
 
 def reference_replays(path, episodes, meta, law_rows: list[dict], kw: dict, by: dict | None = None) -> dict:

@@ -181,8 +181,13 @@ def fit_law(cfg: dict) -> dict:
     out_dir = Path(cfg["out_dir"])
     law_choice: dict = {}  # the closed-loop stage's choice of the law's pad friction, made before the corrections
     # with the data's own hash: a resume on other captures under the same config is refused too (check_resume)
-    res = run(cfg, out=out_dir, ready=lambda: write_json_atomic(out_dir / RUN_CONFIG, {
-                  **resolved, DATA_HASH: dataset_hash(cfg["data"]["root"])}),
+    data_hash = {}  # the captures' hash, once: recorded in the run config when they are read, and in the card
+
+    def ready():
+        data_hash["sha256"] = dataset_hash(cfg["data"]["root"])
+        write_json_atomic(out_dir / RUN_CONFIG, {**resolved, DATA_HASH: data_hash["sha256"]})
+
+    res = run(cfg, out=out_dir, ready=ready,
               select_law=lambda law, dm: select_law(cfg, law, dm, law_choice))
     dm, metrics = res["data"], res["metrics"]
     closed_loop_stage(cfg, res, law_choice)
@@ -199,7 +204,7 @@ def fit_law(cfg: dict) -> dict:
     if "ablation" in metrics:
         out["ablation"] = metrics["ablation"]
     c = dm.cfg
-    data = {"name": dm.capture.meta.name, "root": portable_path(c["root"]), "sha256": dataset_hash(c["root"]),
+    data = {"name": dm.capture.meta.name, "root": portable_path(c["root"]), "sha256": data_hash["sha256"],
             "train_episodes": dm.train_ids, "val_episodes": dm.val_ids, "split_seed": c["split_seed"],
             "bench_split": c["bench_split"], "margin_m": c["margin"], "substeps": c["substeps"],
             "windows": {"frames": c["window_frames"], "stride": c["window_stride"], "count": dm.n_windows},
