@@ -25,7 +25,8 @@ Relative paths (out_dir, data.root, export.*): on the command line, relative to 
 in a config file under <project>/configs/ next to <project>/pyproject.toml (this repository), relative
 to <project>; in any other config file (an installed package's, your own), relative to the current folder.
 Export: <out_dir>/export unless export.dir is set; --release writes export.release_dir (refused over an
-existing release without --overwrite). Logs: CSV and TensorBoard under out_dir.
+existing release without --overwrite). Logs: CSV and TensorBoard under out_dir. A new run into an out_dir that
+holds a run (its result.json or run_config.json) is refused: resume it with --set ckpt_path=last, or choose another.
 """
 
 
@@ -66,12 +67,13 @@ def options(a: argparse.Namespace) -> dict:
 def prepare(a: argparse.Namespace) -> dict:
     """The run's config from parsed arguments: loaded, checked, with its export folder."""
     from .config import load_config
-    from .run import check_exports, export_dir
+    from .run import check_exports, check_new_run, export_dir
 
     cfg = load_config(a.config, a.set, options=options(a))
     cfg["export"]["dir"] = export_dir(cfg, release=a.release, overwrite=a.overwrite, check=not a.print_config)
     if not a.print_config:
         check_exports(cfg, release=a.release, overwrite=a.overwrite)
+        check_new_run(cfg)  # the command writes <out_dir>/result.json: never over another run's
     return cfg
 
 
@@ -84,13 +86,13 @@ def run(a: argparse.Namespace) -> dict:
 
         print(to_yaml(cfg), end="")
         return cfg
-    from .run import fit
+    from .run import RESULT, fit
 
     res = fit(cfg)
     # the whole summary (about 120 lines of JSON) goes to a file of the run; the console gets where things are
     from ..atomic import write_json_atomic
 
-    path = Path(cfg["out_dir"]) / "result.json"
+    path = Path(cfg["out_dir"]) / RESULT
     write_json_atomic(path, json.loads(json.dumps(res, default=str)))
     print(f"trained: checkpoint {res.get('exported', '(not exported)')}; summary {path}")
     return res

@@ -150,26 +150,38 @@ def check_kind(kind, *, file=None) -> str:
     return kind
 
 
+def _init_defaults(cls) -> dict:
+    """The defaults of ``cls.__init__``'s keyword arguments (a model's: ``hidden=32`` is a whole number)."""
+    return {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
+            if n != "self" and p.default is not inspect.Parameter.empty}
+
+
 def type_reference(kind: str) -> dict:
-    """The defaults whose types a config's values must have (``setup.check_types``)."""
+    """The defaults whose types a config's values must have (``setup.check_types``); the model's: its constructor's."""
     if kind == "law":
         from ..learn.defaults import DATA_DEFAULTS, LOSS_DEFAULTS, STAGE_DEFAULTS
+        from ..model.contact_law import ContactLawGNN
 
-        return {"seed": 0, "threads": 1, "data": DATA_DEFAULTS, "loss": LOSS_DEFAULTS, "stages": STAGE_DEFAULTS}
+        return {"seed": 0, "threads": 1, "data": DATA_DEFAULTS, "loss": LOSS_DEFAULTS, "stages": STAGE_DEFAULTS,
+                "model": _init_defaults(ContactLawGNN)}
+    from ..baselines.gns import GNSNet
     from ..baselines.gns_defaults import DATA_DEFAULTS, LOSS_DEFAULTS, OPTIM_DEFAULTS
 
-    return {"seed": 0, "threads": 1, "data": DATA_DEFAULTS, "loss": LOSS_DEFAULTS, "optim": OPTIM_DEFAULTS}
+    return {"seed": 0, "threads": 1, "data": DATA_DEFAULTS, "loss": LOSS_DEFAULTS, "optim": OPTIM_DEFAULTS,
+            "model": _init_defaults(GNSNet)}
 
 
 def check_values(cfg: dict, kind: str, *, file=None, given=None) -> None:
     """Values the key check cannot see: numbers where the defaults hold numbers; the law fit runs on the CPU only
-    and resumes from its stages' last epoch; a law prior inside its physical ranges (``model.law_ranges``); a
-    validation split that can validate; output folders that can be written. ``given``: the keys set on the command
-    line, whose errors name it rather than ``file``."""
-    from .setup import check_setup, check_types
+    and resumes from its stages' last epoch; the model's sizes, bounds and cap in their ranges; a law prior inside
+    its physical ranges (``model.law_ranges``); a validation split that can validate; output folders that can be
+    written. ``given``: the keys set on the command line, whose errors name it rather than ``file``."""
+    from .setup import check_model, check_setup, check_types
 
-    def where(key: str):
-        return SET_SOURCE if given is not None and get_dotted(given, key) is not None else file
+    def where(key: str):  # a key the command line set, to null too (``friction_scales=null``), names it
+        *head, last = key.split(".")
+        node = get_dotted(given, ".".join(head)) if head and given is not None else given
+        return SET_SOURCE if isinstance(node, dict) and last in node else file
 
     if kind == "law" and cfg.get("ckpt_path") not in (None, "last"):
         raise ConfigError(f"ckpt_path {cfg['ckpt_path']!r}: model.kind: law resumes with ckpt_path: last (each stage "
@@ -180,22 +192,40 @@ def check_values(cfg: dict, kind: str, *, file=None, given=None) -> None:
         raise ConfigError(f"accelerator {acc!r}: model.kind: law trains on the CPU (the differentiable twin and its "
                           "rollout windows live there); use accelerator cpu",
                           file=where("trainer.accelerator"), key="trainer.accelerator")
-    if kind == "law":
-        check_prior_values(cfg.get("model") or {}, file=file)
     check_setup(cfg, where=where)  # its messages first: they say what the value means (val_fraction in (0, 1))
     check_types(cfg, type_reference(kind), where=where)
+    check_model(cfg.get("model"), kind, where=where)  # model.mu_max first: the priors' friction is checked against it
+    if kind == "law":
+        check_prior_values(cfg.get("model") or {}, file=file, where=where)
 
 
-def check_prior_values(model: dict, *, file=None) -> None:
-    """Refuse a configured ``model.prior`` / ``model.prior_body`` outside the law's physical ranges, naming the key."""
+def check_prior_values(model: dict, *, file=None, where=None) -> None:
+    """Refuse a configured ``model.prior`` / ``model.prior_body`` outside the law's physical ranges, naming the key
+    and where it came from (``where(key)``, default ``file``): a friction above ``model.mu_max`` names the command line
+    where either was set there. Units and the presliding spring (which the ranges do not hold) as ``LawPrior`` needs
+    them: one of its units, a stiffness 0 (off) or more."""
+    from ..model.law import UNITS
     from ..model.law_ranges import check_prior
 
+    where = where or (lambda key: file)
     mu_max = model.get("mu_max", 2.0)
     mu_max = float(mu_max) if isinstance(mu_max, (int, float)) and not isinstance(mu_max, bool) else None
     for key in ("prior", "prior_body"):
         prior = model.get(key)
-        if isinstance(prior, dict):
+        if not isinstance(prior, dict):
+            continue
+        units, k_z = prior.get("units", "weight"), prior.get("presliding_stiffness", 0.0)
+        if units not in UNITS:
+            raise ConfigError(f"must be one of {list(UNITS)}, got {units!r}", file=where(f"model.{key}.units"),
+                              key=f"model.{key}.units")
+        if not (isinstance(k_z, (int, float)) and not isinstance(k_z, bool) and 0 <= k_z < float("inf")):
+            raise ConfigError(f"must be a number 0 (off) or more, finite, got {k_z!r}",
+                              file=where(f"model.{key}.presliding_stiffness"), key=f"model.{key}.presliding_stiffness")
+        for cap in (None, mu_max):  # the prior's own ranges, then its friction under the cap
             try:
-                check_prior(prior, mu_max=mu_max, prefix=f"model.{key}")
+                check_prior(prior, mu_max=cap, prefix=f"model.{key}")
             except ValueError as e:
-                raise ConfigError(str(e), file=file, key=getattr(e, "key", f"model.{key}")) from None
+                bad = getattr(e, "key", f"model.{key}")
+                named = (where(bad), where("model.mu_max")) if cap is not None else (where(bad),)
+                why = f"; model.mu_max = {cap:g} caps it" if cap is not None else ""
+                raise ConfigError(f"{e}{why}", file=SET_SOURCE if SET_SOURCE in named else file, key=bad) from None

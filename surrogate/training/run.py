@@ -6,7 +6,9 @@ captures are read and validated, and again when it ends). A law run resumed with
 ``model``, ``loss`` or ``stages`` section differs from that file is refused before any work, with a ConfigError
 naming every differing key (``data.split_seed: 0 -> 1``): the resumed weights were trained on the old split and
 settings, and the card would name validation episodes that were trained on. ``resume_changed: true`` resumes anyway
-(the file then records the new config); the ``trainer``, ``export`` and other sections may change freely.
+(the file then records the new config); the ``trainer``, ``export`` and other sections may change freely. A resume
+whose stage checkpoint cannot be read is refused before any work too, naming the file (``check_resume_checkpoints``),
+and ``surrogate train`` refuses a new run (no ``ckpt_path``) into an ``out_dir`` that holds a run (``check_new_run``).
 
 The trained model is exported as safetensors + JSON card to ``export.dir`` (the CLI sets it: default
 ``<out_dir>/export``); with ``--release`` to ``export.release_dir`` (a release under ``checkpoints/``), never
@@ -32,6 +34,8 @@ logger = logging.getLogger(__name__)
 RUN_CONFIG = "run_config.json"  # in out_dir: the resolved config of the run, checked on resume
 RESUME_SECTIONS = ("data", "model", "loss", "stages")  # a resume (ckpt_path: last) must not change these
 DATA_HASH = "data_sha256"  # in the run config: the captures' content hash (capture.dataset_hash), checked on resume
+RESULT = "result.json"  # in out_dir: the run's summary, written by the command line (training.cli)
+LAW_STAGES = ("prior", "corrections")  # the law fit's Lightning stages: <out_dir>/checkpoints/<stage>/last.ckpt
 
 
 def export_dir(cfg: dict, *, release: bool = False, overwrite: bool = False, check: bool = True) -> str:
@@ -130,6 +134,54 @@ def check_resume(cfg: dict, resolved: dict) -> None:
                           file=path, key=diffs[0][0])
 
 
+def check_new_run(cfg: dict) -> None:
+    """A new run (no ``ckpt_path``) into an ``out_dir`` that holds a run (its run config or summary) is refused before
+    any work: it replaced that run's ``result.json``, ``run_config.json``, checkpoints and export, which this command
+    did not create. A resume (``ckpt_path: last``) continues the run in its own folder."""
+    if cfg.get("ckpt_path"):
+        return
+    out = Path(cfg["out_dir"])
+    found = [name for name in (RESULT, RUN_CONFIG) if (out / name).is_file()]
+    if not found:
+        return
+    resume = "resume it with --set ckpt_path=last, " if kind_of(cfg) == "law" else ""
+    raise ConfigError(f"{out} holds a run ({' and '.join(found)}) that a new run would replace: {resume}choose "
+                      "another out_dir, or delete that folder to train there afresh", key="out_dir")
+
+
+def _read_checkpoint(path: Path) -> dict:
+    """A Lightning checkpoint, loaded as Lightning loads it (``weights_only``), or a ConfigError naming it."""
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        why = None if isinstance(ckpt, dict) and "state_dict" in ckpt else "not a Lightning checkpoint"
+    except Exception as e:  # torch raises unpickling, zip-reader, EOF and OS errors for a cut or foreign file
+        first = (str(e).split(". ")[0].splitlines() or [""])[0][:120]  # torch's first sentence: one line
+        ckpt, why = None, f"{type(e).__name__}: {first}" if first else type(e).__name__
+    if why:
+        raise ConfigError(f"the resume checkpoint cannot be read ({why}): it was cut short or is not a checkpoint; "
+                          f"delete it (with the rest of {path.parent}: that stage then trains again from its start) or "
+                          "start without ckpt_path, in another out_dir", file=path, key="ckpt_path")
+    return ckpt
+
+
+def check_resume_checkpoints(cfg: dict) -> None:
+    """With ``ckpt_path: last``, every checkpoint a resumed stage reads (its ``last.ckpt``, and the best epoch's it
+    reloads when the stage ends) is read before any work: a truncated or garbled ``last.ckpt`` had ended the run in
+    torch's unpickling traceback once its data had loaded."""
+    if cfg.get("ckpt_path") != "last":
+        return
+    for stage in LAW_STAGES:
+        last = Path(cfg["out_dir"]) / "checkpoints" / stage / "last.ckpt"
+        if not last.is_file():
+            continue  # that stage starts from its beginning
+        for state in _read_checkpoint(last).get("callbacks", {}).values():
+            best = state.get("best_model_path") if isinstance(state, dict) else None
+            if best and Path(best).is_file() and Path(best) != last:  # the unmonitored callback's is last.ckpt
+                _read_checkpoint(Path(best))
+
+
 def _lightning_config_errors():
     from lightning.fabric.utilities.exceptions import MisconfigurationException
 
@@ -174,6 +226,7 @@ def fit_law(cfg: dict) -> dict:
 
     resolved = resolved_config(cfg)
     check_resume(cfg, resolved)  # before any work: a resume under a changed config is refused
+    check_resume_checkpoints(cfg)  # and one from a checkpoint that cannot be read
     torch.set_num_threads(int(cfg.get("threads", 1)))
     L.seed_everything(int(cfg["seed"]), workers=True)
     t0 = time.time()

@@ -1,8 +1,9 @@
 """Before any work: a training set-up that cannot validate, or cannot write its results, is refused naming the key.
 
 ``check_setup`` (at config time, from ``keys.check_values``): ``data.val_fraction`` in (0, 1), the episode caps
-positive integers, and ``out_dir`` / ``export.*`` folders that are folders (not files) and writable (the
-nearest existing parent, for one to be made). ``check_split`` (at fit time, once the dataset is there): the
+positive integers, the closed-loop stage's friction scales, the model's sizes, bounds and cap (``check_model``), and
+``out_dir`` / ``export.*`` folders that are folders (not files) and writable (the nearest existing parent, for one to
+be made). ``check_split`` (at fit time, once the dataset is there): the
 split of the dataset's episode count leaves at least one training and one validation episode. Without them a
 run exported the untrained prior with exit 0 ("no training batches"), or a card of all-NaN metrics, or failed
 with a traceback only after training.
@@ -60,6 +61,9 @@ def check_setup(cfg: dict, *, file=None, where=None) -> None:
         check_output_dir(_get(cfg, key), key=key, file=where(key))
     loop = "stages.closed_loop."
     check_reference(_get(cfg, loop + "reference"), file=where(loop + "reference"))
+    closed_loop = _get(cfg, "stages.closed_loop")
+    if isinstance(closed_loop, dict) and "friction_scales" in closed_loop:  # null too: no default replaces it
+        check_friction_scales(closed_loop["friction_scales"], file=where(loop + "friction_scales"))
     # the decision data themselves are checked when training starts (check_decision_data)
     check_decision_horizon(_get(cfg, loop + "decision_horizon_s"), file=where(loop + "decision_horizon_s"))
     from ..bench.command_delay import check_setting
@@ -77,7 +81,7 @@ def check_types(cfg: dict, reference: dict, *, where, prefix: str = "") -> None:
         if isinstance(default, dict):
             check_types(value, default, where=where, prefix=key + ".")
             continue
-        if value is None or default is None or isinstance(default, (str, list)):
+        if value is None or default is None or isinstance(default, (str, list, tuple)):  # tuple: model.bounds
             continue
         if isinstance(default, bool):
             ok, what = isinstance(value, bool), "true or false"
@@ -93,6 +97,59 @@ def check_types(cfg: dict, reference: dict, *, where, prefix: str = "") -> None:
             ok, what = False, f"{what}, {MIN_VALUE[name]} or more"
         if not ok:
             raise ConfigError(f"must be {what}, got {value!r}", file=where(key), key=key)
+
+
+def model_ranges(kind: str) -> dict:
+    """``{model key: (lo, hi, lo_excluded, what)}`` of the keys ``check_model`` checks: what the model's constructor
+    needs (a width, message-passing steps and layers per MLP of 1 or more, friction re-linearizations 0 or more, the
+    log-bounds of the corrections and the friction cap above 0: they bound ``exp`` and ``log`` of the law), up to the
+    checkpoint loader's bounds (``model.checkpoint.INT_BOUNDS``...): a run must not export what cannot be loaded.
+    ``members``: 1, as the law fit's stages build one network each (``surrogate ensemble`` combines trained ones)."""
+    from ..model.checkpoint import GNS_INT_BOUNDS, INT_BOUNDS, LAW_INT_BOUNDS
+
+    ints = {**INT_BOUNDS, **(LAW_INT_BOUNDS if kind == "law" else GNS_INT_BOUNDS)}
+    out = {k: (lo, hi, False, f"a whole number in [{lo}, {hi}]") for k, (lo, hi) in ints.items()}
+    if kind == "law":
+        out["members"] = (1, 1, False, "1 (training builds one network; `surrogate ensemble` combines trained ones)")
+        out["bounds"] = (0, 10, True, "3 numbers in (0, 10] (the log-bounds of the corrections of k, c, mu)")
+        out["mu_max"] = (0, 10, True, "a number in (0, 10] (the friction coefficient's cap)")
+        out["presliding_bound"] = (0, 10, True, "a number in (0, 10] (the log-bound of the presliding spring's "
+                                                "correction)")
+    else:
+        out["floor_clip"] = (0, 100, True, "a number in (0, 100]")
+    return out
+
+
+def _within(v, lo, hi, lo_excluded: bool) -> bool:
+    return _number(v) and math.isfinite(v) and (v > lo if lo_excluded else v >= lo) and v <= hi
+
+
+def check_model(model, kind: str, *, where) -> None:
+    """Each of the model's sizes, bounds and caps within ``model_ranges`` (their types: ``check_types``), refused naming
+    the key before any work: ``model.hidden=0``, ``model.steps=0`` or a negative ``model.mu_max`` had started the run,
+    which then failed with a traceback building or training the model."""
+    if not isinstance(model, dict):
+        return
+    for name, (lo, hi, lo_excluded, what) in model_ranges(kind).items():
+        v = model.get(name)
+        if v is None:
+            continue
+        if name == "bounds":
+            ok = isinstance(v, (list, tuple)) and len(v) == 3 and all(_within(x, lo, hi, lo_excluded) for x in v)
+        else:
+            ok = _within(v, lo, hi, lo_excluded)
+        if not ok:
+            raise ConfigError(f"must be {what}, got {v!r}", file=where(f"model.{name}"), key=f"model.{name}")
+
+
+def check_friction_scales(scales, *, file=None) -> None:
+    """``stages.closed_loop.friction_scales`` is a non-empty list of positive, finite numbers (the scales of the fitted
+    pad friction the closed-loop stage replays): ``[-1]`` had failed with a traceback at that stage, after training."""
+    ok = isinstance(scales, list) and scales and all(_within(s, 0, math.inf, True) for s in scales)
+    if not ok:
+        raise ConfigError(f"must be a non-empty list of numbers above 0, finite (scales of the fitted pad friction; "
+                          f"[1.0]: the fitted value alone), got {scales!r}", file=file,
+                          key="stages.closed_loop.friction_scales")
 
 
 def check_reference(path, *, file=None) -> None:
