@@ -33,7 +33,8 @@ def __getattr__(name: str):
 
 def _third_party_output() -> None:
     """Known third-party noise, filtered at the source for this process and the worker processes the commands
-    start (they import this package); ``SURROGATE_VERBOSE=1`` (``--verbose``) keeps everything.
+    start (they import this package); ``SURROGATE_VERBOSE=1`` (``--verbose``) keeps everything. The trimesh filter
+    reads it at each message: ``surrogate --verbose`` sets it after this import, and trimesh's messages then show.
 
     - trimesh logs "only got N/M samples!" whenever its even surface sampling keeps fewer points than asked:
       the rig's pad and surface samplers ask generously and use what they get, so every rig run printed it
@@ -48,7 +49,8 @@ def _third_party_output() -> None:
 
     if os.environ.get("SURROGATE_VERBOSE"):
         return
-    logging.getLogger("trimesh.sample").addFilter(lambda r: "samples!" not in str(r.msg))  # the logger it logs on
+    logging.getLogger("trimesh.sample").addFilter(  # the logger it logs on
+        lambda r: bool(os.environ.get("SURROGATE_VERBOSE")) or "samples!" not in str(r.msg))
     log = os.environ.get("SURROGATE_MUJOCO_LOG")
     if log:
         import mujoco

@@ -19,11 +19,13 @@ import errno
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
-from .errors import ConfigError, LockedError
+from .errors import ConfigError, ForeignOutputError, LockedError
 
 PARTIAL_MARKER = ".contact-surrogate-partial"  # inside our temporary trees: the PID that builds it
 
@@ -149,29 +151,72 @@ def _pid_in_name(folder: str, name: str) -> int | None:
     middle = folder[len(name) + 2 : -len(".partial")].split(".")
     return int(middle[0]) if len(middle) == 2 and middle[0].isdigit() else None
 
+
+def _lock_pid(lock: Path) -> int | None:
+    """The PID in ``lock`` if it is one of ours (a plain file whose whole text is a PID and a newline), else None. An
+    empty file is read again for up to a second: a writer without hard links (``_create_lock``) writes its PID next."""
+    text = ""
+    for _ in range(20):
+        if lock.is_symlink() or not lock.is_file():
+            return None
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = lock.read_text()
+        if text:
+            break
+        time.sleep(0.05)
+    return int(text) if re.fullmatch(r"[0-9]+\n?", text) else None
+
+
+def _create_lock(lock: Path) -> bool:
+    """Create ``lock`` holding this PID; False where it exists. The PID is written to ``.<lock>.<pid>.tmp`` and
+    hard-linked into place, so that a kill at any point leaves no empty lock (which ``pid_lock`` would refuse as no lock
+    of ours); such temporary files of dead processes are removed. Where the file system has no hard links the lock is
+    created, then written."""
+    for old in lock.parent.glob(f".{lock.name}.*.tmp"):
+        pid = old.name[len(lock.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            old.unlink(missing_ok=True)
+    tmp = lock.parent / f".{lock.name}.{os.getpid()}.tmp"
+    tmp.write_text(f"{os.getpid()}\n")
+    try:
+        os.link(tmp, lock)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links here
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def pid_lock(target: str | Path):
     """Hold ``<target>.lock`` (holding this PID) while writing ``target``.
 
     A lock whose process still lives is refused with a LockedError naming that PID; one
-    left by a dead process is taken over.
+    left by a dead process is taken over. A file of that name that is not such a lock (no PID in it: a user's file)
+    is never touched: refused with a ForeignOutputError naming it.
     """
     lock = Path(f"{target}.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     for _ in range(3):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-        except FileExistsError:
-            pid = _read_pid(lock)
-            if pid is not None and pid_alive(pid):
-                raise LockedError(f"another run (PID {pid}) is writing {target}; wait for it to finish, "
-                                  f"or stop it (if that PID is not a surrogate run, delete {lock})", file=lock) from None
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()  # stale: its process is gone
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()}\n")
-        break
+        if _create_lock(lock):
+            break
+        pid = _lock_pid(lock)
+        if pid is None and (lock.exists() or lock.is_symlink()):
+            raise ForeignOutputError(f"is not a lock of contact-surrogate (it holds no PID) and is left alone; move "
+                                     f"or delete it to write {target}", file=lock)
+        if pid is not None and pid_alive(pid):
+            raise LockedError(f"another run (PID {pid}) is writing {target}; wait for it to finish, "
+                              f"or stop it (if that PID is not a surrogate run, delete {lock})", file=lock)
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()  # stale: its process is gone
     else:
         raise LockedError(f"cannot take the lock for {target}", file=lock)
     try:

@@ -467,6 +467,8 @@ def _mutate(name):
         "joint_count": (set_("joint_cmd", lambda ep: ep.joint_cmd[:, :2]), "joint_cmd", "other joint arrays have 3"),
         "millimetres": (pose(lambda p: p.__setitem__((slice(None), slice(0, 3)), p[:, :3] * 1000)), "object_pose",
                         "positions must be in metres"),
+        # timestamps in seconds read as milliseconds: the speed is as absurd, the message had named only metres
+        "seconds_as_ms": (set_("timestamps", lambda ep: ep.timestamps / 1000), "object_pose", "timestamps in seconds"),
         "mass": (obj(mass=-0.2), "object.mass", "(0, 1e4) kg"),
         "mass_grams": (obj(mass=2e4), "object.mass", "(0, 1e4) kg"),
         "inertia_shape": (obj(inertia=[1e-4, 1e-4, 1e-4]), "object.inertia", "3x3"),
@@ -499,7 +501,7 @@ def _mutate(name):
 
 @pytest.mark.parametrize("case", [
     "nan", "inf", "quat_norm", "non_monotonic", "duplicate_time", "too_short", "length", "pose_width", "wrench_rank",
-    "wrench_width", "joint_count", "millimetres", "mass", "mass_grams", "inertia_shape", "inertia_asym",
+    "wrench_width", "joint_count", "millimetres", "seconds_as_ms", "mass", "mass_grams", "inertia_shape", "inertia_asym",
     "inertia_not_psd", "inertia_triangle", "size_mm", "geometry", "environment", "gravity", "rate", "grasp_34",
     "grasp_0", "grasp_float", "grasp_str", "regions", "regions_width", "no_seeds", "all_invalid", "truth_len",
     "half_valid", "t0_nan",
@@ -748,6 +750,19 @@ def test_skip_episode_with_malformed_entry(tmp_path):
     ds = read_dataset(tmp_path / "ds", on_error="skip")
     assert [e.episode_id for e in ds.episodes] == ["ep1", "ep2"]
     assert ds.skipped[0]["episode"] == "ep0" and ds.skipped[0]["file"].endswith("contact.json")
+
+
+def test_a_duplicate_episode_index_is_named_as_a_duplicate(tmp_path):
+    full_dataset(tmp_path / "ds", n=3)
+    _edit_contact(tmp_path / "ds", lambda c: c["episodes"][1].__setitem__("episode_index", 0))  # 0 twice, 1 never
+    with pytest.raises(CaptureError) as ei:
+        read_dataset(tmp_path / "ds")
+    assert (ei.value.file, ei.value.episode, ei.value.field) == (tmp_path / "ds" / CONTACT_META, 0, "episodes")
+    assert ei.value.reason == "duplicate episode_index 0: more than one entry has it"  # was "episode_index 1 has no entry"
+    ds = read_dataset(tmp_path / "ds", on_error="skip")
+    assert [e.episode_id for e in ds.episodes] == ["ep2"]  # episode 0's frames had been read as ep1 (the last entry)
+    assert [(s["episode"], s["reason"]) for s in ds.skipped] == [
+        (0, "duplicate episode_index 0: more than one entry has it"), (1, f"episode_index 1 has no entry in {CONTACT_META}")]
 
 
 def test_skip_episode_with_bad_data(tmp_path):

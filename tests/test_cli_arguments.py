@@ -5,6 +5,7 @@ caller of the mesh loader can do."""
 from __future__ import annotations
 
 import argparse
+import logging
 
 import pytest
 
@@ -65,6 +66,19 @@ def test_every_command_takes_verbose_as_its_warnings_say():
     commands = _commands(build_parser())
     assert len(commands) > 15
     assert [c.prog for c in commands if "--verbose" not in c._option_string_actions] == []
+
+
+def test_verbose_shows_trimeshs_messages_in_the_commands_own_process(monkeypatch, caplog, tmp_path):
+    """The filter of trimesh's "only got N/M samples!" is installed when ``surrogate`` is imported, before ``--verbose``
+    is read: in the command's own process it had stayed on."""
+    monkeypatch.setenv("SURROGATE_VERBOSE", "")  # unset again after the test (main sets it)
+    sample = logging.getLogger("trimesh.sample")
+    with caplog.at_level(logging.WARNING, logger="trimesh.sample"):
+        sample.warning("only got 3/5 samples!")
+        assert caplog.messages == []  # filtered without --verbose
+        assert main(["--verbose", "inspect", str(tmp_path / "none")]) == 2  # any command: the flag is read first
+        sample.warning("only got 4/5 samples!")
+    assert caplog.messages == ["only got 4/5 samples!"]
 
 
 @pytest.mark.parametrize("argv, flag, mode", [

@@ -12,6 +12,7 @@ import surrogate.envs  # noqa: F401  (registers)
 from surrogate.envs import GraspEnv, GraspTask, GraspVectorEnv
 from surrogate.envs.grasp import _make_task
 from surrogate.errors import ConfigError
+from surrogate.objects import make_object
 from surrogate.paths import release_checkpoint
 
 NAN = float("nan")
@@ -70,6 +71,13 @@ def test_checkpoint_and_contact_model_together_are_refused():
 ])
 def test_object_arguments_the_environment_would_ignore_or_misread_are_refused(kw, key):
     _refused(lambda: _make_task(1, dict(kw)), key)
+
+
+def test_an_object_seed_with_an_object_asset_is_refused():
+    """An ``ObjectAsset`` is already made: a seed with it had been ignored without a word."""
+    asset = make_object("box", 3)
+    _refused(lambda: _make_task(1, {"object": asset, "object_seed": 5}), "object_seed", "ObjectAsset")
+    assert _make_task(1, {"object": asset}).obj is asset
 
 
 def test_renders_larger_than_the_default_framebuffer_and_refuses_empty_sizes():

@@ -14,7 +14,7 @@ import torch
 from surrogate.capture import read_dataset
 from surrogate.cli import main
 from surrogate.errors import CaptureError
-from surrogate.importers.contactnets import HALF_WIDTH_M, import_contactnets
+from surrogate.importers.contactnets import HALF_WIDTH_M, _read_tensor, import_contactnets
 
 from .conftest import SHARED, needs_shared
 
@@ -90,6 +90,18 @@ def test_bad_files_are_skipped_and_reported(tmp_path):
     ds = read_dataset(tmp_path / "out")
     assert [e.episode_id for e in ds.episodes] == ["1", "17"]
     assert len(ds.skipped) == 6  # the report travels with the dataset
+
+
+def test_a_toss_without_its_batch_dimension_is_skipped_naming_its_shape(tmp_path):
+    _write_folder(tmp_path / "src", {"1.pt": _toss(seed=1), "2.pt": _toss(seed=2)[0]})  # [T, 19]: had been read
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert report.kept == 1
+    assert [(s["episode"], s["field"], s["reason"]) for s in report.skipped] == [
+        ("2", "tensor", "shape [30, 19], expected [1, T, 19]")]
+    assert report.skipped[0]["file"] == str(tmp_path / "src" / "2.pt")
+    buf = io.BytesIO()  # a URDF object's tosses are [T, 13 + 2J]: with three joints, [T, 19] is its own shape
+    torch.save(_toss(seed=3)[0], buf)
+    assert _read_tensor(buf.getvalue(), "3.pt", columns=19).shape == (30, 19)
 
 
 def test_upstream_archive_layout(tmp_path):

@@ -213,6 +213,23 @@ def test_bad_episode_is_skipped_with_reason(foreign):
     assert ei.value.episode == "episode_000001"
 
 
+def test_a_wrench_stored_as_text_is_refused_naming_episode_column_and_dtype(foreign):
+    """Numbers stored as text (even of digits) had been parsed as numbers and imported."""
+    root, _ = foreign
+    path = root / "data/chunk-000/file-000.parquet"
+    table = pq.read_table(path)
+    text = [[f"{v:.6f}" for v in row] for row in table["observation.wrench"].to_pylist()]
+    i = table.schema.get_field_index("observation.wrench")
+    pq.write_table(table.set_column(i, "observation.wrench", pa.array(text, type=pa.list_(pa.string(), 6))), path)
+    eps, _, skipped = read_lerobot(root, mapping())
+    assert eps == [] and [(s["file"], s["episode"], s["field"], s["reason"]) for s in skipped] == [
+        (str(path), f"episode_00000{e}", "observation.wrench", "dtype object (str values), expected numbers")
+        for e in range(3)]
+    with pytest.raises(CaptureError) as ei:
+        read_lerobot(root, mapping(), on_error="raise")
+    assert (ei.value.episode, ei.value.field) == ("episode_000000", "observation.wrench")
+
+
 def test_untracked_frames_hold_last_pose(foreign, tmp_path):
     root, truth = foreign
     path = root / "data/chunk-000/file-000.parquet"

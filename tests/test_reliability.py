@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from surrogate.atomic import pid_lock
 from surrogate.capture import read_dataset
 from surrogate.cli import main
 from surrogate.errors import ConfigError, ForeignOutputError, LockedError
@@ -60,6 +61,25 @@ def test_second_concurrent_writer_is_refused(tmp_path):
         sleeper.wait()
     report = gen(tmp_path, "ds", **fake(), episodes=2, workers=0)  # its process is gone: the stale lock is taken over
     assert report.written == 2 and not lock.exists()
+
+
+@pytest.mark.parametrize("text", ["my notes about ds\n", "", "123 and some notes\n"])
+def test_a_users_file_named_like_the_lock_is_refused_and_left_alone(tmp_path, text):
+    lock = Path(f"{tmp_path / 'ds'}.lock")
+    lock.write_text(text)  # a file of the user's that happens to have the lock's name: no PID of ours in it
+    with pytest.raises(ForeignOutputError, match="is not a lock of contact-surrogate") as e:
+        gen(tmp_path, "ds", **fake(), episodes=2, workers=0)
+    assert str(lock) in str(e.value) and lock.read_text() == text and sorted(os.listdir(tmp_path)) == ["ds.lock"]
+
+
+def test_a_lock_is_written_whole_and_a_dead_writers_temporary_file_is_removed(tmp_path):
+    """The PID is linked into place with the lock (a kill never leaves an empty lock, which is refused as foreign)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / f".ds.lock.{dead.pid}.tmp").write_text(f"{dead.pid}\n")  # killed between its write and its link
+    with pid_lock(tmp_path / "ds") as lock:
+        assert lock.read_text() == f"{os.getpid()}\n" and sorted(os.listdir(tmp_path)) == ["ds.lock"]
+    assert os.listdir(tmp_path) == []
 
 
 # ----------------------------------------------------------------------------- case 3: a corrupt shard is regenerated

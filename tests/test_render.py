@@ -235,6 +235,18 @@ def test_env_rollout_clip_shows_analytic_and_surrogate(tmp_path):
         V.env_clip("ContactSurrogate/Nope-v0", checkpoint=RIG_CKPT)
 
 
+def test_env_clip_of_an_object_asset_passes_no_seed_and_refuses_one():
+    """The policy suite's videos give ``env_clip`` an ``ObjectAsset``: it passed its default seed too, which the
+    environment ignored (and now refuses)."""
+    from surrogate.objects import make_object
+
+    asset = make_object("cylinder", 2)
+    clip = V.env_clip("ContactSurrogate/GripperGrasp-v0", object=asset, duration=0.1, contacts=("analytic",))
+    assert clip.info["object"] == asset.name and [p.label for p in clip.panels] == ["analytic"]
+    with pytest.raises(ConfigError, match="object_seed seeds a procedural family"):
+        V.env_clip("ContactSurrogate/GripperGrasp-v0", object=asset, object_seed=4, duration=0.1, contacts=("analytic",))
+
+
 def test_render_env_without_a_checkpoint_shows_the_released_surrogate_beside_analytic(tmp_path, capsys):
     """`surrogate render --env ID` without --checkpoint: the surrogate panel is the release the envs load, not left
     out."""

@@ -53,15 +53,18 @@ def test_a_paired_interval_containing_zero_is_a_tie_never_supported():
     assert v["verdict"] == "supported"
 
 
+def _at_1s(vals):
+    """``_row`` with the same errors at a 1 s horizon too."""
+    r = _row(vals)
+    r["overall"]["horizons"] = {"pos_pct_size": {"1": r["overall"]["pos_pct_size"]}}
+    for e, v in zip(r["per_episode"], vals):
+        e["horizon_pos_pct_size"] = {"1": v}
+    return r
+
+
 def test_a_ratio_target_is_decided_by_the_paired_interval_against_its_bound():
     """surrogate <= 0.5 x best: paired surrogate - 0.5 x best, not the ratio of two noisy means alone."""
-    def at(vals):
-        r = _row(vals)
-        r["overall"]["horizons"] = {"pos_pct_size": {"1": r["overall"]["pos_pct_size"]}}
-        for e, v in zip(r["per_episode"], vals):
-            e["horizon_pos_pct_size"] = {"1": v}
-        return r
-
+    at = _at_1s
     base = [10.0, 12.0, 8.0, 11.0, 9.0, 10.0]
     v = horizon_ratio_verdict({"analytic_nominal": at(base), "surrogate": at([b * 0.3 for b in base])},
                               horizon_s=1.0, max_ratio=0.5)
@@ -77,6 +80,28 @@ def test_a_ratio_target_is_decided_by_the_paired_interval_against_its_bound():
     assert "1 s after the close phase starts" in v["detail"]
     assert "1 s after the close phase starts" in " ".join(cfg["falsified_if"].split())
     assert "after the close phase starts" in " ".join(cfg["hypothesis"].split())
+
+
+def test_the_reports_target_lines_say_the_comparison_the_verdict_applies():
+    """The report said "needs <= 1" of every target; a paired interval decides only below zero (strictly), and so do
+    the means of the position targets without one."""
+    from surrogate.bench.report_tables import target_lines
+
+    base = [10.0, 12.0, 8.0, 11.0, 9.0, 10.0]
+    worse = [b + 1 + 0.1 * i for i, b in enumerate(base)]
+    v = verdict({"analytic_identified": _row(base), "surrogate": _row(worse)})  # paired: missed
+    assert "needs < 1)" in v["detail"] and [t["needs"] for t in v["targets"]] == ["<", "<"]
+    assert target_lines(v)[0].endswith("**missed** (ratio 1.12, needs < 1)")
+    unpaired = _row(worse)
+    unpaired["per_episode"] = []  # no episode scored by both: the means decide, rotation by "at most"
+    v = verdict({"analytic_identified": _row(base), "surrogate": unpaired})
+    assert [line.rsplit("needs ", 1)[1] for line in target_lines(v)] == ["< 1)", "<= 1)"]
+    v = horizon_ratio_verdict({"analytic_nominal": _at_1s(base), "surrogate": _at_1s(worse)}, horizon_s=1.0,
+                              max_ratio=0.5)
+    assert "needs < 0.5 (" in v["detail"] and target_lines(v)[0].endswith("needs < 0.5)")
+    old = {k: x for k, x in v["targets"][0].items() if k != "needs"}  # a ledger written before the field
+    assert target_lines({"targets": [old]})[0].endswith("needs < 0.5)")
+    assert target_lines({"targets": [{**old, "paired": {"n": 0, "ci95": None}}]})[0].endswith("needs <= 0.5)")
 
 
 def test_the_verdict_says_what_data_each_side_had():

@@ -116,6 +116,13 @@ def outcome(p: dict | None, met_on_means: bool) -> str:
     return "met" if met_on_means else "missed"
 
 
+def needs(p: dict | None, on_means: str) -> str:
+    """The comparison ``outcome`` applies to a target, for its words (``targets[i].needs``): ``<`` where a paired
+    interval decides (met only when it lies below zero: the bound itself is not met), else ``on_means``, the one
+    the means are compared with (``<`` or ``<=``)."""
+    return "<" if p and p.get("n") and p.get("ci95") else on_means
+
+
 def overall_verdict(targets: list) -> str:
     """``falsified`` if any target was missed, else ``tie`` if any was a tie, else ``supported``."""
     outs = [t["outcome"] for t in targets]
@@ -173,8 +180,8 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
            "missed": f"target missed by {_value_words(metric, sm['mean'] - bm['mean'])} (surrogate / baseline = "
                      f"{sm['mean'] / max(bm['mean'], 1e-12):.2f}, needs < 1)"}[out]
     targets = [{"metric": metric, "baseline": baseline, "surrogate": sm["mean"], "baseline_value": bm["mean"],
-                "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "met": out == "met", "outcome": out,
-                "paired": pp}]
+                "ratio": sm["mean"] / max(bm["mean"], 1e-12), "max_ratio": 1.0, "needs": needs(pp, "<"),
+                "met": out == "met", "outcome": out, "paired": pp}]
     if pp["n"]:
         gap += f"; surrogate - {baseline} {_paired_words(pp)}"
     more = []
@@ -183,7 +190,8 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
         pr = paired(models, "surrogate", baseline, lambda e: e.get("rot_deg"), by=by)
         o = outcome(pr, sr <= br)
         targets.append({"metric": "rot_deg", "baseline": baseline, "surrogate": sr, "baseline_value": br,
-                        "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "met": o == "met", "outcome": o, "paired": pr})
+                        "ratio": sr / max(br, 1e-12), "max_ratio": 1.0, "needs": needs(pr, "<="), "met": o == "met",
+                        "outcome": o, "paired": pr})
         more.append(f"mean rotation error {sr:.2f} vs {br:.2f} deg ("
                     + {"met": "met", "tie": "a tie", "missed": f"missed by {sr - br:.2f} deg"}[o]
                     + (f"; {_paired_words(pr)}" if pr["n"] else "") + ")")
@@ -197,7 +205,7 @@ def verdict(models: dict, *, metric: str = "pos_pct_size", baseline: str = "anal
         below = bool(rm.get("mean_ci95")) and sm["mean"] < rm["mean_ci95"][0]
         targets.append({"metric": metric, "baseline": "analytic_randomized", "surrogate": sm["mean"],
                         "baseline_value": rm["mean"], "ratio": sm["mean"] / max(rm["mean"], 1e-12), "max_ratio": 1.0,
-                        "met": o == "met", "outcome": o, "paired": pr})
+                        "needs": needs(pr, "<"), "met": o == "met", "outcome": o, "paired": pr})
         more.append(f"randomized ensemble's mean {metric_words(metric).partition(',')[0]} {rm['mean']:.2f} {ci(rm)}: "
                     + {"met": "met", "tie": "a tie", "missed": "missed"}[o]
                     + f" ({_paired_words(pr) + '; ' if pr['n'] else ''}the surrogate's mean is "
@@ -238,14 +246,15 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
     def value(e):
         return (e.get(f"horizon_{metric}") or {}).get(h)
     pb = paired(models, "surrogate", best, value, sets=sets, scale=max_ratio, by=by)
-    out = outcome(pb, ratio <= max_ratio)
+    out, op = outcome(pb, ratio <= max_ratio), needs(pb, "<=")
     def ci(x):
         return f" [{x['mean_ci95'][0]:.2f}, {x['mean_ci95'][1]:.2f}]" if x.get("mean_ci95") else ""
     bound = f"surrogate - {max_ratio:g} x {best} {_paired_words(pb)}" if pb["n"] else ""
-    gap = {"met": f"target met (ratio {ratio:.2f} <= {max_ratio:g}" + (f"; {bound}" if bound else "") + ")",
+    gap = {"met": f"target met (ratio {ratio:.2f} {op} {max_ratio:g}" + (f"; {bound}" if bound else "") + ")",
            "tie": f"a tie: ratio {ratio:.2f} against {max_ratio:g}, and the paired interval of {bound} contains zero",
-           "missed": f"target missed: ratio {ratio:.2f}, needs <= {max_ratio:g} (the surrogate's error would have to fall "
-                     f"{100 * (1 - max_ratio / ratio):.0f} % to meet it" + (f"; {bound}" if bound else "") + ")"}[out]
+           "missed": f"target missed: ratio {ratio:.2f}, needs {op} {max_ratio:g} (the surrogate's error would have to "
+                     f"fall {100 * (1 - max_ratio / ratio):.0f} % to meet it"
+                     + (f"; {bound}" if bound else "") + ")"}[out]
     pp = paired(models, "surrogate", best, value, sets=sets, by=by)
     if pp["n"]:
         gap += f"; surrogate - {best} {_paired_words(pp)}"
@@ -258,7 +267,8 @@ def horizon_ratio_verdict(models: dict, *, horizon_s: float, max_ratio: float, m
                       + (f". {floor['words']}" if floor else ""),
             "comparison": like,
             "targets": [{"metric": f"{metric}@{h}s", "baseline": best, "surrogate": s["mean"], "baseline_value": b["mean"],
-                         "ratio": ratio, "max_ratio": max_ratio, "met": out == "met", "outcome": out, "paired": pp,
+                         "ratio": ratio, "max_ratio": max_ratio, "needs": op, "met": out == "met", "outcome": out,
+                         "paired": pp,
                          "paired_against_bound": pb}],
             **({"floor": {k: v for k, v in floor.items() if k != "words"}} if floor else {})}
 

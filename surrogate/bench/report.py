@@ -27,6 +27,7 @@ from .report_tables import (  # noqa: E402
     per_object_lines,
     per_set_lines,
     scaled,
+    target_lines,
     test_data_lines,
     video_lines,
 )
@@ -288,13 +289,8 @@ def write_report(ledger: dict, out_dir: str | Path) -> Path:
         f"**Result: {r['verdict']}.** {r['detail']}",
         "",
     ]
-    for t in r.get("targets", []):
-        lines.append(f"- target: {metric_words(t['metric'])}, against `{t['baseline']}`: surrogate {t['surrogate']:.3f}, baseline "
-                     f"{t['baseline_value']:.3f}: **{t.get('outcome') or ('met' if t['met'] else 'missed')}**"
-                     + (f" (ratio {t['ratio']:.2f}, needs <= {t['max_ratio']:g})" if "ratio" in t else "")
-                     + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
-    lines += outcome_lines(ledger) + force_lines(ledger) + divergence_lines(ledger) + per_set_lines(ledger)
-    lines += per_object_lines(ledger) + paired_row_lines(ledger)
+    lines += target_lines(r) + outcome_lines(ledger) + force_lines(ledger) + divergence_lines(ledger)
+    lines += per_set_lines(ledger) + per_object_lines(ledger) + paired_row_lines(ledger)
     from .transfer_report import transfer_lines
 
     lines += transfer_lines(ledger, out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..metrics import signed_interval
+from .ledger import metric_words
 
 MODEL_ORDER = ["analytic_nominal", "analytic_randomized", "analytic_identified", "surrogate"]
 
@@ -82,6 +83,20 @@ def divergence_lines(ledger) -> list[str]:
     for n, d in rows:
         fs = d.get("first_signal", {})
         lines.append(f"| {n} | " + " | ".join(str(fs.get(k, 0)) for k in signals) + f" | {fmt_summary(d['time_s'], 2)} |")
+    return lines
+
+
+def target_lines(result: dict) -> list[str]:
+    """One line per target of the verdict (``result["targets"]``), in the words of the comparison that decided it
+    (``ledger.needs``: it had said "needs <= 1" where the verdict asks < 1)."""
+    lines = []
+    for t in result.get("targets", []):
+        op = t.get("needs") or ("<" if (t.get("paired") or {}).get("ci95") else "<=")  # a ledger from before "needs"
+        lines.append(f"- target: {metric_words(t['metric'])}, against `{t['baseline']}`: surrogate "
+                     f"{t['surrogate']:.3f}, baseline {t['baseline_value']:.3f}: "
+                     f"**{t.get('outcome') or ('met' if t['met'] else 'missed')}**"
+                     + (f" (ratio {t['ratio']:.2f}, needs {op} {t['max_ratio']:g})" if "ratio" in t else "")
+                     + (f" (gap {t['gap']:+.2f}, needs within +-{t['max_gap']:g})" if "gap" in t else ""))
     return lines
 
 

@@ -210,15 +210,17 @@ def outcome_note(res: dict, i: int = 0) -> str:
 
 
 def env_clip(env_id: str = "ContactSurrogate/GripperGrasp-v0", *, checkpoint=None, object="box",
-             object_seed: int = 0, seed: int = 0, duration: float = 3.0, contacts=("analytic", "surrogate")) -> Clip:
+             object_seed: int | None = None, seed: int = 0, duration: float = 3.0, contacts=("analytic", "surrogate")
+             ) -> Clip:
     """Closed-loop rollouts of the scripted grasp policy in a Gymnasium environment, one panel per
     contact model (``policies.rollout``, the policy suite's rollout; one copy, seeded ``seed``).
 
-    ``object``: a procedural family name (with ``object_seed``) or an ``ObjectAsset``."""
+    ``object``: a procedural family name (with ``object_seed``, default 0) or an ``ObjectAsset`` (no ``object_seed``:
+    the environment refuses one it would ignore)."""
     from ..envs import ENV_IDS, GraspVectorEnv
     from ..policies import GraspParams, ScriptedGraspPolicy, rollout
 
-    obj_name = getattr(object, "name", None) or f"{object} (seed {object_seed})"
+    obj_name = getattr(object, "name", None) or f"{object} (seed {object_seed or 0})"
     bare = env_id.split(":", 1)[-1]
     if bare not in ENV_IDS:
         raise ConfigError(f"unknown environment {env_id!r}; known: {sorted(ENV_IDS)}", key="env")
@@ -231,7 +233,8 @@ def env_clip(env_id: str = "ContactSurrogate/GripperGrasp-v0", *, checkpoint=Non
         model, _ = load_checkpoint(resolve_checkpoint(checkpoint))
     panels, clip_model, adr, size, dt = [], None, 0, 0.05, 0.02
     for contact in contacts:
-        venv = GraspVectorEnv(1, copies=False, hand=ENV_IDS[bare], object=object, object_seed=int(object_seed), contact=contact,
+        venv = GraspVectorEnv(1, copies=False, hand=ENV_IDS[bare], object=object, contact=contact,
+                              object_seed=None if object_seed is None else int(object_seed),
                               contact_model=model if contact == "surrogate" else None, max_episode_steps=None)
         try:
             rec = []

@@ -80,8 +80,12 @@ class _Column:
     def __init__(self, name, key, width, scale, order=None):
         self.name, self.key, self.width, self.scale, self.order = name, key, width, scale, order
 
-    def convert(self, raw: np.ndarray) -> np.ndarray:
-        """[T, width] raw values -> SI values in the capture layout."""
+    def convert(self, raw: np.ndarray, episode: str) -> np.ndarray:
+        """[T, width] raw values -> SI values in the capture layout. Values that are not numbers (text, even of digits,
+        which had been parsed as numbers) are refused naming ``episode``, the column and its dtype."""
+        if raw.dtype.kind not in "fiub":
+            raise CaptureError(f"dtype {raw.dtype} ({type(raw.flat[0]).__name__} values), expected numbers",
+                               episode=episode, field=self.key)
         v = raw.astype(np.float64)
         if self.order is not None:
             v = v[:, self.order]
@@ -97,10 +101,6 @@ def _feature(info: dict, spec: dict, name: str, info_path: Path) -> dict:
     return feats[key]
 
 
-def _width(feat: dict) -> int:
-    return int(np.prod(feat.get("shape") or [1]))
-
-
 def _plan_columns(info: dict, fields: dict, info_path: Path) -> tuple[dict, dict]:
     """Capture quantity -> _Column, plus the names found (joint names, sensors) for the meta."""
     cols, found = {}, {}
@@ -108,7 +108,7 @@ def _plan_columns(info: dict, fields: dict, info_path: Path) -> tuple[dict, dict
         if name == "time":
             continue
         feat = _feature(info, spec, name, info_path)
-        width = _width(feat)
+        width = int(np.prod(feat.get("shape") or [1]))
         units = {opt: spec.get(opt, default) for opt, (default, _) in UNIT_OPTIONS[name].items()}
         if name == "object_pose":
             cols[name] = _pose_column(spec, feat, width, units["length_unit"], info_path)
@@ -228,7 +228,7 @@ def _tasks(root: Path) -> dict[int, str]:
 
 # --------------------------------------------------------------------------- episodes
 def _episode_arrays(table: pa.Table, cols: dict, time_key: str, time_scale: float) -> dict[int, dict]:
-    """episode_index -> {quantity: [T, n] SI array, "timestamps": [T], "frame_index": [T], "task_index": [T]}."""
+    """episode_index -> {quantity: [T, n] raw values, "timestamps": [T] s, "frame_index": [T], "task_index": [T]}."""
     ep_idx = table["episode_index"].to_numpy()
     frame = table["frame_index"].to_numpy()
     raw = {name: _as_2d(table[c.key], c.width) for name, c in cols.items()}
@@ -237,7 +237,7 @@ def _episode_arrays(table: pa.Table, cols: dict, time_key: str, time_scale: floa
     out = {}
     for e in np.unique(ep_idx):
         sel = np.flatnonzero(ep_idx == e)
-        arrays = {name: cols[name].convert(raw[name][sel]) for name in cols}
+        arrays = {name: raw[name][sel] for name in cols}
         arrays.update(timestamps=t[sel], frame_index=frame[sel], task_index=task[sel])
         out[int(e)] = arrays
     return out
@@ -259,7 +259,9 @@ def _normalize_quaternions(pose: np.ndarray) -> np.ndarray:
     return pose
 
 
-def _build_episode(ep_index: int, arrays: dict, mapping: dict, scene: dict, tasks: dict) -> Episode:
+def _build_episode(ep_index: int, arrays: dict, cols: dict, mapping: dict, scene: dict, tasks: dict) -> Episode:
+    episode_id = f"{mapping.get('episode_id_prefix', 'episode_')}{ep_index:06d}"
+    arrays = {**arrays, **{name: c.convert(arrays[name], episode_id) for name, c in cols.items()}}  # to SI
     kw = {}
     valid = None
     if "object_pose_valid" in arrays:
@@ -274,7 +276,7 @@ def _build_episode(ep_index: int, arrays: dict, mapping: dict, scene: dict, task
     if "wrench" in arrays:
         kw["wrench"] = arrays["wrench"].reshape(len(pose), -1, 6)
     return Episode(
-        episode_id=f"{mapping.get('episode_id_prefix', 'episode_')}{ep_index:06d}",
+        episode_id=episode_id,
         timestamps=arrays["timestamps"],
         object_pose=pose,
         object=scene["object"],
@@ -344,7 +346,7 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
         try:
             if ep_index in bad_length:
                 raise CaptureError(bad_length[ep_index], file=root / "meta/episodes", field="length")
-            ep = _build_episode(ep_index, _merge(parts[ep_index]), mapping, scene, tasks)
+            ep = _build_episode(ep_index, _merge(parts[ep_index]), cols, mapping, scene, tasks)
             validate_episode(ep, meta, file=path)
         except CaptureError as e:
             if on_error == "raise":

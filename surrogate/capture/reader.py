@@ -161,11 +161,13 @@ def _objects_from_contact(contact: dict, path: Path) -> dict:
 
 
 def _episode_entries(contact: dict, path: Path) -> dict:
-    """episode_index -> the episode's entry in contact.json."""
+    """episode_index -> the episode's entry in contact.json, or why it has no entry of its own (a duplicate index)."""
     entries = contact.get("episodes")
     if not isinstance(entries, list) or not all(isinstance(e, dict) and "episode_index" in e for e in entries):
         raise CaptureError("must be a list of objects, each with an episode_index", file=path, field="episodes")
-    return {e["episode_index"]: e for e in entries}
+    last = {e["episode_index"]: e for e in entries}
+    twice = {e["episode_index"] for e in entries if last[e["episode_index"]] is not e}
+    return {i: f"duplicate episode_index {i}: more than one entry has it" if i in twice else e for i, e in last.items()}
 
 
 def _read_table(path: Path, columns) -> pa.Table:
@@ -279,12 +281,12 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
         dataset.skipped.append({"file": str(root / "meta/info.json"), "episode": None, "field": key, "reason": msg})
     for e in sorted(frames):
         cols = {k: np.concatenate(v) for k, v in frames[e].items()}
-        em = ep_meta.get(e)
+        em = ep_meta.get(e, f"episode_index {e} has no entry in {CONTACT_META}")
         try:
             if e in bad_length:
                 raise CaptureError(bad_length[e], file=root / "meta/episodes", episode=e, field="length")
-            if em is None:
-                raise CaptureError(f"episode_index {e} has no entry in {CONTACT_META}", file=root / CONTACT_META, episode=e, field="episodes")
+            if isinstance(em, str):  # no entry, or a duplicate index: why
+                raise CaptureError(em, file=root / CONTACT_META, episode=e, field="episodes")
             ep = _episode_from_columns(cols, em, objects, contact.get("features", {}), root)
             _validate(ep, meta, data_file=sources[e], contact_file=root / CONTACT_META)
         except CaptureError as err:

@@ -88,7 +88,8 @@ def validate_episode(ep: Episode, meta: DatasetMeta | None = None, *, file=None)
         speed = np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.diff(tv)
         if speed.max() > MAX_REASONABLE_SPEED:
             i = int(np.argmax(speed))
-            _fail(f"object moves at {speed[i]:.3g} m/s near frame {i}; positions must be in metres", ep, "object_pose", file)
+            _fail(f"object moves at {speed[i]:.3g} m/s near frame {i}; positions must be in metres and timestamps in "
+                  "seconds", ep, "object_pose", file)
 
     _check_other_arrays(ep, meta, file)
     _validate_object(ep, file)

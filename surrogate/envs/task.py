@@ -43,7 +43,8 @@ def resolve_object(object=None, *, object_seed: int | None = None, split: str | 
 
     Args:
       object: an ``ObjectAsset``, or a procedural family name (default ``box``).
-      object_seed: seed of the procedural family (default 0); not with a split or a mesh (ConfigError).
+      object_seed: seed of the procedural family (default 0); not with a split, a mesh or an ``ObjectAsset``
+        (ConfigError: it would be ignored).
       split: a named split (``surrogate.objects.load_split``); ``split_index`` picks the object (default 0).
       mesh: a mesh file (``load_mesh_object``) of mass ``mass`` kg (default 0.1), its coordinates times ``scale`` (a
         number or three; default 1: metres), as the mesh loader's unit hint asks (``scale=0.001`` for millimetres).
@@ -58,9 +59,9 @@ def resolve_object(object=None, *, object_seed: int | None = None, split: str | 
                                 ("split_index", split_index, split, "a split: give split=NAME")):
         if v is not None and needs is None:
             raise ConfigError(f"{key} applies to {what} with it", key=key)
-    if object_seed is not None and (split is not None or mesh is not None):
+    if object_seed is not None and (split is not None or mesh is not None or isinstance(object, ObjectAsset)):
         raise ConfigError("object_seed seeds a procedural family (object=NAME); a split's object is picked by "
-                          "split_index, a mesh has none", key="object_seed")
+                          "split_index, a mesh or an ObjectAsset has none", key="object_seed")
     if isinstance(object, ObjectAsset):
         return object
     if mesh is not None:

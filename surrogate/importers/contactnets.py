@@ -83,7 +83,8 @@ def split_sources(items, report: ImportReport) -> tuple[list, ExperimentFile | N
             next((x for x in items if isinstance(x, ExperimentFile)), None))
 
 
-def _read_tensor(raw: bytes, name: str, columns: int = N_COLUMNS) -> np.ndarray:
+def _read_tensor(raw: bytes, name: str, columns: int | None = None) -> np.ndarray:
+    """The toss of a cube's file ([1, T, 19]; ``columns`` None) or of a URDF object's ([T, columns]) as [T, n]."""
     try:
         t = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except Exception as e:  # truncated or corrupt zip/pickle, or a non-tensor object
@@ -94,10 +95,13 @@ def _read_tensor(raw: bytes, name: str, columns: int = N_COLUMNS) -> np.ndarray:
         raise CaptureError(f"dtype {str(t.dtype).removeprefix('torch.')}, expected floating point", file=name,
                            field="tensor")
     a = t.detach().to(torch.float64).numpy()
-    if a.ndim == 3 and a.shape[0] == 1:
+    batched = a.ndim == 3 and a.shape[0] == 1
+    if batched:
         a = a[0]
-    if a.ndim != 2 or a.shape[1] != columns:
-        want = f"[1, T, {columns}]" if columns == N_COLUMNS else f"[T, {columns}]"
+    # the cube's files are [1, T, 19]: a [T, 19] without the batch dimension is no file of theirs
+    cube, columns = columns is None, columns or N_COLUMNS
+    if a.ndim != 2 or a.shape[1] != columns or (cube and not batched):
+        want = f"[1, T, {columns}]" if cube else f"[T, {columns}]"
         raise CaptureError(f"shape {list(t.shape)}, expected {want}", file=name, field="tensor")
     return a
 
@@ -292,9 +296,10 @@ def _toss_id(name: str) -> str:
     return TOSS_FILE.match(Path(name.split("!")[-1]).name).group(1)
 
 
-def _read_tosses(tosses, report: ImportReport, *, progress: bool, columns: int = N_COLUMNS) -> list:
-    """[(name, toss id, [T, 19] array)] of the readable tosses; the rest are skipped and reported,
-    as is a second file of a toss id already seen (the first one is kept)."""
+def _read_tosses(tosses, report: ImportReport, *, progress: bool, columns: int | None = None) -> list:
+    """[(name, toss id, [T, 19] array)] of the readable tosses (``columns``: a URDF object's width, None for the
+    cube's files); the rest are skipped and reported, as is a second file of a toss id already seen (the first one is
+    kept)."""
     seen, out = {}, []
     for name, raw in tqdm(tosses, desc="contactnets", unit="toss", disable=not progress):
         toss_id = _toss_id(name)
