@@ -9,7 +9,10 @@
 The model is turned into a ``Scene`` by ``scenes.from_model`` (every contact of the owned geoms an explicit, owned
 pair; their default collisions excluded) and stepped by the project's one ``sim.Stepper``: nothing here knows a
 hand. ``h.model`` is a new ``MjModel`` with the same bodies, joints, actuators and sensors as the user's (MjData
-sizes agree), plus the owned pairs: step that one.
+sizes agree), plus the owned pairs: step that one. Each step puts its owned pairs in the mode it steps (after a
+surrogate step they apply no force: plain ``mj_step`` on it lets the object fall through);
+``h.stepper.set_mode(model, "analytic")`` gives MuJoCo's own contact back to it or to a copy (``copy.copy(h.model)``)
+for plain MuJoCo, a viewer or ``mujoco.rollout``.
 """
 
 from __future__ import annotations
@@ -83,8 +86,12 @@ def hybrid(model, *, owned: Sequence[str], checkpoint=None, contact_model=None, 
     Returns:
       ``Hybrid`` (``model``, ``stepper``, ``scene``; unpacks as ``model, stepper``).
     Raises:
-      ConfigError: bad ``owned`` (an unknown geom, geoms of two bodies, a body that is not free), a model that
-        cannot be read (see ``scenes.from_model.scene_from_model``), bad stepper options.
+      ConfigError: bad ``owned`` (an unknown geom, geoms of two bodies, a body that is not free, some of a body's
+        collidable geoms), a model that cannot be read (see ``scenes.from_model.scene_from_model``), bad stepper
+        options, ``contact="surrogate"`` where the stepper cannot step it (``sim.Stepper.check_surrogate``: no gravity,
+        RK4, an owned pair with a mocap body).
+    Warns:
+      UserWarning: MuJoCo's own contacts on the owned object's dofs (``scenes.from_model.check_ownership``).
     """
     scene = scene_from_model(model, owned=owned, owned_margin=owned_margin)
     if contact_model is None:

@@ -12,6 +12,12 @@ law's units scale with). The model's spec (an ``MjSpec`` given, read from an MJC
   detected once, by its pair;
 - unnamed geoms and pairs get a name (``_geom<k>``, ``_pair<k>``) so that pairs can name them.
 
+Refused or warned about (``check_ownership``), since the learned contact's solve takes the bodies' free motion from
+``qacc_smooth``, which holds none of MuJoCo's constraint forces: a body whose collidable geoms are owned in part (a
+``ConfigError``: own them all), and, with one ``UserWarning``, MuJoCo's contacts on the owned object's own free-floating
+body tree (a hinged link's floor contact) or on a free-floating body the owned geoms touch (an unowned box under the
+object): the object can creep.
+
 The owned pairs' force is switched by ``scene.set_contact_mode`` as in every scene: ``analytic`` is MuJoCo's own
 contact with margin 0 (owned pairs with a margin are refused: the switch uses the margin), ``external`` leaves the
 force to the contact model. Roles: a pair with a moving body is ``pad-object``, with a static plane
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -172,8 +179,9 @@ def _role(m: mujoco.MjModel, other: int) -> str:
     return "object-ground" if m.geom_type[other] == _GEOM.mjGEOM_PLANE else "object-table"
 
 
-def _owned_pairs(spec: mujoco.MjSpec, ref: mujoco.MjModel, geoms: np.ndarray, owned_margin: float):
-    """Add the owned pairs to ``spec``: ([names], {name: role}), the model's own pairs with an owned geom first."""
+def _owned_pairs(spec: mujoco.MjSpec, ref: mujoco.MjModel, geoms: np.ndarray, owned_margin: float, dynamic):
+    """Add the owned pairs to ``spec``: ([names], {name: role}), the model's own pairs with an owned geom first;
+    ``dynamic``: ``collisions.dynamic_geom_pairs(ref)``."""
     mine = set(geoms.tolist())
     names, roles, margins = [], {}, []
     for p in range(ref.npair):
@@ -183,7 +191,7 @@ def _owned_pairs(spec: mujoco.MjSpec, ref: mujoco.MjModel, geoms: np.ndarray, ow
             names.append(name)
             roles[name] = _role(ref, g2 if g1 in mine else g1)
             margins.append((name, float(ref.pair_margin[p])))
-    for g1, g2 in dynamic_geom_pairs(ref):
+    for g1, g2 in dynamic:
         if g1 not in mine and g2 not in mine:
             continue
         own, other = (g1, g2) if g1 in mine else (g2, g1)
@@ -205,6 +213,55 @@ def _owned_pairs(spec: mujoco.MjSpec, ref: mujoco.MjModel, geoms: np.ndarray, ow
     return names, roles
 
 
+def _free_root(m: mujoco.MjModel, body: int) -> int:
+    """The root of ``body``'s tree (its ancestor below the world) if that root moves on a free joint, else 0."""
+    root = int(m.body_rootid[body])
+    free = root and m.body_jntnum[root] and m.jnt_type[m.body_jntadr[root]] == mujoco.mjtJoint.mjJNT_FREE
+    return root if free else 0
+
+
+def check_ownership(m: mujoco.MjModel, geoms: np.ndarray, dynamic) -> str | None:
+    """Refuse (``ConfigError``) a body whose collidable geoms are owned in part; return the warning for owned contacts
+    whose bodies also carry MuJoCo's (analytic) contacts on the same free-floating tree, or None.
+
+    The learned contact's solve (``sim.law_solve``) takes the bodies' free motion from ``qacc_smooth``, which holds no
+    constraint force: MuJoCo's contacts on the same dofs are not seen, and the object creeps (measured: 2.3 mm/s for
+    a box whose second geom, a sphere, stayed analytic; 1.8 mm/s for a hinged flap's floor contact; a box on an
+    unowned free box slid off it). ``dynamic``: ``collisions.dynamic_geom_pairs(m)``."""
+    mine = set(geoms.tolist())
+    contacts = list(dynamic) + [(int(a), int(b)) for a, b in zip(m.pair_geom1, m.pair_geom2)]
+    analytic = {g for pair in contacts if not mine.intersection(pair) for g in pair}  # geoms with an unowned contact
+    touching = {g for pair in contacts if mine.intersection(pair) for g in pair} - mine  # the owned pairs' others
+    body = int(m.geom_bodyid[geoms[0]])
+
+    def names(gs):
+        return [m.geom(int(g)).name for g in sorted(gs)]
+
+    partial = {g for g in range(m.ngeom) if m.geom_bodyid[g] == body and g not in mine} & (analytic | touching)
+    if partial:
+        raise ConfigError(f"owned geoms {names(mine)} are only some of body {m.body(body).name!r}'s collidable geoms: "
+                          f"{names(partial)} collide too and would stay analytic, and the learned contact's solve does "
+                          "not see MuJoCo's constraint forces on the body (it creeps); own them all: "
+                          f"owned={names(mine | partial)}", key="owned")
+    notes = []
+    root = _free_root(m, body)
+    mine_tree = {g for g in analytic if root and _free_root(m, int(m.geom_bodyid[g])) == root}
+    if mine_tree:
+        notes.append(f"geoms {names(mine_tree)} of the object's own body tree (free joint of body "
+                     f"{m.body(root).name!r}) keep MuJoCo's contacts")
+    for r in sorted({_free_root(m, int(m.geom_bodyid[g])) for g in touching} - {0, root}):
+        theirs = {g for g in analytic if _free_root(m, int(m.geom_bodyid[g])) == r}
+        if theirs:
+            notes.append(f"the owned geoms can touch free-floating body {m.body(r).name!r}, whose geoms "
+                         f"{names(theirs)} keep MuJoCo's contacts")
+    if not notes:
+        return None
+    return ("; ".join(notes) + ": the learned contact's solve does not see MuJoCo's constraint forces on those "
+            "dofs, so the object can creep (measured: 2 mm/s at rest; a box on an unowned free box slid off it); own "
+            "those contacts too where you can (surrogate.hybrid owns one body's geoms), or step with "
+            "contact='analytic' (docs/stepper-and-envs.md, 'Your own MJCF')")
+
+
 def scene_from_model(model, *, owned: Sequence[str], owned_margin: float = 0.005,
                      contact_mode: str = "analytic") -> Scene:
     """A ``Scene`` of the user's model whose owned pairs are every contact of the ``owned`` geoms (module docstring).
@@ -217,8 +274,11 @@ def scene_from_model(model, *, owned: Sequence[str], owned_margin: float = 0.005
     Returns:
       The ``Scene`` (``hand`` None, ``setting`` ``model``, ``surface_z`` NaN: the model has no known surface).
     Raises:
-      ConfigError: an unknown geom, geoms of several bodies or of a body that is not free, owned contacts with a
-        margin, a model MuJoCo cannot give back as MJCF, ``mjENBL_OVERRIDE`` (it would undo the switch), flexes.
+      ConfigError: an unknown geom, geoms of several bodies or of a body that is not free, a body's collidable geoms
+        owned in part, owned contacts with a margin, a model MuJoCo cannot give back as MJCF, ``mjENBL_OVERRIDE`` (it
+        would undo the switch), flexes.
+    Warns:
+      UserWarning: MuJoCo's contacts on the dofs of the owned object (``check_ownership``).
     """
     if contact_mode not in MODES:
         raise ConfigError(f"contact_mode must be one of {MODES}, got {contact_mode!r}", key="contact_mode")
@@ -233,8 +293,12 @@ def scene_from_model(model, *, owned: Sequence[str], owned_margin: float = 0.005
         raise ConfigError("the contact override (mjENBL_OVERRIDE) replaces every pair's margin and would undo the "
                           "owned pairs' switch: turn it off", key="model")
     geoms, body = owned_geom_ids(ref, owned)
+    dynamic = dynamic_geom_pairs(ref)
+    caution = check_ownership(ref, geoms, dynamic)
     asset = body_asset(ref, body, geoms)
-    pairs, roles = _owned_pairs(spec, ref, geoms, owned_margin)
+    pairs, roles = _owned_pairs(spec, ref, geoms, owned_margin, dynamic)
+    if caution:
+        warnings.warn(caution, UserWarning, stacklevel=3)  # at the caller of ``surrogate.hybrid``
     for g in geoms:
         sg = spec.geom(ref.geom(int(g)).name)
         sg.contype, sg.conaffinity = 0, 0  # their contacts are the explicit pairs now

@@ -3,13 +3,13 @@ as for separate ``MjData`` (``stepper`` module docstring), with one MuJoCo call 
 path loops over the environments, and the same pieces for everything in between (``hybrid_step``): the contact
 model's call, the force guards, the input-range check.
 
-Per physics step with ``contact="surrogate"``: ``qfrc_applied`` zeroed; ``mj_step1`` (and, for a law model,
-``mj_fwdActuation`` + ``mj_fwdAcceleration`` for its solve) once; the batched graph from the copies' contacts
-(``copies.CopiesViews``); one call of the contact model; its generalized forces ``J^T F`` written into the copies'
-``qfrc_applied`` in one assignment; ``mj_step2`` once. A copy with a bad force (``on_bad_force="fallback"``)
-takes the step with analytic contact: its owned pairs are switched to analytic and ``mj_step1`` runs again for
-the batch (it changed no state, and the other copies' contacts and rows come out the same), so that the solver sees
-that copy's contacts, before the one ``mj_step2``.
+Per physics step with ``contact="surrogate"``: ``mj_step1`` (and, for a law model, ``mj_fwdActuation`` +
+``mj_fwdAcceleration`` for its solve) once; the batched graph from the copies' contacts (``copies.CopiesViews``); one
+call of the contact model; its generalized forces ``J^T F`` written into the copies' ``qfrc_applied`` in one
+assignment (added to the user's, which are back there after the step); ``mj_step2`` once. A copy with a bad force
+(``on_bad_force="fallback"``) takes the step with analytic contact: its owned pairs are switched to analytic and
+``mj_step1`` runs again for the batch (it changed no state, and the other copies' contacts and rows come out the same),
+so that the solver sees that copy's contacts, before the one ``mj_step2``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 import mujoco
 import numpy as np
 
-from .hybrid_step import contact_stage, phase_times
+from .hybrid_step import contact_stage, phase_times, user_forces
 
 
 def physics_step_surrogate_copies(copies, stepper) -> None:
@@ -27,7 +27,9 @@ def physics_step_surrogate_copies(copies, stepper) -> None:
     m, D = copies.model, copies.data
     law = stepper.law_model
     t0 = time.perf_counter()
-    D.qfrc_applied.fill(0.0)  # before the contact model runs: a model reading the data must not see last step's
+    # the user's generalized forces act (``hybrid_step.physics_step_surrogate``): the contact model's are added for
+    # mj_step2 only, and the user's value is back after it (no step sees a previous step's contact forces)
+    user = D.qfrc_applied.copy().reshape(copies.qfrc_applied.shape) if D.qfrc_applied.any() else None
     mujoco.mj_step1(m, D)
     if law:
         mujoco.mj_fwdActuation(m, D)
@@ -38,14 +40,16 @@ def physics_step_surrogate_copies(copies, stepper) -> None:
     E = cb.num_contacts
     fallback = bool(bad_env.any())
     if qfrc is not None:
-        copies.qfrc_applied[:] = qfrc
-    if fallback:
-        copies.qfrc_applied[bad_env] = 0.0
+        user_forces(copies.qfrc_applied, user, qfrc)
+    if fallback:  # the user's forces alone
+        copies.qfrc_applied[bad_env] = 0.0 if user is None else user[bad_env]
     t5 = time.perf_counter()
     if fallback:
         _fallback(copies, stepper, bad_env)
     t6 = time.perf_counter()
     mujoco.mj_step2(m, D)
+    if qfrc is not None:
+        user_forces(copies.qfrc_applied, user)
     t7 = time.perf_counter()
     stepper.count("contacts", E)
     stepper.add_times(phase_times(t0, t1, t2, t3, t4, t5, t6, t7))
@@ -55,8 +59,7 @@ def physics_step_analytic_copies(copies, stepper) -> None:
     if stepper.history is not None:  # the contact model's state does not survive MuJoCo's contact
         stepper.history.clear()
     t0 = time.perf_counter()
-    copies.data.qfrc_applied.fill(0.0)
-    mujoco.mj_step(copies.model, copies.data)
+    mujoco.mj_step(copies.model, copies.data)  # with the user's qfrc_applied, as the separate path
     stepper.add_times({"analytic": time.perf_counter() - t0})
     stepper.set_last(None, None)
 

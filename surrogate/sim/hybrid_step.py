@@ -190,10 +190,12 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     t0 = time.perf_counter()
     views = stepper.views  # the batch's array views (``views_for``, made by ``step`` for this batch)
     law = stepper.law_model
+    users = []
     for d, applied in zip(datas, views.qfrc_applied):
-        # Zeroed before the contact model runs: a model that reads the MjData (MuJoCoContact)
-        # must not see last step's surrogate forces as external forces.
-        applied.fill(0.0)
+        # The user's generalized forces act in this step (the law's solve sees them in qacc_smooth); the contact
+        # model's J^T F is added to them for mj_step2 only, and the user's value is back after it (``user_forces``):
+        # no step, and no model that reads the MjData (MuJoCoContact), sees a previous step's contact forces.
+        users.append(applied.copy() if applied.any() else None)  # None: zero, the project's scenes
         mujoco.mj_step1(m, d)
         if law:  # the smooth acceleration the law's solve needs (law_solve), while this MjData is in the cache
             mujoco.mj_fwdActuation(m, d)
@@ -208,21 +210,37 @@ def physics_step_surrogate(m, datas, stepper) -> None:
     t6 = time.perf_counter()
     good = np.flatnonzero(~bad_env).tolist() if fallback else range(len(datas))
     if qfrc is not None:  # J^T F: one write per environment, right before its mj_step2
-        # qfrc_applied is zero since the mj_step1 loop (nothing else writes there): a copy, not a sum
         applied = views.qfrc_applied
         if fallback:
             datas_good, applied, qfrc = [datas[i] for i in good], [applied[i] for i in good], qfrc[good]
+            users = [users[i] for i in good]
         else:
             datas_good = datas
-        for d, a, q in zip(datas_good, applied, list(qfrc)):
-            a[:] = q
+        for d, a, q, u in zip(datas_good, applied, list(qfrc), users):
+            user_forces(a, u, q)
             mujoco.mj_step2(m, d)
+            user_forces(a, u)
     else:
         for i in good:
             mujoco.mj_step2(m, datas[i])
     t7 = time.perf_counter()
     stepper.count("contacts", E)
     stepper.add_times(phase_times(t0, t1, t2, t3, t4, t5, t6, t7))
+
+
+def user_forces(applied: np.ndarray, user: np.ndarray | None, qfrc: np.ndarray | None = None) -> None:
+    """Write ``qfrc_applied``: the user's value ``user`` (None: zero) plus the contact model's ``qfrc`` (None: none).
+    Without a user value the contact model's forces are copied, not summed: the same bits as before user forces
+    were kept (a sum with zero would turn a -0.0 into 0.0)."""
+    if user is None:
+        if qfrc is None:
+            applied.fill(0.0)
+        else:
+            applied[:] = qfrc
+    elif qfrc is None:
+        applied[:] = user
+    else:
+        np.add(user, qfrc, out=applied)
 
 
 def phase_times(*clock) -> dict:

@@ -208,7 +208,7 @@ def law_forces(m: mujoco.MjModel, datas, cb, model, builder, *, features=None, v
     torsional and rolling friction (a model with ``spin``) ``F`` is [E, 6], each contact's force and its torque about
     the contact point (N m), and ``qfrc`` is ``J^T F + J_w^T T``.
 
-    ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` zeroed (as the stepper leaves them), and
+    ``datas`` must be right after ``mj_step1`` with ``qfrc_applied`` the user's alone (as the stepper leaves it), and
     ``cb`` built with ``dynamics=True``; ``views``: the batch's ``data_views.DataViews`` (made here if not given),
     or a ``sim.copies.CopiesViews`` (B copies in one ``MjData``: then ``m`` is the scene's one-copy model, and
     ``accelerated`` must be True);

@@ -14,13 +14,14 @@ One physics step with ``contact="surrogate"``, for all B ``MjData`` of a batch:
    an error naming env, step and body (``on_bad_force="raise"``) or makes that environment
    take this step with MuJoCo's analytic contact (``"fallback"``); inputs outside the
    model's training range are counted; both are reported by ``stats()`` and warned about once;
-5. the forces go into ``qfrc_applied`` (zeroed before step 1) as generalized forces ``J^T F`` (the object
-   gets F at the contact, the other body -F: equal and opposite) in one write per environment, right before
-   its ``mj_step2``: a law model's from its solve (``law_solve``; the ``mj_fwdActuation`` /
-   ``mj_fwdAcceleration`` it needs run in the ``mj_step1`` loop: one pass over each ``MjData`` for both, while
-   it is in the cache), any other model's (the oracles of ``contact``) from its forces
-   (``hybrid_step.generalized_forces``). A constant law (no network) is stepped from the contact arrays without
-   building the torch graph; the per-body wrenches (``last_wrench``, ``pad_wrenches``) are computed when read;
+5. the forces go into ``qfrc_applied`` as generalized forces ``J^T F`` (the object gets F at the contact, the other
+   body -F: equal and opposite), added to the user's own ``qfrc_applied`` (which acted from step 1 on, and is all
+   that ``qfrc_applied`` holds again after the step) in one write per environment, right before its ``mj_step2``:
+   a law model's from its solve (``law_solve``; the ``mj_fwdActuation`` / ``mj_fwdAcceleration`` it needs run in the
+   ``mj_step1`` loop: one pass over each ``MjData`` for both, while it is in the cache), any other model's (the
+   oracles of ``contact``) from its forces (``hybrid_step.generalized_forces``). A constant law (no network) is
+   stepped from the contact arrays without building the torch graph; the per-body wrenches (``last_wrench``,
+   ``pad_wrenches``) are computed when read;
 6. ``mj_step2``.
 
 The numpy views of each ``MjData``'s arrays that these steps read and write are made once per batch
@@ -32,8 +33,8 @@ After every physics step (either mode) MuJoCo's bad-state warning counters (``mj
 a few bytes per environment; each reset is counted in ``stats()["mujoco_resets"]`` and per environment
 in ``stats()["mujoco_reset_envs"]``, and warned about once naming the environment.
 
-``contact="analytic"`` on the same model switches the owned pairs to analytic mode, zeroes
-``qfrc_applied`` and calls ``mj_step``: no network. Everything is deterministic for the same
+``contact="analytic"`` on the same model switches the owned pairs to analytic mode and calls ``mj_step`` (the user's
+``qfrc_applied`` acts, as in every step): no network. Everything is deterministic for the same
 inputs (CPU torch, fixed thread count).
 
 Why ``qfrc_applied``: it leaves ``xfrc_applied`` to the user (the viewer's perturbations write
@@ -66,6 +67,7 @@ from .hybrid_step import SurrogateStepError, SurrogateWarning, node_wrenches, ph
 from .link_graph import scene_builder
 from .mujoco_resets import NO_BAD_STATE, bad_state_reader, count_resets
 from .step_inputs import as_datas, check_model
+from .surrogate_checks import check_roles, mocap_partner, model_problem
 
 CONTACT_MODES = ("analytic", "surrogate")
 BAD_FORCE_POLICIES = ("raise", "fallback")
@@ -86,8 +88,8 @@ class Stepper:
       contact_model: a ``ContactLawGNN``, another ``ContactModel`` (``contact.MuJoCoContact``, ...), or a
         checkpoint folder; needed for ``contact="surrogate"``.
       contact: ``surrogate`` or ``analytic``.
-      roles: owned-pair roles the contact model takes over (default all: pads, table, ground);
-        the other owned pairs stay analytic.
+      roles: owned-pair roles the contact model takes over (default all: pads, table, ground); the other owned
+        pairs stay analytic. Roles that select no owned pair are refused.
       on_bad_force: ``raise`` or ``fallback`` (that env takes that step with analytic contact).
       max_force: largest allowed contact force, in units of the object's weight (m |g|).
       ood_std: inputs farther than this many training standard deviations are out of range.
@@ -108,7 +110,7 @@ class Stepper:
                  check_inputs: bool | None = None, num_threads: int | None = 1, untrained_groups: str = "refuse"):
         _check_choice("contact", contact, CONTACT_MODES)
         _check_choice("on_bad_force", on_bad_force, BAD_FORCE_POLICIES)
-        roles = tuple(ROLES if roles is None else roles)
+        given_roles, roles = roles, tuple(ROLES if roles is None else roles)
         for r in roles:
             _check_choice("roles", r, ROLES)
         if not max_force > 0:
@@ -123,10 +125,14 @@ class Stepper:
         if contact_model is not None and not callable(contact_model):
             raise ConfigError("contact_model must be callable: graph -> [E, 3] forces", key="contact_model")
         check_contact_groups(getattr(contact_model, "contact_groups", None), scene, roles, untrained=untrained_groups)
-        if contact == "surrogate" and not np.linalg.norm(scene.model.opt.gravity) > 0:
-            raise ConfigError("the scene has no gravity: the learned contact's inputs and its force guard (max_force) "
-                              "are in units of the object's weight, m |g|, which is then zero; give the model gravity",
-                              key="gravity")
+        ids = [pid for name, pid in zip(scene.owned_pairs, scene.owned_pair_ids) if scene.pair_roles[name] in roles]
+        self.pair_ids = np.asarray(ids, dtype=int)
+        if given_roles is not None:
+            check_roles(scene, roles, self.pair_ids)
+        # refused for a surrogate step (``surrogate_checks``), now and at every switch to it
+        self._mocap = mocap_partner(scene.model, self.pair_ids, scene.pair_roles)
+        if contact == "surrogate":
+            self.check_surrogate(scene.model)
         if num_threads is not None and contact_model is not None:  # analytic only: no network, no process setting
             torch.set_num_threads(int(num_threads))
             if getattr(contact_model, "corrections", False):
@@ -140,8 +146,6 @@ class Stepper:
         if check_inputs is None:
             check_inputs = getattr(contact_model, "corrections", True)
         self.check_inputs = bool(check_inputs)
-        ids = [pid for name, pid in zip(scene.owned_pairs, scene.owned_pair_ids) if scene.pair_roles[name] in roles]
-        self.pair_ids = np.asarray(ids, dtype=int)
         self.builder = scene_builder(scene, scene.model, self.pair_ids)  # every link of an articulated object
         self.input_range = InputRange.from_model(contact_model, k=ood_std) if contact_model is not None else None
         # Stepped from the batch's numpy arrays (no torch) when the model is a constant law (no network).
@@ -284,10 +288,20 @@ class Stepper:
             warnings.warn(w, stacklevel=4)
 
     # -- modes ------------------------------------------------------------------------------
+    def check_surrogate(self, m: mujoco.MjModel) -> None:
+        """Refuse (``ConfigError``) to step ``m`` with the learned contact where it cannot (``surrogate_checks``:
+        no gravity, RK4, an owned pair with a mocap body): at construction and at every switch to it."""
+        problem = model_problem(m) or self._mocap
+        if problem is not None:
+            raise problem
+
     def set_mode(self, m: mujoco.MjModel, contact: str | None = None) -> None:
-        """Put ``m``'s owned pairs in the mode ``contact`` needs (default: the stepper's)."""
+        """Put ``m``'s owned pairs in the mode ``contact`` needs (default: the stepper's); ``ConfigError`` for
+        ``surrogate`` where the stepper cannot step it (``check_surrogate``)."""
         contact = self.contact if contact is None else contact
         _check_choice("contact", contact, CONTACT_MODES)
+        if contact == "surrogate":
+            self.check_surrogate(m)
         scene = self.scene
         set_contact_mode(m, scene, "analytic")
         if contact == "surrogate":
@@ -324,8 +338,7 @@ def _physics_step_analytic(m, datas, stepper: Stepper) -> None:
     if stepper.history is not None:  # the contact model's state does not survive MuJoCo's contact
         stepper.history.clear()
     t0 = time.perf_counter()
-    for d, applied in zip(datas, stepper.views.qfrc_applied):  # the views: made by ``step``
-        applied.fill(0.0)
+    for d in datas:  # ``mj_step`` itself: the user's qfrc_applied acts (a surrogate step leaves only it there)
         mujoco.mj_step(m, d)
     stepper.add_times({"analytic": time.perf_counter() - t0})
     stepper.set_last(None, None)
@@ -343,7 +356,8 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
       contact: override the stepper's ``surrogate`` / ``analytic`` for this call.
     Raises:
       SurrogateStepError: a bad force with ``on_bad_force="raise"``.
-      ConfigError: bad options, or a model/data of another scene.
+      ConfigError: bad options, a model/data of another scene, or ``surrogate`` where the stepper cannot step it
+        (``Stepper.check_surrogate``: no gravity, RK4, an owned pair with a mocap body).
     """
     if int(nstep) != nstep or nstep < 1:
         raise ConfigError(f"nstep must be a positive integer, got {nstep!r}", key="nstep")
@@ -355,6 +369,7 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
         if hasattr(stepper.builder, "body_chain"):
             raise ConfigError("an articulated object's stepper steps a list of MjData, not Copies", key="data")
         if contact == "surrogate":
+            stepper.check_surrogate(m)  # as ``set_mode`` for separate MjData
             _sync_history(stepper, data.views, data.time)
         step_copies(m, data, stepper, nstep=int(nstep), contact=contact)
         stepper._history_time = data.time.copy() if stepper.history is not None else None
