@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from surrogate.bench.grasp_outcome import pooled_gap
+from surrogate.bench.grasp_outcome import pooled_gap, pooled_rate, pooled_rate_gap
 from surrogate.bench.ledger import outcome
 from surrogate.bench.policy import _rates, by_object_summary, verdict
 from surrogate.bench.transfer import abs_gap_difference, compare
@@ -147,3 +147,62 @@ def test_abs_gap_difference_pairs_rows_by_object():
     p = abs_gap_difference(po, other, "success", n_boot=300)
     assert "by" not in p and p["ci95"][0] < -0.2 and p["ci95"][1] > 0.2
     assert abs_gap_difference({}, po, "success")["ci95"] is None
+
+
+def test_abs_gap_difference_interval_by_hand():
+    """Two shared objects, a (3 episodes) and b (5): a resample is {a, a}, {b, b} or {a, b}, and its statistic is
+    |sim - rig| of the surrogate row's pooled success rates minus the same of the randomized row's, both rows over
+    the same resampled objects. {a, a}: |3/3 - 1/3| - |0/3 - 1/3| = 1/3; {b, b}: |1/5 - 1/5| - |2/5 - 1/5| = -1/5;
+    {a, b} (the point value): |4/8 - 2/8| - |2/8 - 2/8| = 1/4. With 1000 resamples each of {a, a} and {b, b} comes
+    far more than 25 times, so the interval is [-1/5, 1/3] exactly. A mean of per-object rates in place of the pooled
+    rate gives 4/15 at the point; signed gaps in place of |gap| 1 at {a, a}; the rows resampled apart (unpaired)
+    [-1/3, 2/3]."""
+    s = {"a": {"sim": _c(3, 3, 3, 0), "rig": _c(3, 1, 3, 0)}, "b": {"sim": _c(5, 1, 5, 0), "rig": _c(5, 1, 5, 0)}}
+    r = {"a": {"sim": _c(3, 0, 3, 0), "rig": _c(3, 1, 3, 0)}, "b": {"sim": _c(5, 2, 5, 0), "rig": _c(5, 1, 5, 0)}}
+    p = abs_gap_difference(s, r, "success", seed=0, n_boot=1000)
+    assert p["mean"] == pytest.approx(1 / 4) and p["ci95"] == pytest.approx([-1 / 5, 1 / 3])
+    assert (p["n"], p["units"], p["by"]) == (2, 2, "object")
+    assert abs_gap_difference(r, s, "success", seed=0, n_boot=1000)["ci95"] == pytest.approx([-1 / 3, 1 / 5])
+
+
+def _pinned_rows():
+    s = {"a": {"sim": _c(3, 3, 3, 1), "rig": _c(3, 1, 2, 0)}, "b": {"sim": _c(5, 1, 2, 1), "rig": _c(5, 1, 0, 0)},
+         "c": {"sim": _c(4, 2, 4, 2), "rig": _c(4, 4, 4, 0)}, "d": {"sim": _c(2, 0, 1, 1), "rig": _c(2, 1, 1, 0)}}
+    r = {"a": {"sim": _c(3, 1, 1, 0), "rig": _c(3, 1, 1, 0)}, "b": {"sim": _c(5, 0, 1, 1), "rig": _c(5, 3, 3, 1)},
+         "c": {"sim": _c(4, 4, 4, 0), "rig": _c(4, 3, 3, 2)}, "d": {"sim": _c(2, 2, 2, 1), "rig": _c(2, 0, 0, 0)}}
+    return s, r
+
+
+def test_pooled_gap_intervals_pinned_to_the_digit():
+    """The transfer ledger's intervals on a fixed input, seed 0, 400 resamples, to the last digit (the numbers the
+    bootstrap loops gave before they became ``resample.unit_bootstrap``): a change of the statistic, of what is
+    resampled or of the random stream shows here. Slip resamples without a lifted rig episode are left out."""
+    s, r = _pinned_rows()
+    x = {f"x{k}": v for k, v in r.items()}
+    assert abs_gap_difference(s, r, "success", seed=0, n_boot=400) == {
+        "n": 4, "mean": 0.07142857142857145, "ci95": [-0.3888888888888889, 0.27272727272727276], "units": 4,
+        "by": "object"}
+    assert abs_gap_difference(s, x, "success", seed=0, n_boot=400) == {
+        "n": 4, "mean": 0.07142857142857145, "ci95": [-0.46944444444444433, 0.4285714285714286]}
+    assert abs_gap_difference(s, r, "slip", seed=0, n_boot=400) == {
+        "n": 4, "mean": 0.32142857142857145, "ci95": [-0.07142857142857145, 0.48809523809523814], "units": 4,
+        "by": "object"}
+    assert abs_gap_difference(s, x, "slip", seed=0, n_boot=400) == {
+        "n": 4, "mean": 0.32142857142857145, "ci95": [-0.06206016206016206, 0.5267567155067155]}
+    assert pooled_gap(s, "success", seed=0, n_boot=400) == {
+        "gap": -0.07142857142857145, "ci95": [-0.5, 0.310714285714283], "boot_n": 400}
+    assert pooled_gap(s, "slip", seed=0, n_boot=400) == {
+        "gap": 0.5, "ci95": [0.38461538461538464, 0.6714285714285698], "boot_n": 397}
+
+
+def test_pooled_rate_sums_counts_over_objects():
+    """Successes over episodes, slipped over lifted, summed over objects (repeats count twice), None without a
+    denominator; an unknown rate is an error, not a slip rate."""
+    s, _ = _pinned_rows()
+    vals = list(s.values())
+    assert pooled_rate(vals, "sim", "success") == 6 / 14 and pooled_rate(vals, "rig", "slip") == 0 / 7
+    assert pooled_rate(vals[:1] * 2 + vals[1:2], "sim", "slip") == 3 / 8
+    assert pooled_rate([s["b"]], "rig", "slip") is None and pooled_rate([], "sim", "success") is None
+    assert pooled_rate_gap(vals, "success") == 6 / 14 - 7 / 14 and pooled_rate_gap([s["b"]], "slip") is None
+    with pytest.raises(KeyError):
+        pooled_rate(vals, "sim", "drop")

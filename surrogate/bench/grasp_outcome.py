@@ -14,8 +14,10 @@ import numpy as np
 
 from ..rig.outcomes import outcome_series
 from ..rig.scripts import episode_labels
+from .resample import unit_bootstrap
 
-__all__ = ["OUTCOMES", "agreement", "counts", "outcome_class", "outcome_series", "pooled_gap", "predicted_labels", "rates"]
+__all__ = ["OUTCOMES", "agreement", "counts", "outcome_class", "outcome_series", "pooled_gap", "pooled_rate",
+           "pooled_rate_gap", "predicted_labels", "rates"]
 
 
 def predicted_labels(scene, qpos: np.ndarray, ep, thresholds: dict, *, series: dict | None = None) -> dict | None:
@@ -78,35 +80,52 @@ def agreement(pred: list[dict | None], true: list[dict | None]) -> dict:
 
 def counts(labels: list[dict | None]) -> dict:
     """{episodes, successes, lifted, slipped} of outcome labels (None: not labelled, left out; slipped among the
-    lifted): what ``rates`` divides and ``pooled_gap`` adds over objects."""
+    lifted): what ``rates`` divides and ``pooled_rate`` adds over objects."""
     ls = [x for x in labels if x is not None]
     lifted = [x for x in ls if x["lifted"]]
     return {"episodes": len(ls), "successes": sum(not x["dropped"] for x in lifted), "lifted": len(lifted),
             "slipped": sum(bool(x["slipped"]) for x in lifted)}
 
 
-def _pooled(per_obj: list[dict], side: str, key: str):
-    num, den = ("successes", "episodes") if key == "success" else ("slipped", "lifted")
+RATES = {"success": ("successes", "episodes"), "slip": ("slipped", "lifted")}  # key: (numerator, denominator) counts
+
+
+def pooled_rate(per_obj: list[dict], side: str, key: str) -> float | None:
+    """One side's rate pooled over objects: the summed numerators over the summed denominators (not a mean of the
+    objects' rates), the one pooled rate of the grasp suites.
+
+    Args:
+      per_obj: one entry per object (repeats allowed: a resample), each {side: ``counts`` of its rollouts
+        ({episodes, successes, lifted, slipped}), ...}.
+      side: which counts of each entry (``sim`` or ``rig``; ``policy.rate_target`` puts its two models there).
+      key: ``success`` (successes over episodes) or ``slip`` (slipped over lifted episodes).
+    Returns:
+      The rate, or None where the denominator is zero (no episode; no lifted episode for ``slip``).
+    """
+    num, den = RATES[key]
     d = sum(v[side][den] for v in per_obj)
     return sum(v[side][num] for v in per_obj) / d if d else None
 
 
+def pooled_rate_gap(per_obj: list[dict], key: str) -> float | None:
+    """``pooled_rate`` of the ``sim`` side minus that of the ``rig`` side (``per_obj`` and ``key`` as there); None
+    where either is undefined."""
+    s, r = pooled_rate(per_obj, "sim", key), pooled_rate(per_obj, "rig", key)
+    return None if s is None or r is None else s - r
+
+
 def pooled_gap(per_obj: dict, key: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
-    """Sim minus rig pooled ``key`` rate (``success`` or ``slip``), and its 95 % percentile bootstrap interval with the
-    held-out objects resampled (a resample where a side has no lifted episode gives no slip gap and is left out).
+    """Sim minus rig pooled ``key`` rate (``pooled_rate_gap``; ``success`` or ``slip``), and its 95 % percentile
+    bootstrap interval with the held-out objects resampled (``resample.unit_bootstrap``; a resample where a side has
+    no lifted episode gives no slip gap and is left out).
 
-    Returns {"gap": float or None, "ci95": [lo, hi] or None, "boot_n": resamples used}."""
+    Args:
+      per_obj: {object: {"sim": counts, "rig": counts}} (``counts``).
+    Returns:
+      {"gap": float or None, "ci95": [lo, hi] or None, "boot_n": resamples used}."""
     vals = list(per_obj.values())
-
-    def gap(sel):
-        s, r = _pooled(sel, "sim", key), _pooled(sel, "rig", key)
-        return None if s is None or r is None else s - r
-
-    g = gap(vals)
+    g = pooled_rate_gap(vals, key)
     if g is None:
         return {"gap": None, "ci95": None, "boot_n": 0}
-    rng = np.random.default_rng(seed)
-    boots = [gap([vals[j] for j in rng.integers(0, len(vals), len(vals))]) for _ in range(n_boot)]
-    boots = np.array([b for b in boots if b is not None])
-    ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))] if len(boots) else None
-    return {"gap": float(g), "ci95": ci, "boot_n": len(boots)}
+    return {"gap": float(g), **unit_bootstrap((len(vals),), lambda i: pooled_rate_gap([vals[j] for j in i], key),
+                                              seed=seed, n_boot=n_boot)}

@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..metrics import MIN_PAIRED_UNITS, paired_difference, signed_interval, summarize
 from ..parallel import Executor
 from .analytic import AnalyticParams, apply_params
-from .grasp_outcome import _pooled, pooled_gap
+from .grasp_outcome import pooled_gap, pooled_rate
 from .ledger import outcome, overall_verdict
 from .rows import NOT_GIVEN
 
@@ -63,7 +63,9 @@ def _rates(results: list[dict], seed: int, names: list[str] | None = None) -> di
             "final_rise_m": by_object_summary({n: r["final_rise_m"] for n, r in zip(names, results)}, seed=seed)}
 
 
-def _identified_params(path) -> AnalyticParams | None:
+def identified_params(path) -> AnalyticParams | None:
+    """The analytic parameters a ``rig-grasp`` ledger identified (``models.analytic_identified.params``), None without
+    a path (``baselines.identified.ledger``); a ConfigError where the file or its params are missing."""
     if not path:
         return None
     p = Path(expand_env(str(path), key="baselines.identified.ledger"))
@@ -130,7 +132,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     objs = _objects(cfg["data"]["objects"])[: cfg["data"].get("max_objects") or None]
     models = {"analytic_nominal": {"description": "MuJoCo analytic contact, the scene's nominal parameters",
                                    **_run_model(objs, cfg=cfg, contact="analytic", ex=ex, label="analytic")}}
-    ident = _identified_params(cfg["baselines"].get("identified", {}).get("ledger"))
+    ident = identified_params(cfg["baselines"].get("identified", {}).get("ledger"))
     if ident is not None:
         models["analytic_identified"] = {"description": "MuJoCo analytic contact with the parameters a rig-grasp run identified",
                                          "params": ident.to_json(),
@@ -175,7 +177,7 @@ def rate_target(s: dict, b: dict, metric: str, baseline: str, *, max_gap: float,
     says nothing about objects, and where their paired outcomes all agree it is zero wide."""
     sp, bp = s.get("per_object") or {}, b.get("per_object") or {}
     per = {o: {"sim": _counts(sp[o]), "rig": _counts(bp[o])} for o in sorted(set(sp) & set(bp))}
-    sv, bv = (_pooled(list(per.values()), side, RATE_KEYS[metric]) for side in ("sim", "rig"))
+    sv, bv = (pooled_rate(list(per.values()), side, RATE_KEYS[metric]) for side in ("sim", "rig"))
     t = {"metric": metric, "baseline": baseline, "objects": len(per),
          "episodes": sum(v["sim"]["episodes"] for v in per.values())}
     g = pooled_gap(per, RATE_KEYS[metric], seed=seed, n_boot=n_boot) if per else {"ci95": None}

@@ -40,10 +40,11 @@ import numpy as np
 from ..errors import ConfigError
 from ..metrics import signed_interval
 from .analytic import AnalyticParams, apply_params, set_mass_scale
-from .grasp_outcome import _pooled, pooled_gap
+from .grasp_outcome import pooled_gap, pooled_rate, pooled_rate_gap
 from .identify import ensemble_ranges, randomized_ensemble
 from .ledger import outcome
-from .policy import _identified_params, _objects, by_object_summary, decide
+from .policy import _objects, by_object_summary, decide, identified_params
+from .resample import unit_bootstrap
 from .transfer_trace import Tape, first_divergence, rates
 
 SOURCES = ("analytic_nominal", "analytic_randomized", "surrogate", "surrogate_randomized")
@@ -218,13 +219,10 @@ def _row(source: str, tuned: dict, dep: dict, *, ranges, seed: int, n_boot: int)
 
 
 def rates_of(per_obj: dict, side: str) -> dict:
-    """Pooled rates over objects of one side (``sim`` or ``rig``): success over episodes, slip over lifted."""
-    n = sum(v[side]["episodes"] for v in per_obj.values())
-    s = sum(v[side]["successes"] for v in per_obj.values())
-    lifted = sum(v[side]["lifted"] for v in per_obj.values())
-    slipped = sum(v[side]["slipped"] for v in per_obj.values())
-    return {"episodes": n, "successes": s, "success_rate": s / n if n else None,
-            "slip_rate": slipped / lifted if lifted else None}
+    """Counts and ``grasp_outcome.pooled_rate`` rates over objects of one side (``sim`` or ``rig``)."""
+    vals = list(per_obj.values())
+    return {"episodes": sum(v[side]["episodes"] for v in vals), "successes": sum(v[side]["successes"] for v in vals),
+            **{f"{k}_rate": pooled_rate(vals, side, k) for k in ("success", "slip")}}
 
 
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True, ex=None) -> dict:
@@ -245,7 +243,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())
     ckpt = str(checkpoint) if checkpoint is not None else str(release_checkpoint("rig_default"))
     model = load_checkpoint(ckpt)[0]
-    ident = _identified_params(bl.get("identified", {}).get("ledger"))
+    ident = identified_params(bl.get("identified", {}).get("ledger"))
     rc = bl["randomized"]
     ranges = {k: list(v) for k, v in ensemble_ranges(rc.get("ranges")).items()}
 
@@ -340,26 +338,23 @@ def verdict(rows: list[dict], *, seed: int = 0, n_boot: int = 1000) -> dict:
 
 
 def abs_gap_difference(s_po: dict, r_po: dict, key: str, *, seed: int = 0, n_boot: int = 1000) -> dict:
-    """|gap| of one row minus |gap| of another (sim minus rig pooled ``key`` rate as ``grasp_outcome.pooled_gap``'s;
-    ``s_po``, ``r_po``: the rows' ``per_object``) with ``pooled_gap``'s 95 % interval resampling objects, paired: each
-    resampled object brings both rows' rollouts of it (the objects both deployed on; each row's own, resampled apart,
-    where they share none). {n: objects, mean, ci95[, units, by]}; a resample without a gap is left out."""
+    """|gap| of one row minus |gap| of another (``grasp_outcome.pooled_rate_gap``, sim minus rig pooled ``key`` rate;
+    ``s_po``, ``r_po``: the rows' ``per_object``) with ``pooled_gap``'s 95 % interval resampling objects
+    (``resample.unit_bootstrap``), paired: each resampled object brings both rows' rollouts of it (the objects both
+    deployed on; each row's own, resampled apart, where they share none). {n: objects, mean, ci95[, units, by]}; a
+    resample without a gap is left out."""
     shared = sorted(set(s_po) & set(r_po))
     sa, ra = (shared, shared) if shared else (sorted(s_po), sorted(r_po))
 
     def diff(si, ri):
-        g = [(_pooled(v, "sim", key), _pooled(v, "rig", key)) for v in ([s_po[sa[j]] for j in si],
-                                                                          [r_po[ra[j]] for j in ri])]
-        return None if None in g[0] + g[1] else abs(g[0][0] - g[0][1]) - abs(g[1][0] - g[1][1])
+        g = pooled_rate_gap([s_po[sa[j]] for j in si], key), pooled_rate_gap([r_po[ra[j]] for j in ri], key)
+        return None if None in g else abs(g[0]) - abs(g[1])
 
     d = diff(range(len(sa)), range(len(ra))) if sa and ra else None
     if d is None:
         return {"n": 0, "mean": None, "ci95": None}
-    rng = np.random.default_rng(seed)
-    picks = [(si, si if shared else rng.integers(0, len(ra), len(ra)))
-             for si in (rng.integers(0, len(sa), len(sa)) for _ in range(n_boot))]
-    boots = np.array([b for b in (diff(si, ri) for si, ri in picks) if b is not None])
-    ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))] if len(boots) else None
+    sizes, stat = ((len(sa),), lambda i: diff(i, i)) if shared else ((len(sa), len(ra)), diff)
+    ci = unit_bootstrap(sizes, stat, seed=seed, n_boot=n_boot)["ci95"]
     return {"n": len(sa), "mean": float(d), "ci95": ci, **({"units": len(sa), "by": "object"} if shared else {})}
 
 
