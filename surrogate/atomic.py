@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import json
 import math
 import os
@@ -195,13 +196,76 @@ def _create_lock(lock: Path) -> bool:
         tmp.unlink(missing_ok=True)
 
 
+TAKEOVER_WAIT_S = 2.0  # a takeover holds the stale lock's flock for a stat, a read and a rename: milliseconds
+
+
+def _take_over(lock: Path, stale: int, target) -> bool:
+    """Replace ``lock``, left by the dead process ``stale``, with this process's lock (written whole beside it and
+    renamed over it, so that the lock is never absent nor half written); False where it is no longer that stale lock
+    (released, or taken over by another process first: the caller looks again).
+
+    Removing a stale lock and creating one's own are two steps: two processes that both found it stale had both
+    removed it (the second removing the first's new lock) and both written. Here a taker holds an flock on the stale
+    file while it checks that the path still leads to that very file and replaces it; a second taker, let in after,
+    finds the path leading elsewhere. The kernel drops an flock when its holder dies, so a taker killed while it
+    holds one blocks no later taker (as a lock file of its own would, once stale).
+    """
+    fd = None
+    for mode in (os.O_RDWR, os.O_RDONLY):  # O_RDWR first: NFS grants an exclusive flock only to a writer
+        try:
+            fd = os.open(lock, mode | os.O_NOFOLLOW)
+            break
+        except PermissionError:
+            continue
+        except OSError:  # gone, or no longer a plain file
+            return False
+    if fd is None:
+        return False
+    try:
+        if not _flock(fd, lock, stale, target):
+            return False
+        held = os.fstat(fd)
+        try:
+            now = os.stat(lock, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        text = os.pread(fd, 64, 0)
+        if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino) or not re.fullmatch(rb"%d\n?" % stale, text):
+            return False  # replaced (or rewritten) since it was found stale
+        tmp = lock.parent / f".{lock.name}.{os.getpid()}.tmp"  # removed by _create_lock if this process dies here
+        tmp.write_text(f"{os.getpid()}\n")
+        os.replace(tmp, lock)
+        return True
+    finally:
+        os.close(fd)  # drops the flock
+
+
+def _flock(fd: int, lock: Path, stale: int, target) -> bool:
+    """Take the flock of the stale ``lock`` (open as ``fd``) to replace it; False where another taker held it past
+    TAKEOVER_WAIT_S. A file system without file locks is refused: the takeover could not be made safe there."""
+    deadline = time.monotonic() + TAKEOVER_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        except OSError as e:
+            raise LockedError(f"its process (PID {stale}) is gone, but this file system has no file locks "
+                              f"({e.strerror}) to take it over safely; if no run is writing {target}, delete it",
+                              file=lock) from None
+
+
 @contextlib.contextmanager
 def pid_lock(target: str | Path):
     """Hold ``<target>.lock`` (holding this PID) while writing ``target``.
 
     A lock whose process still lives is refused with a LockedError naming that PID; one
-    left by a dead process is taken over. A file of that name that is not such a lock (no PID in it: a user's file)
-    is never touched: refused with a ForeignOutputError naming it.
+    left by a dead process is taken over (``_take_over``: of several processes that find it stale at once, exactly one
+    takes it, the others are refused naming that one's PID). A file of that name that is not such a lock (no PID in
+    it: a user's file) is never touched: refused with a ForeignOutputError naming it.
     """
     lock = Path(f"{target}.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -215,8 +279,9 @@ def pid_lock(target: str | Path):
         if pid is not None and pid_alive(pid):
             raise LockedError(f"another run (PID {pid}) is writing {target}; wait for it to finish, "
                               f"or stop it (if that PID is not a surrogate run, delete {lock})", file=lock)
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()  # stale: its process is gone
+        if pid is not None and _take_over(lock, pid, target):  # stale: its process is gone
+            break
+        # else it was released, or another process took it over first: look again
     else:
         raise LockedError(f"cannot take the lock for {target}", file=lock)
     try:

@@ -223,11 +223,11 @@ def test_a_wrench_stored_as_text_is_refused_naming_episode_column_and_dtype(fore
     pq.write_table(table.set_column(i, "observation.wrench", pa.array(text, type=pa.list_(pa.string(), 6))), path)
     eps, _, skipped = read_lerobot(root, mapping())
     assert eps == [] and [(s["file"], s["episode"], s["field"], s["reason"]) for s in skipped] == [
-        (str(path), f"episode_00000{e}", "observation.wrench", "dtype object (str values), expected numbers")
+        (str(path), f"episode_00000{e}", "observation.wrench", "holds text (dtype object, str values), expected numbers")
         for e in range(3)]
     with pytest.raises(CaptureError) as ei:
         read_lerobot(root, mapping(), on_error="raise")
-    assert (ei.value.episode, ei.value.field) == ("episode_000000", "observation.wrench")
+    assert (ei.value.file, ei.value.episode, ei.value.field) == (path, "episode_000000", "observation.wrench")
 
 
 def test_untracked_frames_hold_last_pose(foreign, tmp_path):

@@ -40,18 +40,21 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, Provenance, hold_last_valid
+from .lerobot_columns import Column, as_2d, check_numbers, plan_columns
 from .lerobot_mapping import UNIT_OPTIONS, box_inertia, check_mapping, load_mapping, object_spec  # noqa: F401  (re-exported: the mapping's public API)
 from .reader import _read_table, episode_index, metadata_problems
 from .robot import robot_entry
-from .schema import POSE_NAMES, UNIT_TO_SI
+from .schema import UNIT_TO_SI
 from .validate import validate_episode, validate_meta
 
 QUAT_RENORM_TOL = 0.1  # float32 storage leaves |q| a little off 1; further off is bad data for the validator
 
 INDEX_COLUMNS = ("episode_index", "frame_index", "task_index")
+EPISODE_INDEX_COLUMNS = ("episode_index", "length", "data/chunk_index", "data/file_index")  # read from meta/episodes
 
 
 # --------------------------------------------------------------------------- scene
@@ -68,110 +71,6 @@ def _dataset_meta(root: Path, mapping: dict, info: dict, joint_names, sensors, t
     )
 
 
-# --------------------------------------------------------------------------- columns
-class _Column:
-    """How one capture quantity is read from one LeRobot feature.
-
-    ``width``: values per frame in parquet; ``order``: indices that reorder the parquet
-    columns into the capture layout (pose), or None; ``scale``: [width] factors to SI, in
-    the capture layout.
-    """
-
-    def __init__(self, name, key, width, scale, order=None):
-        self.name, self.key, self.width, self.scale, self.order = name, key, width, scale, order
-
-    def convert(self, raw: np.ndarray, episode: str) -> np.ndarray:
-        """[T, width] raw values -> SI values in the capture layout. Values that are not numbers (text, even of digits,
-        which had been parsed as numbers) are refused naming ``episode``, the column and its dtype."""
-        if raw.dtype.kind not in "fiub":
-            raise CaptureError(f"dtype {raw.dtype} ({type(raw.flat[0]).__name__} values), expected numbers",
-                               episode=episode, field=self.key)
-        v = raw.astype(np.float64)
-        if self.order is not None:
-            v = v[:, self.order]
-        return v * self.scale
-
-
-def _feature(info: dict, spec: dict, name: str, info_path: Path) -> dict:
-    key = spec["key"]
-    feats = info["features"]
-    if key not in feats:
-        raise CaptureError(f"{key!r} is not a feature of this dataset; features: {sorted(feats)}", file=info_path,
-                           field=f"fields.{name}.key")
-    return feats[key]
-
-
-def _plan_columns(info: dict, fields: dict, info_path: Path) -> tuple[dict, dict]:
-    """Capture quantity -> _Column, plus the names found (joint names, sensors) for the meta."""
-    cols, found = {}, {}
-    for name, spec in fields.items():
-        if name == "time":
-            continue
-        feat = _feature(info, spec, name, info_path)
-        width = int(np.prod(feat.get("shape") or [1]))
-        units = {opt: spec.get(opt, default) for opt, (default, _) in UNIT_OPTIONS[name].items()}
-        if name == "object_pose":
-            cols[name] = _pose_column(spec, feat, width, units["length_unit"], info_path)
-        elif name == "object_twist":
-            _need_width(width, 6, name, spec, info_path)
-            lin, ang = UNIT_TO_SI[units["linear_unit"]][1], UNIT_TO_SI[units["angular_unit"]][1]
-            cols[name] = _Column(name, spec["key"], 6, np.array([lin] * 3 + [ang] * 3))
-        elif name == "wrench":
-            sensors = spec.get("sensors") or [f"sensor{i}" for i in range(max(width // 6, 1))]
-            _need_width(width, 6 * len(sensors), name, spec, info_path)
-            f, t = UNIT_TO_SI[units["force_unit"]][1], UNIT_TO_SI[units["torque_unit"]][1]
-            cols[name] = _Column(name, spec["key"], width, np.tile([f] * 3 + [t] * 3, len(sensors)))
-            found["sensors"] = list(sensors)
-        elif name == "object_pose_valid":
-            _need_width(width, 1, name, spec, info_path)
-            cols[name] = _Column(name, spec["key"], 1, np.ones(1))
-        else:  # per-joint, tactile and region arrays: one unit for every component
-            unit = units.get("unit") or "1"
-            cols[name] = _Column(name, spec["key"], width, np.full(width, UNIT_TO_SI[unit][1] if unit else 1.0))
-            if name == "joint_pos" and feat.get("names"):
-                found["joint_names"] = [_strip_suffix(n) for n in feat["names"]]
-            if name == "tactile" and spec.get("unit"):
-                found["tactile_unit"] = UNIT_TO_SI[spec["unit"]][0]
-    return cols, found
-
-
-def _strip_suffix(name: str) -> str:
-    # LeRobot names joints "finger_left.pos"; the writer appends ".pos"/".vel"/".cmd" itself.
-    base, _, suffix = str(name).rpartition(".")
-    return base if base and suffix in ("pos", "vel", "cmd") else str(name)
-
-
-def _need_width(width: int, want: int, name: str, spec: dict, info_path: Path) -> None:
-    if width != want:
-        raise CaptureError(f"feature {spec['key']!r} has {width} values per frame, {name} needs {want}", file=info_path,
-                           field=f"fields.{name}")
-
-
-def _pose_column(spec, feat, width, length_unit, info_path) -> _Column:
-    _need_width(width, 7, "object_pose", spec, info_path)
-    names = feat.get("names")
-    from_info = list(names) if isinstance(names, list) and sorted(names) == sorted(POSE_NAMES) else None
-    layout = spec.get("layout") or from_info or POSE_NAMES
-    if spec.get("layout") and from_info and from_info != list(spec["layout"]):
-        # The dataset names its columns and the mapping contradicts it: one of them is wrong.
-        raise CaptureError(f"layout {spec['layout']} contradicts the feature's names {from_info} in info.json",
-                           file=info_path, field="fields.object_pose.layout")
-    order = [layout.index(n) for n in POSE_NAMES]  # capture column i comes from parquet column order[i]
-    factor = UNIT_TO_SI[length_unit][1]
-    return _Column("object_pose", spec["key"], 7, np.array([factor] * 3 + [1.0] * 4), order)
-
-
-def _as_2d(col: pa.ChunkedArray, width: int) -> np.ndarray:
-    """[T, width] numpy array from a scalar, fixed-size list or list column."""
-    col = col.combine_chunks()
-    if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
-        flat = col.flatten().to_numpy(zero_copy_only=False)
-        if flat.size != len(col) * width:
-            raise ValueError(f"holds {flat.size} values for {len(col)} frames, expected {width} per frame")
-        return flat.reshape(len(col), width)
-    return col.to_numpy(zero_copy_only=False).reshape(len(col), 1)
-
-
 # --------------------------------------------------------------------------- files
 def _load_info(root: Path) -> dict:
     path = root / "meta/info.json"
@@ -184,6 +83,13 @@ def _load_info(root: Path) -> dict:
     for key in ("features", "fps"):
         if key not in info:
             raise CaptureError("missing key", file=path, field=key)
+    for key in ("fps", "total_frames", "total_episodes"):
+        # text such as "50" would pass float() unnoticed (fps) or turn the check of the totals off
+        value = info.get(key)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if isinstance(value, str) or (key == "fps" and not number):
+            what = "text" if isinstance(value, str) else "null" if value is None else type(value).__name__
+            raise CaptureError(f"holds {what} {value!r}, expected a number", file=path, field=key)
     version = str(info.get("codebase_version", ""))
     if not version.startswith("v3"):
         raise CaptureError(f"codebase_version {version!r}: only LeRobot v3 datasets are read (convert v2.x with LeRobot first)",
@@ -223,22 +129,42 @@ def _tasks(root: Path) -> dict[int, str]:
         text_col = next((c for c in index_cols if isinstance(c, str) and c in table.column_names), None)
     if text_col is None or "task_index" not in table.column_names:
         raise CaptureError(f"expected columns task_index and task (or a pandas index), got {table.column_names}", file=path)
+    # a task_index of text ("0") would match no frame's task_index: every episode's task silently ""
+    check_numbers(table["task_index"].to_numpy(), file=path, field="task_index")
     return dict(zip(table["task_index"].to_pylist(), table[text_col].to_pylist()))
 
 
+def _check_episode_index(root: Path) -> None:
+    """Refuse LeRobot's episode index (meta/episodes) where a column read from it holds no numbers: int() reads the
+    text "3" as 3 unnoticed, and a file index of text names no data file (``_data_files``)."""
+    for path in sorted((root / "meta/episodes").glob("chunk-*/file-*.parquet")):
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, pa.ArrowException):
+            continue  # unreadable: reader.episode_index names it
+        for name in EPISODE_INDEX_COLUMNS:
+            kind = schema.field(name).type if name in schema.names else None
+            if kind is not None and not pa.types.is_integer(kind):  # LeRobot writes int64
+                what = "text" if pa.types.is_string(kind) or pa.types.is_large_string(kind) else "values"
+                raise CaptureError(f"holds {what} (type {kind}), expected integers", file=path, field=name)
+
+
 # --------------------------------------------------------------------------- episodes
-def _episode_arrays(table: pa.Table, cols: dict, time_key: str, time_scale: float) -> dict[int, dict]:
-    """episode_index -> {quantity: [T, n] raw values, "timestamps": [T] s, "frame_index": [T], "task_index": [T]}."""
-    ep_idx = table["episode_index"].to_numpy()
-    frame = table["frame_index"].to_numpy()
-    raw = {name: _as_2d(table[c.key], c.width) for name, c in cols.items()}
-    t = table[time_key].to_numpy().astype(np.float64) * time_scale
-    task = table["task_index"].to_numpy() if "task_index" in table.column_names else np.zeros(len(ep_idx), np.int64)
+def _episode_arrays(table: pa.Table, path: Path, cols: dict) -> dict[int, dict]:
+    """episode_index -> {quantity: [T, n] raw values (the timestamps among them), "frame_index": [T], "task_index":
+    [T]}. A CaptureError naming ``path`` and the column where the file's frames cannot be told apart (an index column
+    of text: "10" sorts before "9", "0" finds no task) or cut into frames (a list column of the wrong width)."""
+    index = {name: table[name].to_numpy() for name in INDEX_COLUMNS if name in table.column_names}
+    for name, values in index.items():
+        check_numbers(values, file=path, field=name)
+    ep_idx, frame = index["episode_index"], index["frame_index"]
+    task = index.get("task_index", np.zeros(len(ep_idx), np.int64))
+    raw = {name: as_2d(table[c.key], c.width, file=path, field=c.key) for name, c in cols.items()}
     out = {}
     for e in np.unique(ep_idx):
         sel = np.flatnonzero(ep_idx == e)
         arrays = {name: raw[name][sel] for name in cols}
-        arrays.update(timestamps=t[sel], frame_index=frame[sel], task_index=task[sel])
+        arrays.update(frame_index=frame[sel], task_index=task[sel])
         out[int(e)] = arrays
     return out
 
@@ -259,9 +185,14 @@ def _normalize_quaternions(pose: np.ndarray) -> np.ndarray:
     return pose
 
 
+def _episode_id(ep_index: int, mapping: dict) -> str:
+    return f"{mapping.get('episode_id_prefix', 'episode_')}{ep_index:06d}"
+
+
 def _build_episode(ep_index: int, arrays: dict, cols: dict, mapping: dict, scene: dict, tasks: dict) -> Episode:
-    episode_id = f"{mapping.get('episode_id_prefix', 'episode_')}{ep_index:06d}"
-    arrays = {**arrays, **{name: c.convert(arrays[name], episode_id) for name, c in cols.items()}}  # to SI
+    episode_id = _episode_id(ep_index, mapping)
+    # to SI; a column of text (timestamps among them) is refused for this episode, naming the column
+    arrays = {**arrays, **{name: c.convert(arrays[name], episode_id) for name, c in cols.items()}}
     kw = {}
     valid = None
     if "object_pose_valid" in arrays:
@@ -277,7 +208,7 @@ def _build_episode(ep_index: int, arrays: dict, cols: dict, mapping: dict, scene
         kw["wrench"] = arrays["wrench"].reshape(len(pose), -1, 6)
     return Episode(
         episode_id=episode_id,
-        timestamps=arrays["timestamps"],
+        timestamps=arrays["timestamps"][:, 0],
         object_pose=pose,
         object=scene["object"],
         provenance=Provenance(**scene["provenance"]),
@@ -301,7 +232,8 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
       Arrays are SI; quaternions unit (w, x, y, z); wrench [T, S, 6].
     Raises:
       ConfigError for a malformed mapping (naming the key), CaptureError for a bad unit,
-      a key the dataset lacks, a width mismatch or unreadable files (naming file and field).
+      a key the dataset lacks, a width mismatch, numbers stored as text in meta/ or info.json (naming file and
+      field); with ``on_error="raise"``, also the first skip record's error (same file, episode, field and reason).
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
@@ -313,12 +245,13 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
     info = _load_info(root)
     info_path = root / "meta/info.json"
     fields = mapping["fields"]
-    cols, found = _plan_columns(info, fields, info_path)
+    cols, found = plan_columns(info, fields, info_path)
     time_spec = fields.get("time", {})
     time_key = time_spec.get("key", "timestamp")
     if time_key not in info["features"]:
         raise CaptureError(f"{time_key!r} is not a feature of this dataset", file=info_path, field="fields.time.key")
-    time_scale = UNIT_TO_SI[time_spec.get("unit", "s")][1]
+    # read and checked as the other columns are (text refused per episode), kept [T, 1] until the episode is built
+    cols["timestamps"] = Column("timestamps", time_key, 1, np.array([UNIT_TO_SI[time_spec.get("unit", "s")][1]]))
 
     joint_names = mapping.get("joint_names") or found.get("joint_names")
     meta = _dataset_meta(root, mapping, info, joint_names, found.get("sensors"), found.get("tactile_unit"))
@@ -329,17 +262,21 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
         "provenance": {"capture_rate_hz": float(info["fps"]), **mapping["provenance"]},
     }
     tasks = _tasks(root)
-    wanted = sorted({c.key for c in cols.values()} | {time_key} | {k for k in INDEX_COLUMNS if k in info["features"]})
+    # episode_index and frame_index are always read: without them a file's frames cannot be told apart
+    index_keys = {"episode_index", "frame_index"} | {"task_index"} & set(info["features"])
+    wanted = sorted({c.key for c in cols.values()} | index_keys)
 
+    _check_episode_index(root)
     index = episode_index(root)
-    parts, sources, skipped = _read_data(root, info, index, mapping, wanted, cols, time_key, time_scale, on_error)
+    parts, sources, skipped = _read_data(root, info, index, mapping, wanted, cols, on_error)
     unread = bool(skipped)
     counts = {e: sum(len(a["timestamps"]) for a in p) for e, p in parts.items()}
     whole, bad_length = metadata_problems(info, counts, index)
     for key, msg in [] if unread else whole:  # an unread file explains the totals: its episodes are named
+        err = CaptureError(msg, file=info_path, field=key)
         if on_error == "raise":
-            raise CaptureError(msg, file=info_path, field=key)
-        skipped.append({"file": str(info_path), "episode": None, "field": key, "reason": msg})
+            raise err
+        skipped.append(_record(err))
     episodes = []
     for ep_index in sorted(parts):
         path = sources[ep_index]
@@ -349,51 +286,67 @@ def read_lerobot(root: str | Path, mapping: dict | str | Path, *, on_error: str 
             ep = _build_episode(ep_index, _merge(parts[ep_index]), cols, mapping, scene, tasks)
             validate_episode(ep, meta, file=path)
         except CaptureError as e:
+            located = _locate(e, path, ep_index, mapping)
             if on_error == "raise":
-                raise
-            skipped.append(_skip_record(e, path, ep_index, mapping))
+                raise located from None
+            skipped.append(_record(located))
             continue
         episodes.append(ep)
     meta.skipped = list(skipped)
     return episodes, meta, skipped
 
 
-def _read_data(root, info, index, mapping, wanted, cols, time_key, time_scale, on_error):
+def _read_data(root, info, index, mapping, wanted, cols, on_error):
     """({episode: [its arrays per data file]}, {episode: its first data file}, [skip records]) of every data file;
-    an unreadable (truncated, corrupt) file's episodes are skipped (``on_error="skip"``), the rest kept."""
+    the episodes of a file that cannot be read (truncated, corrupt) or cut into episodes and frames (an index column of
+    text) are skipped (``on_error="skip"``), in every file, the rest kept."""
     parts: dict[int, list[dict]] = {}
     sources: dict[int, Path] = {}  # episode -> (first) data file, named in errors
-    skipped = []
+    skipped, lost = [], set()
     for path in _data_files(root, info):
+        table = None
         try:
             table = _read_table(path, wanted)
+            per_episode = _episode_arrays(table, path, cols)
         except CaptureError as e:
+            errors = _file_errors(e, path, table, root, info, index, mapping)
             if on_error == "raise":
-                raise
-            skipped += _unreadable_file(e, path, root, info, index, mapping)
+                raise errors[0][1] from None
+            skipped += [_record(err) for _, err in errors]
+            lost.update(ep for ep, _ in errors)
             continue
-        try:
-            per_episode = _episode_arrays(table, cols, time_key, time_scale)
-        except ValueError as e:
-            raise CaptureError(str(e), file=path) from None
         for ep_index, arrays in per_episode.items():
             parts.setdefault(ep_index, []).append(arrays)
             sources.setdefault(ep_index, path)
+    for ep_index in lost:  # an episode split over files is not imported with only the frames of its readable ones
+        parts.pop(ep_index, None)
     return parts, sources, skipped
 
 
-def _unreadable_file(err: CaptureError, path: Path, root: Path, info: dict, index: dict, mapping: dict) -> list[dict]:
-    """The skip records of an unreadable data file: one per episode LeRobot's index places in it (or one for the
-    file, when the index does not say)."""
+def _file_errors(err: CaptureError, path: Path, table, root: Path, info: dict, index: dict, mapping: dict) -> list:
+    """[(episode or None, its error)] of a data file that cannot be read or cut: one per episode in it (as its
+    episode_index column says where that holds integers, else as LeRobot's index places them), or one naming no
+    episode where neither says."""
+    eps = []
+    if table is not None and "episode_index" in table.column_names:
+        column = table["episode_index"].to_numpy()
+        eps = [int(e) for e in np.unique(column)] if column.dtype.kind in "iu" else []
     template = info.get("data_path")
-    eps = [e for e, v in sorted(index.items()) if template and v["data_file"] is not None
-           and root / template.format(chunk_index=v["data_file"][0], file_index=v["data_file"][1]) == path]
-    field = err.field or "file"  # a missing column is named
-    if not eps:
-        return [{"file": str(path), "episode": None, "field": field, "reason": err.reason}]
-    return [_skip_record(CaptureError(err.reason, file=path, field=field), path, e, mapping) for e in eps]
+    eps = eps or [e for e, v in sorted(index.items()) if template and v["data_file"] is not None
+                  and root / template.format(chunk_index=v["data_file"][0], file_index=v["data_file"][1]) == path]
+    err = CaptureError(err.reason, file=path, field=err.field or "file")  # a missing or bad column is named
+    return [(e, _locate(err, path, e, mapping)) for e in eps] or [(None, err)]
 
 
-def _skip_record(err: CaptureError, path: Path, ep_index: int, mapping: dict) -> dict:
-    episode = err.episode or f"{mapping.get('episode_id_prefix', 'episode_')}{ep_index:06d}"
-    return {"file": str(err.file or path), "episode": episode, "field": err.field, "reason": err.reason}
+def _locate(err: CaptureError, path: Path, ep_index: int, mapping: dict) -> CaptureError:
+    """``err`` naming the data file and the episode too where it did not: the one error both modes give (raised, or
+    recorded by ``_record``), so that a raised error names what the skip report names."""
+    file, episode = err.file or path, err.episode or _episode_id(ep_index, mapping)
+    if (file, episode) == (err.file, err.episode):
+        return err
+    return CaptureError(err.reason, file=file, episode=episode, field=err.field)
+
+
+def _record(err: CaptureError) -> dict:
+    """The skip record of a located error (``_locate``)."""
+    return {"file": str(err.file), "episode": err.episode, "field": err.field, "reason": err.reason}
