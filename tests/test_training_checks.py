@@ -161,3 +161,100 @@ def test_a_new_run_into_an_out_dir_that_holds_a_run_is_refused_and_a_resume_is_n
     capsys.readouterr()
     del before["result.json"]
     assert _snapshot(run) == before
+
+
+# -- several processes: the law trains in one; the end-to-end peer's DDP ranks run under their parent's lock --------
+@pytest.mark.parametrize("devices, nodes, key", [(2, 1, "trainer.devices"), ("2", 1, "trainer.devices"),
+                                                 (1, 2, "trainer.num_nodes")])
+def test_the_law_in_several_processes_is_refused_before_any_work(tmp_path, capsys, devices, nodes, key):
+    """``--devices 2`` on the CPU had started the law fit in DDP: each rank validated on its own, unsynced, and the
+    ranks' exports collided on the export's lock after the training (its child was refused by the run's own lock
+    before that). Refused when the config is loaded, naming the key; one process (1, ``auto``) still loads."""
+    with pytest.raises(ConfigError, match=f"{key.split('.')[1]} .*model.kind: law trains in one process") as e:
+        load_config("rig_default", options={"trainer.devices": devices, "trainer.num_nodes": nodes})
+    assert e.value.location.field == key and "\n" not in str(e.value)
+    for ok in (1, "auto"):
+        assert load_config("rig_default", options={"trainer.devices": ok})["trainer"]["devices"] == ok
+    out = tmp_path / "run"
+    code = cli(["train", "-c", "rig_default", "--accelerator", "cpu", "--devices", "2", "--set", f"out_dir={out}",
+                "--set", f"data.root={tmp_path / 'none'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "field 'trainer.devices'" in err and "capture dataset" not in err, err
+    assert not out.exists() and not (tmp_path / "run.lock").exists()
+
+
+_TAKE = """
+import sys
+from surrogate.errors import LockedError
+from surrogate.training.ddp import run_lock
+try:
+    with run_lock(sys.argv[1]) as lock:
+        print("child" if lock is None else "took")
+except LockedError as e:
+    print("refused:", e)
+"""
+
+
+def _take(out, env, *, through_shell: bool = False) -> str:
+    """What a process started here with ``env`` gets from ``run_lock(out)`` (through a shell: not this one's child)."""
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", _TAKE, str(out)]
+    if through_shell:  # a grandchild: the shell's child, not the lock holder's (no exec: sh -c "...; true")
+        cmd = ["sh", "-c", " ".join(f"'{c}'" for c in cmd) + "; true"]
+    r = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.strip()
+
+
+def test_the_runs_own_ddp_ranks_pass_its_lock_and_other_runs_are_refused(tmp_path, monkeypatch):
+    """Lightning's DDP launcher starts each rank as the same command, ``LOCAL_RANK`` set, the parent's environment
+    inherited: such a child of the lock's holder runs under its lock. Any other process is refused as before: one
+    without ``LOCAL_RANK`` (a second run started from the run), one without the run's record, one the holder did not
+    start; and once the run ends, its record is gone."""
+    import os
+
+    from surrogate.training.ddp import RUN_ENV, run_lock
+
+    monkeypatch.delenv(RUN_ENV, raising=False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    out = tmp_path / "run"
+    assert _take(out, {}) == "took"
+    with run_lock(out) as lock:
+        assert lock.read_text() == f"{os.getpid()}\n" and RUN_ENV in os.environ
+        assert _take(out, {"LOCAL_RANK": "1"}) == "child"
+        assert _take(out, {}).startswith(f"refused: {lock}: another run (PID {os.getpid()})")
+        assert _take(out, {"LOCAL_RANK": "0"}).startswith("refused:")
+        assert _take(out, {"LOCAL_RANK": "1", RUN_ENV: ""}).startswith("refused:")
+        assert _take(out, {"LOCAL_RANK": "1"}, through_shell=True).startswith("refused:")
+        assert _take(tmp_path / "other", {"LOCAL_RANK": "1"}) == "took"  # another out_dir: its own lock
+    assert RUN_ENV not in os.environ and not lock.exists()
+    record = f"{os.getpid()}:{lock}"
+    assert _take(out, {"LOCAL_RANK": "1", RUN_ENV: record}) == "took"  # a record without its lock: a run of its own
+
+
+@pytest.mark.slow
+def test_the_end_to_end_peer_trains_in_two_cpu_processes(tiny_capture, tmp_path):  # noqa: F811
+    """``surrogate train -c gns_cube --accelerator cpu --devices 2`` (DDP, gloo): its second rank had been refused by
+    the run's own lock, and Lightning then killed the run (exit 137). It trains in two processes, the first exporting
+    and writing the summary (about 25 s on two cores)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    sets = [f"data.root={tiny_capture}", "data.bench_split=null", "data.val_min=0", "data.val_fraction=0.25",
+            "data.batch_size=32", "model.hidden=8", "model.steps=1", "trainer.max_epochs=1",
+            "trainer.check_val_every_n_epoch=1", "trainer.enable_progress_bar=false", f"out_dir={out}"]
+    # a subprocess: Lightning starts the second rank by running this process's command line again
+    r = subprocess.run([sys.executable, "-m", "surrogate.cli", "train", "-c", "gns_cube", "--accelerator", "cpu",
+                        "--devices", "2", *[a for s in sets for a in ("--set", s)]], cwd=tmp_path,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log[-3000:]
+    assert "Starting with 2 processes" in log and "GLOBAL_RANK: 1" in log, log[-3000:]
+    assert (out / "export" / "card.json").is_file() and (out / "result.json").is_file()
+    assert log.count("trained: checkpoint") == 1 and not (tmp_path / "run.lock").exists()
+    assert json.loads((out / "result.json").read_text())["exported"] == str(out / "export")

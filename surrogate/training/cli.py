@@ -86,9 +86,13 @@ def run(a: argparse.Namespace) -> dict:
 
         print(to_yaml(cfg), end="")
         return cfg
+    from .ddp import child_of_run
     from .run import RESULT, fit
 
+    child = child_of_run(cfg["out_dir"])  # asked first: the parent may have let its lock go when this rank ends
     res = fit(cfg)
+    if child:  # a DDP rank of the run: the parent writes the summary and says where things are
+        return res
     # the whole summary (about 120 lines of JSON) goes to a file of the run; the console gets where things are
     from ..atomic import write_json_atomic
 

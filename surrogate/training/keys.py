@@ -173,9 +173,11 @@ def type_reference(kind: str) -> dict:
 
 def check_values(cfg: dict, kind: str, *, file=None, given=None) -> None:
     """Values the key check cannot see: numbers where the defaults hold numbers; the law fit runs on the CPU only
-    and resumes from its stages' last epoch; the model's sizes, bounds and cap in their ranges; a law prior inside
-    its physical ranges (``model.law_ranges``); a validation split that can validate; output folders that can be
+    and in one process (``check_processes``), and resumes from its stages' last epoch; the model's sizes, bounds and
+    cap in their ranges; a law prior inside its physical ranges (``model.law_ranges``); model keys the law's
+    constructor refuses together (``combinations``); a validation split that can validate; output folders that can be
     written. ``given``: the keys set on the command line, whose errors name it rather than ``file``."""
+    from .combinations import check_model_combination
     from .setup import check_model, check_setup, check_types
 
     def where(key: str):  # a key the command line set, to null too (``friction_scales=null``), names it
@@ -192,11 +194,32 @@ def check_values(cfg: dict, kind: str, *, file=None, given=None) -> None:
         raise ConfigError(f"accelerator {acc!r}: model.kind: law trains on the CPU (the differentiable twin and its "
                           "rollout windows live there); use accelerator cpu",
                           file=where("trainer.accelerator"), key="trainer.accelerator")
+    check_processes(cfg, kind, where=where)
     check_setup(cfg, where=where)  # its messages first: they say what the value means (val_fraction in (0, 1))
     check_types(cfg, type_reference(kind), where=where)
     check_model(cfg.get("model"), kind, where=where)  # model.mu_max first: the priors' friction is checked against it
     if kind == "law":
         check_prior_values(cfg.get("model") or {}, file=file, where=where)
+        # each key is good on its own: the keys the model's constructor refuses together (after its data had loaded)
+        check_model_combination(cfg.get("model"), file=file, where=where)
+
+
+def check_processes(cfg: dict, kind: str, *, where) -> None:
+    """``model.kind: law`` trains in one process: ``trainer.devices`` other than 1 (or ``auto``: 1 on the CPU) or
+    ``trainer.num_nodes`` other than 1 (Lightning's DDP) is refused before any work. Its whole-episode validation (the
+    epoch kept, whether the corrections ship), the closed-loop stage and the export run outside Lightning's loops, in
+    every DDP rank: each rank scored its own share of the validation episodes, unsynced, and the ranks' exports
+    collided on the export folder's lock, failing the run after training (``--devices 2`` on the CPU did)."""
+    if kind != "law":
+        return
+    trainer = cfg.get("trainer") or {}
+    for key, value in (("devices", trainer.get("devices", 1)), ("num_nodes", trainer.get("num_nodes", 1))):
+        if value not in ((1, "1", "auto") if key == "devices" else (1, "1")):
+            raise ConfigError(f"{key} {value!r}: model.kind: law trains in one process (its whole-episode "
+                              "validation, closed-loop stage and export are not split across DDP ranks: each rank "
+                              "would score its own share of the validation episodes and export on its own); use "
+                              f"{key} 1 (more CPU threads: the top-level threads key)", file=where(f"trainer.{key}"),
+                              key=f"trainer.{key}")
 
 
 def check_prior_values(model: dict, *, file=None, where=None) -> None:

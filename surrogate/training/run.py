@@ -28,6 +28,7 @@ from ..paths import portable_path, portable_paths  # cards carry no machine path
 from .closed_loop import closed_loop_stage, select_law
 from .config import PATH_KEYS, kind_of, resolved_config
 from .dataset import require_dataset, require_decision_data
+from .ddp import run_lock
 from .setup import check_output_dir, check_split
 
 logger = logging.getLogger(__name__)
@@ -190,19 +191,20 @@ def _lightning_config_errors():
 
 def fit(cfg: dict) -> dict:
     """Train under the loaded config ``cfg`` (``load_config``); returns the run's summary."""
-    from ..atomic import pid_lock
-
     kind = kind_of(cfg)
     require_dataset(cfg)
     require_decision_data(cfg)
     check_split(cfg, kind)  # before any work: a split without validation (or training) episodes
-    # one run per out_dir (its logs, run config and export): a second is refused, not silently lost
-    with pid_lock(cfg["out_dir"]):
+    # one run per out_dir (its logs, run config and export): a second is refused, not silently lost; the ranks
+    # Lightning's DDP starts for this run are not (training.ddp)
+    with run_lock(cfg["out_dir"]) as lock:
         try:
             if kind == "gns":  # the end-to-end peer (a baseline, no MuJoCo): surrogate.baselines.gns_fit
                 from ..atomic import write_json_atomic
                 from ..baselines.gns_fit import fit_gns
 
+                if lock is None:  # a DDP child trains its rank; the parent exports and records the run
+                    return fit_gns({**cfg, "export": {**cfg["export"], "dir": None}})
                 out = fit_gns(cfg)
                 write_json_atomic(Path(cfg["out_dir"]) / RUN_CONFIG, resolved_config(cfg))
                 return out
