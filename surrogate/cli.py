@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = imp.add_parser("contactnets", help="the real ContactNets cube tosses (folder, upstream archive or URL)")
     c.add_argument("src", help="folder of N.pt tosses, the upstream repository archive (.zip/.tar.gz) or its URL")
     c.add_argument("--out", required=True, help="capture dataset directory to write")
-    c.add_argument("--urdf", help="the tosses are of this URDF object (DAIR dair_pll layout, e.g. the elbow), not the cube")
+    c.add_argument("--urdf", help="the tosses' URDF object, jointed (elbow) or rigid: dair_pll layout [T, 13 + 2J]")
     c.add_argument("--rate-hz", type=float, help="with --urdf: the tosses' frame rate (default 148, the DAIR Lab's)")
     c.set_defaults(func=_cmd_import_contactnets)
     c = imp.add_parser("poses", help="a folder of tracked object trajectories (CSV, NPZ, torch) + mesh and mass")

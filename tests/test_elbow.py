@@ -215,7 +215,8 @@ def test_tosses_at_another_rate_are_refused_and_taken_with_rate_hz(tmp_path, cap
     assert "rate_hz" in capsys.readouterr().err  # the cube's rate is its experiment file's
 
 
-def test_tosses_of_a_urdf_without_joints_are_refused_by_name(tmp_path, capsys):
+def test_tosses_of_a_urdf_without_joints_import_as_a_rigid_object(tmp_path):
+    """No movable joint: a rigid object, no joint columns (``tests/test_import_rigid_urdf.py`` checks it fully)."""
     urdf = tmp_path / "box.urdf"
     urdf.write_text('<robot name="box"><link name="box"><inertial><mass value="0.37"/></inertial><collision>'
                     '<geometry><box size="0.1 0.05 0.05"/></geometry></collision></link></robot>')
@@ -223,10 +224,11 @@ def test_tosses_of_a_urdf_without_joints_are_refused_by_name(tmp_path, capsys):
     src.mkdir()
     toss = torch.zeros(40, 13, dtype=torch.float64)  # the dair_pll layout of an object without joints
     toss[:, 0] = 1.0
+    toss[:, 6] = 0.025
     torch.save(toss, src / "0.pt")
-    assert main(["import", "contactnets", str(src), "--urdf", str(urdf), "--out", str(tmp_path / "ds"), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "box.urdf" in err and "no movable joint" in err and not (tmp_path / "ds").exists()
+    assert main(["import", "contactnets", str(src), "--urdf", str(urdf), "--out", str(tmp_path / "ds"), "--quiet"]) == 0
+    (ep,) = read_dataset(tmp_path / "ds").episodes
+    assert ep.object_joint_pos is None and ep.object.geometry["kind"] == "box"
 
 
 @needs_shared("contactnets_elbow")
