@@ -304,3 +304,22 @@ def test_bench_refuses_an_out_folder_it_did_not_write_and_touches_nothing_there(
     claim_output(earlier, marker=MARKER, command="surrogate bench", earlier=("ledger.json",))
     assert (earlier / MARKER).is_file()
     claim_output(earlier, marker=MARKER, command="surrogate bench")  # its own now: taken again
+
+
+def test_two_objects_of_one_name_are_rolled_out_each_in_its_own_scene():
+    """Two test datasets may give one name to different objects (dair_pll's cube and ContactNets' are both
+    ``contactnets_cube``): each toss is rolled out in its own object's scene, not in the first one's."""
+    import dataclasses
+
+    from surrogate.bench.predictors import predict_analytic, toss_chunks
+    from surrogate.scenes.from_capture import scene_key
+
+    small = _ballistic_episode((0.0, 0.0, 0.0), frames=120, z0=0.3, episode_id="small")
+    big_obj = dataclasses.replace(small.object, geometry={"kind": "box", "half_extents": [0.08] * 3})
+    big = dataclasses.replace(small, episode_id="big", object=big_obj)
+    assert scene_key(small) != scene_key(big) and scene_key(small) == scene_key(dataclasses.replace(small))
+    assert [len(c) for c in toss_chunks([small, big])] == [1, 1]
+    p = AnalyticParams(friction=0.5, solref=(0.02, 1.0), cone="elliptic")
+    pred = predict_analytic([p], [small, big], substeps=4, init_frames=5)[0]
+    np.testing.assert_allclose(pred["small"][-1, 2], 0.05, atol=3e-3)  # each rests on its own half height
+    np.testing.assert_allclose(pred["big"][-1, 2], 0.08, atol=3e-3)

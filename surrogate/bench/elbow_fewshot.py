@@ -37,6 +37,7 @@ from ..metrics import paired_difference, signed_interval
 from ..model.contact_law import GROUPS
 from ..model.law_ranges import bounds as law_bounds
 from ..model.law_ranges import check_model, range_problems
+from ..scenes.from_capture import scene_key
 from .analytic import TossSet
 from .identify import UNSTABLE_LOSS, loss_of, toss_errors
 from .predictors import DEFAULT_MARGIN, object_scene
@@ -205,11 +206,11 @@ def _toss_windows(tosses: TossSet, window: int) -> tuple[torch.Tensor, torch.Ten
 
 
 def predict_groups(model, episodes, *, substeps: int, init_frames: int, margin: float) -> tuple[dict, dict]:
-    """({episode id: [T, 7 + J]}, summed stepper counts): ``episodes`` grouped by object and capture rate, each group
+    """({episode id: [T, 7 + J]}, summed stepper counts): ``episodes`` grouped by scene (``scene_key``), each group
     one batch (``link_rollout``)."""
     groups: dict = {}
     for e in episodes:
-        groups.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
+        groups.setdefault(scene_key(e), []).append(e)
     preds, counts = {}, {}
     for group in groups.values():
         scene = object_scene(group[0], substeps=substeps, mode="external", margin=margin)

@@ -39,6 +39,7 @@ from ..estimate import FREE_FLIGHT_MAX_START, free_flight_start
 from ..importers.floor_check import episode_warnings
 from ..metrics import paired_difference
 from ..parallel import Executor
+from ..scenes.from_capture import scene_key
 from ..splits import suite_split
 from .analytic import TossSet
 from .cube_real import given_training, simulator, toss_scorer, toss_stability
@@ -195,7 +196,7 @@ def _surrogate_row(checkpoint, test, cfg, scorer) -> dict:
     preds = {}
     groups = {}
     for e in test:
-        groups.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
+        groups.setdefault(scene_key(e), []).append(e)
     card, counts = {}, {}
     for group in groups.values():
         p, card, c = surrogate_predict(checkpoint, group, substeps=sim["substeps"], init_frames=sim["init_frames"])

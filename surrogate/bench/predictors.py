@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from ..capture import DatasetMeta
 from ..errors import ConfigError
-from ..scenes.from_capture import scene_for_episode
+from ..scenes.from_capture import scene_for_episode, scene_key
 from .analytic import AnalyticParams, TossSet, initial_free_state, simulate_tosses
 
 DEFAULT_MARGIN = 0.02  # m, when a checkpoint card does not say
@@ -36,11 +36,11 @@ def object_scene(ep, *, substeps: int, mode: str, margin: float = DEFAULT_MARGIN
 
 
 def toss_chunks(episodes, size: int = TOSS_BATCH) -> list[list]:
-    """Batches of at most ``size`` episodes of one object, capture rate and gravity, each group
-    sorted by length (stable), groups in order of first appearance."""
+    """Batches of at most ``size`` episodes of one scene (``scenes.from_capture.scene_key``: object, capture rate,
+    gravity), each group sorted by length (stable), groups in order of first appearance."""
     groups = {}
     for e in episodes:
-        groups.setdefault((e.object.name, e.provenance.capture_rate_hz, tuple(e.environment.gravity)), []).append(e)
+        groups.setdefault(scene_key(e), []).append(e)
     out = []
     for group in groups.values():
         group = sorted(group, key=lambda e: e.num_frames)
@@ -54,7 +54,7 @@ def predict_analytic(params: list[AnalyticParams], episodes, *, substeps: int, i
     out = [dict() for _ in params]
     by_obj = {}
     for e in episodes:
-        by_obj.setdefault((e.object.name, e.provenance.capture_rate_hz), []).append(e)
+        by_obj.setdefault(scene_key(e), []).append(e)
     for group in by_obj.values():
         scene = object_scene(group[0], substeps=substeps, mode="analytic")
         tosses = TossSet.from_episodes(group, substeps=substeps, k=init_frames)

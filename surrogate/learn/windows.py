@@ -24,7 +24,13 @@ import mujoco
 import numpy as np
 
 from ..estimate import DEFAULT_ORDER, DEFAULT_WINDOW, initial_state, smooth_pose
-from ..scenes.from_capture import recorded_commands, recorded_joint_columns, scene_for_episode, sensor_pads
+from ..scenes.from_capture import (
+    recorded_commands,
+    recorded_joint_columns,
+    scene_for_episode,
+    scene_key,
+    sensor_pads,
+)
 
 
 @dataclass
@@ -67,11 +73,6 @@ class SceneGroup:
     key: tuple
     scene: object
     episodes: list = field(default_factory=list)
-
-
-def scene_key(ep) -> tuple:
-    return (ep.object.name, float(ep.provenance.capture_rate_hz), tuple(ep.environment.gravity),
-            str(((ep.provenance.generator or {}).get("script") or {}).get("hand_base_pos")))
 
 
 def group_episodes(episodes, meta, *, margin: float, substeps: int) -> list[SceneGroup]:

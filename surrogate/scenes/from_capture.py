@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
 from pathlib import Path
 
 import mujoco
@@ -87,6 +89,17 @@ def asset_from_spec(spec, episode=None) -> ObjectAsset:
     inertia = np.asarray(spec.inertia, float)
     inertia.setflags(write=False)
     return dataclasses.replace(asset, mass=float(spec.mass), inertia=inertia)
+
+
+def scene_key(ep) -> tuple:
+    """What ``scene_for_episode`` builds a scene from, less the hand's pose: episodes with equal keys share one scene,
+    built from any of them. The object is keyed by its whole spec, not only its name: two test datasets may give one
+    name to different objects (dair_pll's cube and ContactNets' are both ``contactnets_cube``), and a scene built
+    for the first would have rolled out the other's tosses; then the capture rate, gravity and the rig's hand base."""
+    spec = json.dumps(ep.object.to_json(), sort_keys=True, default=str)
+    return (ep.object.name, hashlib.sha256(spec.encode()).hexdigest()[:16], float(ep.provenance.capture_rate_hz),
+            tuple(float(g) for g in ep.environment.gravity),
+            str(((ep.provenance.generator or {}).get("script") or {}).get("hand_base_pos")))
 
 
 def scene_for_episode(ep, meta, *, margin: float, substeps: int, contact_mode: str = "external", cone: str = "pyramidal"):
