@@ -9,7 +9,7 @@ import pytest
 
 from surrogate.bench.grasp_outcome import pooled_gap, pooled_rate, pooled_rate_gap
 from surrogate.bench.ledger import outcome
-from surrogate.bench.policy import _rates, by_object_summary, verdict
+from surrogate.bench.policy import by_object_summary, rollout_rates, verdict
 from surrogate.bench.transfer import abs_gap_difference, compare
 from surrogate.metrics import paired_difference
 
@@ -86,14 +86,14 @@ def test_policy_success_interval_resamples_objects():
     the interval is the one over objects (the reviewer's [0.17, 0.83]), not over rollouts ([0.29, 0.71])."""
     res = [{"success": np.full(4, o < 3), "lifted": np.full(4, True), "slipped": np.zeros(4, bool),
             "final_rise_m": np.full(4, 0.05 * (o < 3))} for o in range(6)]
-    r = _rates(res, 0, [f"o{o}" for o in range(6)])
+    r = rollout_rates(res, 0, [f"o{o}" for o in range(6)])
     a = [{"id": f"{o}/{k}", "v": 0.0} for o in range(6) for k in range(4)]
     b = [{"id": f"{o}/{k}", "v": float(o < 3), "object": o} for o in range(6) for k in range(4)]
     assert r["success"]["mean_ci95"] == paired_difference(a, b, "v", by="object")["ci95"]
     assert r["success"]["mean_ci95"][0] < 0.2 and r["success"]["mean_ci95"][1] > 0.8
     assert r["success"]["mean"] == 0.5 and r["success"]["median_ci95"] is None
     assert r["final_rise_m"]["mean_ci95"][0] < 0.01 and r["final_rise_m"]["mean_ci95"][1] > 0.04
-    one = _rates(res[:1], 0, ["o0"])  # one object: a claim about its poses, the interval over rollouts
+    one = rollout_rates(res[:1], 0, ["o0"])  # one object: a claim about its poses, the interval over rollouts
     assert one["success"]["mean_ci95"] == [1.0, 1.0] and one["success"]["median_ci95"] == [1.0, 1.0]
     assert by_object_summary({"x": [0.0, 1.0]})["median_ci95"] is not None
 

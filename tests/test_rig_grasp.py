@@ -11,7 +11,7 @@ from surrogate.bench.grasp_outcome import agreement, counts, pooled_gap, predict
 from surrogate.bench.ledger import horizon_ratio_verdict, validate_ledger
 from surrogate.bench.replay import delayed_control, prepare_replay
 from surrogate.bench.report_tables import confusion_lines
-from surrogate.bench.rig_grasp import _recorded_qpos
+from surrogate.bench.rig_scoring import recorded_qpos
 from surrogate.capture import read_dataset
 from surrogate.rig.generate import generate
 from surrogate.rig.generate import load_config as load_rig
@@ -36,7 +36,7 @@ def test_labels_of_the_recorded_trajectory_match_the_rigs(rig_set):
     # measured joints) must agree on lifted/dropped: predictions are labelled like recordings.
     for ep in rig_set.episodes:
         r = prepare_replay(ep, rig_set.meta)
-        lab = predicted_labels(r.scene, _recorded_qpos(r), ep, _thr())
+        lab = predicted_labels(r.scene, recorded_qpos(r), ep, _thr())
         assert lab["lifted"] == ep.labels["lifted"], ep.episode_id
         assert lab["dropped"] == ep.labels["dropped"], ep.episode_id
 
@@ -376,13 +376,15 @@ def test_pad_force_error_is_in_object_weights_and_analytic_forces_read_like_the_
     the left pad's sensor, +x of the right's) with the grip force within a factor of three."""
     from surrogate.bench.analytic import AnalyticParams
     from surrogate.bench.replay import analytic_pad_forces, simulate_replay_states
-    from surrogate.bench.rig_grasp import _Scorer, _thresholds
+    from surrogate.bench.rig_data import thresholds
+    from surrogate.bench.rig_scoring import EpisodeScorer
     from surrogate.suites import load_suite
 
     ep = next(e for e in rig_set.episodes if e.labels["lifted"])
     r = prepare_replay(ep, rig_set.meta)
     assert len(r.sensors) == 2
-    sc = _Scorer(r, load_suite("rig-grasp"), _thresholds({"config": None, "overrides": [], "hand": "parallel_jaw"}))
+    sc = EpisodeScorer(r, load_suite("rig-grasp"),
+                       thresholds({"config": None, "overrides": [], "hand": "parallel_jaw"}))
     rec = ep.wrench[:, [c for c, _, _ in r.sensors], :3]
     weight = ep.object.mass * 9.81
     assert np.allclose(sc.force_error(rec), 0.0)

@@ -29,7 +29,15 @@ from .ledger import outcome, overall_verdict
 from .rows import NOT_GIVEN
 
 
-def _objects(spec: str):
+def load_suite_objects(spec: str) -> list:
+    """The objects a suite's ``data.objects`` (or ``data.tune_objects``) names.
+
+    Args:
+      spec: a split name or a folder of meshes/URDFs (``${VAR}`` expanded; an unset variable is a ConfigError
+        naming ``data.objects``).
+    Returns:
+      [ObjectAsset] (``rig.generate.load_objects``).
+    """
     from ..rig.generate import load_objects
 
     return load_objects(expand_env(str(spec), key="data.objects"))[0]
@@ -49,9 +57,18 @@ def by_object_summary(per_obj: dict, *, seed: int = 0) -> dict:
     return out
 
 
-def _rates(results: list[dict], seed: int, names: list[str] | None = None) -> dict:
+def rollout_rates(results: list[dict], seed: int, names: list[str] | None = None) -> dict:
     """Rates of ``policies.rollout`` results, one result per object (``names``: theirs; the intervals resample
-    objects, ``by_object_summary``)."""
+    objects, ``by_object_summary``).
+
+    Args:
+      results: one per object, each with "success", "lifted", "slipped" [N] bool and "final_rise_m" [N] float over
+        its N rollouts.
+      seed: the bootstrap's seed; names: the objects' names (default "0", "1", ...).
+    Returns:
+      {"episodes": rollouts in all, "success_rate", "slip_rate" (among lifted rollouts; None where none lifted),
+      "lifted": count, "success" and "final_rise_m": ``by_object_summary`` of the per-rollout values}.
+    """
     names = names or [str(i) for i in range(len(results))]
     succ = np.concatenate([r["success"] for r in results]).astype(float)
     lifted = np.concatenate([r["lifted"] for r in results])
@@ -113,13 +130,13 @@ def _run_model(objs, *, cfg, contact, ex, checkpoint=None, params=None, label=""
         res = run["result"]
         results.append(res)
         names.append(obj.name)
-        per_obj[obj.name] = _rates([res], cfg.get("bootstrap_seed", 0), [obj.name])
+        per_obj[obj.name] = rollout_rates([res], cfg.get("bootstrap_seed", 0), [obj.name])
         for k in stats:
             stats[k] += int(res["stepper"][k])
     if not results:
         raise ConfigError("no object could be grasped by the scripted policy", key="data.objects")
-    return {"overall": _rates(results, cfg.get("bootstrap_seed", 0), names), "per_object": per_obj, "stepper": stats,
-            "skipped_objects": skipped}
+    return {"overall": rollout_rates(results, cfg.get("bootstrap_seed", 0), names), "per_object": per_obj,
+            "stepper": stats, "skipped_objects": skipped}
 
 
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True,
@@ -129,7 +146,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     ex = ex or Executor(progress=progress)
     if test_data:
         raise ConfigError("the policy suite runs the policy in simulation; it takes no --test-data", key="test_data")
-    objs = _objects(cfg["data"]["objects"])[: cfg["data"].get("max_objects") or None]
+    objs = load_suite_objects(cfg["data"]["objects"])[: cfg["data"].get("max_objects") or None]
     models = {"analytic_nominal": {"description": "MuJoCo analytic contact, the scene's nominal parameters",
                                    **_run_model(objs, cfg=cfg, contact="analytic", ex=ex, label="analytic")}}
     ident = identified_params(cfg["baselines"].get("identified", {}).get("ledger"))

@@ -43,8 +43,15 @@ def color(name: str) -> str:
     return _MORE_COLORS[sum(map(ord, name)) % len(_MORE_COLORS)]
 
 
-def _save(fig, path: Path) -> Path:
-    """Save a figure atomically (with the user's umask) and close it."""
+def save_figure(fig, path: Path) -> Path:
+    """Save a figure atomically (with the user's umask) and close it.
+
+    Args:
+      fig: a matplotlib Figure, written as PNG at 110 dpi.
+      path: the PNG file.
+    Returns:
+      ``path``.
+    """
     import io
 
     buf = io.BytesIO()
@@ -96,7 +103,7 @@ def plot_attribution(ledger, path: Path) -> Path | None:
     ax.set_title("which rig effect each model's error comes from (paired, 95 %)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _errorbar(ax, xs, summaries, *, label, color, offset=0.0):
@@ -116,7 +123,7 @@ def _errorbar(ax, xs, summaries, *, label, color, offset=0.0):
 def plot_horizons(ledger, path: Path) -> Path | None:
     """``horizons_figure`` saved to ``path`` (None when there is nothing to plot)."""
     fig = horizons_figure(ledger)
-    return None if fig is None else _save(fig, path)
+    return None if fig is None else save_figure(fig, path)
 
 
 def _readable_axis(ax, values: list, stable_values: list, axis: str = "y") -> str:
@@ -201,7 +208,7 @@ def data_efficiency_points(m: dict) -> list[tuple[int, dict]]:
 def plot_data_efficiency(ledger, path: Path) -> Path | None:
     """``data_efficiency_figure`` saved to ``path`` (None when there is nothing to plot)."""
     fig = data_efficiency_figure(ledger)
-    return None if fig is None else _save(fig, path)
+    return None if fig is None else save_figure(fig, path)
 
 
 def data_efficiency_figure(ledger):
@@ -232,7 +239,7 @@ def data_efficiency_figure(ledger):
 def plot_per_object(ledger, path: Path) -> Path | None:
     """``per_object_figure`` saved to ``path`` (None when there are fewer than two objects)."""
     fig = per_object_figure(ledger)
-    return None if fig is None else _save(fig, path)
+    return None if fig is None else save_figure(fig, path)
 
 
 def per_object_figure(ledger):
@@ -362,7 +369,7 @@ def plot_pad_forces(ledger, path: Path) -> Path | None:
         ax.set_ylabel("force on pad |F|, N")
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _tail_lines(ledger, out, plots) -> list[str]:

@@ -29,7 +29,7 @@ from ..parallel import Executor
 from .command_delay import command_delay
 from .replay import prepare_replay, simulate_replay_qpos
 from .rig_data import generated_dataset, thresholds
-from .rig_grasp import _identify, _surrogate
+from .rig_grasp import identify_on_training_grasps, surrogate_replays
 from .rig_scoring import EpisodeScorer, scene_qpos
 from .rows import nominal_params
 
@@ -92,7 +92,8 @@ def _variant(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, prog
         ids = [e.episode_id for e in tds.episodes]
     else:
         sub = {**cfg, "baselines": {**cfg["baselines"], "identified": {**cfg["baselines"]["identified"], **ident}}}
-        params, info = _identify(ex, tds, [], sub, sim=sim, progress=progress, seed=int(ac["seed"]), label=f"attr-{name}")
+        params, info = identify_on_training_grasps(ex, tds, [], sub, sim=sim, progress=progress, seed=int(ac["seed"]),
+                                                   label=f"attr-{name}")
         row.update(identified=params.to_json(), fit_loss=info["loss"])
         plists["identified"] = lambda sc: [params]
         ids = info["episode_ids"]
@@ -106,7 +107,7 @@ def _variant(ex: Executor, name: str, off, cfg, *, rig, cache_dir, workers, prog
     for lname, (path, net, card) in (learned or {}).items():
         test = [(f"attr-{name}/{ep.episode_id}", ep, eds.meta) for ep in eds.episodes]
         margin = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))  # the model's own, as in its row
-        preds, _ = _surrogate(ex, path, net, test, {**sim, "surrogate_margin": margin, "command_delay_s": delay})
+        preds, _ = surrogate_replays(ex, path, net, test, {**sim, "surrogate_margin": margin, "command_delay_s": delay})
         scores = [sc.score(preds[k][0]) for sc, (k, _, _) in zip(scorers, test)]
         per[lname] = _scores(scores, eds.episodes, h)
         row["learned"][lname] = _summary(per[lname], scores, h)

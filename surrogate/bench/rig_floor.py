@@ -159,10 +159,10 @@ def _floor_task(common: dict, item) -> tuple:
     ``(qpos [F, nq], pad forces [F, S, 3] or None)``."""
     from ..rig.simulate import simulate_episode
     from ..scenes.from_capture import asset_from_spec
-    from .rig_grasp import _replay  # the suite's replays, cached per worker (imported here: rig_grasp imports this)
+    from .rig_grasp import cached_replay  # the suite's replays (imported here: rig_grasp imports this)
 
     key, ep, meta, k, sources = item
-    replay = _replay(common, ("test", key), ep, meta)
+    replay = cached_replay(common, ("test", key), ep, meta)
     g = ep.provenance.generator
     cfg = redrawn_config(common["rig_cfg"], k) if k is not None and "surface" in sources else common["rig_cfg"]
     trace = simulate_episode(cfg, asset_from_spec(ep.object), hand=g["hand"], seed=int(g["seed"]),

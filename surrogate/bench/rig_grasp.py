@@ -54,11 +54,8 @@ from .replay import (
 )
 from .rig_data import load_sets, resolve, rig_settings, thresholds, train_dataset
 from .rig_floor import floor_rows, floor_settings, recorded_truths
-from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer, recorded_qpos
+from .rig_scoring import EpisodeScorer, force_traces, grasp_scorer
 from .rows import NOT_GIVEN, analytic_rows, learned_row, nominal_params
-
-# The names other modules know this suite's parts by (``video``, the tests).
-_nominal, _recorded_qpos, _load_sets, _Scorer, _thresholds = nominal_params, recorded_qpos, load_sets, EpisodeScorer, thresholds
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +69,17 @@ SURROGATE = ("graph-network contact surrogate inside MuJoCo (hybrid stepper) own
 
 # ----------------------------------------------------------------------------- tasks
 
-def _replay(common: dict, key, ep, meta):
-    """The analytic replay of an episode, prepared once per worker (the caller's own, locally: ``Executor.share``)."""
+def cached_replay(common: dict, key, ep, meta):
+    """The analytic replay of an episode, prepared once per worker (the caller's own, locally: ``Executor.share``).
+
+    Args:
+      common: the task's shared values: "token" (the ``Executor``'s, for ``parallel.task_cache``), "substeps" and
+        "margin" (``replay.prepare_replay``'s).
+      key: the episode's cache key, e.g. ``("test", "SET/ID")``; one key, one replay per worker.
+      ep, meta: the Episode and its dataset's DatasetMeta.
+    Returns:
+      the ``replay.Replay`` of ``ep`` (analytic contact).
+    """
     return task_cache(common["token"], key, lambda: prepare_replay(ep, meta, substeps=common["substeps"],
                                                                    margin=common["margin"]))
 
@@ -81,7 +87,7 @@ def _replay(common: dict, key, ep, meta):
 def _analytic_task(common: dict, item) -> list:
     """[(qpos [F, nq], pad forces [F, S, 3])] of one test episode, per parameter set."""
     key, ep, meta, params = item
-    r = _replay(common, ("test", key), ep, meta)
+    r = cached_replay(common, ("test", key), ep, meta)
     ms, states = simulate_replay_states(r, params, threads=common["threads"])
     return [(st[:, 1:1 + ms[0].nq], analytic_pad_forces(r, mk, st, p)) for mk, st, p in zip(ms, states, params)]
 
@@ -89,7 +95,7 @@ def _analytic_task(common: dict, item) -> list:
 def _train_errors_task(common: dict, item) -> tuple[np.ndarray, np.ndarray]:
     """([P], [P]) position and rotation errors of a generation's candidates on one training episode."""
     key, ep, meta = item
-    r = _replay(common, key, ep, meta)
+    r = cached_replay(common, key, ep, meta)
     return replay_errors(simulate_replay(r, common["params"], threads=common["threads"]), r.episode)
 
 
@@ -98,7 +104,7 @@ def _train_stable_task(common: dict, item) -> list:
     from .evaluate import episode_errors
 
     key, ep, meta = item
-    r = _replay(common, key, ep, meta)
+    r = cached_replay(common, key, ep, meta)
     pred = simulate_replay(r, common["params"], threads=common["threads"])
     return [episode_errors(q[:r.episode.num_frames], r.episode, common["cap"])["blew_up_at"] is None for q in pred]
 
@@ -154,9 +160,23 @@ def simulator(ex: Executor, test: list, replays: dict, sim: dict, traces: dict):
     return simulate
 
 
-def _identify(ex: Executor, train_ds, train_ids, cfg, *, sim, progress, seed, label: str = "train"):
+def identify_on_training_grasps(ex: Executor, train_ds, train_ids, cfg, *, sim, progress, seed, label: str = "train"):
     """MuJoCo identified on replays of a seeded subsample of training grasps (``identify.fit_params``;
-    loss: ``replay.replay_errors``), one task per episode and generation."""
+    loss: ``replay.replay_errors``), one task per episode and generation.
+
+    Args:
+      ex: the executor the replays run on.
+      train_ds: the training CaptureDataset; train_ids: the episode ids to draw from (empty: all of it).
+      cfg: the suite config; ``baselines.identified`` gives "episodes" (subsample size), "cones", "fit_mass",
+        "fit_delay", "maxiter", "popsize".
+      sim: "substeps" and "margin" of the replays.
+      progress: show the search's progress bars; seed: the subsample's and the search's seed.
+      label: names the replays' cache keys (``("identify", label, episode_id)``).
+    Returns:
+      (the identified ``AnalyticParams``, info): ``fit_params``'s info ("per_cone", "cone", "loss", "optimizer",
+      "wall_s", "fit_mass", "fit_delay") plus "episodes" (how many were replayed), "episode_ids" (which) and "pool"
+      (how many they were drawn from).
+    """
     ic = cfg["baselines"]["identified"]
     wanted = set(train_ids)
     eps = [e for e in train_ds.episodes if not wanted or e.episode_id in wanted]
@@ -178,8 +198,17 @@ def _identify(ex: Executor, train_ds, train_ids, cfg, *, sim, progress, seed, la
     return params, info
 
 
-def _surrogate(ex: Executor, checkpoint, model, test: list, sim: dict) -> tuple[dict, dict]:
-    """({``SET/ID``: (qpos, pad forces)}, summed stepper stats) of the checkpoint's replays."""
+def surrogate_replays(ex: Executor, checkpoint, model, test: list, sim: dict) -> tuple[dict, dict]:
+    """The checkpoint's replays of the test episodes through the hybrid stepper, one task per episode.
+
+    Args:
+      ex: the executor; ``model`` (the loaded network of the file ``checkpoint``) is shared with its workers.
+      test: [(``SET/ID`` key, Episode, DatasetMeta)].
+      sim: "substeps", "surrogate_margin" (the model's contact margin, m) and "command_delay_s".
+    Returns:
+      ({``SET/ID``: (qpos [F, nq], pad forces [F, S, 3])}, stepper stats summed over the episodes: {"fallbacks",
+      "ood_env_steps", "env_steps", "bad_force_events"}).
+    """
     ex.share(("model", str(checkpoint)), model)
     common = {"token": ex.token, "checkpoint": str(checkpoint), "substeps": sim["substeps"],
               "margin": sim["surrogate_margin"], "delay_s": sim["command_delay_s"]}
@@ -195,7 +224,7 @@ def _surrogate(ex: Executor, checkpoint, model, test: list, sim: dict) -> tuple[
 def _learned_row(ex: Executor, name: str, path, model, card, *, test, sim, scorer, replays, traces, seen) -> dict:
     """The ledger row of one learned model (``surrogate`` or a ``surrogate.rows`` entry), scored on the suite's
     replays; its pad forces join ``traces`` for the force plot."""
-    preds, st = _surrogate(ex, path, model, test, sim)
+    preds, st = surrogate_replays(ex, path, model, test, sim)
     for k, (_, f) in preds.items():
         if replays[k].sensors:
             traces.setdefault(k, {})[name] = np.linalg.norm(f, axis=-1)
@@ -277,8 +306,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     train_ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
                                         checkpoint=checkpoint)
     overlap = _test_leaks(train_ds, replays)
-    params, info = _identify(ex, train_ds, train_ids, cfg, sim=sim, progress=progress,
-                             seed=int(cfg["baselines"]["identified"].get("seed", 0)))
+    params, info = identify_on_training_grasps(ex, train_ds, train_ids, cfg, sim=sim, progress=progress,
+                                               seed=int(cfg["baselines"]["identified"].get("seed", 0)))
     sim["command_delay_s"] = (delay := command_delay(ex, cfg, train_ds, info["episode_ids"], sim=sim))["delay_s"]
     nom = cfg["baselines"]["nominal"]
     text = {**TEXT, "identified": "MuJoCo analytic contact, friction/solref/solimp/cone, mass and actuator latency identified "

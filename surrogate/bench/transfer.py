@@ -43,7 +43,7 @@ from .analytic import AnalyticParams, apply_params, set_mass_scale
 from .grasp_outcome import pooled_gap, pooled_rate, pooled_rate_gap
 from .identify import ensemble_ranges, randomized_ensemble
 from .ledger import outcome
-from .policy import _objects, by_object_summary, decide, identified_params
+from .policy import by_object_summary, decide, identified_params, load_suite_objects
 from .resample import unit_bootstrap
 from .transfer_trace import Tape, first_divergence, rates
 
@@ -236,8 +236,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         raise ConfigError("the transfer suite deploys on the rig; it takes no --test-data", key="test_data")
     d, pc, bl = cfg["data"], cfg["policy"], cfg["baselines"]
     log = print if progress else (lambda *_: None)
-    tune_objs = _spread(_objects(d["tune_objects"]), d.get("max_tune_objects"))
-    objs = _spread(_objects(d["objects"]), d.get("max_objects"))
+    tune_objs = _spread(load_suite_objects(d["tune_objects"]), d.get("max_tune_objects"))
+    objs = _spread(load_suite_objects(d["objects"]), d.get("max_objects"))
     if {o.name for o in tune_objs} & {o.name for o in objs}:
         raise ConfigError("tuning and held-out objects overlap", key="data.tune_objects")
     rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())

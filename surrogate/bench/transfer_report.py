@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from .report import _save
+from .report import save_figure
 
 
 def _rate(x) -> str:
@@ -39,7 +39,7 @@ def plot_transfer(rows: list[dict], path: Path) -> Path | None:
         ax.set_title(f"{key} rate, held-out objects", fontsize=9)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def transfer_lines(ledger: dict, out: Path) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .policy import _objects
+from .policy import load_suite_objects
 from .transfer import deploy_seed, rig_rollout, sim_rollout
 from .video_clips import Clip, Panel, outcome_note
 from .video_select import median_and_worst, resolve_checkpoint
@@ -32,7 +32,7 @@ def transfer_clips(ledger: dict, checkpoint=None):
     row = next(r for r in ledger["transfer"] if r["source"] == "surrogate")
     model = load_checkpoint(resolve_checkpoint(checkpoint or ledger["models"]["surrogate"]["checkpoint"]))[0]
     rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())
-    objs = {o.name: o for o in _objects(d["objects"])}
+    objs = {o.name: o for o in load_suite_objects(d["objects"])}
     seed = deploy_seed(d)
     for which, name, gap in transfer_picks(ledger):
         res, tape, _ = sim_rollout(objs[name], row["tuned"], "surrogate", d=d, poses=1, seed=seed, model=model,

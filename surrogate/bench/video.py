@@ -69,11 +69,11 @@ def _clips_of(ledger: dict, checkpoint):
     """(which, clip) of the suite's median and worst test episode (policy: object)."""
     if ledger.get("suite") == "policy":
         from ..envs import ENV_IDS
-        from .policy import _objects
+        from .policy import load_suite_objects
 
         d = (ledger.get("config") or {})["data"]
         env_id = {h: e for e, h in ENV_IDS.items()}[d.get("hand", "parallel_jaw")]
-        objs = {o.name: o for o in _objects(d["objects"])}
+        objs = {o.name: o for o in load_suite_objects(d["objects"])}
         ckpt = checkpoint or (ledger["models"].get("surrogate") or {}).get("checkpoint")
         for which, name, gap in policy_picks(ledger):
             clip = env_clip(env_id, checkpoint=ckpt, object=objs[name], seed=int(d.get("seed", 0)),

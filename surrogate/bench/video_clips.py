@@ -184,12 +184,12 @@ def _toss_clip(ep, params, a_label, ckpt, sim, *, progress, max_error_m=None) ->
 
 def _grasp_clip(ep, meta, params, a_label, ckpt, sim, *, max_error_m=None, delay_s: float = 0.0) -> Clip:
     from .replay import prepare_replay, replay_with_model, simulate_replay_qpos
-    from .rig_grasp import _recorded_qpos
+    from .rig_scoring import recorded_qpos
 
     substeps, margin = int(sim.get("substeps", 4)), float(sim.get("margin", 0.005))
     r = prepare_replay(ep, meta, substeps=substeps, margin=margin)
     adr = r.scene.object_qpos_adr
-    panels = [_qpos_panel("recorded", "recorded", _recorded_qpos(r), ep, adr),
+    panels = [_qpos_panel("recorded", "recorded", recorded_qpos(r), ep, adr),
               _qpos_panel(a_label, "analytic", simulate_replay_qpos(r, [params])[0], ep, adr, max_error_m)]
     if ckpt is not None:
         from ..model.checkpoint import load_checkpoint

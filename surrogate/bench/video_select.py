@@ -151,11 +151,11 @@ def suite_ledger(suite: str, *, overrides=(), test_data=None, cache_dir=None, pr
         source = cfg["data"]["source"] if test_data is None else test_data  # a capture dataset or raw tosses
         out["data"] = {"path": str(load_tosses(source, cache_dir=cache_dir, progress=progress).root)}
     elif cfg["suite"] == "rig-grasp":
-        from .rig_grasp import _load_sets
+        from .rig_data import load_sets
 
         rig = {"config": cfg["data"].get("rig_config"), "overrides": cfg["data"].get("rig_overrides", []),
                "hand": cfg["data"].get("hand", "parallel_jaw"), "duration": cfg["data"].get("duration")}
-        sets, _ = _load_sets(cfg, test_data=test_data, rig=rig, cache_dir=cache_dir, workers=int(cfg.get("workers", 2)),
+        sets, _ = load_sets(cfg, test_data=test_data, rig=rig, cache_dir=cache_dir, workers=int(cfg.get("workers", 2)),
                              progress=progress)
         out["data"] = {"test_data": {n: {"path": str(ds.root)} for n, ds in sets.items()}}
         out["sets"] = {n: [str(e.episode_id) for e in ds.episodes] for n, ds in sets.items()}

@@ -18,14 +18,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CaptureError
-from .episode import DatasetMeta, Environment, Episode, ObjectSpec, Provenance
-from .schema import CONTACT_META, ENV_STATE_KEY, FEATURE_KEYS, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
-from .validate import validate_episode, validate_fps, validate_meta
+from .episode import DatasetMeta, ObjectSpec
+from .episode_columns import episode_from_columns, file_episodes, text_column, validate_naming_files
+from .lerobot_columns import check_numbers
+from .schema import CONTACT_META, ENV_STATE_KEY, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
+from .validate import validate_fps, validate_meta
 from .writer import EPISODES_PATH
 
 STATS = "meta/stats.json"
 BOOKKEEPING = ("frame_index", "episode_index", "index", "task_index")  # LeRobot's; no units to describe
 MAX_RATE_HZ = 1e5
+# LeRobot's numbers in info.json: text such as "50" would pass float() unnoticed (fps) or turn a check off
+# (total_frames)
+INFO_NUMBERS = ("fps", "total_episodes", "total_frames", "total_tasks", "chunks_size", "data_files_size_in_mb",
+                "video_files_size_in_mb")
 
 
 @dataclass
@@ -87,6 +93,7 @@ def read_metadata(root: str | Path) -> tuple[dict, dict]:
     for key in ("features", "fps", "data_path", "total_episodes"):
         if key not in info:
             raise CaptureError("missing key", file=root / "meta/info.json", field=key)
+    _check_info_numbers(info, root / "meta/info.json")
     _check_rate(info.get("fps"), file=root / "meta/info.json", field="fps")
     _check_rate(contact.get("capture_rate_hz"), file=root / CONTACT_META, field="capture_rate_hz")
     validate_fps(info["fps"], contact["capture_rate_hz"], file=root / "meta/info.json")
@@ -95,8 +102,27 @@ def read_metadata(root: str | Path) -> tuple[dict, dict]:
     return info, contact
 
 
+def not_a_number(value) -> str | None:
+    """Why a JSON value is not a number ("holds text '50', expected a number"), or None where it is one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return None
+    what = "text" if isinstance(value, str) else "null" if value is None else type(value).__name__
+    return f"holds {what} {value!r}, expected a number"
+
+
+def _check_info_numbers(info: dict, path: Path) -> None:
+    """Refuse info.json where one of LeRobot's numbers (``INFO_NUMBERS``) holds something else; a null or missing one
+    is left to the checks that need it (fps, total_episodes: ``read_metadata``, ``_check_rate``, ``read_dataset``)."""
+    for key in INFO_NUMBERS:
+        why = info.get(key) is not None and not_a_number(info[key])
+        if why:
+            raise CaptureError(why, file=path, field=key)
+
+
 def _check_rate(value, *, file, field) -> None:
     """A capture rate must be a positive finite number of Hz (LeRobot's ``fps``, our exact rate)."""
+    if isinstance(value, str):  # said as text, not as a rate out of range
+        raise CaptureError(not_a_number(value), file=file, field=field)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 < value < MAX_RATE_HZ:
         raise CaptureError(f"must be a rate in (0, {MAX_RATE_HZ:g}) Hz, got {value!r}", file=file, field=field)
 
@@ -186,7 +212,8 @@ def _read_table(path: Path, columns) -> pa.Table:
 
 def episode_index(root: Path) -> dict[int, dict]:
     """LeRobot's episode index (``meta/episodes/chunk-*/file-*.parquet``): episode_index -> {"length": frames or
-    None, "data_file": (chunk, file) or None}; {} when there is none. An unreadable index file: CaptureError."""
+    None, "data_file": (chunk, file) or None}; {} when there is none. An unreadable index file, or one of those columns
+    holding text (int() would read "3" as 3): CaptureError naming the file and the column."""
     out = {}
     for path in sorted((root / "meta/episodes").glob("chunk-*/file-*.parquet")):
         try:
@@ -196,7 +223,10 @@ def episode_index(root: Path) -> dict[int, dict]:
         cols = [c for c in ("episode_index", "length", "data/chunk_index", "data/file_index") if c in names]
         if "episode_index" not in cols:
             continue
-        t = _read_table(path, cols).to_pydict()
+        table = _read_table(path, cols)
+        for name in cols:
+            check_numbers(table[name].to_numpy(), file=path, field=name)
+        t = table.to_pydict()
         for i, e in enumerate(t["episode_index"]):
             out[int(e)] = {"length": t["length"][i] if "length" in t else None,
                            "data_file": (t["data/chunk_index"][i], t["data/file_index"][i])
@@ -207,23 +237,17 @@ def episode_index(root: Path) -> dict[int, dict]:
 def metadata_problems(info: dict, counts: dict[int, int], index: dict[int, dict]
                       ) -> tuple[list[tuple[str, str]], dict[int, str]]:
     """What ``meta/info.json`` and the episode index say that the data contradicts: ([(field, why)] of the
-    dataset (``total_frames``), {episode: why} of episodes whose index ``length`` differs from their frames).
-    ``counts``: the frames each episode has in the data files."""
+    dataset (``total_frames``, also where it holds no number), {episode: why} of episodes whose index ``length``
+    differs from their frames). ``counts``: the frames each episode has in the data files."""
     whole = []
     total = info.get("total_frames")
-    if isinstance(total, int) and total != sum(counts.values()):
+    if total is not None and not_a_number(total):  # text "68" had turned the check off
+        whole.append(("total_frames", not_a_number(total)))
+    elif total is not None and total != sum(counts.values()):
         whole.append(("total_frames", f"info.json says {total} frames, the data files hold {sum(counts.values())}"))
     per = {e: f"meta/episodes says {index[e]['length']} frames, the data files hold {n}"
            for e, n in counts.items() if e in index and index[e]["length"] is not None and index[e]["length"] != n}
     return whole, per
-
-
-def _to_numpy(col: pa.ChunkedArray) -> np.ndarray:
-    col = col.combine_chunks()
-    if pa.types.is_fixed_size_list(col.type):
-        width = col.type.list_size
-        return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
-    return col.to_numpy(zero_copy_only=False)
 
 
 def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str = "raise") -> CaptureDataset:
@@ -232,7 +256,12 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     Args:
       include_truth: also load evaluation-only ``truth.*`` features (benchmarks only).
       on_error: "raise" stops at the first invalid episode; "skip" leaves it out and
-        lists it in ``dataset.skipped``.
+        lists it in ``dataset.skipped``. An episode with a column of text (even of digits) where numbers belong is
+        invalid, named with its data file and the column.
+    Raises:
+      CaptureError, whatever ``on_error``, for what no episode can be read without: meta/ files (numbers of
+      info.json or meta/episodes held as text among them) and data files that cannot be read or cut into episodes
+      (an episode_index column of text).
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
@@ -248,25 +277,7 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     objects = _objects_from_contact(contact, root / CONTACT_META)
     ep_meta = _episode_entries(contact, root / CONTACT_META)
 
-    files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
-    if not files:
-        raise CaptureError("no data files under data/", file=root)
-    frames: dict[int, dict[str, list]] = {}
-    sources: dict[int, Path] = {}  # episode -> data file, so errors name the file to look at
-    for path in files:
-        table = _read_table(path, wanted)
-        missing = [k for k in wanted if k not in table.column_names]
-        if missing:
-            raise CaptureError(f"columns {missing} named in meta/info.json are missing", file=path, field=missing[0])
-        cols = {k: _to_numpy(table[k]) for k in wanted}
-        ep_idx = cols["episode_index"]
-        for e in np.unique(ep_idx):
-            sel = ep_idx == e
-            dst = frames.setdefault(int(e), {})
-            sources.setdefault(int(e), path)
-            for k, v in cols.items():
-                dst.setdefault(k, []).append(v[sel])
-
+    frames, sources, text = _read_frames(root, wanted)
     dataset = CaptureDataset(root=root, info=info, contact=contact, meta=meta, skipped=list(meta.skipped))
     if len(frames) != info["total_episodes"]:
         msg = f"info.json says {info['total_episodes']} episodes, data files hold {len(frames)}"
@@ -283,12 +294,16 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
         cols = {k: np.concatenate(v) for k, v in frames[e].items()}
         em = ep_meta.get(e, f"episode_index {e} has no entry in {CONTACT_META}")
         try:
+            if e in text:  # the first: text read as numbers explains whatever else looks wrong
+                path, key, why = text[e]
+                raise CaptureError(why, file=path, episode=em.get("episode_id", e) if isinstance(em, dict) else e,
+                                   field=key)
             if e in bad_length:
                 raise CaptureError(bad_length[e], file=root / "meta/episodes", episode=e, field="length")
             if isinstance(em, str):  # no entry, or a duplicate index: why
                 raise CaptureError(em, file=root / CONTACT_META, episode=e, field="episodes")
-            ep = _episode_from_columns(cols, em, objects, contact.get("features", {}), root)
-            _validate(ep, meta, data_file=sources[e], contact_file=root / CONTACT_META)
+            ep = episode_from_columns(cols, em, objects, contact.get("features", {}), root)
+            validate_naming_files(ep, meta, data_file=sources[e], contact_file=root / CONTACT_META)
         except CaptureError as err:
             if on_error == "raise":
                 raise
@@ -298,94 +313,37 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     return dataset
 
 
-SCENE_FIELDS = ("object.", "environment.", "provenance.")  # an episode's scene: described in meta/contact.json
+def _read_frames(root: Path, wanted: list[str]) -> tuple[dict, dict, dict]:
+    """The ``wanted`` columns of every data file, by episode.
 
-
-def _validate(ep, meta, *, data_file: Path, contact_file: Path) -> None:
-    """``validate_episode``, its errors naming the file to fix: the data parquet for the recorded arrays,
-    ``meta/contact.json`` for the scene (object mass, inertia, environment, provenance)."""
-    try:
-        validate_episode(ep, meta, file=data_file)
-    except CaptureError as err:
-        if str(err.field or "").startswith(SCENE_FIELDS):
-            raise CaptureError(err.reason, file=contact_file, episode=err.episode, field=err.field) from None
-        raise
-
-
-def _episode_from_columns(cols, em, objects, contact_features, root) -> Episode:
-    """Build one Episode from its columns and its ``meta/contact.json`` entry ``em``.
-
-    A malformed entry (missing keys, wrong types) is a CaptureError naming the episode, so
-    that ``on_error="skip"`` can skip it like any other bad episode.
-    """
-    try:
-        return _build_episode(cols, em, objects, contact_features, root)
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        if isinstance(e, CaptureError):
-            raise
-        what = f"missing key {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
-        ep_id = em.get("episode_id", em.get("episode_index")) if isinstance(em, dict) else None
-        raise CaptureError(f"malformed episode entry ({what})", file=root / CONTACT_META, episode=ep_id, field="episodes") from None
-
-
-def _array_from_column(name: str, v: np.ndarray, em: dict, root: Path) -> np.ndarray:
-    """An Episode array from its column values, for every 1.x layout.
-
-    Args:
-      name: the Episode field (``FEATURE_KEYS``).
-      v: [T] (a scalar column: shape-(1,) features since schema 1.1, and the valid flag) or
-        [T, n] (a fixed-size list column; schema 1.0 also wrote width-1 features this way).
     Returns:
-      object_pose_valid: [T] bool (stored as bool in 1.0, float32 0/1 since 1.1);
-      wrench: [T, S, 6]; every other field [T, n] float64.
+      frames: {episode_index: {column: [its values in each file holding the episode]}};
+      sources: {episode_index: the first data file holding it} (errors name the file to look at);
+      text: {episode_index: (data file, column, why)} of the first of its columns holding text, not numbers.
+    Raises:
+      CaptureError naming the file: none under data/, one unreadable, without a wanted column, or whose episode_index
+      holds text (it cannot be cut into episodes).
     """
-    if name == "object_pose_valid":
-        v = v.reshape(len(v), -1)[:, 0]
-        if v.dtype.kind == "f" and not np.isin(v, (0.0, 1.0)).all():
-            i = int(np.flatnonzero(~np.isin(v, (0.0, 1.0)))[0])
-            raise CaptureError(f"must be 0 or 1, got {float(v[i]):g} at frame {i}", file=root, episode=em.get("episode_id"),
-                               field=FEATURE_KEYS[name])
-        return v.astype(bool)
-    if v.ndim == 1:
-        v = v[:, None]  # a width-1 feature stored as a scalar column
-    if name == "wrench":
-        v = v.reshape(len(v), -1, 6)
-    return v.astype(np.float64) if v.dtype.kind == "f" else v
-
-
-def _build_episode(cols, em, objects, contact_features, root) -> Episode:
-    order = np.argsort(cols["frame_index"], kind="stable")
-    cols = {k: v[order] for k, v in cols.items()}
-    obj = objects.get(em["object"])
-    if obj is None:
-        raise CaptureError(f"object '{em['object']}' is not described in {CONTACT_META}", file=root / CONTACT_META,
-                           episode=em.get("episode_id"), field="objects")
-    if isinstance(obj, CaptureError):
-        raise CaptureError(obj.reason, file=obj.file, episode=em.get("episode_id"), field="objects")
-    t = cols["timestamp"].astype(np.float64)
-    kw = {name: _array_from_column(name, cols[key], em, root) for name, key in FEATURE_KEYS.items() if key in cols}
-    if "object_pose" not in kw:
-        raise CaptureError("missing", file=root, episode=em.get("episode_id"), field=FEATURE_KEYS["object_pose"])
-    truth = {}
-    for k, v in cols.items():
-        if k.startswith(TRUTH_PREFIX):
-            # Parquet holds truth flattened to [T, n]; contact.json keeps the per-frame shape.
-            shape = contact_features.get(k, {}).get("shape")
-            v = v.astype(np.float64)
-            truth[k[len(TRUTH_PREFIX):]] = v.reshape((len(v), *shape)) if shape is not None else v
-    return Episode(
-        episode_id=str(em["episode_id"]),
-        timestamps=t,
-        object=obj,
-        provenance=Provenance.from_json(em["provenance"]),
-        environment=Environment.from_json(em.get("environment", {})),
-        grasp_type=em.get("grasp_type"),
-        task=em.get("task", ""),
-        labels=em.get("labels", {}),
-        t0=float(em.get("t0", 0.0)),
-        truth=truth,
-        **kw,
-    )
+    files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
+    if not files:
+        raise CaptureError("no data files under data/", file=root)
+    frames: dict[int, dict[str, list]] = {}
+    sources: dict[int, Path] = {}
+    text: dict[int, tuple] = {}
+    for path in files:
+        table = _read_table(path, wanted)
+        missing = [k for k in wanted if k not in table.column_names]
+        if missing:
+            raise CaptureError(f"columns {missing} named in meta/info.json are missing", file=path, field=missing[0])
+        for e, cols in file_episodes(table, path).items():
+            sources.setdefault(e, path)
+            found = text_column(cols)
+            if found and e not in text:
+                text[e] = (path, *found)
+            dst = frames.setdefault(e, {})
+            for k, v in cols.items():
+                dst.setdefault(k, []).append(v)
+    return frames, sources, text
 
 
 def dataset_hash(root: str | Path) -> str:
