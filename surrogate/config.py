@@ -19,6 +19,35 @@ from .errors import ConfigError
 
 SET_SOURCE = "command line (--set)"  # where a KEY=VALUE override came from, as errors name it
 
+# YAML 1.1 (PyYAML) reads an exponent only after a dot and with a sign: ``1e5`` and ``1.0e5`` were strings (only
+# ``1.0e+5`` a float), which a range check then refused as "outside its physical range". Everyone types 1e5, so any
+# number with an exponent is a float, as in YAML 1.2; nothing else changes: ``0x1e5`` stays hex, ``1e`` and ``e5``
+# strings, ``1_0e5`` a string (1.1's underscores are not 1.2's), every other float and int as before.
+EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+
+
+class YamlLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that reads ``1e5``, ``-2E-3``, ``+3e+2``, ``1.0e5`` as floats (``EXPONENT_FLOAT``)."""
+
+
+class YamlDumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that quotes the string '1e5', so that ``YamlLoader`` reads it back as a string."""
+
+
+for _cls in (YamlLoader, YamlDumper):  # add_implicit_resolver copies the resolvers first: SafeLoader is untouched
+    _cls.add_implicit_resolver("tag:yaml.org,2002:float", EXPONENT_FLOAT, list("-+.0123456789"))
+
+
+def parse_yaml(text: str):
+    """``text`` parsed as ``yaml.safe_load`` does, but for ``EXPONENT_FLOAT``: the one parser of config files and
+    ``--set`` values (training, bench, rig, import, quickstart)."""
+    return yaml.load(text, Loader=YamlLoader)  # a SafeLoader: yaml.safe_load with one resolver more
+
+
+def dump_yaml(obj, **kw) -> str:
+    """``yaml.safe_dump`` whose output ``parse_yaml`` reads back as it was (the string '1e5' quoted)."""
+    return yaml.dump(obj, Dumper=YamlDumper, **kw)
+
 
 def load_yaml(path: str | Path) -> dict:
     """Parse a YAML mapping; errors name the file."""
@@ -26,7 +55,7 @@ def load_yaml(path: str | Path) -> dict:
     if not path.is_file():
         raise ConfigError("no such config file", file=path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = parse_yaml(path.read_text()) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"invalid YAML ({e})", file=path) from None
     if not isinstance(data, dict):
@@ -35,14 +64,14 @@ def load_yaml(path: str | Path) -> dict:
 
 
 def apply_overrides(cfg: dict, overrides: list[str], *, file=None) -> dict:
-    """Return a copy of ``cfg`` with ``a.b.c=value`` overrides applied (values parsed as YAML)."""
+    """Return a copy of ``cfg`` with ``a.b.c=value`` overrides applied (values parsed as YAML: ``parse_yaml``)."""
     cfg = copy.deepcopy(cfg)
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like KEY=VALUE", file=file)
         key, raw = item.split("=", 1)
         try:
-            value = yaml.safe_load(raw)
+            value = parse_yaml(raw)
         except yaml.YAMLError:
             value = raw
         node = cfg

@@ -258,3 +258,116 @@ def test_the_end_to_end_peer_trains_in_two_cpu_processes(tiny_capture, tmp_path)
     assert (out / "export" / "card.json").is_file() and (out / "result.json").is_file()
     assert log.count("trained: checkpoint") == 1 and not (tmp_path / "run.lock").exists()
     assert json.loads((out / "result.json").read_text())["exported"] == str(out / "export")
+
+
+# -- the fit's own rules (learn.fit, learn.lightning, learn.episodes) at config time --------------------------------
+# keys whose default is null or a string, which the type check passes over: each had been refused only by the fit,
+# after its captures had loaded (or, for a bench_split size 'abc', with a traceback there)
+_MISSING = "/nonexistent/captures"  # data.root: no captures anywhere, so an error about the data would name it
+
+
+@pytest.mark.parametrize("config, sets, key, match", [
+    ("rig_default", ["stages.grid.static_friction=[1.2]"], "stages.grid.static_friction", "model.stribeck false"),
+    ("cube_tosses", ["model.stribeck=false", "stages.grid.stribeck_speed=[0.1]"], "stages.grid.stribeck_speed",
+     "set model.stribeck=true"),
+    ("rig_default", ["stages.grid.group=pads"], "stages.grid.group", r"one of \['surface', 'body'\].*got 'pads'"),
+    ("rig_default", ["stages.grid.friction=0.3"], "stages.grid.friction", "a list of numbers above 0.*got 0.3"),
+    ("rig_default", ["stages.grid.damping=[1, -2]"], "stages.grid.damping", "above 0"),
+    ("rig_default", ["stages.grid.stiffness=[.inf]"], "stages.grid.stiffness", "finite"),
+    ("rig_default", ["stages.grid.friction=[true]"], "stages.grid.friction", "got \\[True\\]"),
+    ("rig_default", ["stages.grid.max_episodes=0"], "stages.grid.max_episodes", "1 or more, or null.*got 0"),
+    ("rig_default", ["stages.grid.max_episodes=abc"], "stages.grid.max_episodes", "got 'abc'"),
+    ("rig_default", ["stages.prior.patience=0"], "stages.prior.patience", "1 or more, or null .*got 0"),
+    ("rig_default", ["stages.corrections.patience=-1"], "stages.corrections.patience", "got -1"),
+    ("rig_default", ["stages.corrections.patience=1.5"], "stages.corrections.patience", "got 1.5"),
+    ("rig_default", ["stages.prior.patience=true"], "stages.prior.patience", "got True"),
+    ("rig_default", ["data.hand=puppet"], "data.hand", r"one of \['kinematic', 'actuated'\]"),
+    ("rig_default", ["data.val_hand=puppet"], "data.val_hand", r"one of \[None, 'kinematic', 'actuated'\]"),
+    ("rig_default", ["data.val_split=objects"], "data.val_split", r"one of \['episode', 'object', 'family'\]"),
+    ("cube_tosses", ["data.val_split=object"], "data.val_split", "not to a suite's"),
+    ("cube_tosses", ["data.bench_split.size=abc"], "data.bench_split.size", "1 or more, got 'abc'"),
+    ("cube_tosses", ["data.bench_split.size=0"], "data.bench_split.size", "got 0"),
+    ("cube_tosses", ["data.bench_split.suite=cube-rea"], "data.bench_split.suite", "unknown suite 'cube-rea'"),
+    ("cube_tosses", ["data.bench_split.validation=test"], "data.bench_split.validation", "'pool' or 'training'"),
+    ("rig_default", ["data.bench_split={size: 8}"], "data.bench_split", "suite: NAME, size: N"),
+    ("gns_cube", ["data.bench_split.size=abc"], "data.bench_split.size", "got 'abc'"),
+])
+def test_the_fits_own_rules_are_refused_when_the_config_is_loaded(config, sets, key, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config(config, [f"data.root={_MISSING}", *sets])
+    assert e.value.location.field == key and e.value.location.file == SET, str(e.value)
+    assert "\n" not in str(e.value) and _MISSING not in str(e.value)
+
+
+def test_the_fits_own_rules_in_a_file_name_the_file_or_the_command_line_that_set_either_key(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"preset: tosses\ndata: {{root: {_MISSING}, bench_split: null}}\n"
+                    "stages: {grid: {static_friction: [0.4]}, prior: {patience: 0}}\n")
+    with pytest.raises(ConfigError, match="stages.prior.patience") as e:
+        load_config(path)
+    assert e.value.location.file == path
+    # the grid's Stribeck keys need model.stribeck (the preset's): a command line that drops it is named
+    with pytest.raises(ConfigError, match="model.stribeck false") as e:
+        load_config(path, ["stages.prior.patience=2", "model.stribeck=false"])
+    assert e.value.location.field == "stages.grid.static_friction" and e.value.location.file == SET, str(e.value)
+    path.write_text(f"data: {{root: {_MISSING}, hand: puppet}}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert e.value.location.field == "data.hand" and e.value.location.file == path, str(e.value)
+
+
+def test_the_values_the_fit_takes_are_accepted():
+    sets = [f"data.root={_MISSING}", "stages.prior.patience=null", "stages.corrections.patience=3",
+            "stages.grid={group: body, friction: [0.5, 1.0], damping: [], stiffness: null, max_episodes: 4}",
+            "data.hand=actuated", "data.val_hand=kinematic", "data.val_split=family"]
+    cfg = load_config("rig_default", sets)
+    assert cfg["stages"]["grid"]["friction"] == [0.5, 1.0] and cfg["stages"]["corrections"]["patience"] == 3
+    cfg = load_config("cube_tosses", ["stages.grid.static_friction=[0.3, 0.4]", "stages.grid.stribeck_speed=[0.1]",
+                                      "data.bench_split.validation=training"])  # the preset's model.stribeck: true
+    assert cfg["data"]["bench_split"] == {"suite": "cube-real", "size": 64, "validation": "training"}
+
+
+def test_the_fit_and_the_config_check_apply_one_rule():
+    """The fit (``learn.fit.grid_prior``, ``_trainer``) and the config check call the same functions, which refuse
+    with the key the config check names."""
+    from surrogate.learn.defaults import STAGE_DEFAULTS
+    from surrogate.learn.fit import check_grid, check_patience
+
+    with pytest.raises(ConfigError) as e:
+        check_grid({**STAGE_DEFAULTS["grid"], "stribeck_speed": [0.1]}, stribeck=False)
+    assert e.value.location.field == "stages.grid.stribeck_speed" and e.value.keys[1] == "model.stribeck"
+    check_grid({**STAGE_DEFAULTS["grid"], "stribeck_speed": [0.1]}, stribeck=True)
+    with pytest.raises(ConfigError) as e:
+        check_patience(0, stage="corrections")
+    assert e.value.location.field == "stages.corrections.patience"
+
+
+@pytest.mark.parametrize("sets, key", [(["stages.prior.patience=0"], "stages.prior.patience"),
+                                       (["stages.grid.static_friction=[1.2]"], "stages.grid.static_friction"),
+                                       (["data.bench_split={suite: cube-real, size: abc}"], "data.bench_split.size")])
+def test_the_cli_refuses_them_before_it_looks_for_the_captures(tmp_path, capsys, sets, key):
+    """Without the config check the run got as far as the missing captures (``capture dataset ... not found``), and
+    with captures there it read and validated them all before the fit refused the key."""
+    out = tmp_path / "run"
+    code = cli(["train", "-c", "rig_default", "--set", f"out_dir={out}", "--set", f"data.root={tmp_path / 'none'}",
+                *[a for s in sets for a in ("--set", s)]])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{SET}: field '{key}'" in err and "capture dataset" not in err, err
+    assert not out.exists() and not (tmp_path / "run.lock").exists()
+
+
+# -- a number with an exponent is a float (surrogate.config.parse_yaml), on the command line and in a file ----------
+@pytest.mark.parametrize("value, expected", [("1e5", 1.0e5), ("2.5E5", 2.5e5), ("+3e+4", 3.0e4), ("1.0e5", 1.0e5)])
+def test_a_prior_stiffness_with_an_exponent_is_a_number(tmp_path, value, expected):
+    """``--set model.prior.stiffness=1e5`` was the string '1e5' (PyYAML's YAML 1.1), refused as "outside its physical
+    range"; it is the number, in a config file too, and a number outside the range is still refused as one."""
+    cfg = load_config("rig_default", [f"model.prior.stiffness={value}"])
+    assert cfg["model"]["prior"]["stiffness"] == expected and isinstance(cfg["model"]["prior"]["stiffness"], float)
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"preset: grasps\ndata: {{root: caps}}\nmodel: {{prior_body: {{stiffness: {value}}}}}\n"
+                    "stages: {corrections: {lr: 1e-3}}\n")
+    cfg = load_config(path)
+    assert cfg["model"]["prior_body"]["stiffness"] == expected and cfg["stages"]["corrections"]["lr"] == 1e-3
+    with pytest.raises(ConfigError, match=r"stiffness = 1e\+13 is outside its physical range") as e:  # not '1e13'
+        load_config("rig_default", ["model.prior.stiffness=1e13"])
+    assert e.value.location.file == SET and e.value.location.field == "model.prior.stiffness"

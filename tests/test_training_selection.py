@@ -259,9 +259,13 @@ def test_a_closed_loop_reference_that_is_not_a_checkpoint_is_refused_before_trai
 
 
 def test_early_stopping_patience_is_checked(grasps, tmp_path):
-    cfg = _config(grasps, tmp_path / "run", "stages.prior.patience=0", "stages.corrections.epochs=0")
+    with pytest.raises(ConfigError, match="stages.prior.patience"):  # when the config is loaded (learn.fit's own rule)
+        _config(grasps, tmp_path / "run", "stages.prior.patience=0", "stages.corrections.epochs=0")
+    cfg = _config(grasps, tmp_path / "run", "stages.corrections.epochs=0")
+    cfg["stages"]["prior"]["patience"] = 0  # past the config check (a config built in Python): the fit refuses it too
     with pytest.raises(ConfigError, match="stages.prior.patience"):
         fit(cfg)
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 def test_prior_stage_stops_early_after_patience_epochs_without_improvement(grasps, tmp_path):

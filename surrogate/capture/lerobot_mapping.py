@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from ..config import parse_yaml
 from ..errors import CaptureError, ConfigError
 from .episode import Environment, ObjectSpec, Provenance
 from .schema import ANGULAR_FRAMES, POSE_NAMES, UNIT_TO_SI
@@ -40,7 +41,7 @@ def load_mapping(path: str | Path) -> dict:
     """Load and check a mapping YAML file. Errors name the file and the key."""
     path = Path(path)
     try:
-        mapping = yaml.safe_load(path.read_text())
+        mapping = parse_yaml(path.read_text())  # the config files' one parser (1e5: a float)
     except OSError as e:
         raise ConfigError(f"cannot read ({e.strerror or e})", file=path) from None
     except yaml.YAMLError as e:

@@ -14,7 +14,7 @@ import numpy as np
 from ..capture import read_dataset
 from ..errors import ConfigError
 from ..splits import suite_split
-from ..suites import load_suite
+from ..suites import load_suite, suite_path
 
 
 def load_capture(root, *, max_episodes=None):
@@ -70,6 +70,46 @@ def episode_groups(episodes, val_split: str):
     return out
 
 
+def check_bench_split(spec) -> None:
+    """``data.bench_split`` as ``bench_split_ids`` reads it: {suite: a benchmark suite, size: N (1 or more),
+    validation: pool | training (null: pool)}; whether the suite's training pool holds N episodes of this dataset is
+    known once the dataset is read (``bench_split_ids``)."""
+    if not isinstance(spec, dict) or "suite" not in spec or "size" not in spec:
+        raise ConfigError(f"bench_split must be {{suite: NAME, size: N[, validation: pool | training]}}, got {spec!r}",
+                          key="data.bench_split")
+    try:
+        suite_path(spec["suite"])
+    except (ConfigError, TypeError) as e:
+        raise ConfigError(getattr(e, "reason", f"must be a suite name, got {spec['suite']!r}"),
+                          key="data.bench_split.suite") from None
+    size = spec["size"]
+    if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
+        raise ConfigError(f"must be a whole number of the suite's training episodes, 1 or more, got {size!r}",
+                          key="data.bench_split.size")
+    if (spec.get("validation") or "pool") not in ("pool", "training"):
+        raise ConfigError(f"bench_split.validation must be 'pool' or 'training', got {spec['validation']!r}",
+                          key="data.bench_split.validation")
+
+
+def check_split_keys(c: dict) -> None:
+    """The split's keys of a data config, before its dataset is read: ``val_split`` one of ``VAL_SPLITS``, and
+    ``bench_split`` null or as ``check_bench_split`` takes it, with ``val_split`` episode (a suite's split holds out
+    its own episodes). The one rule of them: ``load_split`` applies it, and the config check
+    (``training.setup.check_fit_rules``) before any captures are read."""
+    val_split = c.get("val_split", "episode")
+    if val_split not in VAL_SPLITS:
+        raise ConfigError(f"data.val_split must be one of {list(VAL_SPLITS)}, got {val_split!r}", key="data.val_split")
+    if not c.get("bench_split"):  # null (or empty): the dataset's own split, as load_split reads it
+        return
+    check_bench_split(c["bench_split"])
+    if val_split != "episode":
+        error = ConfigError(f"data.val_split={val_split!r} applies to a dataset's own split, not to a suite's "
+                            "(data.bench_split): set data.val_split=episode, or data.bench_split=null",
+                            key="data.val_split")
+        error.keys = ("data.val_split", "data.bench_split")  # the config check names the command line if it set either
+        raise error
+
+
 def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list, list]:
     """Training and validation ids that follow a benchmark suite's split (``cube-real``).
 
@@ -80,13 +120,8 @@ def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list,
     ``validation: training`` it is the N training episodes themselves, so that the model has seen exactly N
     episodes, as MuJoCo identified on the same N has (the clean data-efficiency sweep, ``eval/cube_sweep.py``).
     """
-    if not isinstance(spec, dict) or "suite" not in spec or "size" not in spec:
-        raise ConfigError("bench_split must be {suite: NAME, size: N[, validation: pool | training]}",
-                          key="data.bench_split")
+    check_bench_split(spec)
     validation = spec.get("validation") or "pool"
-    if validation not in ("pool", "training"):
-        raise ConfigError(f"bench_split.validation must be 'pool' or 'training', got {validation!r}",
-                          key="data.bench_split.validation")
     n = int(spec["size"])
     _, sp = suite_split(episodes, load_suite(spec["suite"])["data"], [n])
     if n not in sp["train"]:
@@ -117,11 +152,9 @@ def load_split(c: dict) -> tuple:
     seeded ``val_fraction`` split that holds out whole episodes, objects or families (``val_split``); then at most
     ``max_train_episodes`` / ``max_val_episodes`` of each.
     """
+    check_split_keys(c)  # before the captures are read
     capture = load_capture(c["root"], max_episodes=c["max_episodes"])
     episodes = capture.episodes
-    if c["bench_split"] and c.get("val_split", "episode") != "episode":
-        raise ConfigError("data.val_split applies to a dataset's own split, not to a suite's (data.bench_split)",
-                          key="data.val_split")
     if c["bench_split"]:
         n = int(c["bench_split"]["size"])
         frac = max(c["val_fraction"], c["val_min"] / max(n, 1))

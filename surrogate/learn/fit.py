@@ -52,14 +52,53 @@ def _trainer(out: Path, name: str, epochs: int, trainer_cfg: dict, patience: int
     kw = {k: v for k, v in trainer_cfg.items() if k not in ("max_epochs", "early_stopping_patience")}
     kw.setdefault("gradient_clip_val", 1.0)
     callbacks = [ckpt, last, lr_monitor()]
+    check_patience(patience, stage=name)
     if patience is not None:
-        if not (isinstance(patience, int) and patience >= 1):
-            raise ConfigError(f"stages.{name}.patience must be a positive integer or null, got {patience!r}",
-                              key=f"stages.{name}.patience")
         callbacks.append(EarlyStopping(monitor="val_score", mode="min", patience=int(patience)))
     trainer = L.Trainer(default_root_dir=str(out), max_epochs=int(epochs), callbacks=callbacks, num_sanity_val_steps=0,
                         reload_dataloaders_every_n_epochs=1, logger=run_loggers(out, f"_{name}"), **kw)
     return trainer, ckpt
+
+
+def check_patience(patience, *, stage: str) -> None:
+    """``stages.<stage>.patience``: null (every epoch runs) or a whole number of validated epochs, 1 or more. The one
+    rule of it: ``_trainer`` applies it, and the config check (``training.setup.check_fit_rules``) before any work,
+    as the type check passes over a key whose default is null."""
+    if patience is not None and not (isinstance(patience, int) and not isinstance(patience, bool) and patience >= 1):
+        raise ConfigError(f"must be a whole number of validated epochs, 1 or more, or null (no early stopping), "
+                          f"got {patience!r}", key=f"stages.{stage}.patience")
+
+
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
+
+
+def check_grid(grid: dict, *, stribeck: bool) -> None:
+    """``stages.grid`` (its defaults filled in) as ``grid_prior`` scans it: ``group`` one of ``GROUPS``, each of
+    ``GRID_KEYS`` a list of numbers above 0, finite (its logarithm is set; empty or null: off), ``static_friction``
+    and ``stribeck_speed`` only with ``stribeck`` (``model.stribeck``: a Coulomb law has neither), ``max_episodes`` a
+    whole number 1 or more, or null. The one rule of the grid: ``grid_prior`` applies it, and the config check
+    (``training.setup.check_fit_rules``) before any captures are read. A refusal about a combination lists its keys
+    in the error's ``keys``, so that the config check names the command line where either was set there."""
+    if grid.get("group") not in GROUPS:
+        raise ConfigError(f"must be one of {list(GROUPS)} (the prior group the grid scans), got {grid.get('group')!r}",
+                          key="stages.grid.group")
+    for k in GRID_KEYS:
+        values = grid.get(k)
+        if values is not None and not (isinstance(values, list) and all(_positive(v) for v in values)):
+            raise ConfigError(f"must be a list of numbers above 0, finite, in the prior's units ([]: not scanned), "
+                              f"got {values!r}", key=f"stages.grid.{k}")
+    used = [k for k in ("static_friction", "stribeck_speed") if grid.get(k)]
+    if used and not stribeck:
+        error = ConfigError(f"stages.grid.{used[0]} = {grid[used[0]]} with model.stribeck false: a Coulomb law has no "
+                            f"static / kinetic friction ratio or Stribeck speed to scan; set model.stribeck=true, or "
+                            f"stages.grid.{used[0]}=[]", key=f"stages.grid.{used[0]}")
+        error.keys = (f"stages.grid.{used[0]}", "model.stribeck")
+        raise error
+    cap = grid.get("max_episodes")
+    if cap is not None and not (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1):
+        raise ConfigError(f"must be a whole number of training episodes, 1 or more, or null (all of them), got {cap!r}",
+                          key="stages.grid.max_episodes")
 
 
 def _fit(trainer, module, dm, ckpt, resume: bool) -> None:
@@ -110,18 +149,8 @@ def grid_prior(model: ContactLawGNN, dm: RolloutData, grid: dict, rot_w: float) 
     the hybrid stepper's (``objective.stepper_scores``, scored as validation and the benchmarks score; the twin
     gives the same trajectories, ``tests/test_contact_law.py``, at about 3x the cost without gradients).
     Returns {"best": {...}, "rows": [every candidate's values and summary]}."""
-    if grid["group"] not in GROUPS:
-        raise ConfigError(f"stages.grid.group must be one of {list(GROUPS)}, got {grid['group']!r}", key="stages.grid.group")
+    check_grid(grid, stribeck=bool(getattr(model, "stribeck", False)))
     names = [k for k in GRID_KEYS if grid[k]]
-    if not getattr(model, "stribeck", False) and {"static_friction", "stribeck_speed"} & set(names):
-        raise ConfigError("stages.grid.static_friction / stribeck_speed need model.stribeck: true", key="stages.grid")
-    for k in names:
-        if not all(isinstance(v, (int, float)) and v > 0 for v in grid[k]):
-            raise ConfigError(f"stages.grid.{k} must be a list of positive numbers, got {grid[k]!r}", key=f"stages.grid.{k}")
-    cap = grid.get("max_episodes")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-        raise ConfigError(f"stages.grid.max_episodes must be a positive integer or null, got {cap!r}",
-                          key="stages.grid.max_episodes")
     gi = GROUPS.index(grid["group"])
     by_id = {e.episode_id: e for chunk in dm.train_episode_items for _, e in chunk}
     episodes = [by_id[i] for i in dm.train_ids[: grid.get("max_episodes") or None]]  # the training order

@@ -38,6 +38,15 @@ HANDS = ("kinematic", "actuated")  # data.hand: how the training windows move th
 STAGES = ("prior", "corrections")
 
 
+def check_hands(data: dict) -> None:
+    """``data.hand`` one of ``HANDS``, ``data.val_hand`` one of them or null: the one rule of both, applied by
+    ``RolloutData`` and, before any captures are read, by the config check (``training.setup.check_fit_rules``)."""
+    for key, allowed in (("hand", HANDS), ("val_hand", (None, *HANDS))):
+        value = data.get(key, DATA_DEFAULTS[key])
+        if value not in allowed:
+            raise ConfigError(f"data.{key} must be one of {list(allowed)}, got {value!r}", key=f"data.{key}")
+
+
 class _Items(Dataset):
     def __init__(self, items):
         self.items = items
@@ -59,9 +68,7 @@ class RolloutData(L.LightningDataModule):
     def __init__(self, **cfg):
         super().__init__()
         self.cfg = checked_data_config(cfg, DATA_DEFAULTS)
-        for key, allowed in (("hand", HANDS), ("val_hand", (None, *HANDS))):
-            if self.cfg[key] not in allowed:
-                raise ConfigError(f"data.{key} must be one of {list(allowed)}, got {self.cfg[key]!r}", key=f"data.{key}")
+        check_hands(self.cfg)
         self.val_hand = self.cfg["val_hand"] or self.cfg["hand"]
         self.capture = None
         self.groups = None

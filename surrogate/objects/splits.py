@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from surrogate.config import expand_env
+from surrogate.config import expand_env, parse_yaml
 from surrogate.errors import ConfigError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.objects.families import FAMILIES, make_object
@@ -77,7 +77,7 @@ def _read_config(config_path) -> tuple[Path, dict]:
     if not path.is_file():
         raise ConfigError("split config file does not exist", file=path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = parse_yaml(path.read_text())  # the config files' one parser (1e5: a float)
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", file=path) from exc
     if not isinstance(data, dict) or not isinstance(data.get("splits"), dict) or not data["splits"]:

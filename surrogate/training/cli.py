@@ -52,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def options(a: argparse.Namespace) -> dict:
     """The command-line options as config keys ({dotted key: value}), only those given."""
-    import yaml
+    from ..config import parse_yaml
 
     out = {}
     if a.seed is not None:
@@ -60,7 +60,7 @@ def options(a: argparse.Namespace) -> dict:
     if a.accelerator is not None:
         out["trainer.accelerator"] = a.accelerator
     if a.devices is not None:
-        out["trainer.devices"] = yaml.safe_load(a.devices)
+        out["trainer.devices"] = parse_yaml(a.devices)
     return out
 
 

@@ -175,7 +175,7 @@ def resolved_config(cfg: dict) -> dict:
 
 
 def to_yaml(cfg: dict) -> str:
-    """The resolved config as YAML (``--print-config``)."""
-    import yaml
+    """The resolved config as YAML (``--print-config``), read back by ``--config`` as it is (a string '1e5' quoted)."""
+    from ..config import dump_yaml
 
-    return yaml.safe_dump(_plain(resolved_config(cfg)), sort_keys=False, default_flow_style=None)
+    return dump_yaml(_plain(resolved_config(cfg)), sort_keys=False, default_flow_style=None)

@@ -172,13 +172,14 @@ def type_reference(kind: str) -> dict:
 
 
 def check_values(cfg: dict, kind: str, *, file=None, given=None) -> None:
-    """Values the key check cannot see: numbers where the defaults hold numbers; the law fit runs on the CPU only
+    """Values the key check cannot see: numbers where the defaults hold numbers; the split, the hands, the prior grid
+    and early stopping as the fit's own rules take them (``setup.check_fit_rules``); the law fit runs on the CPU only
     and in one process (``check_processes``), and resumes from its stages' last epoch; the model's sizes, bounds and
     cap in their ranges; a law prior inside its physical ranges (``model.law_ranges``); model keys the law's
     constructor refuses together (``combinations``); a validation split that can validate; output folders that can be
     written. ``given``: the keys set on the command line, whose errors name it rather than ``file``."""
     from .combinations import check_model_combination
-    from .setup import check_model, check_setup, check_types
+    from .setup import check_fit_rules, check_model, check_setup, check_types
 
     def where(key: str):  # a key the command line set, to null too (``friction_scales=null``), names it
         *head, last = key.split(".")
@@ -197,6 +198,7 @@ def check_values(cfg: dict, kind: str, *, file=None, given=None) -> None:
     check_processes(cfg, kind, where=where)
     check_setup(cfg, where=where)  # its messages first: they say what the value means (val_fraction in (0, 1))
     check_types(cfg, type_reference(kind), where=where)
+    check_fit_rules(cfg, kind, where=where)  # keys whose defaults are null or strings, which check_types passes over
     check_model(cfg.get("model"), kind, where=where)  # model.mu_max first: the priors' friction is checked against it
     if kind == "law":
         check_prior_values(cfg.get("model") or {}, file=file, where=where)

@@ -3,7 +3,8 @@
 ``check_setup`` (at config time, from ``keys.check_values``): ``data.val_fraction`` in (0, 1), the episode caps
 positive integers, the closed-loop stage's friction scales, the model's sizes, bounds and cap (``check_model``), and
 ``out_dir`` / ``export.*`` folders that are folders (not files) and writable (the nearest existing parent, for one to
-be made). ``check_split`` (at fit time, once the dataset is there): the
+be made); ``check_fit_rules`` (at config time too): the fit's own rules of the split, the hands, the prior grid and
+early stopping. ``check_split`` (at fit time, once the dataset is there): the
 split of the dataset's episode count leaves at least one training and one validation episode. Without them a
 run exported the untrained prior with exit 0 ("no training batches"), or a card of all-NaN metrics, or failed
 with a traceback only after training.
@@ -17,6 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..config import SET_SOURCE
 from ..errors import ConfigError
 
 OUTPUT_KEYS = ("out_dir", "export.dir", "export.prior_dir", "export.network_dir")  # export.release_dir: with --release (run.export_dir)
@@ -97,6 +99,42 @@ def check_types(cfg: dict, reference: dict, *, where, prefix: str = "") -> None:
             ok, what = False, f"{what}, {MIN_VALUE[name]} or more"
         if not ok:
             raise ConfigError(f"must be {what}, got {value!r}", file=where(key), key=key)
+
+
+def check_fit_rules(cfg: dict, kind: str, *, where) -> None:
+    """The fit's own rules of keys the type check passes over (their defaults null, a string or lists), before any
+    work: ``data.bench_split`` and ``data.val_split`` (``learn.episodes.check_split_keys``), and with ``model.kind:
+    law`` ``data.hand`` / ``data.val_hand`` (``learn.lightning.check_hands``), ``stages.grid``
+    (``learn.fit.check_grid``) and ``stages.<stage>.patience`` (``learn.fit.check_patience``). Each is the function the
+    fit calls, so the two cannot disagree; the fit alone had refused them, after its captures had loaded
+    (``stages.prior.patience=0``, ``stages.grid.static_friction`` without ``model.stribeck``)."""
+    from ..learn.episodes import check_split_keys
+
+    data = cfg.get("data") or {}
+    _named(check_split_keys, data, where=where)
+    if kind != "law":
+        return
+    from ..learn.defaults import STAGE_DEFAULTS
+    from ..learn.fit import check_grid, check_patience
+    from ..learn.lightning import check_hands
+
+    _named(check_hands, data, where=where)
+    stages = cfg.get("stages") or {}
+    grid = {**STAGE_DEFAULTS["grid"], **(stages.get("grid") or {})}
+    _named(check_grid, grid, stribeck=(cfg.get("model") or {}).get("stribeck", False) is True, where=where)
+    for stage in ("prior", "corrections"):
+        _named(check_patience, (stages.get(stage) or {}).get("patience"), stage=stage, where=where)
+
+
+def _named(check, *args, where, **kw) -> None:
+    """``check(*args, **kw)``, its ConfigError naming where its key came from (``where(key)``): the command line where
+    that set any of the keys a refused combination lists (the error's ``keys``)."""
+    try:
+        check(*args, **kw)
+    except ConfigError as e:
+        sources = [where(k) for k in getattr(e, "keys", None) or (e.location.field,)]
+        raise ConfigError(e.reason, file=SET_SOURCE if SET_SOURCE in sources else sources[0],
+                          key=e.location.field) from None
 
 
 def model_ranges(kind: str) -> dict:
