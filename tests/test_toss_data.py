@@ -98,3 +98,32 @@ def test_what_a_suites_data_lost_is_named_in_its_ledger_block(tmp_path, caplog):
     clean = data_block(load_tosses(_copy(CUBE, tmp_path / "clean", ["0", "1"]), cache_dir=tmp_path / "cache",
                                    progress=False), min_frames=20)
     assert "skipped" not in clean and "left_out" not in clean and clean["episodes"] == 2
+
+
+@needs_shared("contactnets_cube")
+def test_a_toss_exported_again_in_another_frame_is_the_same_recording(tmp_path):
+    """dair_pll's copies of the ContactNets cube tosses are turned about the vertical, moved, in another body frame
+    and a few frames shorter, and numbered otherwise: such a copy is still a toss the rows saw (``drop_seen``), and a
+    checkpoint's training ids are matched to ``--test-data`` by recording, not by id."""
+    import dataclasses
+
+    import numpy as np
+    from scipy.spatial.transform import Rotation
+
+    from surrogate.bench.cube_real import _seen_by
+    from surrogate.bench.toss_data import drop_seen, height_key, seen_recordings
+
+    eps = load_tosses(_copy(CUBE, tmp_path / "src", ["0", "1", "2"]), cache_dir=tmp_path / "c", progress=False).episodes
+    turn, body = Rotation.from_euler("z", 1.1), Rotation.from_euler("xy", [0.4, -1.3])
+    pose = eps[0].object_pose[:-4]
+    quat = (turn * Rotation.from_quat(pose[:, 3:], scalar_first=True) * body).as_quat(scalar_first=True)
+    moved = np.concatenate([turn.apply(pose[:, :3]) + [0.3, -0.2, 0.0], quat], axis=1)
+    copy = dataclasses.replace(eps[0], episode_id="1", object_pose=moved, object_twist=eps[0].object_twist[:-4],
+                               timestamps=eps[0].timestamps[:-4])
+    assert height_key(copy) == height_key(eps[0]) != height_key(eps[1])
+    assert seen_recordings([copy, eps[1]], [eps[0]]) == [True, False]
+    assert drop_seen([copy, eps[2]], [eps[0]], why="seen") == ([eps[2]], [{"episode": "1", "reason": "seen"}])
+    by_id = {e.episode_id: e for e in eps}
+    # test toss "1" is the recording of source toss "0": trained on {"0"} it was seen, trained on {"1"} it was not
+    assert _seen_by([copy], by_id, own=False)({"0"}) == ["1"] and _seen_by([copy], by_id, own=False)({"1"}) == []
+    assert _seen_by(eps, by_id, own=True)({"1"}) == ["1"]

@@ -30,7 +30,7 @@ from .identify import identify
 from .predictors import learned_for, object_scene, predict_analytic, toss_chunks
 from .rows import NOT_GIVEN, Scorer, analytic_rows, learned_row, nominal_params, scored
 from .testsets import as_paths, data_block, require_kind
-from .toss_data import load_tosses, test_tosses
+from .toss_data import load_tosses, seen_recordings, test_tosses
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ def paired_by_train_size(models: dict) -> None:
             v.pop(_PER_EPISODE, None)
 
 
-def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
+def _learned(ckpts: dict, test, cfg, *, scorer, ex, seen_by) -> dict:
     """A model row of learned checkpoints {train size or "given": path}: scores per size, the verdict's at
     the one given on the command line, else at the largest training size."""
     by_size, main = {}, {}
@@ -241,7 +241,7 @@ def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
         trained_on = {str(i) for i in data.get("train_episodes", [])}
         # everything that shaped it (fitted on, or selected its epochs and corrections on): the clean sweep's count
         seen = trained_on | {str(i) for i in data.get("val_episodes", [])}
-        overlap = sorted(k for k, i in trained_ids.items() if i in trained_on)
+        overlap = seen_by(trained_on)
         if overlap:
             logger.warning("checkpoint %s was trained on %d of the %d test episodes", path, len(overlap), len(test))
         # Where the data-efficiency curve puts it: the size it was trained on (the card's count for ``given``).
@@ -260,7 +260,7 @@ def _learned(ckpts: dict, test, cfg, *, scorer, ex, trained_ids) -> dict:
             "by_train_size": by_size}
 
 
-def _learned_rows(cfg, checkpoint, test, *, scorer, ex, trained_ids) -> dict:
+def _learned_rows(cfg, checkpoint, test, *, scorer, ex, seen_by) -> dict:
     """The surrogate row (``--checkpoint``, ``surrogate.checkpoints``) and further learned rows (``surrogate.rows``,
     e.g. the fitted constant law alone)."""
     rows = {"surrogate": {str(k): v for k, v in (cfg.get("surrogate", {}).get("checkpoints") or {}).items()}}
@@ -268,7 +268,7 @@ def _learned_rows(cfg, checkpoint, test, *, scorer, ex, trained_ids) -> dict:
         rows["surrogate"]["given"] = str(checkpoint)
     for name, by_size in (cfg.get("surrogate", {}).get("rows") or {}).items():
         rows[str(name)] = {str(k): v for k, v in (by_size or {}).items()}
-    models = {name: _learned(ckpts, test, cfg, scorer=scorer, ex=ex, trained_ids=trained_ids)
+    models = {name: _learned(ckpts, test, cfg, scorer=scorer, ex=ex, seen_by=seen_by)
               for name, ckpts in rows.items() if ckpts}
     if not rows["surrogate"]:
         models["surrogate"] = dict(NOT_GIVEN)
@@ -289,6 +289,20 @@ def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
                                 "identified and selected on")
 
 
+def _seen_by(test, by_id, *, own: bool):
+    """A function of a checkpoint's card's training ids -> the test tosses it was trained on. On the suite's own
+    split the ids are the test tosses' own; on ``--test-data`` they name the suite's source tosses, whose recordings
+    are matched (``toss_data.seen_recordings``, which knows a toss re-exported in another frame): another dataset
+    may number its tosses alike (dair_pll's cube tosses do), and ids alone had reported 19 of 105 such tosses as
+    trained on, none of which was."""
+    def seen(trained_on: set) -> list:
+        if own:
+            return sorted(e.episode_id for e in test if e.episode_id in trained_on)
+        hits = seen_recordings(test, [by_id[i] for i in sorted(trained_on) if i in by_id])
+        return sorted(e.episode_id for e, hit in zip(test, hits) if hit)
+    return seen
+
+
 def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress: bool = True,
         ex: Executor | None = None) -> dict:
     """Run the suite; returns the ledger's ``data``, ``split`` and ``models`` parts."""
@@ -303,6 +317,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         data_info["test_data"] = test_info
     scorer = toss_scorer(test, cfg, set_of)
     simulate = simulator(ex, test, cfg["simulation"])
+    seen_by = _seen_by(test, by_id, own=test_info is None)
     # the surrogate's own training tosses: the identified baseline is fitted on them (like with like); not with
     # --test-data datasets of other tosses, where the split's sizes stand
     given = None if test_info is not None else given_training(checkpoint, by_id, set(sp["test"]))
@@ -314,8 +329,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                            timestep=ident[4][1] if ident else 0.0)
     if ident:
         ident[3](models["analytic_identified"])
-    trained_ids = {e.episode_id: e.episode_id.split("/", 1)[-1] if set_of else e.episode_id for e in test}
-    models.update(_learned_rows(cfg, checkpoint, test, scorer=scorer, ex=ex, trained_ids=trained_ids))
+    models.update(_learned_rows(cfg, checkpoint, test, scorer=scorer, ex=ex, seen_by=seen_by))
     paired_by_train_size(models)
     split = {k: v for k, v in sp.items() if k != "pool"}
     if set_of:

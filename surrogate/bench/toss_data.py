@@ -63,11 +63,29 @@ def toss_fingerprint(ep) -> str:
     return h.hexdigest()
 
 
+HEIGHT_FRAMES = 24  # the frames of ``height_key``: a toss's flight, before any impact, which two throws never share
+
+
+def height_key(ep) -> str | None:
+    """A key of a toss's recording that another export of it keeps: the first ``HEIGHT_FRAMES`` heights of its
+    (first) body, rounded to 1e-5 m after a float32 round trip. A re-export in another world frame (dair_pll's
+    copies of the ContactNets cube tosses: turned about the vertical, moved, in another body frame, a few frames
+    shorter) changes every pose column but the height above the floor; None for a toss of fewer frames."""
+    z = np.asarray(ep.object_pose, np.float32)[:HEIGHT_FRAMES, 2]
+    return None if len(z) < HEIGHT_FRAMES else hashlib.sha1(np.round(z.astype(np.float64), 5).tobytes()).hexdigest()
+
+
+def seen_recordings(episodes: list, seen: list) -> list[bool]:
+    """Per episode of ``episodes``: whether its recording is one of ``seen``'s, the same poses (``toss_fingerprint``)
+    or the same flight in another frame (``height_key``)."""
+    keys = {toss_fingerprint(e) for e in seen} | {k for k in map(height_key, seen) if k is not None}
+    return [toss_fingerprint(e) in keys or height_key(e) in keys for e in episodes]
+
+
 def drop_seen(episodes: list, seen: list, *, why: str) -> tuple[list, list[dict]]:
-    """(the ``episodes`` whose recording is not one of ``seen``'s (``toss_fingerprint``), the others as {"episode",
+    """(the ``episodes`` whose recording is not one of ``seen``'s (``seen_recordings``), the others as {"episode",
     "reason": ``why``}): a toss that a row was trained, identified or selected on is no test toss of that row."""
-    keys = {toss_fingerprint(e) for e in seen}
-    drop = [toss_fingerprint(e) in keys for e in episodes]
+    drop = seen_recordings(episodes, seen)
     return ([e for e, d in zip(episodes, drop) if not d],
             [{"episode": e.episode_id, "reason": why} for e, d in zip(episodes, drop) if d])
 
