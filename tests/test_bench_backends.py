@@ -236,3 +236,25 @@ def test_cube_real_leaves_out_test_tosses_that_its_rows_train_on(tmp_path, tiny_
     assert toss_fingerprint(twin) == toss_fingerprint(eps[0]) != toss_fingerprint(eps[1])
     kept, out = drop_seen([twin, eps[1]], [eps[0]], why="seen")
     assert kept == [eps[1]] and out == [{"episode": "renamed", "reason": "seen"}]
+
+
+@needs_shared("contactnets_cube")
+def test_cube_real_identifies_mujoco_on_the_checkpoints_own_tosses_with_test_data_too(tmp_path, tiny_tosses):
+    """With ``--test-data`` as on the suite's own split, MuJoCo is identified on the tosses the checkpoint was
+    trained on (those the suite has, outside its test split): the verdict compares like with like."""
+    src = SHARED / "contactnets_cube"
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for p in sorted(src.glob("*.pt"), key=lambda p: int(p.stem))[12:15] + list(src.glob("*.json")):
+        shutil.copy(p, raw / p.name)
+    ledger = run_suite("cube-real-small", out=tmp_path / "report", test_data=raw, checkpoint="checkpoints/cube_tosses",
+                       overrides=[f"data.source={tiny_tosses}", *TINY], progress=False, video=False,
+                       cache_dir=tmp_path / "cache")
+    card = json.loads((Path("checkpoints/cube_tosses") / "card.json").read_text())
+    tiny = {p.stem for p in tiny_tosses.glob("*.pt")}
+    own = [i for i in card["data"]["train_episodes"] if i in tiny and i not in ledger["split"]["test"]]
+    assert own, "the tiny source holds none of the release's training tosses outside its test split"
+    fits = ledger["models"]["analytic_identified"]["by_train_size"]
+    mine = fits[str(len(own))]
+    assert mine["identified_on"] == len(own) and "own training tosses" in mine["on"]
+    assert ledger["data"]["test_data"]["episodes"] == 3
