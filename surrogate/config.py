@@ -23,7 +23,9 @@ SET_SOURCE = "command line (--set)"  # where a KEY=VALUE override came from, as 
 # ``1.0e+5`` a float), which a range check then refused as "outside its physical range". Everyone types 1e5, so any
 # number with an exponent is a float, as in YAML 1.2; nothing else changes: ``0x1e5`` stays hex, ``1e`` and ``e5``
 # strings, ``1_0e5`` a string (1.1's underscores are not 1.2's), every other float and int as before.
-EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+# an exponent of at most three digits: a digit string with an "e" in it (an id, a short hash) long enough to
+# overflow stays a string rather than becoming inf; quote such a value in YAML all the same
+EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]{1,3}$")
 
 
 class YamlLoader(yaml.SafeLoader):

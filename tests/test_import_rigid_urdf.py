@@ -212,3 +212,20 @@ def test_the_articulated_import_is_byte_for_byte_as_before(tmp_path):
     report = import_contactnets(ELBOW, tmp_path / "elbow", urdf=urdf, progress=False)
     assert report.kept == 61
     assert content_hash(tmp_path / "elbow", urdf) == ELBOW_IMPORT_SHA256
+
+
+def test_the_centre_of_mass_of_a_body_turning_about_a_tilted_axis_moves_with_the_body_rate():
+    """``link_to_com`` reads the recorded angular velocity in the body frame (dair_pll's layout): for a body turning
+    about a tilted axis, the body- and world-frame rates differ, and only the body's gives the centre's velocity."""
+    from surrogate.importers.dair_urdf import link_to_com
+
+    t = np.arange(50) * DT
+    w_body, c = np.array([2.0, -3.0, 1.5]), np.array([0.03, -0.01, 0.02])
+    R = Rotation.from_euler("xyz", [0.4, -0.7, 1.1]) * Rotation.from_rotvec(np.outer(t, w_body))
+    com = np.array([0.1, 0.2, 0.5]) + np.outer(t, [0.4, -0.3, 1.0])
+    link = com - R.apply(c)
+    v_link = np.gradient(link, DT, axis=0)
+    pose, twist = link_to_com(np.concatenate([link, R.as_quat(scalar_first=True)], 1),
+                              np.concatenate([v_link, np.tile(w_body, (len(t), 1))], 1), c)
+    np.testing.assert_allclose(pose[:, :3], com, atol=1e-12)
+    np.testing.assert_allclose(twist[1:-1, :3], np.tile([0.4, -0.3, 1.0], (len(t) - 2, 1)), atol=2e-3)

@@ -194,3 +194,19 @@ def test_numbers_are_still_read(tmp_path):
     _set_column(root / FILE0, "task_index", np.zeros(51, np.int32))
     eps, _, skipped = read_lerobot(root, mapping())
     assert skipped == [] and [e.num_frames for e in eps] == [20, 31, 17] and eps[1].task == "push"
+
+
+def test_meta_episodes_of_whole_floats_are_read_and_other_floats_refused(tmp_path):
+    """A tool that writes meta/episodes' indices as floats (3.0) gives whole numbers: read as the integers they
+    are; 1.5 indexes nothing and is refused, naming the file and column."""
+    root = _foreign_two_files(tmp_path / "f")
+    index = next((root / "meta/episodes").glob("chunk-*/file-*.parquet"))
+    table = pq.read_table(index)
+    for name in ("episode_index", "length", "data/chunk_index", "data/file_index"):
+        _set_column(index, name, [float(v) for v in table[name].to_pylist()], pa.float64())
+    eps, _, skipped = read_lerobot(root, mapping())
+    assert skipped == [] and [e.num_frames for e in eps] == [20, 31, 17]
+    _set_column(index, "episode_index", [0.0, 1.5, 2.0], pa.float64())
+    with pytest.raises(CaptureError, match="not whole numbers") as ei:
+        read_lerobot(root, mapping())
+    assert (ei.value.file, ei.value.field) == (index, "episode_index")

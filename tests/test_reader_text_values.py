@@ -128,3 +128,28 @@ def test_a_data_file_whose_episode_index_is_text_is_refused(root, on_error):
     _as_text(data, "episode_index")
     err = _refused(root, on_error)
     assert (err.file, err.episode, err.field, err.reason) == (data, None, "episode_index", TEXT)
+
+
+def test_a_feature_declared_as_text_is_read_and_a_float_index_of_whole_numbers_too(root):
+    """Text is refused where numbers belong only: a feature that info.json declares as a string (a language
+    instruction) is text by right, and meta/episodes' indices written as floats of whole numbers (3.0) are read."""
+    for i in range(3):
+        path = root / DATA.format(i)
+        table = pq.read_table(path)
+        pq.write_table(table.append_column("observation.language", pa.array(["pick it up"] * table.num_rows)), path)
+    info = json.loads((root / INFO).read_text())
+    info["features"]["observation.language"] = {"dtype": "string", "shape": [1], "names": None}
+    (root / INFO).write_text(json.dumps(info))
+    contact = json.loads((root / CONTACT_META).read_text())
+    contact["features"]["observation.language"] = {"quantity": "task instruction", "units": None, "frame": None}
+    (root / CONTACT_META).write_text(json.dumps(contact))
+    index = pq.read_table(root / INDEX)
+    for name in ("episode_index", "data/chunk_index", "data/file_index"):
+        index = index.set_column(index.schema.get_field_index(name), name, index[name].cast(pa.float64()))
+    pq.write_table(index, root / INDEX)
+    ds = read_dataset(root)
+    assert [e.episode_id for e in ds.episodes] == ["ep0", "ep1", "ep2"] and not ds.skipped
+    index = pq.read_table(root / INDEX)  # a float that is no whole number is still refused
+    column = index.schema.get_field_index("episode_index")
+    pq.write_table(index.set_column(column, "episode_index", pa.array([0.0, 1.5, 2.0])), root / INDEX)
+    assert _refused(root).field == "episode_index"

@@ -125,5 +125,5 @@ def test_a_toss_exported_again_in_another_frame_is_the_same_recording(tmp_path):
     assert drop_seen([copy, eps[2]], [eps[0]], why="seen") == ([eps[2]], [{"episode": "1", "reason": "seen"}])
     by_id = {e.episode_id: e for e in eps}
     # test toss "1" is the recording of source toss "0": trained on {"0"} it was seen, trained on {"1"} it was not
-    assert _seen_by([copy], by_id, own=False)({"0"}) == ["1"] and _seen_by([copy], by_id, own=False)({"1"}) == []
-    assert _seen_by(eps, by_id, own=True)({"1"}) == ["1"]
+    assert _seen_by([copy], by_id)({"0"}) == ["1"] and _seen_by([copy], by_id)({"1"}) == []
+    assert _seen_by(eps, by_id)({"1"}) == ["1"]

@@ -289,15 +289,14 @@ def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
                                 "identified and selected on")
 
 
-def _seen_by(test, by_id, *, own: bool):
-    """A function of a checkpoint's card's training ids -> the test tosses it was trained on. On the suite's own
-    split the ids are the test tosses' own; on ``--test-data`` they name the suite's source tosses, whose recordings
-    are matched (``toss_data.seen_recordings``, which knows a toss re-exported in another frame): another dataset
-    may number its tosses alike (dair_pll's cube tosses do), and ids alone had reported 19 of 105 such tosses as
-    trained on, none of which was."""
+def _seen_by(test, by_id):
+    """A function of a checkpoint's card's training ids (the suite's source tosses) -> the test tosses whose
+    recordings it was trained on (``toss_data.seen_recordings``, which knows a toss exported again in another
+    frame). By recording, not id: on ``--test-data`` another dataset may number its tosses alike (dair_pll's cube
+    tosses do: ids alone had reported 19 of 105 such tosses as trained on, none of which was), and the shared cube
+    tosses hold 19 recordings stored twice under two ids, one pair across the suite's test split and the release's
+    training tosses."""
     def seen(trained_on: set) -> list:
-        if own:
-            return sorted(e.episode_id for e in test if e.episode_id in trained_on)
         hits = seen_recordings(test, [by_id[i] for i in sorted(trained_on) if i in by_id])
         return sorted(e.episode_id for e, hit in zip(test, hits) if hit)
     return seen
@@ -317,7 +316,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         data_info["test_data"] = test_info
     scorer = toss_scorer(test, cfg, set_of)
     simulate = simulator(ex, test, cfg["simulation"])
-    seen_by = _seen_by(test, by_id, own=test_info is None)
+    seen_by = _seen_by(test, by_id)
     # the surrogate's own training tosses: the identified baseline is fitted on them (like with like), with
     # --test-data too (as elbow-real does; they lie outside the split's test tosses, so they count as seen and no
     # test toss is one of them); until the forty-fifth session the split's own 64 were fitted there instead

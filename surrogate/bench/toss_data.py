@@ -63,16 +63,20 @@ def toss_fingerprint(ep) -> str:
     return h.hexdigest()
 
 
-HEIGHT_FRAMES = 24  # the frames of ``height_key``: a toss's flight, before any impact, which two throws never share
+HEIGHT_FRAMES = 16  # the frames of ``height_key``: a toss's flight, before any impact, which two throws never share
+# (fewer than the suites' min_frames, 20, so that every scored toss has one)
 
 
 def height_key(ep) -> str | None:
     """A key of a toss's recording that another export of it keeps: the first ``HEIGHT_FRAMES`` heights of its
     (first) body, rounded to 1e-5 m after a float32 round trip. A re-export in another world frame (dair_pll's
     copies of the ContactNets cube tosses: turned about the vertical, moved, in another body frame, a few frames
-    shorter) changes every pose column but the height above the floor; None for a toss of fewer frames."""
+    shorter) changes every pose column but the height above the floor; None for a toss of fewer frames or with a
+    height that is not finite."""
     z = np.asarray(ep.object_pose, np.float32)[:HEIGHT_FRAMES, 2]
-    return None if len(z) < HEIGHT_FRAMES else hashlib.sha1(np.round(z.astype(np.float64), 5).tobytes()).hexdigest()
+    if len(z) < HEIGHT_FRAMES or not np.all(np.isfinite(z)):  # a tracker's lost frames would make tosses alike
+        return None
+    return hashlib.sha1(np.round(z.astype(np.float64), 5).tobytes()).hexdigest()
 
 
 def seen_recordings(episodes: list, seen: list) -> list[bool]:

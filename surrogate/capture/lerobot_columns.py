@@ -38,6 +38,15 @@ def check_numbers(raw: np.ndarray, *, field: str, file=None, episode=None) -> No
         raise CaptureError(why, file=file, episode=episode, field=field)
 
 
+def check_whole_numbers(raw: np.ndarray, *, field: str, file=None) -> None:
+    """``check_numbers``, and whole ones (an index: 3.0 from a tool that writes floats is 3; 1.5 is no index). Nulls
+    pass, as in ``check_numbers``."""
+    check_numbers(raw, field=field, file=file)
+    v = np.asarray([x for x in np.asarray(raw, dtype=object).ravel() if x is not None], dtype=float)
+    if not np.all(np.isfinite(v)) or not np.array_equal(v, np.round(v)):
+        raise CaptureError("holds values that are not whole numbers, expected integers", file=file, field=field)
+
+
 class Column:
     """How one capture quantity is read from one LeRobot feature.
 

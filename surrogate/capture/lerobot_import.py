@@ -105,7 +105,8 @@ def _data_files(root: Path, info: dict) -> list[Path]:
         pairs = set()
         for path in ep_files:
             t = _read_table(path, ["data/chunk_index", "data/file_index"])
-            pairs.update(zip(t["data/chunk_index"].to_pylist(), t["data/file_index"].to_pylist()))
+            pairs.update((int(c), int(f)) for c, f in zip(t["data/chunk_index"].to_pylist(),
+                                                          t["data/file_index"].to_pylist()))  # 3.0: whole (checked)
         files = [root / template.format(chunk_index=c, file_index=f) for c, f in sorted(pairs)]
         for f in files:
             if not f.is_file():
@@ -135,8 +136,9 @@ def _tasks(root: Path) -> dict[int, str]:
 
 
 def _check_episode_index(root: Path) -> None:
-    """Refuse LeRobot's episode index (meta/episodes) where a column read from it holds no numbers: int() reads the
-    text "3" as 3 unnoticed, and a file index of text names no data file (``_data_files``)."""
+    """Refuse LeRobot's episode index (meta/episodes) where a column read from it holds no whole numbers: int() reads
+    the text "3" as 3 unnoticed, and a file index of text names no data file (``_data_files``). A column of floats
+    that are whole numbers (a tool that writes 3.0) is read as the capture reader reads it."""
     for path in sorted((root / "meta/episodes").glob("chunk-*/file-*.parquet")):
         try:
             schema = pq.read_schema(path)
@@ -144,9 +146,16 @@ def _check_episode_index(root: Path) -> None:
             continue  # unreadable: reader.episode_index names it
         for name in EPISODE_INDEX_COLUMNS:
             kind = schema.field(name).type if name in schema.names else None
-            if kind is not None and not pa.types.is_integer(kind):  # LeRobot writes int64
-                what = "text" if pa.types.is_string(kind) or pa.types.is_large_string(kind) else "values"
-                raise CaptureError(f"holds {what} (type {kind}), expected integers", file=path, field=name)
+            if kind is None or pa.types.is_integer(kind):  # LeRobot writes int64
+                continue
+            if pa.types.is_floating(kind):
+                v = pq.read_table(path, columns=[name])[name].to_numpy(zero_copy_only=False)
+                if np.all(np.isfinite(v)) and np.array_equal(v, np.round(v)):
+                    continue
+                raise CaptureError(f"holds values that are not whole numbers (type {kind}), expected integers",
+                                   file=path, field=name)
+            what = "text" if pa.types.is_string(kind) or pa.types.is_large_string(kind) else "values"
+            raise CaptureError(f"holds {what} (type {kind}), expected integers", file=path, field=name)
 
 
 # --------------------------------------------------------------------------- episodes

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from ..errors import CaptureError
 from .episode import DatasetMeta, ObjectSpec
 from .episode_columns import episode_from_columns, file_episodes, text_column, validate_naming_files
-from .lerobot_columns import check_numbers
+from .lerobot_columns import check_whole_numbers
 from .schema import CONTACT_META, ENV_STATE_KEY, SCHEMA_NAME, SCHEMA_VERSION, TRUTH_PREFIX
 from .validate import validate_fps, validate_meta
 from .writer import EPISODES_PATH
@@ -62,6 +62,8 @@ class CaptureDataset:
     def capture_rate_hz(self) -> float:
         return float(self.contact["capture_rate_hz"])
 
+
+TEXT_DTYPES = ("string", "str", "large_string")  # info.json dtypes of features that hold text by design
 
 def _load_json(path: Path, what: str) -> dict:
     if not path.is_file():
@@ -225,11 +227,12 @@ def episode_index(root: Path) -> dict[int, dict]:
             continue
         table = _read_table(path, cols)
         for name in cols:
-            check_numbers(table[name].to_numpy(), file=path, field=name)
+            check_whole_numbers(table[name].to_numpy(zero_copy_only=False), file=path, field=name)
         t = table.to_pydict()
         for i, e in enumerate(t["episode_index"]):
             out[int(e)] = {"length": t["length"][i] if "length" in t else None,
-                           "data_file": (t["data/chunk_index"][i], t["data/file_index"][i])
+                           "data_file": tuple(None if x is None else int(x)  # 3.0 from another tool: 3
+                                              for x in (t["data/chunk_index"][i], t["data/file_index"][i]))
                            if "data/chunk_index" in t and "data/file_index" in t else None}
     return out
 
@@ -277,7 +280,9 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     objects = _objects_from_contact(contact, root / CONTACT_META)
     ep_meta = _episode_entries(contact, root / CONTACT_META)
 
-    frames, sources, text = _read_frames(root, wanted)
+    # a feature info.json declares as text (a language instruction, say) is text by right: not checked for numbers
+    numeric = {k for k in wanted if str((features[k] or {}).get("dtype", "")).lower() not in TEXT_DTYPES}
+    frames, sources, text = _read_frames(root, wanted, numeric)
     dataset = CaptureDataset(root=root, info=info, contact=contact, meta=meta, skipped=list(meta.skipped))
     if len(frames) != info["total_episodes"]:
         msg = f"info.json says {info['total_episodes']} episodes, data files hold {len(frames)}"
@@ -313,8 +318,8 @@ def read_dataset(root: str | Path, *, include_truth: bool = False, on_error: str
     return dataset
 
 
-def _read_frames(root: Path, wanted: list[str]) -> tuple[dict, dict, dict]:
-    """The ``wanted`` columns of every data file, by episode.
+def _read_frames(root: Path, wanted: list[str], numeric: set[str]) -> tuple[dict, dict, dict]:
+    """The ``wanted`` columns of every data file, by episode; those of ``numeric`` must hold numbers.
 
     Returns:
       frames: {episode_index: {column: [its values in each file holding the episode]}};
@@ -337,7 +342,7 @@ def _read_frames(root: Path, wanted: list[str]) -> tuple[dict, dict, dict]:
             raise CaptureError(f"columns {missing} named in meta/info.json are missing", file=path, field=missing[0])
         for e, cols in file_episodes(table, path).items():
             sources.setdefault(e, path)
-            found = text_column(cols)
+            found = text_column({k: v for k, v in cols.items() if k in numeric})
             if found and e not in text:
                 text[e] = (path, *found)
             dst = frames.setdefault(e, {})

@@ -95,10 +95,11 @@ def scene_key(ep) -> tuple:
     """What ``scene_for_episode`` builds a scene from, less the hand's pose: episodes with equal keys share one scene,
     built from any of them. The object is keyed by its whole spec, not only its name: two test datasets may give one
     name to different objects (dair_pll's cube and ContactNets' are both ``contactnets_cube``), and a scene built
-    for the first would have rolled out the other's tosses; then the capture rate, gravity and the rig's hand base."""
+    for the first would have rolled out the other's tosses; then the capture rate, the surface (ground or table),
+    gravity and the rig's hand base."""
     spec = json.dumps(ep.object.to_json(), sort_keys=True, default=str)
     return (ep.object.name, hashlib.sha256(spec.encode()).hexdigest()[:16], float(ep.provenance.capture_rate_hz),
-            tuple(float(g) for g in ep.environment.gravity),
+            ep.environment.kind, tuple(float(g) for g in ep.environment.gravity),
             str(((ep.provenance.generator or {}).get("script") or {}).get("hand_base_pos")))
 
 
