@@ -46,7 +46,7 @@ from ..errors import CaptureError
 from .episode import DatasetMeta, Environment, Episode, Provenance, hold_last_valid
 from .lerobot_columns import Column, as_2d, check_numbers, plan_columns
 from .lerobot_mapping import UNIT_OPTIONS, box_inertia, check_mapping, load_mapping, object_spec  # noqa: F401  (re-exported: the mapping's public API)
-from .reader import _read_table, episode_index, metadata_problems
+from .reader import _read_table, episode_index, metadata_problems, not_a_number
 from .robot import robot_entry
 from .schema import UNIT_TO_SI
 from .validate import validate_episode, validate_meta
@@ -86,10 +86,9 @@ def _load_info(root: Path) -> dict:
     for key in ("fps", "total_frames", "total_episodes"):
         # text such as "50" would pass float() unnoticed (fps) or turn the check of the totals off
         value = info.get(key)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if isinstance(value, str) or (key == "fps" and not number):
-            what = "text" if isinstance(value, str) else "null" if value is None else type(value).__name__
-            raise CaptureError(f"holds {what} {value!r}, expected a number", file=path, field=key)
+        why = not_a_number(value)
+        if why and (isinstance(value, str) or key == "fps"):
+            raise CaptureError(why, file=path, field=key)
     version = str(info.get("codebase_version", ""))
     if not version.startswith("v3"):
         raise CaptureError(f"codebase_version {version!r}: only LeRobot v3 datasets are read (convert v2.x with LeRobot first)",
@@ -137,8 +136,8 @@ def _tasks(root: Path) -> dict[int, str]:
 
 def _check_episode_index(root: Path) -> None:
     """Refuse LeRobot's episode index (meta/episodes) where a column read from it holds no whole numbers: int() reads
-    the text "3" as 3 unnoticed, and a file index of text names no data file (``_data_files``). A column of floats
-    that are whole numbers (a tool that writes 3.0) is read as the capture reader reads it."""
+    the text "3" as 3 unnoticed, and a file index of text names no data file (``_data_files``). A column of floats is
+    left to ``reader.episode_index``, which reads whole ones (a tool that writes 3.0) and refuses the others."""
     for path in sorted((root / "meta/episodes").glob("chunk-*/file-*.parquet")):
         try:
             schema = pq.read_schema(path)
@@ -146,14 +145,8 @@ def _check_episode_index(root: Path) -> None:
             continue  # unreadable: reader.episode_index names it
         for name in EPISODE_INDEX_COLUMNS:
             kind = schema.field(name).type if name in schema.names else None
-            if kind is None or pa.types.is_integer(kind):  # LeRobot writes int64
+            if kind is None or pa.types.is_integer(kind) or pa.types.is_floating(kind):  # LeRobot writes int64
                 continue
-            if pa.types.is_floating(kind):
-                v = pq.read_table(path, columns=[name])[name].to_numpy(zero_copy_only=False)
-                if np.all(np.isfinite(v)) and np.array_equal(v, np.round(v)):
-                    continue
-                raise CaptureError(f"holds values that are not whole numbers (type {kind}), expected integers",
-                                   file=path, field=name)
             what = "text" if pa.types.is_string(kind) or pa.types.is_large_string(kind) else "values"
             raise CaptureError(f"holds {what} (type {kind}), expected integers", file=path, field=name)
 
