@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sens = sibling("elbow_sensitivity")
     from surrogate.bench.analytic import AnalyticParams
-    from surrogate.bench.elbow_real import _identify_on, few_shot_identification
+    from surrogate.bench.elbow_real import few_shot_identification, identify_on
     from surrogate.parallel import Executor
 
     cfg, _, pool = sens.suite_tosses("elbow-real", "pool")
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
         if not 1 <= n <= len(pool):
             p.error(f"--sizes: {n} is not between 1 and {len(pool)}")
         train = pool[:n]
-        _, info = _identify_on(train, cfg, ic, ex=Executor(progress=False), progress=False, seed=n)
+        _, info = identify_on(train, cfg, ic, ex=Executor(progress=False), progress=False, seed=n)
         train_sets = turned_sets(train, args.angles)
         fitted = {c: AnalyticParams.from_json(v["params"]) for c, v in info["per_cone"].items()}
         losses = {c: loss(scores_by_turn(pc, train_sets, cfg)) for c, pc in fitted.items()}

@@ -105,12 +105,12 @@ def impact_pick(errors: dict, train_ids: list) -> tuple:
 def identified_scores(train: list, held: list, cfg: dict, scorer, seed: int) -> list[dict]:
     """MuJoCo identified on ``train`` as the suite's few-shot rows are (its seed: the fold's size), scored on
     ``held``."""
-    from surrogate.bench.elbow_real import _identify_on, few_shot_identification
+    from surrogate.bench.elbow_real import few_shot_identification, identify_on
     from surrogate.bench.predictors import predict_analytic
     from surrogate.parallel import Executor
 
     sim = cfg["simulation"]
-    params, _ = _identify_on(train, cfg, few_shot_identification(cfg), ex=Executor(progress=False), progress=False,
+    params, _ = identify_on(train, cfg, few_shot_identification(cfg), ex=Executor(progress=False), progress=False,
                              seed=seed)
     return scorer.score(predict_analytic([params], held, substeps=sim["substeps"], init_frames=sim["init_frames"])[0])
 

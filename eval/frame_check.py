@@ -91,7 +91,7 @@ def predictor(row: dict, sim: dict, scorer_of):
 
 def test_episodes(ledger: dict, test_data, max_tosses):
     """(the suite's config, its test tosses as it prepared them) for ``ledger``."""
-    from surrogate.bench.cube_real import _test_episodes
+    from surrogate.bench.cube_real import suite_test_episodes
     from surrogate.bench.elbow_real import articulated_tests
     from surrogate.bench.run import CACHE_DIR
     from surrogate.bench.toss_data import load_tosses
@@ -105,7 +105,7 @@ def test_episodes(ledger: dict, test_data, max_tosses):
     if data.get("urdf"):
         test = articulated_tests(cfg, eps, sp, test_data, CACHE_DIR)[0]
     else:
-        test = _test_episodes(cfg, sp, {e.episode_id: e for e in eps}, test_data, CACHE_DIR)[0]
+        test = suite_test_episodes(cfg, sp, {e.episode_id: e for e in eps}, test_data, CACHE_DIR)[0]
     return cfg, test[:max_tosses]
 
 

@@ -22,15 +22,15 @@ def tosses_and_grasps(tmp_path_factory):
 
 def test_a_toss_suite_refuses_grasp_captures_before_any_baseline(tosses_and_grasps, tmp_path):
     """Defect G: ``cube-real-small --test-data <grasp captures>`` scored them (about 100 % error) and gave a verdict."""
-    from surrogate.bench.cube_real import _test_episodes
+    from surrogate.bench.cube_real import suite_test_episodes
 
     tosses, grasps = tosses_and_grasps
     with pytest.raises(ConfigError) as e:
-        _test_episodes({"suite": "cube-real", "data": {}}, {"test": []}, {}, grasps, tmp_path / "cache")
+        suite_test_episodes({"suite": "cube-real", "data": {}}, {"test": []}, {}, grasps, tmp_path / "cache")
     msg = str(e.value)
     assert str(grasps) in msg and "holds grasps, not tosses" in msg and "joint positions in 2 of 2" in msg, msg
     assert e.value.location.field == "test_data"
-    assert len(_test_episodes({"suite": "cube-real", "data": {}}, {"test": []}, {}, tosses, tmp_path / "cache")[0]) == 3
+    assert len(suite_test_episodes({"suite": "cube-real", "data": {}}, {"test": []}, {}, tosses, tmp_path / "cache")[0]) == 3
 
 
 def test_a_grasp_suite_refuses_tosses_before_any_baseline(tosses_and_grasps):

@@ -277,7 +277,7 @@ def _learned_rows(cfg, checkpoint, test, *, scorer, ex, seen_by) -> dict:
 
 # ----------------------------------------------------------------------------- run
 
-def _test_episodes(cfg, sp, by_id, test_data, cache_dir):
+def suite_test_episodes(cfg, sp, by_id, test_data, cache_dir):
     """(test episodes, the ledger's ``data.test_data`` or None, {episode key: test set} or None)."""
     if not as_paths(test_data):
         return [by_id[i] for i in sp["test"]], None, None
@@ -310,7 +310,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     ds = load_tosses(cfg["data"]["source"], cache_dir=cache_dir, progress=progress)
     eps, sp = suite_split(ds.episodes, cfg["data"], cfg["data"]["train_sizes"])
     by_id = {e.episode_id: e for e in eps}
-    test, test_info, set_of = _test_episodes(cfg, sp, by_id, test_data, cache_dir)
+    test, test_info, set_of = suite_test_episodes(cfg, sp, by_id, test_data, cache_dir)
     data_info = data_block(ds, int(cfg["data"].get("min_frames", 2)))
     if test_info is not None:
         data_info["test_data"] = test_info

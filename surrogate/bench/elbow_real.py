@@ -106,7 +106,8 @@ def from_flight_start(episodes, cfg: dict) -> list:
     return [from_free_flight(e, free_flight_start(e, **kw)) for e in episodes]
 
 
-def _identify_on(episodes, cfg, ic, *, ex, progress, seed: int):
+def identify_on(episodes, cfg, ic, *, ex, progress, seed: int):
+    """(MuJoCo's contact parameters identified on ``episodes``, the identification's info) with ``ic``'s budget."""
     sim = cfg["simulation"]
     scene = object_scene(episodes[0], substeps=sim["substeps"], mode="analytic")
     tosses = TossSet.from_episodes(episodes, substeps=sim["substeps"], k=sim["init_frames"])
@@ -128,7 +129,7 @@ def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
     if len(ids) > ic["max_episodes"]:
         ids = list(np.random.default_rng(int(cc["train_size"])).choice(ids, ic["max_episodes"], replace=False))
     train = [by_id[i] for i in ids]
-    params, info = _identify_on(train, cfg, ic, ex=ex, progress=progress, seed=int(cc["train_size"]))
+    params, info = identify_on(train, cfg, ic, ex=ex, progress=progress, seed=int(cc["train_size"]))
     extra = {"identification": {**info, "identified_on": len(train), "object": "contactnets_cube"},
              "train_size": len(given or ids), "trained_on": "cube", "cube_data_hash": dataset_hash(cube.root),
              "same_data_as_surrogate": bool(given)}
@@ -153,7 +154,7 @@ def _few_shot(cfg, pool_by_id, sp, *, simulate, scorer, ex, progress, refs: dict
             continue
         train = [pool_by_id[i] for i in pool[:k]]
         seen, fit_on = fitting_tosses(train, cfg, "identified")
-        params, info = _identify_on(seen, cfg, few_shot_identification(cfg), ex=ex, progress=progress, seed=k)
+        params, info = identify_on(seen, cfg, few_shot_identification(cfg), ex=ex, progress=progress, seed=k)
         m = scored(scorer, simulate(lambda e, p=params: [p], f"identified on {k} elbow tosses")[0])
         what = " (each toss's window around its first impact)" if fit_on["fit_on"] == "impacts" else ""
         row = {"description": f"MuJoCo analytic contact identified on {k} elbow training tosses{what} (few-shot)",
