@@ -14,7 +14,7 @@ import torch
 from surrogate.capture import read_dataset
 from surrogate.cli import main
 from surrogate.errors import CaptureError
-from surrogate.importers.contactnets import HALF_WIDTH_M, _read_tensor, import_contactnets
+from surrogate.importers.contactnets import HALF_WIDTH_M, _read_tensor, from_dair_layout, import_contactnets
 
 from .conftest import SHARED, needs_shared
 
@@ -97,7 +97,7 @@ def test_a_toss_without_its_batch_dimension_is_skipped_naming_its_shape(tmp_path
     report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
     assert report.kept == 1
     assert [(s["episode"], s["field"], s["reason"]) for s in report.skipped] == [
-        ("2", "tensor", "shape [30, 19], expected [1, T, 19]")]
+        ("2", "tensor", "shape [30, 19], expected [1, T, 19] (or dair_pll's copy, [T, 13])")]
     assert report.skipped[0]["file"] == str(tmp_path / "src" / "2.pt")
     buf = io.BytesIO()  # a URDF object's tosses are [T, 13 + 2J]: with three joints, [T, 19] is its own shape
     torch.save(_toss(seed=3)[0], buf)
@@ -216,3 +216,46 @@ def test_a_gravity_in_the_wrong_units_is_refused_naming_what_the_tosses_imply(tm
     (src / "experiment.json").write_text(json.dumps({"dt": 1 / 148, "g": 9.81 / HALF_WIDTH_M}))
     ep = read_dataset(import_contactnets(src, tmp_path / "out", progress=False).out).episodes[0]
     assert ep.environment.gravity[2] == pytest.approx(-9.81)
+
+
+def _to_dair_layout(a: np.ndarray) -> np.ndarray:
+    """A ContactNets toss [T, 19] (half-widths) in dair_pll's layout [T, 13] (Drake's state order, metres): written
+    here from the layout's definition, column by column, to check ``from_dair_layout`` against."""
+    return np.c_[a[:, 3:7], a[:, 0:3] * HALF_WIDTH_M, a[:, 10:13], a[:, 7:10] * HALF_WIDTH_M]
+
+
+@needs_shared("contactnets_cube")
+def test_dair_pll_copies_of_the_cube_tosses_import_as_the_same_cube(tmp_path):
+    """dair_pll stores the ContactNets tosses as [T, 13] in metres, without experiment.json: read as the same cube,
+    with the authors' inertia, not a solid cube's; a file of neither shape is skipped, naming both."""
+    src = tmp_path / "dair"
+    src.mkdir()
+    ids = ["0", "3", "10"]
+    for i in ids:
+        a = torch.load(CUBE / f"{i}.pt", weights_only=True)[0].numpy()
+        torch.save(torch.from_numpy(_to_dair_layout(a)), src / f"{i}.pt")
+    torch.save(torch.zeros(30, 14, dtype=torch.float64), src / "99.pt")
+    report = import_contactnets(src, tmp_path / "out", progress=False)
+    assert report.kept == 3
+    assert [(s["episode"], s["field"]) for s in report.skipped] == [("99", "tensor")]
+    assert "[T, 13]" in report.skipped[0]["reason"]
+    import_contactnets(CUBE, tmp_path / "ref", progress=False)
+    ref = {e.episode_id: e for e in read_dataset(tmp_path / "ref").episodes}
+    for ep in read_dataset(tmp_path / "out").episodes:
+        r = ref[ep.episode_id]
+        np.testing.assert_allclose(ep.object_pose, r.object_pose, atol=1e-12)
+        np.testing.assert_allclose(ep.object_twist, r.object_twist, atol=1e-12)
+        np.testing.assert_allclose(ep.object.inertia, r.object.inertia, rtol=1e-12)  # the authors', from defaults
+        assert ep.object.inertia[0][0] == pytest.approx(8.1e-4, rel=1e-3)
+        assert "dair_pll" in ep.provenance.notes and "dair_pll" not in r.provenance.notes
+    a = np.random.default_rng(0).normal(size=(5, 13))
+    np.testing.assert_array_equal(_to_dair_layout(from_dair_layout(a)), a)
+
+
+def test_a_mass_without_an_inertia_keeps_the_authors_radius_of_gyration(tmp_path):
+    """experiment.json giving another mass and no inertia scales the authors' inertia with it."""
+    _write_folder(tmp_path / "src", {"1.pt": _toss(seed=1)})
+    (tmp_path / "src" / "experiment.json").write_text(json.dumps({"mass": 0.74}))
+    import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    (ep,) = read_dataset(tmp_path / "out").episodes
+    assert ep.object.inertia[0][0] == pytest.approx(2 * 0.2950002913583124 * HALF_WIDTH_M**2)

@@ -10,6 +10,10 @@ dt = 1/148 s. Poses are AprilTag tracks (3-sample median filter): real measureme
 ``SRC`` may be that folder (with or without experiment.json beside the tosses), the
 upstream repository archive (.zip / .tar.gz) or an http(s) URL of that archive.
 
+The DAIR Lab's dair_pll repository holds copies of these tosses in its own layout (``assets/contactnets_cube`` on its
+``main`` branch): [T, 13] in Drake's state order and metres (``dair_urdf.columns(0)``). A file of that shape is read
+as the same cube, converted to the layout above, so that either copy imports to one object.
+
 Bad toss files (unreadable, a folder or a broken link named ``N.pt``, a toss that appears
 twice, wrong shape, non-finite values...) are skipped and reported with file, field and
 reason, and so is a toss whose own velocities imply another time step (another rate); a bad
@@ -47,8 +51,13 @@ UPSTREAM = "https://github.com/DAIRLab/contact-nets"
 UPSTREAM_COMMIT = "c3dc21c"
 HALF_WIDTH_M = 0.0524  # cube half-width: lengths in the files are in these units
 CUBE_WIDTH_M = 0.1048
-DEFAULTS = {"dt": 1.0 / 148.0, "mass": 0.37, "mu": 0.18, "restitution": 0.125, "g": 9.81 / HALF_WIDTH_M, "inertia": None}
+# The authors' values (their experiment.json), used for what a source leaves out: a folder of tosses copied without
+# that file, or dair_pll's copies, is the same cube (inertia in kg * half-width^2: 8.1e-4 kg m^2, not a solid cube's)
+DEFAULTS = {"dt": 1.0 / 148.0, "mass": 0.37, "mu": 0.18, "restitution": 0.125, "g": 9.81 / HALF_WIDTH_M,
+            "inertia": 0.2950002913583124}
 N_COLUMNS = 19
+DAIR_COLUMNS = 13  # dair_pll's copy of a cube toss: [T, 13] (``from_dair_layout``)
+DAIR_UPSTREAM = "https://github.com/DAIRLab/dair_pll (main, assets/contactnets_cube)"
 TOSS_FILE = re.compile(r"^(\d+)\.pt$")
 TORCH_SUFFIXES = (".pt", ".pth")  # a folder's torch files that are not N.pt are named among the skipped inputs
 # experiment.json keys -> (allowed range, what the value is); None values keep the default.
@@ -84,7 +93,8 @@ def split_sources(items, report: ImportReport) -> tuple[list, ExperimentFile | N
 
 
 def _read_tensor(raw: bytes, name: str, columns: int | None = None) -> np.ndarray:
-    """The toss of a cube's file ([1, T, 19]; ``columns`` None) or of a URDF object's ([T, columns]) as [T, n]."""
+    """The toss of a cube's file ([1, T, 19], or dair_pll's copy [T, 13]; ``columns`` None) or of a URDF object's
+    ([T, columns]) as [T, n]."""
     try:
         t = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except Exception as e:  # truncated or corrupt zip/pickle, or a non-tensor object
@@ -100,10 +110,23 @@ def _read_tensor(raw: bytes, name: str, columns: int | None = None) -> np.ndarra
         a = a[0]
     # the cube's files are [1, T, 19]: a [T, 19] without the batch dimension is no file of theirs
     cube, columns = columns is None, columns or N_COLUMNS
+    if cube and not batched and a.ndim == 2 and a.shape[1] == DAIR_COLUMNS:
+        return a
     if a.ndim != 2 or a.shape[1] != columns or (cube and not batched):
-        want = f"[1, T, {columns}]" if cube else f"[T, {columns}]"
+        want = (f"[1, T, {columns}] (or dair_pll's copy, [T, {DAIR_COLUMNS}])" if cube else f"[T, {columns}]")
         raise CaptureError(f"shape {list(t.shape)}, expected {want}", file=name, field="tensor")
     return a
+
+
+def from_dair_layout(a: np.ndarray) -> np.ndarray:
+    """A cube toss [T, 13] in dair_pll's layout (quaternion w x y z, position in m, body-frame angular velocity, world
+    linear velocity in m/s) as the ContactNets files hold it: [T, 19] in cube half-widths, zero control."""
+    out = np.zeros((len(a), N_COLUMNS))
+    out[:, 0:3] = a[:, 4:7] / HALF_WIDTH_M
+    out[:, 3:7] = a[:, 0:4]
+    out[:, 7:10] = a[:, 10:13] / HALF_WIDTH_M
+    out[:, 10:13] = a[:, 7:10]
+    return out
 
 
 def _read_member(path: Path) -> bytes | CaptureError:
@@ -249,19 +272,18 @@ def _load_experiment(exp: ExperimentFile | None) -> dict:
 def cube_object(params: dict) -> ObjectSpec:
     """The tossed cube as a user would describe it (the authors' nominal values)."""
     m = float(params["mass"])
-    if params.get("inertia") is not None:
-        # experiment.json's inertia is in kg * half-width^2 (the files' length unit).
-        i = float(params["inertia"]) * HALF_WIDTH_M**2
-    else:
-        i = m * CUBE_WIDTH_M**2 / 6.0  # solid cube
+    i = float(params["inertia"])  # experiment.json's unit: kg * half-width^2
+    if "inertia" not in params.get("given", ()):  # the authors' radius of gyration at the mass given
+        i *= m / DEFAULTS["mass"]
+    i *= HALF_WIDTH_M**2
     return ObjectSpec(
         name="contactnets_cube", mass=m, inertia=(np.eye(3) * i).tolist(), size=CUBE_WIDTH_M,
         geometry={"kind": "box", "half_extents": [HALF_WIDTH_M] * 3}, friction=float(params["mu"]),
     )
 
 
-def toss_to_episode(a: np.ndarray, toss_id: str, params: dict, *, file: str) -> Episode:
-    """Convert one toss [T, 19] (cube half-width units) to an SI Episode."""
+def toss_to_episode(a: np.ndarray, toss_id: str, params: dict, *, file: str, dair: bool = False) -> Episode:
+    """Convert one toss [T, 19] (cube half-width units) to an SI Episode; ``dair``: the file was dair_pll's copy."""
     T = len(a)
     if T < 2:
         raise CaptureError(f"has {T} frames, need at least 2", file=file, episode=toss_id, field="tensor")
@@ -284,8 +306,9 @@ def toss_to_episode(a: np.ndarray, toss_id: str, params: dict, *, file: str) -> 
         provenance=Provenance(
             source="ContactNets cube tosses (DAIR Lab)", real=True, capture_rate_hz=1.0 / dt,
             upstream_id=toss_id, license="BSD-3-Clause",
-            notes=f"{UPSTREAM} @ {UPSTREAM_COMMIT}, data/tosses_processed/{toss_id}.pt; AprilTag tracking, "
-                  "3-sample median filter; velocities are backward differences of tracked poses",
+            notes=(f"{DAIR_UPSTREAM}, {toss_id}.pt, a copy of a toss of {UPSTREAM} in dair_pll's layout" if dair
+                   else f"{UPSTREAM} @ {UPSTREAM_COMMIT}, data/tosses_processed/{toss_id}.pt")
+            + "; AprilTag tracking, 3-sample median filter; velocities are backward differences of tracked poses",
         ),
         task="toss",
     )
@@ -341,13 +364,15 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
     if not tosses:
         raise CaptureError("\n".join(["no toss files (N.pt) found"] + skipped_lines(report.skipped)), file=src)
     arrays = _read_tosses(tosses, report, progress=progress)
+    dair = {toss_id for _, toss_id, a in arrays if a.shape[1] == DAIR_COLUMNS}
+    arrays = [(n, i, from_dair_layout(a) if i in dair else a) for n, i, a in arrays]
     check_dt(params, [a for _, _, a in arrays])
     if "g" in params.get("given", ()):
         check_gravity(params, [a for _, _, a in arrays], unit=("half-widths/s^2", HALF_WIDTH_M))
     episodes = []
     for name, toss_id, a in arrays:
         try:
-            ep = toss_to_episode(a, toss_id, params, file=name)
+            ep = toss_to_episode(a, toss_id, params, file=name, dair=toss_id in dair)
             validate_episode(ep, file=name)
             check_toss_dt(a, float(params["dt"]), file=name, episode=toss_id)
         except CaptureError as e:
