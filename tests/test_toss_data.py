@@ -60,6 +60,19 @@ def test_the_urdf_is_part_of_the_cache_entry(tmp_path):
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
+def test_the_importers_version_is_part_of_the_cache_entry(tmp_path, monkeypatch):
+    """A cached import made by an earlier importer is not read as this one's (three elbow tosses it had skipped)."""
+    import surrogate.importers.contactnets as cn
+    from surrogate.bench.toss_data import cache_entry
+
+    src = tmp_path / "tosses"
+    src.mkdir()
+    (src / "0.pt").write_bytes(b"x")
+    before = cache_entry(src, tmp_path / "cache")
+    monkeypatch.setattr(cn, "IMPORT_VERSION", cn.IMPORT_VERSION + 1)
+    assert cache_entry(src, tmp_path / "cache") != before
+
+
 @needs_shared("contactnets_cube")
 def test_render_finds_episodes_of_raw_test_tosses(tmp_path):
     """``surrogate render --suite cube-real --test-data RAW``: the episode is looked up in the raw tosses' import."""

@@ -25,10 +25,11 @@ def is_capture_dataset(path: Path) -> bool:
 
 
 def cache_entry(src: Path, cache_dir: Path, urdf: Path | None = None) -> Path:
-    """Where the import of ``src`` (with ``urdf``) lives in ``cache_dir``: ``<name>[_urdf]-<12 hex of the content>``."""
-    from ..importers.contactnets import source_fingerprint
+    """Where the import of ``src`` (with ``urdf``) lives in ``cache_dir``: ``<name>[_urdf]-<12 hex of the content and
+    the importers' ``IMPORT_VERSION``>``."""
+    from ..importers.contactnets import IMPORT_VERSION, source_fingerprint
 
-    h = hashlib.sha256(source_fingerprint(src).encode())
+    h = hashlib.sha256(f"{source_fingerprint(src)} import {IMPORT_VERSION}".encode())
     if urdf is not None:
         try:
             h.update(Path(urdf).read_bytes())

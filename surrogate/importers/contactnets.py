@@ -56,6 +56,10 @@ CUBE_WIDTH_M = 0.1048
 DEFAULTS = {"dt": 1.0 / 148.0, "mass": 0.37, "mu": 0.18, "restitution": 0.125, "g": 9.81 / HALF_WIDTH_M,
             "inertia": 0.2950002913583124}
 N_COLUMNS = 19
+# what an import writes from the same files: part of the suites' cache key (``bench.toss_data.cache_entry``), so that
+# a cached import made before a change of the importers is made again (2: dair_pll's cube layout, the authors'
+# inertia by default, the step check that read three 148 Hz elbow tosses as 165 Hz ones)
+IMPORT_VERSION = 2
 DAIR_COLUMNS = 13  # dair_pll's copy of a cube toss: [T, 13] (``from_dair_layout``)
 DAIR_UPSTREAM = "https://github.com/DAIRLab/dair_pll (main, assets/contactnets_cube)"
 TOSS_FILE = re.compile(r"^(\d+)\.pt$")
@@ -116,17 +120,6 @@ def _read_tensor(raw: bytes, name: str, columns: int | None = None) -> np.ndarra
         want = (f"[1, T, {columns}] (or dair_pll's copy, [T, {DAIR_COLUMNS}])" if cube else f"[T, {columns}]")
         raise CaptureError(f"shape {list(t.shape)}, expected {want}", file=name, field="tensor")
     return a
-
-
-def from_dair_layout(a: np.ndarray) -> np.ndarray:
-    """A cube toss [T, 13] in dair_pll's layout (quaternion w x y z, position in m, body-frame angular velocity, world
-    linear velocity in m/s) as the ContactNets files hold it: [T, 19] in cube half-widths, zero control."""
-    out = np.zeros((len(a), N_COLUMNS))
-    out[:, 0:3] = a[:, 4:7] / HALF_WIDTH_M
-    out[:, 3:7] = a[:, 0:4]
-    out[:, 7:10] = a[:, 10:13] / HALF_WIDTH_M
-    out[:, 10:13] = a[:, 7:10]
-    return out
 
 
 def _read_member(path: Path) -> bytes | CaptureError:
@@ -265,7 +258,7 @@ def _load_experiment(exp: ExperimentFile | None) -> dict:
         if key in data and not (key == "inertia" and data[key] is None):
             params[key] = _check_param(key, data[key], exp.name)
     params["file"] = exp.name
-    params["given"] = sorted(k for k in DEFAULTS if k in data)  # checked against the tosses, not the defaults
+    params["given"] = sorted(k for k in DEFAULTS if data.get(k) is not None)  # checked against the tosses
     return params
 
 
@@ -349,6 +342,8 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
     ``urdf``: the tosses are of that URDF object in the DAIR Lab's dair_pll layout (``dair_urdf``), not the cube,
     recorded at ``rate_hz`` (None: the DAIR Lab's 148 Hz; the cube's rate is its experiment file's).
     """
+    from .dair_cube import dair_cube_warnings, to_cube_layout  # (it imports this module's constants)
+
     if urdf is not None:
         from .dair_urdf import RATE_HZ, import_urdf_tosses
 
@@ -363,9 +358,7 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
     params = _load_experiment(experiment)
     if not tosses:
         raise CaptureError("\n".join(["no toss files (N.pt) found"] + skipped_lines(report.skipped)), file=src)
-    arrays = _read_tosses(tosses, report, progress=progress)
-    dair = {toss_id for _, toss_id, a in arrays if a.shape[1] == DAIR_COLUMNS}
-    arrays = [(n, i, from_dair_layout(a) if i in dair else a) for n, i, a in arrays]
+    arrays, dair = to_cube_layout(_read_tosses(tosses, report, progress=progress), report)
     check_dt(params, [a for _, _, a in arrays])
     if "g" in params.get("given", ()):
         check_gravity(params, [a for _, _, a in arrays], unit=("half-widths/s^2", HALF_WIDTH_M))
@@ -379,5 +372,7 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
             report.skip(e, file=name, episode=toss_id)
             continue
         episodes.append(ep)
+    if dair:
+        report.warnings += dair_cube_warnings(episodes, dair)
     meta = DatasetMeta(name="contactnets_cube", robot_type="none", angular_frame="body")
     return report.write(episodes, meta, overwrite=overwrite)

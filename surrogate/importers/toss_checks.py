@@ -17,7 +17,7 @@ from ..estimate import FREE_FLIGHT_WINDOW, free_flight_start
 
 EXPERIMENT = "experiment.json"
 # relative: the velocities in the files are backward differences of the positions, so each toss implies its step to
-# 1.7 % (the cube's 450) or 0.9 % (the elbow's 541, ``_implied_dt``); at 0.5 a rate off by 2x passed
+# 0.3 % (the cube's 450) or 1.1 % (the elbow's 541, ``_implied_dt``); at 0.5 a rate off by 2x passed
 DT_TOLERANCE = 0.1
 # relative: the cube's tosses imply gravity (median over tosses of a parabola fitted to each one's first frames) 2 %
 # below experiment.json's 187.2 half-widths/s^2 (AprilTag tracking, a few tosses still held); a value in m/s^2 by
@@ -27,18 +27,23 @@ G_TOLERANCE = 0.25
 
 def _implied_dt(a: np.ndarray, pos: int = 0, vel: int = 7) -> float | None:
     """The time step the toss's own velocities imply (they are backward differences of its positions, columns
-    ``pos:pos+3`` and ``vel:vel+3``): the median over its moving frames of each frame's least-squares step
-    (dp . v / v . v); None when the object hardly moves. A median, because a few frames whose tracked position jumps
-    while the velocity column does not follow (1-3 cm in three of the elbow's 541 tosses) pulled one fit over all
-    frames 11 % off, and those 148 Hz tosses were skipped as 165 Hz ones."""
+    ``pos:pos+3`` and ``vel:vel+3``): the median of each frame's least-squares step (dp . v / v . v) weighted by v . v
+    (the weights of one least-squares fit over all frames, whose mean it replaces); None when the object hardly
+    moves. A median, because a few frames where the tracker jitters while the velocity column lags a frame (1-3 cm at
+    an impact in three of the elbow's 541 tosses) pulled the fit 11 % off, and those 148 Hz tosses were skipped as
+    165 Hz ones; weighted, so that a long rest's noisy frames do not outvote the flight (an unweighted median let
+    some tosses decimated by 3 pass as 148 Hz)."""
     dp, v = np.diff(a[:, pos:pos + 3], axis=0), a[1:, vel:vel + 3]
     if len(v) < 2 or not (np.isfinite(dp).all() and np.isfinite(v).all()):  # a bad toss, skipped by name later
         return None
     vv = (v * v).sum(axis=1)
     if float(vv.sum()) < 1e-6 * len(v):
         return None
-    moving = vv >= 1e-6
-    d = float(np.median((dp[moving] * v[moving]).sum(axis=1) / vv[moving]))
+    moving = vv > 0
+    step, weight = (dp[moving] * v[moving]).sum(axis=1) / vv[moving], vv[moving]
+    order = np.argsort(step)
+    cumulative = np.cumsum(weight[order])
+    d = float(step[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
     return d if math.isfinite(d) else None
 
 
