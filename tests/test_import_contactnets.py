@@ -301,7 +301,8 @@ def test_a_dair_copy_with_a_non_finite_value_names_its_own_column(tmp_path):
 
 def test_a_decimated_toss_with_a_long_rest_is_still_another_rate():
     """A toss that rests for most of its frames, kept every third frame: its flight says 49 Hz, which the many resting
-    frames' noise must not outvote (an unweighted median over frames read it as 148 Hz)."""
+    frames' noise must not outvote (an unweighted median over frames reads 169 Hz here, and read some shared tosses
+    kept every third frame as 148 Hz)."""
     rng = np.random.default_rng(0)
     T, dt = 300, 1.0 / 148.0
     z = np.r_[np.maximum(2.0 + 3.0 * np.arange(100) * dt - 90.0 * (np.arange(100) * dt) ** 2, 1.0), np.ones(T - 100)]

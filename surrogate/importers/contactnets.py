@@ -60,7 +60,7 @@ N_COLUMNS = 19
 # a cached import made before a change of the importers is made again (2: dair_pll's cube layout, the authors'
 # inertia by default, the step check that read three 148 Hz elbow tosses as 165 Hz ones)
 IMPORT_VERSION = 2
-DAIR_COLUMNS = 13  # dair_pll's copy of a cube toss: [T, 13] (``from_dair_layout``)
+DAIR_COLUMNS = 13  # dair_pll's copy of a cube toss: [T, 13] (``dair_cube``)
 DAIR_UPSTREAM = "https://github.com/DAIRLab/dair_pll (main, assets/contactnets_cube)"
 TOSS_FILE = re.compile(r"^(\d+)\.pt$")
 TORCH_SUFFIXES = (".pt", ".pth")  # a folder's torch files that are not N.pt are named among the skipped inputs
