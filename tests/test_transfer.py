@@ -21,6 +21,8 @@ from surrogate.errors import ConfigError
 from surrogate.objects import make_object
 from surrogate.policies import ScriptedGraspPolicy, rollout
 
+from .conftest import SHARED, needs_shared
+
 
 def test_rig_timestep_divides_frames_and_control():
     dt, per_frame, per_ctrl = rig_timestep(120.0, 0.02, 0.001)
@@ -160,3 +162,44 @@ def test_rollout_goes_on_when_every_copy_has_terminated():
     res = rollout(venv, UnderTheTable(venv.task), seed=0, duration=0.1, record=rec)
     assert len(rec) == 6  # the reset and 5 steps, the last 4 with every copy terminated
     assert (res["return"] == -venv.task.drop_penalty).all()  # each terminated once, on its first step
+
+
+def test_deployable_makes_good_each_refused_object_from_the_rest_of_the_spread():
+    """``max_objects`` counts objects deployed on: a refused pick is replaced from what is left, the list's order
+    kept; without a limit every object that passes is kept."""
+    from types import SimpleNamespace
+
+    from surrogate.bench.transfer_objects import deployable, spread
+
+    objs = [SimpleNamespace(name=f"o{i}") for i in range(10)]
+    wide = {"o0", "o4", "o9"}
+
+    def why_not(o):
+        return "too wide" if o.name in wide else None
+
+    assert [o.name for o in spread(objs, 3)] == ["o0", "o4", "o9"]  # the old pick: every one of them refused
+    chosen, refused = deployable(objs, 3, why_not)
+    assert len(chosen) == 3 and not wide & {o.name for o in chosen}
+    assert [o.name for o in chosen] == sorted((o.name for o in chosen), key=lambda n: int(n[1:]))
+    assert refused == {n: "too wide" for n in wide}
+    chosen, refused = deployable(objs, None, why_not)
+    assert len(chosen) == 7 and set(refused) == wide
+    chosen, _ = deployable(objs[:2], 5, why_not)
+    assert [o.name for o in chosen] == ["o1"]  # fewer than asked where no more can be grasped
+
+
+@needs_shared("ycb_sample")
+def test_the_objects_the_jaw_cannot_span_are_refused_before_deployment():
+    """The YCB sample's cracker box (22.6 x 18.2 cm in plan) is wider than the parallel jaw opens at any yaw: asked
+    for 5 of the 6 objects, the suite deploys on the other 5, not on 4."""
+    from surrogate.bench.policy import load_suite_objects
+    from surrogate.bench.transfer_objects import deployable, rig_grasp_refusal, spread
+    from surrogate.rig.config import load_rig_config
+
+    objs = load_suite_objects(str(SHARED / "ycb_sample" / "ycb"))
+    assert "cracker_box" in {o.name for o in spread(objs, 5)}
+    d = {"hand": "parallel_jaw", "duration": 3.0}
+    cfg = load_rig_config(None, ())
+    chosen, refused = deployable(objs, 5, lambda o: rig_grasp_refusal(o, d=d, rig_cfg=cfg, poses=2, seed=10_000))
+    assert len(chosen) == 5 and "cracker_box" not in {o.name for o in chosen}
+    assert list(refused) == ["cracker_box"] and "does not fit the open parallel_jaw hand" in refused["cracker_box"]

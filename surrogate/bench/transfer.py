@@ -45,6 +45,7 @@ from .identify import ensemble_ranges, randomized_ensemble
 from .ledger import outcome
 from .policy import by_object_summary, decide, identified_params, load_suite_objects
 from .resample import unit_bootstrap
+from .transfer_objects import deployable, rig_grasp_refusal, spread
 from .transfer_trace import Tape, first_divergence, rates
 
 SOURCES = ("analytic_nominal", "analytic_randomized", "surrogate", "surrogate_randomized")
@@ -86,14 +87,6 @@ def learned_ensemble(model, *, n: int, seed: int, ranges: dict) -> list[LearnedV
     laws = randomized_laws(model, n=n, seed=seed, ranges={k: r[k] for k in ("friction", "stiffness", "damping")})
     rng = np.random.default_rng([int(seed), 0x3A55])
     return [LearnedVariant(law, sc, float(rng.uniform(*r["mass_scale"]))) for law, sc in laws]
-
-
-def _spread(objs: list, n) -> list:
-    """At most ``n`` of ``objs`` spread evenly over the list (splits are family-major: several families, not the
-    first family's seeds); all of them for ``n`` None."""
-    if not n or n >= len(objs):
-        return list(objs)
-    return [objs[int(i)] for i in np.unique(np.linspace(0, len(objs) - 1, int(n)).round())]
 
 
 def _candidates(grid: dict) -> list[dict]:
@@ -236,11 +229,14 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
         raise ConfigError("the transfer suite deploys on the rig; it takes no --test-data", key="test_data")
     d, pc, bl = cfg["data"], cfg["policy"], cfg["baselines"]
     log = print if progress else (lambda *_: None)
-    tune_objs = _spread(load_suite_objects(d["tune_objects"]), d.get("max_tune_objects"))
-    objs = _spread(load_suite_objects(d["objects"]), d.get("max_objects"))
+    rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())
+    tune_objs = spread(load_suite_objects(d["tune_objects"]), d.get("max_tune_objects"))
+    objs, not_graspable = deployable(load_suite_objects(d["objects"]), d.get("max_objects"), lambda o: rig_grasp_refusal(
+        o, d=d, rig_cfg=rig_cfg, poses=int(d["poses"]), seed=deploy_seed(d)))
+    if not objs:
+        raise ConfigError("the hand can grasp none of the held-out objects", key="data.objects")
     if {o.name for o in tune_objs} & {o.name for o in objs}:
         raise ConfigError("tuning and held-out objects overlap", key="data.tune_objects")
-    rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())
     ckpt = str(checkpoint) if checkpoint is not None else str(release_checkpoint("rig_default"))
     model = load_checkpoint(ckpt)[0]
     ident = identified_params(bl.get("identified", {}).get("ledger"))
@@ -267,6 +263,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
                                  penalty=float(pc["slip_penalty"]), force_cost=float(pc.get("force_cost", 0.0)),
                                  log=log)
         dep = _deploy_per_object(source, variants, tuned["best"], objs, d=d, model=model, rig_cfg=rig_cfg, thr=thr)
+        dep["skipped"] = {**not_graspable, **dep["skipped"]}
         rng = {"analytic_randomized": ranges,
                "surrogate_randomized": {k: list(v) for k, v in learned_ranges(ranges).items()}}.get(source)
         row = _row(source, tuned, dep, ranges=rng, seed=seed, n_boot=int(cfg["n_boot"]))
@@ -292,7 +289,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
             models[source]["checkpoint"] = ckpt
         log(f"{source}: tuned {tuned['best']}; success_gap {row['success_gap']}, slip_gap {row['slip_gap']}")
     return {"data": {"name": str(d["objects"]), "episodes": rows[0]["episodes"], "hash": "",
-                     "objects": [o.name for o in objs], "tune_objects": [o.name for o in tune_objs]},
+                     "objects": [o.name for o in objs], "tune_objects": [o.name for o in tune_objs],
+                     "not_graspable": not_graspable},
             "models": models, "transfer": rows, "result": verdict(rows, seed=seed, n_boot=int(cfg["n_boot"])),
             "wall_s": time.time() - t0}
 
