@@ -20,8 +20,8 @@ over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under four 
 
 Each source's best policy is then rolled out on the held-out objects (``data.objects``: at most ``data.max_objects``
 of those the hand can grasp, ``transfer_objects.deployable``; ``data.poses`` poses each) in its own simulator and
-on the rig (``bench.rig_env.RigGraspVectorEnv``) from the same reset states (the same seeds). Outcomes come from the one outcome definition (``rig.scripts.episode_labels``, through
-``policies.rollout``) on both sides. The ledger's ``transfer`` rows (``transfer_rows``) hold sim and rig
+on the rig (``bench.rig_env.RigGraspVectorEnv``) from the same reset states (the same seeds). Outcomes come from the
+one outcome definition (``rig.scripts.episode_labels``, through ``policies.rollout``) on both sides. The ledger's ``transfer`` rows (``transfer_rows``) hold sim and rig
 success and slip rates, ``success_gap`` and ``slip_gap`` (sim minus rig) with 95 % bootstrap intervals over
 held-out objects, and the first divergence between the sim and rig traces of the same rollouts
 (``bench.transfer_trace``).
