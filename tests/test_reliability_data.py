@@ -30,7 +30,8 @@ def test_a_toss_suite_refuses_grasp_captures_before_any_baseline(tosses_and_gras
     msg = str(e.value)
     assert str(grasps) in msg and "holds grasps, not tosses" in msg and "joint positions in 2 of 2" in msg, msg
     assert e.value.location.field == "test_data"
-    assert len(suite_test_episodes({"suite": "cube-real", "data": {}}, {"test": []}, {}, tosses, tmp_path / "cache")[0]) == 3
+    cfg = {"suite": "cube-real", "data": {}}
+    assert len(suite_test_episodes(cfg, {"test": []}, {}, tosses, tmp_path / "cache")[0]) == 3
 
 
 def test_a_grasp_suite_refuses_tosses_before_any_baseline(tosses_and_grasps):

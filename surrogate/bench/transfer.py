@@ -21,9 +21,10 @@ over ``data.tune_poses`` poses of each ``data.tune_objects`` object) under four 
 Each source's best policy is then rolled out on the held-out objects (``data.objects``: at most ``data.max_objects``
 of those the hand can grasp, ``transfer_objects.deployable``; ``data.poses`` poses each) in its own simulator and
 on the rig (``bench.rig_env.RigGraspVectorEnv``) from the same reset states (the same seeds). Outcomes come from the
-one outcome definition (``rig.scripts.episode_labels``, through ``policies.rollout``) on both sides. The ledger's ``transfer`` rows (``transfer_rows``) hold sim and rig
-success and slip rates, ``success_gap`` and ``slip_gap`` (sim minus rig) with 95 % bootstrap intervals over
-held-out objects, and the first divergence between the sim and rig traces of the same rollouts
+one outcome definition (``rig.scripts.episode_labels``, through ``policies.rollout``) on both sides. The ledger's
+``transfer`` rows (``transfer_rows``) hold sim and rig success and slip rates, ``success_gap`` and ``slip_gap`` (sim
+minus rig) with 95 % bootstrap intervals over held-out objects, and the first divergence between the sim and rig
+traces of the same rollouts
 (``bench.transfer_trace``).
 """
 
@@ -231,8 +232,10 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     log = print if progress else (lambda *_: None)
     rig_cfg = load_rig_config(cfg["rig"].get("config"), cfg["rig"].get("overrides") or ())
     tune_objs = spread(load_suite_objects(d["tune_objects"]), d.get("max_tune_objects"))
-    objs, not_graspable = deployable(load_suite_objects(d["objects"]), d.get("max_objects"), lambda o: rig_grasp_refusal(
-        o, d=d, rig_cfg=rig_cfg, poses=int(d["poses"]), seed=deploy_seed(d)))
+    def refusal(obj):
+        return rig_grasp_refusal(obj, d=d, rig_cfg=rig_cfg, poses=int(d["poses"]), seed=deploy_seed(d))
+
+    objs, not_graspable = deployable(load_suite_objects(d["objects"]), d.get("max_objects"), refusal)
     if not objs:
         raise ConfigError("the hand can grasp none of the held-out objects", key="data.objects")
     if {o.name for o in tune_objs} & {o.name for o in objs}:
