@@ -67,10 +67,12 @@ class AssetError(LocatedError, ValueError):
 
 
 class ConfigError(LocatedError, ValueError):
-    """Bad configuration value: names the key and what is allowed."""
+    """Bad configuration value: names the key and what is allowed. ``keys``: every key of a refused combination
+    (``key`` among them), so that a config check can say where any of them was set."""
 
-    def __init__(self, message: str, *, file=None, key=None):
+    def __init__(self, message: str, *, file=None, key=None, keys: tuple = ()):
         super().__init__(message, file=file, field=key)
+        self.keys = tuple(keys)
 
 
 class OutputError(SurrogateError):

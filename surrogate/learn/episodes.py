@@ -103,11 +103,9 @@ def check_split_keys(c: dict) -> None:
         return
     check_bench_split(c["bench_split"])
     if val_split != "episode":
-        error = ConfigError(f"data.val_split={val_split!r} applies to a dataset's own split, not to a suite's "
-                            "(data.bench_split): set data.val_split=episode, or data.bench_split=null",
-                            key="data.val_split")
-        error.keys = ("data.val_split", "data.bench_split")  # the config check names the command line if it set either
-        raise error
+        raise ConfigError(f"data.val_split={val_split!r} applies to a dataset's own split, not to a suite's "
+                          "(data.bench_split): set data.val_split=episode, or data.bench_split=null",
+                          key="data.val_split", keys=("data.val_split", "data.bench_split"))
 
 
 def bench_split_ids(episodes, spec: dict, *, val_fraction: float) -> tuple[list, list]:

@@ -90,11 +90,10 @@ def check_grid(grid: dict, *, stribeck: bool) -> None:
                               f"got {values!r}", key=f"stages.grid.{k}")
     used = [k for k in ("static_friction", "stribeck_speed") if grid.get(k)]
     if used and not stribeck:
-        error = ConfigError(f"stages.grid.{used[0]} = {grid[used[0]]} with model.stribeck false: a Coulomb law has no "
-                            f"static / kinetic friction ratio or Stribeck speed to scan; set model.stribeck=true, or "
-                            f"stages.grid.{used[0]}=[]", key=f"stages.grid.{used[0]}")
-        error.keys = (f"stages.grid.{used[0]}", "model.stribeck")
-        raise error
+        raise ConfigError(f"stages.grid.{used[0]} = {grid[used[0]]} with model.stribeck false: a Coulomb law has no "
+                          f"static / kinetic friction ratio or Stribeck speed to scan; set model.stribeck=true, or "
+                          f"stages.grid.{used[0]}=[]", key=f"stages.grid.{used[0]}",
+                          keys=(f"stages.grid.{used[0]}", "model.stribeck"))
     cap = grid.get("max_episodes")
     if cap is not None and not (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1):
         raise ConfigError(f"must be a whole number of training episodes, 1 or more, or null (all of them), got {cap!r}",

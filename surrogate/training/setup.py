@@ -121,7 +121,7 @@ def check_fit_rules(cfg: dict, kind: str, *, where) -> None:
     _named(check_hands, data, where=where)
     stages = cfg.get("stages") or {}
     grid = {**STAGE_DEFAULTS["grid"], **(stages.get("grid") or {})}
-    _named(check_grid, grid, stribeck=(cfg.get("model") or {}).get("stribeck", False) is True, where=where)
+    _named(check_grid, grid, stribeck=bool((cfg.get("model") or {}).get("stribeck", False)), where=where)
     for stage in ("prior", "corrections"):
         _named(check_patience, (stages.get(stage) or {}).get("patience"), stage=stage, where=where)
 
@@ -132,7 +132,7 @@ def _named(check, *args, where, **kw) -> None:
     try:
         check(*args, **kw)
     except ConfigError as e:
-        sources = [where(k) for k in getattr(e, "keys", None) or (e.location.field,)]
+        sources = [where(k) for k in e.keys or (e.location.field,)]
         raise ConfigError(e.reason, file=SET_SOURCE if SET_SOURCE in sources else sources[0],
                           key=e.location.field) from None
 
