@@ -293,6 +293,30 @@ def test_a_cards_captures_made_outside_the_project_are_found_beside_its_checkpoi
     assert card_data_root(card, tmp_path / "checkpoint") == tmp_path / "captures"
     assert card_data_root({"data": {**card["data"], "sha256": "0" * 64}}, tmp_path / "checkpoint") is None  # other data
     assert card_data_root(card, None) is None
+    # in the project's own folder of that name: the same rule (another run's grasps share its episode ids)
+    assert card_data_root({"data": {"root": str(tmp_path / "captures"), "sha256": "0" * 64}}) is None
+    assert card_data_root({"data": {"root": str(tmp_path / "captures"), "sha256": card["data"]["sha256"]}}) \
+        == tmp_path / "captures"
+
+
+def test_a_toss_suite_fits_mujoco_on_a_checkpoints_tosses_only_where_its_card_names_the_suites_data(tmp_path, caplog):
+    """cube-real and elbow-real identify MuJoCo on the surrogate's own training tosses, found by episode id: a
+    card of another dataset (another import, other tosses under the same ids) is not matched, and a warning says so."""
+    import shutil
+
+    from surrogate.bench.cube_real import given_training
+
+    ck = tmp_path / "ck"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "checkpoints" / "cube_tosses", ck)
+    card = json.loads((ck / "card.json").read_text())
+    ids = card["data"]["train_episodes"]
+    by_id = {i: object() for i in ids}
+    same = card["data"]["sha256"]
+    assert given_training(ck, by_id, set(), data_hash=same) == ids
+    assert given_training(ck, by_id, {ids[0]}, data_hash=same) == ids[1:]  # a test toss is never a training toss
+    with caplog.at_level("WARNING"):
+        assert given_training(ck, by_id, set(), data_hash="f" * 64) is None
+    assert "not on this suite's" in caplog.text and same[:12] in caplog.text
 
 
 # ----------------------------------------------------------------------------- the unit a claim generalizes over

@@ -123,7 +123,8 @@ def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
     cube = load_tosses(cc["source"], cache_dir=cache_dir, progress=progress, key="cube.source")
     eps, sp = suite_split(cube.episodes, cc, [int(cc["train_size"])])
     by_id = {e.episode_id: e for e in eps}
-    given = given_training(checkpoint, by_id, set(sp["test"]))
+    cube_hash = dataset_hash(cube.root)
+    given = given_training(checkpoint, by_id, set(sp["test"]), data_hash=cube_hash)
     ids = list(given or sp["train"][int(cc["train_size"])])
     ic = cfg["baselines"]["identified"]
     if len(ids) > ic["max_episodes"]:
@@ -131,7 +132,7 @@ def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
     train = [by_id[i] for i in ids]
     params, info = identify_on(train, cfg, ic, ex=ex, progress=progress, seed=int(cc["train_size"]))
     extra = {"identification": {**info, "identified_on": len(train), "object": "contactnets_cube"},
-             "train_size": len(given or ids), "trained_on": "cube", "cube_data_hash": dataset_hash(cube.root),
+             "train_size": len(given or ids), "trained_on": "cube", "cube_data_hash": cube_hash,
              "same_data_as_surrogate": bool(given)}
     return params, extra, train
 

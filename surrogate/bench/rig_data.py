@@ -109,13 +109,20 @@ def card_data_root(card: dict | None, checkpoint=None) -> Path | None:
     """Where a card's training captures are on this machine, or None. Cards hold no machine paths
     (``paths.portable_path``): ``data.root`` is relative to the project root or ``${SURROGATE_DATA}``, or, for
     captures made outside both, their folder's name, looked up beside the checkpoint folder (a run's captures
-    and its export sit side by side) and accepted only where its content hash is the card's ``data.sha256``."""
+    and its export sit side by side); either is accepted only where its content hash is the card's ``data.sha256``
+    (where the card has one): another run's captures in a folder of the same name hold other grasps under the same
+    episode ids, and MuJoCo fitted on them would be called the surrogate's own."""
     data = (card or {}).get("data") or {}
     root = data.get("root")
     if not root:
         return None
     if (resolve(root) / "meta" / "contact.json").exists():
-        return resolve(root)
+        found, want = dataset_hash(resolve(root)), data.get("sha256")
+        if not want or found == want:
+            return resolve(root)
+        logger.warning("training captures %s are not the checkpoint's own (sha256 %s, the card's %s): not used as "
+                       "its training grasps", resolve(root), found[:12], str(want)[:12])
+        return None
     if checkpoint is None or Path(str(root)).is_absolute():
         return None
     cand = Path(checkpoint).resolve().parent / str(root)
