@@ -224,7 +224,10 @@ def test_tosses_of_a_urdf_without_joints_import_as_a_rigid_object(tmp_path):
     src.mkdir()
     toss = torch.zeros(40, 13, dtype=torch.float64)  # the dair_pll layout of an object without joints
     toss[:, 0] = 1.0
-    toss[:, 6] = 0.025
+    t = torch.arange(40, dtype=torch.float64) / 148.0
+    toss[:, 6] = 0.5 + t - 0.5 * 9.81 * t**2  # in free flight: a toss's lengths are checked against gravity
+    toss[1:, 12] = torch.diff(toss[:, 6]) * 148.0
+    toss[0, 12] = toss[1, 12]
     torch.save(toss, src / "0.pt")
     assert main(["import", "contactnets", str(src), "--urdf", str(urdf), "--out", str(tmp_path / "ds"), "--quiet"]) == 0
     (ep,) = read_dataset(tmp_path / "ds").episodes

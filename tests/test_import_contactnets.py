@@ -47,11 +47,17 @@ def test_real_tosses_import_and_inspect(tmp_path, capsys):
     assert ep.environment.gravity[2] == pytest.approx(-9.81, abs=0.01)
 
 
-def _toss(T=30, seed=0):
+def _toss(T=30, seed=0, dt=1 / 148):
+    """A toss [1, T, 19] in the files' units (half-widths): free flight under the authors' gravity from a random
+    start high above the floor, its velocities the backward differences of its positions (the upstream files')."""
     rng = np.random.default_rng(seed)
+    t = np.arange(T) * dt
     a = np.zeros((1, T, 19))
-    a[0, :, 0:3] = rng.normal(size=3) + np.linspace(0, 1, T)[:, None]
-    a[0, :, 2] += 2
+    v0 = rng.normal(size=3) * 5.0
+    a[0, :, 0:3] = rng.normal(size=3) + v0 * t[:, None]
+    a[0, :, 2] += 20.0 - 0.5 * 9.81 / HALF_WIDTH_M * t**2
+    a[0, 1:, 7:10] = np.diff(a[0, :, 0:3], axis=0) / dt
+    a[0, 0, 7:10] = a[0, 1, 7:10]
     a[0, :, 3] = 1.0
     return torch.from_numpy(a)
 
@@ -112,7 +118,7 @@ def test_upstream_archive_layout(tmp_path):
     with zipfile.ZipFile(archive, "w") as z:
         for n in (3, 11):
             buf = io.BytesIO()
-            torch.save(_toss(seed=n), buf)
+            torch.save(_toss(seed=n, dt=0.01), buf)
             z.writestr(f"contact-nets-main/data/tosses_processed/{n}.pt", buf.getvalue())
         z.writestr("contact-nets-main/data/params_processed/experiment.json", json.dumps({"dt": 0.01, "mass": 0.5, "mu": 0.3}))
         z.writestr("contact-nets-main/README.md", "not a toss")
@@ -289,7 +295,8 @@ def test_a_mass_without_an_inertia_keeps_the_authors_radius_of_gyration(tmp_path
 def test_a_dair_copy_with_a_non_finite_value_names_its_own_column(tmp_path):
     """The column and field of a bad value are the file's (dair_pll's [T, 13]), not the converted layout's; and the
     report says that [T, 13] files were read as the cube."""
-    good = np.c_[np.tile([1.0, 0, 0, 0], (30, 1)), np.zeros((30, 2)), np.linspace(0.3, 0.06, 30), np.zeros((30, 6))]
+    flight = _toss(seed=1)[0].numpy() * HALF_WIDTH_M  # the same free flight in dair_pll's columns and metres
+    good = np.c_[np.tile([1.0, 0, 0, 0], (30, 1)), flight[:, 0:3], np.zeros((30, 3)), flight[:, 7:10]]
     bad = good.copy()
     bad[7, 12] = np.nan
     _write_folder(tmp_path / "src", {"1.pt": torch.from_numpy(good), "2.pt": torch.from_numpy(bad)})
@@ -312,3 +319,98 @@ def test_a_decimated_toss_with_a_long_rest_is_still_another_rate():
     a[1:, 7:10] = np.diff(pos, axis=0) / dt
     assert 1.0 / _implied_dt(a) == pytest.approx(148.0, rel=0.02)
     assert 1.0 / _implied_dt(a[::3]) == pytest.approx(148.0 / 3, rel=0.1)  # more than 10 % off 148: skipped
+
+
+def test_a_toss_in_another_length_unit_is_skipped_naming_the_gravity_it_falls_at(tmp_path):
+    """A cube toss written in mm (or in metres) where the files hold half-widths has self-consistent velocities and
+    can stay under the validator's speed bound: only its free flight, at 52x (1/19x) gravity, tells."""
+    mm = _toss(T=15, seed=2).clone()  # short: its speeds stay under the validator's 100 m/s
+    mm[0, :, 0:3] *= 1000 * HALF_WIDTH_M  # positions in mm
+    mm[0, :, 7:10] *= 1000 * HALF_WIDTH_M
+    metres = _toss(seed=3).clone()
+    metres[0, :, 0:3] *= HALF_WIDTH_M
+    metres[0, :, 7:10] *= HALF_WIDTH_M
+    _write_folder(tmp_path / "src", {"1.pt": _toss(seed=1), "2.pt": mm, "3.pt": metres})
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert report.kept == 1
+    by = {s["episode"]: s for s in report.skipped}
+    assert set(by) == {"2", "3"} and {s["field"] for s in by.values()} == {"position"}
+    assert "52.4x gravity" in by["2"]["reason"] and "0.0524x gravity" in by["3"]["reason"]
+    assert "another unit" in by["2"]["reason"]
+
+
+def test_a_dropped_or_repeated_frame_is_skipped_naming_the_frame(tmp_path):
+    """Timestamps are the frame count times dt: a frame missing from a file, or written twice, would shift every
+    later frame in time. The toss's velocities (backward differences of its positions) show where."""
+    full = _toss(T=40, seed=1)
+    dropped = torch.cat([full[:, :20], full[:, 21:]], dim=1)
+    repeated = torch.cat([full[:, :21], full[:, 20:]], dim=1)
+    _write_folder(tmp_path / "src", {"1.pt": full, "2.pt": dropped, "3.pt": repeated})
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert report.kept == 1
+    by = {s["episode"]: s for s in report.skipped}
+    moved = re.match(r"frame 20: its position moved (\S+) steps", by["2"]["reason"])
+    assert by["2"]["field"] == "linear_velocity" and float(moved[1]) == pytest.approx(2.0, abs=0.1)
+    assert by["3"]["field"] == "position" and by["3"]["reason"].startswith("frame 21 repeats frame 20's position exactly")
+
+
+def test_one_toss_number_written_with_a_leading_zero_is_the_same_toss(tmp_path):
+    _write_folder(tmp_path / "src", {"1.pt": _toss(seed=1), "01.pt": _toss(seed=1), "2.pt": _toss(seed=2)})
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert report.kept == 2
+    (s,) = report.skipped
+    assert s["episode"] == "1" and "appears twice" in s["reason"]
+
+
+def _zipped(path: Path, members: dict) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, t in members.items():
+            buf = io.BytesIO()
+            torch.save(t, buf)
+            z.writestr(name, buf.getvalue())
+    return path
+
+
+def test_an_archive_of_one_toss_folder_is_read_and_one_of_several_is_refused_naming_them(tmp_path):
+    flat = _zipped(tmp_path / "flat.zip", {"1.pt": _toss(seed=1), "2.pt": _toss(seed=2)})
+    assert import_contactnets(flat, tmp_path / "a", progress=False).kept == 2
+    nested = _zipped(tmp_path / "nested.zip", {"mine/tosses/1.pt": _toss(seed=1), "mine/README.pt": _toss(seed=2)})
+    assert import_contactnets(nested, tmp_path / "b", progress=False).kept == 1
+    two = _zipped(tmp_path / "two.zip", {"assets/cube/1.pt": _toss(seed=1), "assets/elbow/1.pt": _toss(seed=2)})
+    with pytest.raises(CaptureError, match=r"2 folders \('assets/cube', 'assets/elbow'\)") as e:
+        import_contactnets(two, tmp_path / "c", progress=False)
+    assert e.value.field == "archive" and not (tmp_path / "c").exists()
+    truncated = tmp_path / "cut.zip"
+    truncated.write_bytes(flat.read_bytes()[:300])
+    with pytest.raises(CaptureError, match="unreadable archive, truncated or corrupt") as e:
+        import_contactnets(truncated, tmp_path / "d", progress=False)
+    assert e.value.field == "archive"
+
+
+def test_a_file_of_pickled_objects_is_refused_unread_and_named(tmp_path):
+    import os
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {tmp_path / 'ran'}",)
+
+    buf = io.BytesIO()
+    torch.save({"toss": Payload()}, buf)
+    _write_folder(tmp_path / "src", {"1.pt": _toss(seed=1), "2.pt": buf.getvalue()})
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    (s,) = report.skipped
+    assert s["field"] == "tensor" and s["reason"].startswith("holds pickled Python objects (")
+    assert s["reason"].endswith("not only tensors: refused unread") and not (tmp_path / "ran").exists()
+
+
+def test_a_rate_the_tosses_contradict_without_an_experiment_file_says_how_to_give_theirs(tmp_path):
+    _write_folder(tmp_path / "src", {f"{i}.pt": _toss(seed=i, dt=1 / 74) for i in (1, 2, 3)})
+    with pytest.raises(CaptureError, match=r"no experiment.json beside the tosses.*\"dt\"") as e:
+        import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+    assert e.value.field == "dt" and Path(e.value.file) == tmp_path / "src"
+
+
+def test_an_articulated_objects_toss_without_its_urdf_is_named_with_the_way_out(tmp_path):
+    _write_folder(tmp_path / "src", {"1.pt": torch.zeros(30, 15, dtype=torch.float64)})
+    with pytest.raises(CaptureError, match=r"1 joint\(s\).*pass its URDF \(--urdf\)"):
+        import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)

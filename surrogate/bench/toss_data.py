@@ -50,7 +50,12 @@ def load_tosses(source, *, cache_dir: Path, urdf=None, progress: bool = True, ke
     urdf = None if urdf is None else Path(expand_env(str(urdf), key="data.urdf"))
     target = cache_entry(src, cache_dir, urdf)
     if not is_capture_dataset(target):
-        import_contactnets(src, target, overwrite=True, progress=progress, urdf=urdf)
+        try:
+            import_contactnets(src, target, overwrite=True, progress=progress, urdf=urdf)
+        except CaptureError as e:  # the cache folder is this suite's: the user's folder is the one to name
+            if e.file is None or Path(e.file) != target:
+                raise
+            raise CaptureError(e.reason, file=src, field=key) from None
     return read_dataset(target)
 
 

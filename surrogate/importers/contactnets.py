@@ -29,11 +29,13 @@ import hashlib
 import io
 import json
 import math
+import pickle
 import re
 import shutil
 import tarfile
 import tempfile
 import urllib.request
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -45,7 +47,8 @@ from tqdm import tqdm
 from ..capture import DatasetMeta, Environment, Episode, ObjectSpec, Provenance, validate_episode
 from ..errors import CaptureError, ConfigError
 from .report import ImportReport, skipped_lines
-from .toss_checks import EXPERIMENT, check_dt, check_gravity, check_toss_dt
+from .toss_archive import TOSS_FILE, archive_members
+from .toss_checks import EXPERIMENT, check_dt, check_gravity, check_toss_dt, check_toss_frames, check_toss_gravity
 
 UPSTREAM = "https://github.com/DAIRLab/contact-nets"
 UPSTREAM_COMMIT = "c3dc21c"
@@ -62,7 +65,6 @@ N_COLUMNS = 19
 IMPORT_VERSION = 2
 DAIR_COLUMNS = 13  # dair_pll's copy of a cube toss: [T, 13] (``dair_cube``)
 DAIR_UPSTREAM = "https://github.com/DAIRLab/dair_pll (main, assets/contactnets_cube)"
-TOSS_FILE = re.compile(r"^(\d+)\.pt$")
 TORCH_SUFFIXES = (".pt", ".pth")  # a folder's torch files that are not N.pt are named among the skipped inputs
 # experiment.json keys -> (allowed range, what the value is); None values keep the default.
 PARAM_RANGES = {"dt": ((1e-5, 1.0), "time step, s"), "mass": ((1e-4, 1e3), "kg"), "mu": ((0.0, 10.0), "friction coefficient"),
@@ -100,7 +102,14 @@ def _read_tensor(raw: bytes, name: str, columns: int | None = None) -> np.ndarra
     """The toss of a cube's file ([1, T, 19], or dair_pll's copy [T, 13]; ``columns`` None) or of a URDF object's
     ([T, columns]) as [T, n]."""
     try:
-        t = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
+        with warnings.catch_warnings():  # torch's note on an old pickle protocol: the file is read, or refused below
+            warnings.simplefilter("ignore", UserWarning)
+            t = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as e:  # weights_only refused an object: nothing in the file was run
+        found = re.search(r"GLOBAL (\S+)", str(e))  # the object torch refused, where it names one
+        raise CaptureError(f"holds pickled Python objects ({found[1]}), not only tensors: refused unread" if found
+                           else "not a readable torch tensor file (corrupt, or pickled objects other than tensors: "
+                           "refused unread)", file=name, field="tensor") from None
     except Exception as e:  # truncated or corrupt zip/pickle, or a non-tensor object
         raise CaptureError(f"not a readable torch tensor file ({type(e).__name__}: {str(e)[:120]})", file=name, field="tensor") from None
     if not isinstance(t, torch.Tensor):
@@ -118,7 +127,11 @@ def _read_tensor(raw: bytes, name: str, columns: int | None = None) -> np.ndarra
         return a
     if a.ndim != 2 or a.shape[1] != columns or (cube and not batched):
         want = (f"[1, T, {columns}] (or dair_pll's copy, [T, {DAIR_COLUMNS}])" if cube else f"[T, {columns}]")
-        raise CaptureError(f"shape {list(t.shape)}, expected {want}", file=name, field="tensor")
+        joints = a.shape[-1] - DAIR_COLUMNS
+        hint = (f": a toss of an object with {joints // 2} joint(s) in dair_pll's [T, 13 + 2J] layout? pass its URDF "
+                "(--urdf)" if cube and a.ndim == 2 and a.shape[1] != N_COLUMNS and joints > 0 and joints % 2 == 0
+                else "")
+        raise CaptureError(f"shape {list(t.shape)}, expected {want}{hint}", file=name, field="tensor")
     return a
 
 
@@ -174,7 +187,8 @@ def _sources(src: str | Path):
     if not src.exists():
         raise CaptureError("no such file or folder", file=src)
     try:
-        yield from _archive_sources(src)
+        for kind, name, raw in archive_members(src):
+            yield ExperimentFile(name, raw) if kind == "experiment" else (name, raw)
     except ARCHIVE_ERRORS as e:
         raise CaptureError(f"unreadable archive, truncated or corrupt ({type(e).__name__}: {str(e)[:120]}); "
                            "download it again", file=src, field="archive") from None
@@ -194,43 +208,6 @@ def source_fingerprint(src) -> str:
         h.update(Path(name).name.encode() + b"\0")
         h.update(raw if isinstance(raw, bytes) else repr(raw).encode())
     return h.hexdigest()
-
-
-def _archive_sources(src: Path):
-    """(name, bytes) of the tosses and the ExperimentFile in a zip or tar archive, read to its end."""
-    if zipfile.is_zipfile(src):
-        with zipfile.ZipFile(src) as z:
-            for info in z.infolist():
-                if not info.is_dir():
-                    yield from _archive_member(info.filename, lambda i=info: z.read(i), src)
-    elif tarfile.is_tarfile(src):
-        with tarfile.open(src) as t:
-            members = t.getmembers()  # reads the whole archive: a truncated one fails here
-            for m in members:
-                if m.isfile():
-                    yield from _archive_member(m.name, lambda m=m: t.extractfile(m).read(), src)
-                elif _archive_name_kind(m.name) == "toss":
-                    yield f"{src}!{m.name}", CaptureError("is not a regular file in the archive (a folder or a link)",
-                                                          file=f"{src}!{m.name}", field="file")
-    else:
-        raise CaptureError("expected a folder of N.pt files, a .zip/.tar.gz archive of the upstream repository, or a URL", file=src)
-
-
-def _archive_name_kind(name: str) -> str | None:
-    parts = name.rstrip("/").split("/")
-    if len(parts) >= 2 and parts[-2] == "tosses_processed" and TOSS_FILE.match(parts[-1]):
-        return "toss"
-    if parts[-1] == EXPERIMENT and "params_processed" in parts:
-        return "experiment"
-    return None
-
-
-def _archive_member(name: str, read, archive):
-    kind = _archive_name_kind(name)
-    if kind == "toss":
-        yield f"{archive}!{name}", read()
-    elif kind == "experiment":
-        yield ExperimentFile(f"{archive}!{name}", read())
 
 
 def _check_param(key: str, value, file: str):
@@ -308,8 +285,9 @@ def toss_to_episode(a: np.ndarray, toss_id: str, params: dict, *, file: str, dai
 
 
 def _toss_id(name: str) -> str:
-    """The upstream toss number of ``name`` (a path, or ``archive!member``)."""
-    return TOSS_FILE.match(Path(name.split("!")[-1]).name).group(1)
+    """The upstream toss number of ``name`` (a path, or ``archive!member``), without leading zeros: ``01.pt`` and
+    ``1.pt`` are one toss, and the second file of it is skipped."""
+    return str(int(TOSS_FILE.match(Path(name.split("!")[-1]).name).group(1)))
 
 
 def _read_tosses(tosses, report: ImportReport, *, progress: bool, columns: int | None = None) -> list:
@@ -359,7 +337,14 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
     if not tosses:
         raise CaptureError("\n".join(["no toss files (N.pt) found"] + skipped_lines(report.skipped)), file=src)
     arrays, dair = to_cube_layout(_read_tosses(tosses, report, progress=progress), report)
-    check_dt(params, [a for _, _, a in arrays])
+    try:
+        check_dt(params, [a for _, _, a in arrays])
+    except CaptureError as e:
+        if experiment is not None:
+            raise
+        # no experiment file: the authors' step is the default, and the way out is to give the tosses' own
+        raise CaptureError(f"{e.reason}; there is no {EXPERIMENT} beside the tosses, so the authors' 1/148 s was "
+                           f"assumed: put one there with the tosses' \"dt\" (s)", file=src, field="dt") from None
     if "g" in params.get("given", ()):
         check_gravity(params, [a for _, _, a in arrays], unit=("half-widths/s^2", HALF_WIDTH_M))
     episodes = []
@@ -368,6 +353,8 @@ def import_contactnets(src, out, *, overwrite: bool = False, progress: bool = Tr
             ep = toss_to_episode(a, toss_id, params, file=name, dair=toss_id in dair)
             validate_episode(ep, file=name)
             check_toss_dt(a, float(params["dt"]), file=name, episode=toss_id)
+            check_toss_frames(a, float(params["dt"]), file=name, episode=toss_id, metres=HALF_WIDTH_M)
+            check_toss_gravity(ep, file=name)
         except CaptureError as e:
             report.skip(e, file=name, episode=toss_id)
             continue

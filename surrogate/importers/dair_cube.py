@@ -59,6 +59,8 @@ def dair_cube_warnings(episodes: list, dair: set) -> list[str]:
     h = HALF_WIDTH_M
     corners = np.array([[x, y, z] for x in (-h, h) for y in (-h, h) for z in (-h, h)])
     kept = [e for e in episodes if e.episode_id in dair]
-    return ([f"{len(dair)} file(s) in dair_pll's [T, 13] layout read as the ContactNets cube ({CUBE_WIDTH_M} m "
-             "wide); tosses of another object need its URDF (--urdf)"]
+    if not kept:
+        return []
+    return ([f"{len(kept)} kept toss(es) from files in dair_pll's [T, 13] layout, read as the ContactNets cube "
+             f"({CUBE_WIDTH_M} m wide); tosses of another object need its URDF (--urdf)"]
             + rest_gap_warnings(corners, CUBE_WIDTH_M, kept))

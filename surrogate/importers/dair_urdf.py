@@ -35,7 +35,7 @@ from ..errors import AssetError, CaptureError
 from .contactnets import _read_tosses, _sources, split_sources
 from .floor_check import floor_warnings, rest_gap_warnings
 from .report import ImportReport, skipped_lines
-from .toss_checks import check_dt, check_toss_dt
+from .toss_checks import check_dt, check_toss_dt, check_toss_frames, check_toss_gravity
 
 UPSTREAM = "https://github.com/DAIRLab/dair_pll"
 UPSTREAM_REF = "branch ebianchi/downstream @ b5d0a2f, assets/contactnets_elbow"
@@ -113,6 +113,12 @@ def toss_to_episode(a: np.ndarray, toss_id: str, spec: ObjectSpec, J: int, *, fi
         f = int(np.argmax(np.abs(n - 1.0) > 1e-2))
         raise CaptureError(f"quaternion at frame {f} has norm {n[f]:.4f}, not 1 (column order: quaternion w x y z first)",
                            file=file, episode=toss_id, field="quaternion")
+    wrapped = np.abs(a[:, c["joint_position"]]) <= math.pi + 1e-3
+    if not wrapped.all():
+        f, j = np.argwhere(~wrapped)[0]
+        raise CaptureError(f"joint {j}'s angle at frame {f} is {a[f, c['joint_position']][j]:.4g}, outside [-pi, pi]: "
+                           "the layout's angles are radians wrapped to (-pi, pi] (degrees?)", file=file,
+                           episode=toss_id, field="joint_position")
     pose = np.concatenate([a[:, c["position"]], q / n[:, None]], axis=1)
     twist = np.concatenate([a[:, c["linear_velocity"]], a[:, c["angular_velocity"]]], axis=1)
     joints = {"object_joint_pos": a[:, c["joint_position"]].copy(),
@@ -172,6 +178,9 @@ def import_urdf_tosses(src, out, urdf, *, overwrite: bool = False, progress: boo
             ep = toss_to_episode(a, toss_id, spec, J, file=name, dt=dt, com=rigid.com if rigid else None)
             validate_episode(ep, file=name)
             check_toss_dt(a, dt, file=name, episode=toss_id, pos=4, vel=10 + J)
+            check_toss_frames(a, dt, file=name, episode=toss_id, pos=4, vel=10 + J, steps=False)
+            if rigid:  # a rigid body's centre of mass falls at gravity in flight; an articulated link's frame need not
+                check_toss_gravity(ep, file=name)
         except CaptureError as e:
             report.skip(e, file=name, episode=toss_id)
             continue
