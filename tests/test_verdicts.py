@@ -392,3 +392,33 @@ def test_an_ensembles_first_divergence_is_its_members_median_in_every_suite():
                              member(None, None)])
     assert s["divergence_time_s"] == pytest.approx(0.6) and s["divergence_which"] == "pose_position"
     assert ensemble_mean_score([member(None, None)] * 2)["divergence_time_s"] is None
+
+
+@needs_shared("ycb_sample")
+def test_a_suites_captures_of_an_object_folder_are_made_again_when_the_folder_changes(tmp_path):
+    """A test set of a user's object folder is cached by what the folder holds: an object added there is grasped
+    (keyed by the path alone, the old captures had been replayed without a word)."""
+    import shutil
+
+    from surrogate.bench.rig_data import generated_dataset
+    from surrogate.capture import read_dataset
+
+    from .conftest import SHARED
+
+    ycb, objs = SHARED / "ycb_sample" / "ycb", tmp_path / "objects"
+    objs.mkdir()
+    shutil.copytree(ycb / "036_wood_block", objs / "036_wood_block")
+    shutil.copy(ycb / "wood_block.urdf", objs)
+    rig = {"config": None, "overrides": [], "hand": "parallel_jaw", "duration": 0.5, "backend": "process"}
+
+    def captures():
+        out = generated_dataset({"objects": str(objs), "episodes": 2, "seed": 0}, rig=rig, cache_dir=tmp_path / "cache",
+                                workers=1, progress=False, label="meshes")
+        return out, sorted({e.object.name for e in read_dataset(out).episodes})
+
+    first, names = captures()
+    assert names == ["wood_block"] and captures()[0] == first  # the same folder: the cached set
+    shutil.copytree(ycb / "077_rubiks_cube", objs / "077_rubiks_cube")
+    shutil.copy(ycb / "rubiks_cube.urdf", objs)
+    again, names = captures()
+    assert again != first and names == ["rubiks_cube", "wood_block"]

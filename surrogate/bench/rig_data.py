@@ -55,15 +55,19 @@ def generated_dataset(spec: dict, *, rig: dict, cache_dir: Path, workers: int, p
     from ..rig.generate import generate, load_config
     from ..rig.recorder import config_hash as rig_config_hash
 
-    objects = str(spec["objects"])
+    objects, content = str(spec["objects"]), None
     if "/" in objects or "$" in objects:
         folder = resolve(objects)
         if not folder.is_dir():
             return f"object folder {folder} not found"
-        objects = str(folder)
+        # keyed by what the folder holds, not only its path: an object added, removed or edited there makes new
+        # captures (the path alone had replayed the old set without a word)
+        objects, content = str(folder), dataset_hash(folder)
     cfg = load_config(rig.get("config"), rig.get("overrides", ()))
     key = {"rig": rig_config_hash(cfg), "objects": objects, "episodes": int(spec["episodes"]), "seed": int(spec["seed"]),
            "hand": rig["hand"], "duration": rig.get("duration"), "format": RIG_FORMAT}
+    if content is not None:
+        key["objects_sha256"] = content
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     out = Path(cache_dir) / f"rig-{label}-{digest}"
     if not (out / "meta" / "contact.json").exists():

@@ -61,8 +61,9 @@ DEFAULTS = {"dt": 1.0 / 148.0, "mass": 0.37, "mu": 0.18, "restitution": 0.125, "
 N_COLUMNS = 19
 # what an import writes from the same files: part of the suites' cache key (``bench.toss_data.cache_entry``), so that
 # a cached import made before a change of the importers is made again (2: dair_pll's cube layout, the authors'
-# inertia by default, the step check that read three 148 Hz elbow tosses as 165 Hz ones)
-IMPORT_VERSION = 2
+# inertia by default, the step check that read three 148 Hz elbow tosses as 165 Hz ones; 3: the checks per frame and of
+# a toss's fall, 01.pt read as toss 1)
+IMPORT_VERSION = 3
 DAIR_COLUMNS = 13  # dair_pll's copy of a cube toss: [T, 13] (``dair_cube``)
 DAIR_UPSTREAM = "https://github.com/DAIRLab/dair_pll (main, assets/contactnets_cube)"
 TORCH_SUFFIXES = (".pt", ".pth")  # a folder's torch files that are not N.pt are named among the skipped inputs

@@ -62,7 +62,8 @@ def check_contact_groups(groups: dict | None, scene, roles, *, untrained: str = 
             f"{'moving bodies, e.g. a hand' if group == 'body' else 'static surfaces'}): it was trained on "
             f"{'; '.join(others) or 'nothing stated'}, so its law there is an unfitted prior; this scene's owned pair "
             f"{pair!r} is one. Use a checkpoint trained with such contacts (e.g. the release rig_default for a hand's "
-            f"pads), keep those pairs analytic (roles), or pass untrained_groups='allow' to step them with that prior",
+            f"pads), keep those pairs analytic (roles), or pass untrained_groups='allow' to step them with that prior "
+            f"(Stepper's options; an environment takes them as stepper_options={{'untrained_groups': 'allow'}})",
             key="untrained_groups")
     body = groups.get("body") or {}
     hand = (getattr(scene, "meta", None) or {}).get("hand")

@@ -375,6 +375,8 @@ def step(m: mujoco.MjModel, data, stepper: Stepper, *, nstep: int = 1, contact: 
         stepper._history_time = data.time.copy() if stepper.history is not None else None
         return
     datas = as_datas(data)
+    if not datas:  # nothing to step in either mode (a loop whose environments have all finished)
+        return
     check_model(m, datas, stepper.builder, stepper.scene.model)
     stepper.set_mode(m, contact)
     one = physics_step_surrogate if contact == "surrogate" else _physics_step_analytic
