@@ -288,8 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_render, check_args=lambda a, c=c: check_render(c, a))
 
     c = sub.add_parser("jaco", help="the Kinova Jaco (dm_control's MJCF) grasps held-out objects: analytic vs learned contact")
-    c.add_argument("--objects", default="heldout", help="object split (default heldout: families never trained on)")
-    c.add_argument("--count", type=int, default=8, help="objects of the split, spread over its families (default 8)")
+    c.add_argument("--objects", default="heldout", help="object split or folder (default heldout: new families)")
+    c.add_argument("--count", type=int, default=8, help="objects of the split, spread over it (default 8)")
     c.add_argument("--checkpoint", help="the learned contact (default: the released rig_default)")
     c.add_argument("--assets", help="dm_control's third_party/kinova folder (default: $SURROGATE_JACO_ASSETS, else the "
                    "installed dm_control: pip install --no-deps dm-control)")

@@ -280,14 +280,15 @@ def _word(lab: dict) -> str:
 
 
 def run(args) -> list[dict]:
-    """``surrogate jaco``: the scripted grasp of ``--count`` objects of ``--objects`` under both contacts."""
+    """``surrogate jaco``: the scripted grasp of ``--count`` objects of ``--objects`` (a split's name or a folder of
+    meshes/URDFs, read as ``rig generate --objects`` reads it) under both contacts."""
     import json
 
-    from ..objects import load_split
+    from ..rig.generate import load_objects
     from ..scenes.jaco import jaco_assets
 
     assets = jaco_assets(args.assets)  # a clear error before any work when the assets are missing
-    objs = load_split(args.objects)
+    objs = load_objects(args.objects)[0]
     if args.count < 1:
         raise ConfigError(f"--count must be >= 1, got {args.count}", key="count")
     pick = np.unique(np.linspace(0, len(objs) - 1, min(args.count, len(objs))).round().astype(int))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -25,14 +28,60 @@ def _referenced_files(urdf: Path, mesh_root) -> set[Path]:
     return refs
 
 
+def _files(folder: Path) -> list[Path]:
+    """Every file under ``folder``, sorted, symlinked sub-folders followed (``Path.rglob`` does not follow them
+    before Python 3.13, so a folder of links to downloads looked empty).
+
+    A link to a folder that is already on the path to it (a loop) is not entered. A file reached by several paths
+    (a real folder and a link to it, two links) is listed once: by a path through no linked folder if there is one
+    (the path that was listed before links were followed), else the first path in sorted order.
+    """
+    chain = {str(folder): (frozenset([os.path.realpath(folder)]), False)}  # dirpath: (real ancestors, via a link)
+    best: dict[str, tuple[bool, Path]] = {}
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        ancestors, linked = chain.pop(dirpath)
+        keep = []
+        for d in sorted(dirnames):
+            sub = os.path.join(dirpath, d)
+            real = os.path.realpath(sub)
+            if real not in ancestors:
+                keep.append(d)
+                chain[sub] = (ancestors | {real}, linked or os.path.islink(sub))
+        dirnames[:] = keep
+        for f in filenames:
+            cand = (linked, Path(dirpath, f))
+            key = os.path.realpath(cand[1])
+            if key not in best or cand < best[key]:
+                best[key] = cand
+    return sorted(p for _, p in best.values())
+
+
+def _unique(obj: ObjectAsset, rel: Path, taken: set[str]) -> ObjectAsset:
+    """``obj`` under a name no object in ``taken`` has: its own when free, else qualified by a short digest of its
+    path relative to the folder (``_`` and 6 hex digits of its SHA-1; more digits on the rare clash)."""
+    if obj.name not in taken:
+        return obj
+    digest = hashlib.sha1(rel.as_posix().encode()).hexdigest()
+    names = [f"{obj.name}_{digest[:k]}" for k in (6, 12, 40)]
+    names += [f"{obj.name}_{digest}_{i}" for i in range(len(taken) + 1)]  # one of these is free: never StopIteration
+    return dataclasses.replace(obj, name=next(n for n in names if n not in taken))
+
+
 def load_object_folder(
     folder: str | Path, *, density: float = 1000.0, mesh_root: str | Path | None = None
 ) -> tuple[list[ObjectAsset], list[tuple[Path, str]]]:
     """Every URDF under ``folder`` and every mesh file no URDF references (at ``density`` kg/m^3); a 3D file of a
     format this reader does not take (``OTHER_3D_SUFFIXES``, e.g. COLLADA) that no URDF references is skipped, named.
 
-    Bad files are skipped, not fatal: a folder of downloaded assets usually has
-    a few. Names must be unique; a later duplicate is skipped.
+    Suffixes are matched in any case (``BALL.URDF``); symlinked sub-folders are scanned, each file once (``_files``).
+    Bad files are skipped, not fatal, whatever the error: a folder of downloaded assets usually has a few.
+
+    Names: an object is named by its URDF's robot name or its mesh file (``meshes._name_from_path``). Two different
+    files may give the same name (``cup.stl`` in two sub-folders, URDFs all called ``object``, stems in another
+    script that ``safe_name`` reduces alike); all of them load. Objects take their names in load order (URDFs, then
+    meshes, each sorted by path): the first keeps its name, a later one is qualified by a digest of its path relative
+    to ``folder`` (``cup_3f2a9c``; ``_unique``). So the names are deterministic, a name that was unique before stays
+    as it was, and a renamed object's name depends only on its own path, not on which other files the folder holds.
 
     Returns:
       (objects sorted by path, skipped as (path, reason) pairs).
@@ -42,30 +91,32 @@ def load_object_folder(
     folder = Path(folder)
     if not folder.is_dir():
         raise AssetError("not a directory", file=folder, field="folder")
-    urdfs = sorted(folder.rglob("*.urdf"))
+    files = _files(folder)
+    urdfs = [p for p in files if p.suffix.lower() == ".urdf"]
     referenced: set[Path] = set()
     for u in urdfs:
         referenced |= _referenced_files(u, mesh_root)
-    loose = sorted(
-        p for p in folder.rglob("*") if p.suffix.lower() in MESH_SUFFIXES and p.is_file() and p.resolve() not in referenced
-    )
+    unreferenced = [p for p in files if p.suffix.lower() in MESH_SUFFIXES + OTHER_3D_SUFFIXES
+                    and p.resolve() not in referenced]
+    skipped = [(p, "broken symbolic link") for p in urdfs + unreferenced if not p.is_file()]
+    skipped += [(p, f"unsupported mesh format '{p.suffix}'; convert it to one of {list(MESH_SUFFIXES)}")
+                for p in unreferenced if p.suffix.lower() in OTHER_3D_SUFFIXES and p.is_file()]
+    loose = [p for p in unreferenced if p.suffix.lower() in MESH_SUFFIXES and p.is_file()]
 
     objects, names = [], set()
-    skipped = [(p, f"unsupported mesh format '{p.suffix}'; convert it to one of {list(MESH_SUFFIXES)}")
-               for p in sorted(folder.rglob("*")) if p.suffix.lower() in OTHER_3D_SUFFIXES and p.is_file()
-               and p.resolve() not in referenced]
-    for p in urdfs + loose:
+    for p in [u for u in urdfs if u.is_file()] + loose:
         try:
-            if p.suffix == ".urdf":
+            if p.suffix.lower() == ".urdf":
                 obj = load_urdf_object(p, mesh_root=mesh_root)
             else:
                 obj = load_mesh_object(p, density=density)
         except AssetError as exc:
             skipped.append((p, str(exc)))
             continue
-        if obj.name in names:
-            skipped.append((p, f"duplicate object name '{obj.name}'"))
+        except Exception as exc:  # a reader's own error (trimesh, numpy, XML): still one file, not the folder
+            skipped.append((p, f"{p}: {type(exc).__name__}: {exc}"))
             continue
+        obj = _unique(obj, p.relative_to(folder), names)
         names.add(obj.name)
         objects.append(obj)
     return objects, skipped

@@ -10,6 +10,7 @@ element (e.g. ``collision[0].geometry.mesh.scale``).
 from __future__ import annotations
 
 import dataclasses
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ import trimesh
 
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset, safe_name
-from surrogate.objects.meshes import origin_matrix, placed_pieces
+from surrogate.objects.meshes import MAX_EXTENT, MIN_EXTENT, _check_extents, origin_matrix, placed_pieces
 
 
 @dataclass
@@ -32,13 +33,27 @@ class _Collision:
     size: dict = field(default_factory=dict)
 
 
+def _not_numbers(text: str, plain: str) -> str:
+    """Why ``text`` does not parse as numbers: ``plain``, unless it is a xacro expression (``${pi/2}``,
+    ``$(arg x)``), named as one because a ``.urdf.xacro`` saved as ``.urdf`` is the usual cause and the fix is to
+    expand the file, not to edit the number."""
+    if "${" in text or "$(" in text:
+        return (f"{text!r} is a xacro expression, not a number: expand the xacro file first "
+                "(`xacro model.urdf.xacro > model.urdf`)")
+    return plain
+
+
 def _floats(text: str | None, n: int, default, *, file, fld) -> tuple:
+    """``n`` finite numbers from an attribute's text (one number stands for three); ``default`` when the attribute is
+    absent, an AssetError naming ``fld`` when it is absent and ``default`` is None (a required attribute)."""
     if text is None:
+        if default is None:
+            raise AssetError("missing: the attribute is required", file=file, field=fld)
         return tuple(default)
     try:
         vals = tuple(float(x) for x in text.split())
     except ValueError:
-        raise AssetError(f"expected {n} numbers, got {text!r}", file=file, field=fld) from None
+        raise AssetError(_not_numbers(text, f"expected {n} numbers, got {text!r}"), file=file, field=fld) from None
     if n == 3 and len(vals) == 1:
         vals = vals * 3
     if len(vals) != n or not all(np.isfinite(vals)):
@@ -46,13 +61,36 @@ def _floats(text: str | None, n: int, default, *, file, fld) -> tuple:
     return vals
 
 
+def _ros_packages(name: str, urdf_dir: Path) -> list[Path]:
+    """The folders of ROS package ``name`` around a URDF, nearest first: its folder or one above it that is named
+    ``name`` or holds a ``package.xml`` whose ``<name>`` is ``name`` (a package checked out under another folder
+    name). Walked on the path as given, not resolved, so a package reached through a symlink is found where the user
+    sees it."""
+    here, out = Path(os.path.abspath(urdf_dir)), []
+    for d in (here, *here.parents):
+        if d.name == name:
+            out.append(d)
+        elif (d / "package.xml").is_file():
+            try:
+                declared = ET.parse(d / "package.xml").getroot().findtext("name")
+            except (ET.ParseError, OSError):
+                continue  # not a package we can read: not the one named
+            if declared is not None and declared.strip() == name:
+                out.append(d)
+    return out
+
+
 def mesh_candidates(filename: str, urdf_dir: Path, mesh_root: Path | None) -> list[Path]:
-    """Where a URDF mesh filename may live: as given, relative to the URDF, under ``mesh_root``;
-    ``package://pkg/rest`` is tried both as ``pkg/rest`` and as ``rest``."""
-    rels = []
+    """Where a URDF mesh filename may live, in this order: as given, relative to the URDF, under ``mesh_root``;
+    ``package://pkg/rest`` is tried both as ``pkg/rest`` and as ``rest`` there, then as ``rest`` under the ROS
+    package's folder (``_ros_packages``: the standard layout, ``pkg/urdf/x.urdf`` naming ``pkg/meshes/x.stl``)."""
+    rels, packages = [], []
     if filename.startswith("package://"):
         rest = filename[len("package://") :]
         rels += [rest, rest.split("/", 1)[1] if "/" in rest else rest]
+        if "/" in rest:
+            pkg, sub = rest.split("/", 1)
+            packages = [d / sub for d in _ros_packages(pkg, urdf_dir)]
     elif filename.startswith("file://"):
         rels.append(filename[len("file://") :])
     else:
@@ -66,7 +104,7 @@ def mesh_candidates(filename: str, urdf_dir: Path, mesh_root: Path | None) -> li
         out.append(urdf_dir / p)
         if mesh_root is not None:
             out.append(Path(mesh_root) / p)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out + packages))
 
 
 def link_mass(link, path: Path, prefix: str = "") -> float:
@@ -77,11 +115,39 @@ def link_mass(link, path: Path, prefix: str = "") -> float:
     try:
         mass = float(mass_el.get("value"))
     except ValueError:
-        raise AssetError(f"mass {mass_el.get('value')!r} is not a number", file=path, field=f"{prefix}inertial.mass") from None
+        value = mass_el.get("value")
+        raise AssetError(_not_numbers(value, f"mass {value!r} is not a number"), file=path,
+                         field=f"{prefix}inertial.mass") from None
     if not np.isfinite(mass) or mass <= 0:
         raise AssetError(f"mass must be positive, got {mass}", file=path, field=f"{prefix}inertial.mass")
 
     return mass
+
+
+# a primitive's size attributes (name, how many numbers); every one is required (URDF's spec gives no default)
+_PRIMITIVE_SIZES = {"box": (("size", 3),), "cylinder": (("radius", 1), ("length", 1)), "sphere": (("radius", 1),)}
+
+
+def _primitive_collision(shape, xyz, rpy, path: Path, fld: str) -> _Collision:
+    """A ``<box>``, ``<cylinder>`` or ``<sphere>``: every size present and positive, and in metres by the unit check
+    a mesh gets (``meshes._check_extents``: a box written in millimetres is refused with the factor that fixes it);
+    AssetError naming the attribute, e.g. ``collision[0].geometry.sphere.radius``."""
+    size = {}
+    for attr, n in _PRIMITIVE_SIZES[shape.tag]:
+        vals = _floats(shape.get(attr), n, None, file=path, fld=f"{fld}.{attr}")
+        if min(vals) <= 0:
+            raise AssetError(f"must be positive (m), got {shape.get(attr)!r}", file=path, field=f"{fld}.{attr}")
+        size[attr] = vals
+    d = 2 * size["radius"][0] if "radius" in size else None  # a sphere's diameter on every axis, a cylinder's on x, y
+    box = np.array(size["size"] if d is None else [d, d, size["length"][0] if "length" in size else d])
+    try:  # the bounding box's corners, not the tessellated primitive: trimesh merges a tiny one's vertices away
+        _check_extents(trimesh.PointCloud([-box / 2, box / 2]), np.ones(3), file=path)
+    except AssetError as exc:  # name the attribute out of range: a cylinder's length when only it is
+        length_only = shape.tag == "cylinder" and MIN_EXTENT <= box[0] <= MAX_EXTENT
+        attr = "length" if length_only else next(iter(size))
+        raise AssetError(f"{exc.reason} (a <{shape.tag}>'s sizes are metres: write them times that factor)",
+                         file=path, field=f"{fld}.{attr}") from None
+    return _Collision(shape.tag, xyz, rpy, size=size)
 
 
 def link_collisions(link, path: Path, mesh_root, prefix: str = "") -> list[_Collision]:
@@ -110,12 +176,8 @@ def link_collisions(link, path: Path, mesh_root, prefix: str = "") -> list[_Coll
                 )
             scale = _floats(shape.get("scale"), 3, (1, 1, 1), file=path, fld=f"{fld}.geometry.mesh.scale")
             collisions.append(_Collision("mesh", xyz, rpy, mesh=found, scale=scale))
-        elif shape.tag in ("box", "cylinder", "sphere"):
-            attrs = {"box": ("size", 3), "cylinder": ("radius", 1), "sphere": ("radius", 1)}[shape.tag]
-            size = {attrs[0]: _floats(shape.get(attrs[0]), attrs[1], (), file=path, fld=f"{fld}.geometry.{shape.tag}")}
-            if shape.tag == "cylinder":
-                size["length"] = _floats(shape.get("length"), 1, (), file=path, fld=f"{fld}.geometry.cylinder.length")
-            collisions.append(_Collision(shape.tag, xyz, rpy, size=size))
+        elif shape.tag in _PRIMITIVE_SIZES:
+            collisions.append(_primitive_collision(shape, xyz, rpy, path, f"{fld}.geometry.{shape.tag}"))
         else:
             raise AssetError(f"unsupported collision geometry <{shape.tag}>", file=path, field=f"{fld}.geometry")
     if not collisions:
@@ -165,7 +227,9 @@ def load_urdf_object(urdf_path: str | Path, *, mesh_root: str | Path | None = No
     The URDF's inertia tensor and inertial origin are ignored (YCB's are
     placeholders): inertia and centre of mass come from the collision hulls at
     uniform density, scaled to the URDF mass. Mesh filenames are resolved
-    relative to the URDF's folder, then ``mesh_root``; ``package://`` is stripped.
+    relative to the URDF's folder, then ``mesh_root``; ``package://pkg/rest`` there with and without ``pkg/``, then
+    under the ROS package ``pkg`` found above the URDF (``mesh_candidates``). Box, cylinder and sphere sizes are
+    checked for units as meshes are.
 
     Returns:
       ObjectAsset named after the robot, family ``mesh``; params record the mesh
@@ -243,7 +307,7 @@ def parse_joint(el, path: Path, i: int) -> Joint:
     lim, limit = el.find("limit"), None
     if jtype in ("revolute", "prismatic") and lim is not None and lim.get("lower") is not None \
             and lim.get("upper") is not None:
-        limit = (float(lim.get("lower")), float(lim.get("upper")))
+        limit = tuple(_floats(lim.get(k), 1, None, file=path, fld=f"{fld}.limit.{k}")[0] for k in ("lower", "upper"))
     return Joint(el.get("name") or f"joint{i}", jtype, parent.get("link"), child.get("link"), tuple(xyz), tuple(rpy),
                  tuple(float(x) for x in axis / np.linalg.norm(axis)), limit)
 
