@@ -11,6 +11,7 @@ from pathlib import Path
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.objects.meshes import MESH_SUFFIXES, OTHER_3D_SUFFIXES, load_mesh_object
+from surrogate.objects.mjcf import is_mjcf, load_mjcf_object, mjcf_referenced_files
 from surrogate.objects.urdf import load_urdf_object, mesh_candidates
 
 
@@ -70,8 +71,9 @@ def _unique(obj: ObjectAsset, rel: Path, taken: set[str]) -> ObjectAsset:
 def load_object_folder(
     folder: str | Path, *, density: float = 1000.0, mesh_root: str | Path | None = None
 ) -> tuple[list[ObjectAsset], list[tuple[Path, str]]]:
-    """Every URDF under ``folder`` and every mesh file no URDF references (at ``density`` kg/m^3); a 3D file of a
-    format this reader does not take (``OTHER_3D_SUFFIXES``, e.g. COLLADA) that no URDF references is skipped, named.
+    """Every URDF and MJCF object file under ``folder`` (``mjcf.load_mjcf_object``: an ``.xml`` whose root is
+    ``<mujoco>``) and every mesh file none of them references (at ``density`` kg/m^3); a 3D file of a format this
+    reader does not take (``OTHER_3D_SUFFIXES``, e.g. COLLADA) that none references is skipped, named.
 
     Suffixes are matched in any case (``BALL.URDF``); symlinked sub-folders are scanned, each file once (``_files``).
     Bad files are skipped, not fatal, whatever the error: a folder of downloaded assets usually has a few.
@@ -92,10 +94,11 @@ def load_object_folder(
     if not folder.is_dir():
         raise AssetError("not a directory", file=folder, field="folder")
     files = _files(folder)
-    urdfs = [p for p in files if p.suffix.lower() == ".urdf"]
+    # object files: URDFs, and MJCF files (``.xml`` whose root is <mujoco>: MuJoCo's own packaging of scanned objects)
+    urdfs = [p for p in files if p.suffix.lower() == ".urdf" or (p.suffix.lower() == ".xml" and is_mjcf(p))]
     referenced: set[Path] = set()
     for u in urdfs:
-        referenced |= _referenced_files(u, mesh_root)
+        referenced |= _referenced_files(u, mesh_root) if u.suffix.lower() == ".urdf" else mjcf_referenced_files(u)
     unreferenced = [p for p in files if p.suffix.lower() in MESH_SUFFIXES + OTHER_3D_SUFFIXES
                     and p.resolve() not in referenced]
     skipped = [(p, "broken symbolic link") for p in urdfs + unreferenced if not p.is_file()]
@@ -108,6 +111,8 @@ def load_object_folder(
         try:
             if p.suffix.lower() == ".urdf":
                 obj = load_urdf_object(p, mesh_root=mesh_root)
+            elif p.suffix.lower() == ".xml":
+                obj = load_mjcf_object(p)
             else:
                 obj = load_mesh_object(p, density=density)
         except AssetError as exc:

@@ -71,6 +71,11 @@ def asset_from_spec(spec, episode=None) -> ObjectAsset:
 
         # A URDF's collision meshes, origins and scales: the geometry the capture was made with.
         asset = dataclasses.replace(load_urdf_object(geo["path"], friction=friction), name=safe_name(spec.name))
+    elif kind == "mesh" and str(geo.get("path", "")).lower().endswith(".xml"):
+        from ..objects.mjcf import load_mjcf_object
+
+        # MuJoCo's own file of the object: its collision geoms as MuJoCo compiles them, as the capture was made
+        asset = dataclasses.replace(load_mjcf_object(geo["path"], friction=friction), name=safe_name(spec.name))
     elif kind == "mesh":
         from ..objects import load_mesh_object
 
