@@ -13,7 +13,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import __version__
+from . import __version__, cli_args
 from .cli_args import VERBOSE_HELP, add_verbose_everywhere, check_render, non_negative_int, positive_float
 from .errors import SurrogateError
 from .hand_names import GRASPING_HANDS, HANDS
@@ -308,8 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_lazy_run(".bench.promote"))
 
     c = sub.add_parser("ensemble", help="one checkpoint of several networks trained on the same law (averaged)")
-    c.add_argument("members", nargs="+", help="checkpoint folders: networks trained on the same law (2 or more)")
-    c.add_argument("--out", required=True, help="the ensemble's checkpoint folder (new, or a checkpoint to replace)")
+    cli_args.ensemble_arguments(c)
     c.set_defaults(func=_lazy_run(".model.ensemble"))
 
     from .training.cli import DESCRIPTION, EPILOG, add_arguments

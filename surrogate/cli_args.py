@@ -79,3 +79,11 @@ def check_render(parser: argparse.ArgumentParser, a) -> None:
     """The usage error for a flag of another input of ``surrogate render`` than the one given."""
     mode = next(m for m in _RENDER_UNUSED if getattr(a, m[2:]))
     refuse_unused(parser, a, mode, _RENDER_UNUSED[mode])
+
+
+def ensemble_arguments(c: argparse.ArgumentParser) -> None:
+    """``surrogate ensemble``'s arguments (``model.ensemble.run``)."""
+    c.add_argument("members", nargs="+", help="checkpoint folders: networks trained on the same law (2 or more)")
+    c.add_argument("--out", required=True, help="the ensemble's checkpoint folder (new, or with --overwrite a "
+                   "checkpoint to replace; never a release under checkpoints/)")
+    c.add_argument("--overwrite", action="store_true", help="replace the checkpoint at --out")

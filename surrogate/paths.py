@@ -60,6 +60,13 @@ def release_checkpoint(name: str) -> Path:
     return checkpoints_dir() / name
 
 
+def is_release(path) -> bool:
+    """Whether ``path`` is a shipped release: a checkpoint folder directly in ``checkpoints_dir()`` (a checkout's or
+    the installed package's). Only ``surrogate train --release`` writes one; nothing else replaces it."""
+    p = Path(path)
+    return (p / "card.json").exists() and p.resolve().parent == checkpoints_dir().resolve()
+
+
 def project_root() -> Path:
     """Where relative data paths of the packaged configs point (``datasets/...``): the checkout, else the
     current folder."""

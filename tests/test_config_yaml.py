@@ -60,3 +60,22 @@ def test_bench_and_the_rig_take_exponents_on_the_command_line():
     assert rig["physics"]["point_stiffness"] == 1.0e5
     with pytest.raises(ConfigError, match="point_stiffness"):  # a number out of its range is still refused
         load_rig_config(None, ["physics.point_stiffness=1e9"])
+
+
+def test_a_key_given_twice_in_a_file_or_a_set_is_refused_where_it_stands(tmp_path):
+    """PyYAML keeps the last of two equal keys without a word: a file with ``data.root`` twice ran on the second."""
+    f = tmp_path / "dup.yaml"
+    f.write_text("data:\n  root: a\n  split_seed: 1\n  root: b\n")
+    with pytest.raises(ConfigError, match=r"(?s)invalid YAML .*key 'root' is given twice in one mapping.*line 4"):
+        load_yaml(f)
+    with pytest.raises(ConfigError, match="given twice"):
+        apply_overrides({"stages": {"prior": {"epochs": 1}}}, ["stages.prior={epochs: 1, epochs: 5}"])
+    assert parse_yaml("a: {b: 1}\nb: {b: 2}") == {"a": {"b": 1}, "b": {"b": 2}}  # one key in two mappings is fine
+
+
+def test_a_config_file_that_is_not_text_is_named_not_a_traceback(tmp_path):
+    f = tmp_path / "binary.yaml"
+    f.write_bytes(b"data:\n  root: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="not a text file in UTF-8") as err:
+        load_yaml(f)
+    assert err.value.location.file == f

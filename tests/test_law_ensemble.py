@@ -93,7 +93,7 @@ def test_the_ensemble_command_exports_a_checkpoint_that_loads_and_names_its_memb
     assert main(["ensemble", *paths, "--out", str(tmp_path / "ens")]) == 0
     model, card = load_checkpoint(tmp_path / "ens")
     assert card["model"]["hparams"]["members"] == 2 and card["data"] == {"source": "test"}
-    assert [m["checkpoint"] for m in card["training"]["ensemble_of"]] == paths
+    assert [m["checkpoint"] for m in card["training"]["ensemble_of"]] == ["m0", "m1"]  # no machine paths on cards
     assert card["model"]["flops_per_contact"] > json.loads((tmp_path / "m0" / "card.json").read_text())["model"][
         "flops_per_contact"]
     want = ensemble([load_checkpoint(p)[0] for p in paths])
@@ -101,3 +101,29 @@ def test_the_ensemble_command_exports_a_checkpoint_that_loads_and_names_its_memb
         np.testing.assert_array_equal(model.law_parameters(g).numpy(), want.law_parameters(g).numpy())
     assert main(["ensemble", paths[0], paths[0], "--out", str(tmp_path / "twice")]) != 0
     assert "same weights" in capsys.readouterr().err and not (tmp_path / "twice").exists()
+
+
+def test_the_ensemble_command_never_replaces_a_release_nor_a_folder_without_overwrite_nor_mixes_training_data(
+        tmp_path, capsys):
+    """A release under checkpoints/ had been replaced without a word, as had any existing --out; and a member trained
+    on other episodes (the benchmark's test families) went unnamed, the card naming the first member's data."""
+    from surrogate.paths import checkpoints_dir
+
+    scene, d = _grasp()
+    g = _graph(scene, d)
+    data = {"name": "caps", "sha256": "a" * 64, "train_episodes": ["0", "1"]}
+    paths = [str(export_checkpoint(_trained_net(g, seed=s), tmp_path / f"m{s}", data=data)) for s in (0, 1)]
+    release = checkpoints_dir() / "rig_default"
+    before = (release / "weights.safetensors").read_bytes()
+    assert main(["ensemble", *paths, "--out", str(release), "--overwrite"]) == 2
+    assert "is a release (checkpoints/rig_default)" in capsys.readouterr().err
+    assert (release / "weights.safetensors").read_bytes() == before
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    assert main(["ensemble", *paths, "--out", str(tmp_path / "mine")]) == 2
+    assert "pass --overwrite" in capsys.readouterr().err and (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    other = export_checkpoint(_trained_net(g, seed=2), tmp_path / "m2", data={**data, "sha256": "b" * 64})
+    assert main(["ensemble", paths[0], str(other), "--out", str(tmp_path / "mixed")]) == 2
+    err = capsys.readouterr().err
+    assert "trained on 'caps' (sha256 bbbbbbbbbbbb" in err and "members are trained on the same episodes" in err
+    assert not (tmp_path / "mixed").exists()

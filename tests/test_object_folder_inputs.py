@@ -195,3 +195,15 @@ def test_jaco_takes_a_folder_of_objects_as_rig_generate_does(tmp_path, monkeypat
                               json=True)
     assert jg.run(args) == [{"object": "brick"}]
     assert [o.name for o in seen] == ["brick"] and '"object": "brick"' in capsys.readouterr().out
+
+
+def test_a_path_that_is_no_folder_is_named_as_a_path_not_as_an_unknown_split(tmp_path):
+    from surrogate.errors import ConfigError
+    from surrogate.rig.generate import load_objects
+
+    _box_stl(tmp_path / "brick.stl")
+    with pytest.raises(ConfigError, match="is no folder that exists"):
+        load_objects(str(tmp_path / "typo"))
+    with pytest.raises(ConfigError, match="is a file: objects are a folder"):
+        load_objects(str(tmp_path / "brick.stl"))
+    assert [o.name for o in load_objects(str(tmp_path))[0]] == ["brick"]

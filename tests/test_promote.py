@@ -144,3 +144,12 @@ def test_a_seed_row_of_another_recipe_is_refused(tmp_path, candidate):
     ledger.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="'wide' is not a seed of the candidate's recipe"):
         promote(candidate, ledger, row="cand", out=tmp_path / "release", seed_rows=["wide"])
+
+
+@pytest.mark.parametrize("ledger", [[1, 2], {"models": [1]}, {"models": {"cand": 1}}])
+def test_a_file_that_is_not_a_ledger_is_refused_naming_what_it_holds(tmp_path, ledger):
+    from surrogate.bench.promote import decide
+    from surrogate.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not a benchmark ledger"):
+        decide(ledger, "cand", file=tmp_path / "ledger.json")

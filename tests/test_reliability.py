@@ -669,7 +669,26 @@ def test_flipped_bytes_and_non_finite_weights_are_refused(tmp_path):
     state["log_friction"] = torch.tensor([float("nan"), 0.0])
     save_file(state, str(w))
     card = json.loads((tmp_path / "b" / "card.json").read_text())
-    card.pop("weights_sha256")  # a card without the hash (older exports) still gets the finiteness check
+    card.pop("weights_sha256")  # a card without the hash had switched the check off
+    (tmp_path / "b" / "card.json").write_text(json.dumps(card))
+    with pytest.raises(CheckpointError, match="no weights_sha256"):
+        load_checkpoint(tmp_path / "b")
+    from surrogate.paths import file_sha256
+
+    card["weights_sha256"] = file_sha256(w)  # the hash made to match: the weights still get the finiteness check
     (tmp_path / "b" / "card.json").write_text(json.dumps(card))
     with pytest.raises(CheckpointError, match="non-finite values in \\['log_friction'\\]"):
         load_checkpoint(tmp_path / "b")
+
+
+@pytest.mark.parametrize("section", ["data", "training"])
+def test_a_card_section_that_is_not_a_mapping_is_named_not_a_traceback(tmp_path, section):
+    from surrogate.model.checkpoint import CheckpointError, export_checkpoint, load_checkpoint
+    from surrogate.model.contact_law import ContactLawGNN
+
+    export_checkpoint(ContactLawGNN(), tmp_path / "c")
+    card = json.loads((tmp_path / "c" / "card.json").read_text())
+    card[section] = [1, 2]
+    (tmp_path / "c" / "card.json").write_text(json.dumps(card))
+    with pytest.raises(CheckpointError, match=f"corrupt card \\({section} is a list, not a mapping\\)"):
+        load_checkpoint(tmp_path / "c")

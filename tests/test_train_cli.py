@@ -357,6 +357,17 @@ def test_export_folders_are_checked_before_any_work(tmp_path, capsys):
     release = ckpt(tmp_path / "release")
     code, err = run(f"export.dir={release}", f"export.release_dir={release}")
     assert code == 2 and "write it with --release" in err
+    from surrogate.paths import checkpoints_dir
+
+    shipped = checkpoints_dir() / "cube_tosses"  # any shipped release, not only the config's release_dir
+    before = (shipped / "card.json").read_bytes()
+    code, err = run(f"export.network_dir={shipped}", flags=["--overwrite"])
+    assert code == 2 and "is a release (checkpoints/cube_tosses): write it with --release" in err
+    assert (shipped / "card.json").read_bytes() == before
+    code, err = run(f"export.prior_dir={tmp_path / 'x'}", f"export.network_dir={tmp_path / 'x'}")
+    assert code == 2 and "is also export.prior_dir: each export needs its own folder" in err
+    code, err = run(f"export.dir={tmp_path / 'run'}")  # the run's own folder: its lock had refused after training
+    assert code == 2 and "is also out_dir" in err
     code, err = run(f"export.dir={theirs}", flags=["--overwrite"])  # given: on to the data, which are missing
     assert code == 2 and "holds a checkpoint" not in err and str(tmp_path / "none") in err
     assert (theirs / "card.json").read_text() == "{}"

@@ -30,7 +30,12 @@ RULE = ("the candidate minus the suite's surrogate row (the release), paired per
 def decide(ledger: dict, row: str, *, file=None) -> dict:
     """The rule on one ledger: {"kept": bool, "reasons": [str], "paired": the row's ``paired_minus_surrogate``}.
     A ledger without the row or without its paired differences is refused, naming what it has."""
-    models = ledger.get("models") or {}
+    models = ledger.get("models") if isinstance(ledger, dict) else None
+    if not isinstance(models, dict) or not isinstance(models.get(row, {}), dict):
+        raise ConfigError(f"not a benchmark ledger: its models must map row names to rows, got "
+                          f"{type(models if isinstance(ledger, dict) else ledger).__name__}"
+                          + (f" (row {row!r} is a {type(models.get(row)).__name__})" if isinstance(models, dict) else ""),
+                          file=file, key="models")
     if row not in models or row == "surrogate":
         learned = sorted(k for k, v in models.items() if isinstance(v, dict) and v.get("checkpoint") and k != "surrogate")
         raise ConfigError(f"no learned row {row!r} to compare with the release; the ledger's learned rows: {learned}",

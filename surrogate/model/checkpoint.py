@@ -173,8 +173,8 @@ def read_card(path) -> dict:
         raise CheckpointError(f"{p}: corrupt card ({e})") from None
     if not isinstance(card, dict):  # a list or a number: its fields below would be an AttributeError
         raise CheckpointError(f"{p}: corrupt card (a JSON {type(card).__name__}, not an object)")
-    for key in ("features", "model"):
-        if key in card and not isinstance(card[key], dict):
+    for key in ("features", "model", "data", "training"):
+        if key in card and card[key] is not None and not isinstance(card[key], dict):
             raise CheckpointError(f"{p}: corrupt card ({key} is a {type(card[key]).__name__}, not a mapping)")
     if card.get("schema") != SCHEMA:
         raise CheckpointError(f"{p}: not a {SCHEMA} card (schema={card.get('schema')!r})")
@@ -291,7 +291,9 @@ def load_checkpoint(path):
     if not (p / WEIGHTS).is_file():
         raise CheckpointError(f"{p / WEIGHTS}: no weights file")
     want = card.get("weights_sha256")
-    if want is not None and file_sha256(p / WEIGHTS) != want:
+    if not isinstance(want, str):  # every export writes it: a card without it had switched the check off
+        raise CheckpointError(f"{p / CARD}: no weights_sha256 (every exported card has the weights' content hash)")
+    if file_sha256(p / WEIGHTS) != want:
         raise CheckpointError(f"{p / WEIGHTS}: content hash differs from the card's weights_sha256 (corrupt or replaced weights)")
     try:
         state = load_file(str(p / WEIGHTS))

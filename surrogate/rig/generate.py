@@ -151,6 +151,9 @@ def load_objects(objects: str) -> tuple[list, str, list]:
         if bad:
             warnings.warn(f"{p}: skipped {len(bad)} file(s): " + "; ".join(f"{a}: {b}" for a, b in bad), stacklevel=2)
         key = f"folder:{p.resolve()}"
+    elif p.exists() or "/" in objects or "\\" in objects:  # a path, not a split's name: say what is wrong with it
+        raise ConfigError(f"{objects!r} is {'a file' if p.exists() else 'no folder that exists'}: objects are a "
+                          "folder of meshes, URDFs or MJCF files, or a split's name", key="objects")
     else:
         objs, key = load_split(objects), f"split:{objects}"
     if not objs:

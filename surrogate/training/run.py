@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..paths import portable_path, portable_paths  # cards carry no machine paths
+from ..paths import is_release, portable_path, portable_paths  # cards carry no machine paths
 from .closed_loop import closed_loop_stage, select_law
 from .config import PATH_KEYS, kind_of, resolved_config
 from .dataset import require_dataset, require_decision_data
@@ -61,18 +61,27 @@ def check_exports(cfg: dict, *, release: bool = False, overwrite: bool = False) 
     one holding other files than a checkpoint is refused (it had been found only at the export, after the
     training); one holding a checkpoint that is not the run's own (outside ``out_dir``) needs ``--overwrite``; and a
     release folder is written only with ``--release`` (``export.dir=checkpoints/rig_default`` had replaced the
-    shipped release without it)."""
+    shipped release without it; so had any other release, ``paths.is_release``). The export folders are distinct and
+    none is ``out_dir`` (its own lock would have refused the export after the training, and two exports into one
+    folder left the last one there under the others' names)."""
     from ..model.checkpoint import check_export_folder
 
     releases = {Path(cfg["export"]["release_dir"]).resolve()} if cfg["export"].get("release_dir") else set()
     own = Path(cfg["out_dir"]).resolve()
+    taken = {own: "out_dir"}
     for key in ("dir", "prior_dir", "network_dir"):
         path = cfg["export"].get(key)
+        if path and Path(path).resolve() in taken:
+            raise ConfigError(f"{path} is also {taken[Path(path).resolve()]}: each export needs its own folder",
+                              key=f"export.{key}")
+        if path:
+            taken[Path(path).resolve()] = f"export.{key}"
         if not path or not Path(path).exists():
             continue
         p = Path(path).resolve()
-        if p in releases and not (release and key == "dir"):
-            raise ConfigError(f"{path} is the release folder (export.release_dir): write it with --release",
+        if (p in releases or is_release(p)) and not (release and key == "dir"):
+            what = "the release folder (export.release_dir)" if p in releases else f"a release (checkpoints/{p.name})"
+            raise ConfigError(f"{path} is {what}: write it with --release, into export.release_dir",
                               key=f"export.{key}")
         check_output_dir(path, key=f"export.{key}")
         check_export_folder(Path(path))
