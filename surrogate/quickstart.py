@@ -19,12 +19,9 @@ and prints the two ledgers' verdicts.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
 import time
-import warnings
 from pathlib import Path
 
 import mujoco
@@ -182,37 +179,6 @@ def rig_captures(out: Path, episodes: int, workers: int) -> dict:
     return {"episodes": s["episodes"], "labels": s["labels"], "s_per_episode": report.elapsed_s / max(1, report.simulated)}
 
 
-@contextlib.contextmanager
-def _quiet_lightning():
-    """Lightning's known, harmless output filtered while the main job trains (``--verbose`` keeps it)."""
-    if os.environ.get("SURROGATE_VERBOSE"):
-        yield
-        return
-    import lightning.pytorch  # noqa: F401  (it sets its logger's level when imported: import it before changing it)
-
-    logs = [logging.getLogger(n) for n in ("lightning.pytorch", "lightning.fabric")]  # fabric: "Seed set to 0"
-    levels = [log.level for log in logs]
-    with warnings.catch_warnings():
-        # Lightning checks module modes as fit starts, before RolloutLightning.on_train_epoch_start puts the model in
-        # train mode (the whole-episode validation before the fit left it in eval mode): harmless, and it read like
-        # the eval-mode bug docs/training.md describes as fixed.
-        warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode.*")
-        # the training windows are tensors in memory: dataloader worker processes would only copy them
-        warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
-        # the main job's short run has fewer batches than Lightning's logging interval: nothing is lost
-        warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
-        # Lightning's own use of a torch pytree API it deprecated itself; nothing this package calls
-        warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
-        # "GPU available: False ...", a litlogger tip, the model summary: a dozen lines per training stage, every run
-        for log in logs:
-            log.setLevel(logging.WARNING)
-        try:
-            yield
-        finally:
-            for log, level in zip(logs, levels):
-                log.setLevel(level)
-
-
 def train_surrogate(out: Path, epochs: int) -> dict:
     """Train the rig surrogate on the captures of stage 4 (``surrogate train`` with the release's packaged config,
     shortened: 24 training and 8 validation episodes, ``epochs`` epochs of the prior law, one of the network's
@@ -220,6 +186,7 @@ def train_surrogate(out: Path, epochs: int) -> dict:
     import torch
 
     from .training.config import load_config
+    from .training.quiet import quiet_lightning
     from .training.run import fit
 
     ckpt = out / "checkpoint_rig"
@@ -231,7 +198,7 @@ def train_surrogate(out: Path, epochs: int) -> dict:
     t0 = time.time()
     threads = torch.get_num_threads()
     try:
-        with _quiet_lightning():
+        with quiet_lightning():
             fit(load_config("rig_default", sets))
     finally:
         torch.set_num_threads(threads)

@@ -114,6 +114,9 @@ def test_the_verdict_says_what_data_each_side_had():
     assert v["detail"].startswith(v["comparison"])
     i["same_data_as_surrogate"] = False
     assert verdict({"analytic_identified": i, "surrogate": s})["comparison"].startswith("Compares unequal data")
+    s["card"] = {"data": {"name": "rig_grasps", "sha256": "c" * 64}}  # a model of another dataset: named
+    assert verdict({"analytic_identified": i, "surrogate": s})["comparison"].startswith(
+        "Compares unequal data: the surrogate was trained on 64 training episodes of 'rig_grasps', MuJoCo identified")
 
 
 # ----------------------------------------------------------------------------- one blow-up rule
@@ -422,3 +425,30 @@ def test_a_suites_captures_of_an_object_folder_are_made_again_when_the_folder_ch
     shutil.copy(ycb / "rubiks_cube.urdf", objs)
     again, names = captures()
     assert again != first and names == ["rubiks_cube", "wood_block"]
+
+
+@needs_shared("ycb_sample")
+def test_a_checkpoints_own_captures_named_as_the_suites_training_data_are_its_own(tmp_path):
+    """``--set data.train=<the captures the checkpoint was trained on>``: MuJoCo is identified on its training
+    grasps (like with like), found by the card's content hash; other captures there are the suite's own."""
+    import shutil
+
+    from surrogate.bench.rig_data import generated_dataset, train_dataset
+    from surrogate.capture import dataset_hash, read_dataset
+
+    from .conftest import SHARED
+
+    objs = tmp_path / "objects"
+    objs.mkdir()
+    shutil.copytree(SHARED / "ycb_sample" / "ycb" / "036_wood_block", objs / "036_wood_block")
+    shutil.copy(SHARED / "ycb_sample" / "ycb" / "wood_block.urdf", objs)
+    rig = {"config": None, "overrides": [], "hand": "parallel_jaw", "duration": 0.5, "backend": "process"}
+    caps = generated_dataset({"objects": str(objs), "episodes": 3, "seed": 0}, rig=rig, cache_dir=tmp_path / "cache",
+                             workers=1, progress=False, label="train")
+    ids = [e.episode_id for e in read_dataset(caps).episodes][:2]
+    card = {"data": {"root": "somewhere_else", "sha256": dataset_hash(caps), "train_episodes": ids}}
+    cfg = {"data": {"train": str(caps)}}
+    ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=tmp_path / "cache", workers=1, progress=False)
+    assert ds.root == caps and train_ids == ids
+    other = {"data": {**card["data"], "sha256": "0" * 64}}
+    assert train_dataset(cfg, card=other, rig=rig, cache_dir=tmp_path / "cache", workers=1, progress=False)[1] == []

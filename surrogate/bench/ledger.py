@@ -146,8 +146,10 @@ def like_with_like(models: dict) -> str:
         return (f"Compares like with like: the surrogate was trained on {n_s} training episodes and MuJoCo identified "
                 f"on {sub} the same {pool}" + (" (a seeded subsample: the identification budget)" if sub != "all" else "")
                 + f", both scored on the same {n_test} test episodes.")
-    return (f"Compares unequal data: the surrogate was trained on {n_s or 'its own'} training episodes, MuJoCo identified "
-            f"on {sub} {pool} training episodes of this suite; both scored on the same {n_test} test episodes.")
+    name = ((s.get("card") or {}).get("data") or {}).get("name")  # another dataset's episodes: say whose
+    return (f"Compares unequal data: the surrogate was trained on {n_s or 'its own'} training episodes"
+            + (f" of {name!r}" if name else "") + f", MuJoCo identified on {sub} {pool} training episodes of this "
+            f"suite; both scored on the same {n_test} test episodes.")
 
 
 def _paired_words(p: dict) -> str:

@@ -160,6 +160,9 @@ def train_dataset(cfg, *, card, rig, cache_dir, workers, progress, checkpoint=No
         path = generated_dataset(spec, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress, label="train")
         if isinstance(path, str):
             raise ConfigError(f"training captures unavailable: {path}", key="data.train")
+    own = (card or {}).get("data") or {}
+    if own.get("sha256") and dataset_hash(path) == own["sha256"]:  # data.train named the checkpoint's own captures
+        return read_dataset(path), [str(i) for i in own.get("train_episodes", [])]
     return read_dataset(path), []
 
 

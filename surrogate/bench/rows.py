@@ -99,7 +99,10 @@ def analytic_rows(baselines: dict, *, simulate: Callable, scorer: Scorer, text: 
 
 def learned_row(*, description: str, checkpoint, card: dict, seen: list, metrics: dict, **extra) -> dict:
     """A learned model's ledger row: what it is, which checkpoint, the test episodes it was trained on."""
-    return {"description": description, "checkpoint": str(checkpoint), "card": {k: card.get(k) for k in ("weights_sha256", "training", "model")},
+    data = card.get("data") if isinstance(card.get("data"), dict) else {}
+    return {"description": description, "checkpoint": str(checkpoint),
+            "card": {**{k: card.get(k) for k in ("weights_sha256", "training", "model")},
+                     "data": {k: data.get(k) for k in ("name", "sha256")}},  # what it was trained on: the verdict names it
             **extra, "test_episodes_seen_in_training": seen, **metrics}
 
 

@@ -87,10 +87,12 @@ def run(a: argparse.Namespace) -> dict:
         print(to_yaml(cfg), end="")
         return cfg
     from .ddp import child_of_run
+    from .quiet import quiet_lightning
     from .run import RESULT, fit
 
     child = child_of_run(cfg["out_dir"])  # asked first: the parent may have let its lock go when this rank ends
-    res = fit(cfg)
+    with quiet_lightning():  # Lightning's known notes filtered, as the command line filters other noise (--verbose)
+        res = fit(cfg)
     if child:  # a DDP rank of the run: the parent writes the summary and says where things are
         return res
     # the whole summary (about 120 lines of JSON) goes to a file of the run; the console gets where things are
