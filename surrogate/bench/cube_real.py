@@ -149,24 +149,26 @@ def toss_stability(train: list, cfg: dict, *, threads: int = 2):
     return stable, float(scene.model.opt.timestep)
 
 
-def given_training(checkpoint, by_id: dict, test_ids: set, *, data_hash: str | None = None) -> list | None:
+def given_training(checkpoint, by_id: dict, test_ids: set, *, data: dict | None = None) -> list | None:
     """The training tosses of the ``--checkpoint`` surrogate (its card's ``data.train_episodes``) that this
     suite has and does not test on, or None (no checkpoint, or a card naming none of them): the identified
-    baseline is fitted on the same tosses, so the verdict compares like with like. With ``data_hash`` (this
-    suite's dataset, ``dataset_hash``), also None where the card's ``data.sha256`` names another dataset: its
-    episode ids would name other tosses here (a warning says so)."""
+    baseline is fitted on the same tosses, so the verdict compares like with like. With ``data`` (this suite's
+    dataset: ``name``, ``hash``), the card's ids are taken as this dataset's where the card names the same dataset:
+    its content hash, or its name (a toss's id is its upstream number, so another import of the same tosses, a
+    subset or a superset, keeps it); a card of another dataset (rig grasps, another object) is not matched by id,
+    and a warning says so."""
     if checkpoint is None:
         return None
     from ..model.checkpoint import read_card
 
-    data = read_card(checkpoint).get("data") or {}
-    ids = [str(i) for i in data.get("train_episodes") or []]
+    card_data = read_card(checkpoint).get("data") or {}
+    ids = [str(i) for i in card_data.get("train_episodes") or []]
     ids = [i for i in ids if i in by_id and i not in test_ids]
-    card_hash = data.get("sha256")
-    if ids and data_hash and card_hash and card_hash != data_hash:
-        logger.warning("%s was trained on dataset %r (sha256 %s), not on this suite's (sha256 %s): its training "
-                       "episodes' ids are not taken as the same tosses here, and MuJoCo is identified on the suite's "
-                       "own split", checkpoint, data.get("name") or data.get("root"), card_hash[:12], data_hash[:12])
+    if ids and data and card_data.get("sha256") != data.get("hash") and card_data.get("name") != data.get("name"):
+        logger.warning("%s was trained on dataset %r (sha256 %s), not on this suite's %r (sha256 %s): its training "
+                       "episodes' ids are not taken as tosses of this suite, and MuJoCo is identified on the suite's "
+                       "own split", checkpoint, card_data.get("name"), str(card_data.get("sha256"))[:12],
+                       data.get("name"), str(data.get("hash"))[:12])
         return None
     return ids or None
 
@@ -329,7 +331,7 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     # the surrogate's own training tosses: the identified baseline is fitted on them (like with like), with
     # --test-data too (as elbow-real does; they lie outside the split's test tosses, so they count as seen and no
     # test toss is one of them); until the forty-fifth session the split's own 64 were fitted there instead
-    given = given_training(checkpoint, by_id, set(sp["test"]), data_hash=data_info["hash"])
+    given = given_training(checkpoint, by_id, set(sp["test"]), data=data_info)
     ident = _identified(cfg, sp, by_id, ex=ex, simulate=simulate, scorer=scorer, progress=progress, given=given)
     models = analytic_rows(cfg["baselines"], simulate=simulate, scorer=scorer,
                            text={**TEXT, "identified": ident[2] if ident else ""},

@@ -124,7 +124,7 @@ def _cube_identified(cfg, *, cache_dir, ex, progress, checkpoint=None):
     eps, sp = suite_split(cube.episodes, cc, [int(cc["train_size"])])
     by_id = {e.episode_id: e for e in eps}
     cube_hash = dataset_hash(cube.root)
-    given = given_training(checkpoint, by_id, set(sp["test"]), data_hash=cube_hash)
+    given = given_training(checkpoint, by_id, set(sp["test"]), data={"name": cube.meta.name, "hash": cube_hash})
     ids = list(given or sp["train"][int(cc["train_size"])])
     ic = cfg["baselines"]["identified"]
     if len(ids) > ic["max_episodes"]:

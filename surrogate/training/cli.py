@@ -91,7 +91,7 @@ def run(a: argparse.Namespace) -> dict:
     from .run import RESULT, fit
 
     child = child_of_run(cfg["out_dir"])  # asked first: the parent may have let its lock go when this rank ends
-    with quiet_lightning():  # Lightning's known notes filtered, as the command line filters other noise (--verbose)
+    with quiet_lightning(logs=False):  # Lightning's known warnings filtered, as the command line filters others
         res = fit(cfg)
     if child:  # a DDP rank of the run: the parent writes the summary and says where things are
         return res

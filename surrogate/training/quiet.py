@@ -9,16 +9,18 @@ import warnings
 
 
 @contextlib.contextmanager
-def quiet_lightning():
-    """Lightning's known, harmless output filtered while a run trains (``surrogate train``, the main job), as the
-    command line filters other known third-party noise (``--verbose``, ``SURROGATE_VERBOSE``, keeps it)."""
+def quiet_lightning(*, logs: bool = True):
+    """Lightning's known, harmless warnings filtered while a run trains (``surrogate train``, the main job), as the
+    command line filters other known third-party noise (``--verbose``, ``SURROGATE_VERBOSE``, keeps it); with
+    ``logs``, its information lines too (devices, the model summary, DDP's start: the main job's stage prints its
+    own, where ``surrogate train`` keeps Lightning's)."""
     if os.environ.get("SURROGATE_VERBOSE"):
         yield
         return
     import lightning.pytorch  # noqa: F401  (it sets its logger's level when imported: import it before changing it)
 
-    logs = [logging.getLogger(n) for n in ("lightning.pytorch", "lightning.fabric")]  # fabric: "Seed set to 0"
-    levels = [log.level for log in logs]
+    loggers = [logging.getLogger(n) for n in ("lightning.pytorch", "lightning.fabric")]  # fabric: "Seed set to 0"
+    levels = [log.level for log in loggers]
     with warnings.catch_warnings():
         # Lightning checks module modes as fit starts, before RolloutLightning.on_train_epoch_start puts the model in
         # train mode (the whole-episode validation before the fit left it in eval mode): harmless, and it read like
@@ -31,10 +33,10 @@ def quiet_lightning():
         # Lightning's own use of a torch pytree API it deprecated itself; nothing this package calls
         warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
         # "GPU available: False ...", a litlogger tip, the model summary: a dozen lines per training stage, every run
-        for log in logs:
+        for log in loggers if logs else ():
             log.setLevel(logging.WARNING)
         try:
             yield
         finally:
-            for log, level in zip(logs, levels):
+            for log, level in zip(loggers, levels):
                 log.setLevel(level)
