@@ -414,3 +414,23 @@ def test_an_articulated_objects_toss_without_its_urdf_is_named_with_the_way_out(
     _write_folder(tmp_path / "src", {"1.pt": torch.zeros(30, 15, dtype=torch.float64)})
     with pytest.raises(CaptureError, match=r"1 joint\(s\).*pass its URDF \(--urdf\)"):
         import_contactnets(tmp_path / "src", tmp_path / "out", progress=False)
+
+
+@needs_shared("contactnets_elbow")
+def test_an_elbow_toss_with_its_hinge_in_degrees_or_a_repeated_frame_is_skipped_naming_it(tmp_path):
+    """The layout's angles are radians wrapped to (-pi, pi]: one in degrees reaches 105 "rad". A frame written twice
+    is named as a duplicate (the elbow's velocities do not show a dropped frame: see check_toss_frames)."""
+    elbow = SHARED / "contactnets_elbow"
+    urdf = elbow / "contactnets_elbow.urdf"
+    files = sorted(elbow.glob("*.pt"), key=lambda p: int(p.stem))[:3]
+    good, deg, rep = (torch.load(f, weights_only=True) for f in files)
+    deg[:, 7] *= 180.0 / np.pi
+    deg[:, 14] *= 180.0 / np.pi
+    rep = torch.cat([rep[:21], rep[20:]])
+    _write_folder(tmp_path / "src", {"1.pt": good, "2.pt": deg, "3.pt": rep})
+    report = import_contactnets(tmp_path / "src", tmp_path / "out", progress=False, urdf=urdf)
+    assert report.kept == 1
+    by = {s["episode"]: s for s in report.skipped}
+    assert by["2"]["field"] == "joint_position" and "outside [-pi, pi]" in by["2"]["reason"]
+    assert "(degrees?)" in by["2"]["reason"]
+    assert by["3"]["field"] == "position" and by["3"]["reason"].startswith("frame 21 repeats frame 20's position")
