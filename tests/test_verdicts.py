@@ -324,6 +324,81 @@ def test_a_toss_suite_fits_mujoco_on_a_checkpoints_tosses_only_where_its_card_na
     assert "not on this suite's 'rig_grasps'" in caplog.text and same["hash"][:12] in caplog.text
 
 
+# ----------------------------------------------------------------------------- the unit a claim generalizes over
+
+def test_paired_intervals_resample_objects_where_the_claim_is_about_objects():
+    """Ten objects with five episodes each; one object carries the whole difference (its grasps all flip). Over
+    episodes the interval excludes zero; resampling objects (``by="object"``) it does not: one object's five flips are
+    one draw, not five. With one episode per object, or without ``by``, the interval is the one over episodes."""
+    from surrogate.metrics import paired_difference
+
+    rng = np.random.default_rng(1)
+    a, b = [], []
+    for o in range(10):
+        for k in range(5):
+            i, base = f"o{o}/{k}", 10 + rng.normal(0, 1)
+            a.append({"id": i, "object": f"obj{o}", "v": base})
+            b.append({"id": i, "object": f"obj{o}", "v": base + (-20.0 if o == 3 else rng.normal(0, 0.2))})
+    episodes = paired_difference(a, b, "v")
+    objects = paired_difference(a, b, "v", by="object")
+    assert episodes["ci95"][1] < 0 and "units" not in episodes  # "significant" over 50 episodes
+    assert objects["ci95"][0] < 0 < objects["ci95"][1]  # a tie over 10 objects
+    assert objects["units"] == 10 and objects["by"] == "object" and objects["ci95_episodes"] == episodes["ci95"]
+    assert objects["mean"] == episodes["mean"] and objects["n"] == episodes["n"] == 50
+    singles = [dict(r, object=r["id"]) for r in b]  # one episode per unit: nothing to cluster
+    assert paired_difference(a, singles, "v", by="object") == episodes
+    cube = [dict(r, object="cube") for r in b]  # a single object (the cube's tosses): a claim about its episodes
+    assert paired_difference(a, cube, "v", by="object") == episodes
+
+    # a suite that names the unit (rig-grasp's metrics.paired_by) decides its verdict and words by it
+    from surrogate.bench.ledger import suite_verdict
+    from surrogate.suites import load_suite
+
+    def row(rows):
+        vals = [r["v"] for r in rows]
+        eps = [{"id": r["id"], "object": r["object"], "set": "heldout_families", "horizon_pos_pct_size": {"1": r["v"]},
+                "pos_pct_size": r["v"]} for r in rows]
+        s = {"n": len(vals), "mean": float(np.mean(vals)), "median": float(np.median(vals))}
+        return {"overall": {"horizons": {"pos_pct_size": {"1": s}}, "pos_pct_size": s}, "per_episode": eps}
+
+    cfg = load_suite("rig-grasp-small", ["acceptance.max_ratio=1.0"])
+    assert cfg["metrics"]["paired_by"] == "object"
+    v = suite_verdict(cfg, {"analytic_identified": row(a), "surrogate": row(b)})
+    assert v["verdict"] == "tie" and "of 10 objects, resampled by object" in v["detail"]
+    cfg["metrics"]["paired_by"] = None
+    assert suite_verdict(cfg, {"analytic_identified": row(a), "surrogate": row(b)})["verdict"] == "supported"
+
+
+def test_the_hypothesis_names_the_size_the_verdict_compares_at():
+    """With a checkpoint, cube-real's identified row is the fit on the checkpoint's own training tosses; the note said
+    the verdict compared at the largest size identified."""
+    from surrogate.bench.ledger import identification_note
+
+    by_size = {str(k): {"identified_on": min(k, 64)} for k in (8, 16, 128, 256)}
+    by_size["64"] = {"identified_on": 64, "on": "the surrogate's own training tosses"}
+    note = identification_note({"analytic_identified": {"overall": {}, "by_train_size": by_size}})
+    assert note.endswith("the verdict compares at 64 training episodes, identified on 64.")
+    del by_size["64"]["on"]  # no checkpoint: the largest
+    assert identification_note({"analytic_identified": {"overall": {}, "by_train_size": by_size}}).endswith(
+        "compares at 256 training episodes, identified on 64.")
+
+
+def test_an_ensembles_first_divergence_is_its_members_median_in_every_suite():
+    """The toss suites took the first member's divergence for the ensemble's (0.05 s where the members' median is
+    0.6 s); rig-grasp took the median: one rule now, in ``evaluate.ensemble_mean_score``."""
+    from surrogate.bench.evaluate import ensemble_mean_score
+
+    def member(t, which):
+        return {"divergence_time_s": t, "divergence_which": which, "unstable": False, "unstable_at_s": None,
+                "pos_m": 0.0, "pos_pct_size": 1.0, "rot_deg": 1.0, "final_pos_pct_size": 1.0, "horizon_pos_pct_size": {},
+                "horizon_rot_deg": {}, "integrated_pos_pct_size": {}}
+
+    s = ensemble_mean_score([member(0.05, "pose_rotation"), member(0.6, "pose_position"), member(0.9, "pose_position"),
+                             member(None, None)])
+    assert s["divergence_time_s"] == pytest.approx(0.6) and s["divergence_which"] == "pose_position"
+    assert ensemble_mean_score([member(None, None)] * 2)["divergence_time_s"] is None
+
+
 @needs_shared("ycb_sample")
 def test_a_suites_captures_of_an_object_folder_are_made_again_when_the_folder_changes(tmp_path):
     """A test set of a user's object folder is cached by what the folder holds: an object added there is grasped
