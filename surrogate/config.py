@@ -28,18 +28,28 @@ SET_SOURCE = "command line (--set)"  # where a KEY=VALUE override came from, as 
 EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]{1,3}$")
 
 
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A key given twice in one YAML mapping (``YamlLoader``)."""
+
+
 class YamlLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that reads ``1e5``, ``-2E-3``, ``+3e+2``, ``1.0e5`` as floats (``EXPONENT_FLOAT``), and
     refuses a key given twice in one mapping (YAML's loaders keep the last without a word: ``data.root`` twice in a
-    file, or ``{epochs: 1, epochs: 5}`` in a ``--set``, ran with whichever came last)."""
+    file, or ``{epochs: 1, epochs: 5}`` in a ``--set``, ran with whichever came last). A merge (``<<: *base``) may
+    still override the keys it brings: only the mapping's own keys are compared."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
-        for key_node, _ in node.value:
+        for key_node, _ in node.value if isinstance(node, yaml.MappingNode) else ():
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice in one mapping",
-                                                        key_node.start_mark)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: SafeLoader's own error names it
+                break
+            if duplicate:
+                raise DuplicateKeyError(None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -73,7 +83,8 @@ def load_yaml(path: str | Path) -> dict:
     except yaml.YAMLError as e:
         raise ConfigError(f"invalid YAML ({e})", file=path) from None
     except UnicodeDecodeError as e:
-        raise ConfigError(f"not a text file in UTF-8 (byte {e.start}: {e.reason}): is it the config?", file=path) from None
+        raise ConfigError(f"not a text file in UTF-8 (byte {e.start}: {e.reason}): is it the config?",
+                          file=path) from None
     if not isinstance(data, dict):
         raise ConfigError(f"top level must be a mapping, got {type(data).__name__}", file=path)
     return data
@@ -88,7 +99,7 @@ def apply_overrides(cfg: dict, overrides: list[str], *, file=None) -> dict:
         key, raw = item.split("=", 1)
         try:
             value = parse_yaml(raw)
-        except yaml.constructor.ConstructorError as e:  # a mapping with a key twice: not text to keep as a string
+        except DuplicateKeyError as e:  # a mapping with a key twice: not text to keep as a string
             raise ConfigError(f"{raw!r}: {e.problem}", file=file, key=key.strip()) from None
         except yaml.YAMLError:
             value = raw

@@ -241,16 +241,26 @@ def test_cube_real_leaves_out_test_tosses_that_its_rows_train_on(tmp_path, tiny_
 @needs_shared("contactnets_cube")
 def test_cube_real_identifies_mujoco_on_the_checkpoints_own_tosses_with_test_data_too(tmp_path, tiny_tosses):
     """With ``--test-data`` as on the suite's own split, MuJoCo is identified on the tosses the checkpoint was
-    trained on (those the suite has, outside its test split): the verdict compares like with like."""
+    trained on (those the suite has, outside its test split): the verdict compares like with like. The checkpoint
+    here is the release's law with a card naming the tiny dataset (its content hash), as one trained on it would:
+    ids are matched only in the dataset the card names (``given_training``)."""
+    from surrogate.capture import dataset_hash
+    from surrogate.importers.contactnets import import_contactnets
+
     src = SHARED / "contactnets_cube"
     raw = tmp_path / "raw"
     raw.mkdir()
     for p in sorted(src.glob("*.pt"), key=lambda p: int(p.stem))[12:15] + list(src.glob("*.json")):
         shutil.copy(p, raw / p.name)
-    ledger = run_suite("cube-real-small", out=tmp_path / "report", test_data=raw, checkpoint="checkpoints/cube_tosses",
+    import_contactnets(tiny_tosses, tmp_path / "tiny_import", progress=False)  # as the suite imports its source
+    ck = tmp_path / "ck"
+    shutil.copytree(Path("checkpoints/cube_tosses"), ck)
+    card = json.loads((ck / "card.json").read_text())
+    card["data"]["sha256"] = dataset_hash(tmp_path / "tiny_import")
+    (ck / "card.json").write_text(json.dumps(card))
+    ledger = run_suite("cube-real-small", out=tmp_path / "report", test_data=raw, checkpoint=ck,
                        overrides=[f"data.source={tiny_tosses}", *TINY], progress=False, video=False,
                        cache_dir=tmp_path / "cache")
-    card = json.loads((Path("checkpoints/cube_tosses") / "card.json").read_text())
     tiny = {p.stem for p in tiny_tosses.glob("*.pt")}
     own = [i for i in card["data"]["train_episodes"] if i in tiny and i not in ledger["split"]["test"]]
     assert own, "the tiny source holds none of the release's training tosses outside its test split"

@@ -79,3 +79,12 @@ def test_a_config_file_that_is_not_text_is_named_not_a_traceback(tmp_path):
     with pytest.raises(ConfigError, match="not a text file in UTF-8") as err:
         load_yaml(f)
     assert err.value.location.file == f
+
+
+def test_a_merge_may_override_the_keys_it_brings_and_an_unhashable_key_is_invalid_yaml(tmp_path):
+    assert parse_yaml("base: &b {epochs: 1, lr: 2}\nprior: {<<: *b, epochs: 5}")["prior"] == {"epochs": 5, "lr": 2}
+    f = tmp_path / "odd.yaml"
+    f.write_text("? [a, b]\n: 1\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_yaml(f)
+    assert apply_overrides({"name": "x"}, ["name=!important"]) == {"name": "!important"}  # text, as before

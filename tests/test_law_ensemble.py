@@ -104,16 +104,21 @@ def test_the_ensemble_command_exports_a_checkpoint_that_loads_and_names_its_memb
 
 
 def test_the_ensemble_command_never_replaces_a_release_nor_a_folder_without_overwrite_nor_mixes_training_data(
-        tmp_path, capsys):
+        tmp_path, capsys, monkeypatch):
     """A release under checkpoints/ had been replaced without a word, as had any existing --out; and a member trained
     on other episodes (the benchmark's test families) went unnamed, the card naming the first member's data."""
-    from surrogate.paths import checkpoints_dir
+    import shutil
 
+    import surrogate.paths
+
+    releases = tmp_path / "checkpoints"  # a copy of the releases stands in for them: a regression cannot hurt them
+    shutil.copytree(surrogate.paths.checkpoints_dir() / "rig_default", releases / "rig_default")
+    monkeypatch.setattr(surrogate.paths, "checkpoints_dir", lambda: releases)
     scene, d = _grasp()
     g = _graph(scene, d)
     data = {"name": "caps", "sha256": "a" * 64, "train_episodes": ["0", "1"]}
     paths = [str(export_checkpoint(_trained_net(g, seed=s), tmp_path / f"m{s}", data=data)) for s in (0, 1)]
-    release = checkpoints_dir() / "rig_default"
+    release = releases / "rig_default"
     before = (release / "weights.safetensors").read_bytes()
     assert main(["ensemble", *paths, "--out", str(release), "--overwrite"]) == 2
     assert "is a release (checkpoints/rig_default)" in capsys.readouterr().err

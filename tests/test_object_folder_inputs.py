@@ -81,7 +81,14 @@ def test_a_file_that_fails_for_any_reason_is_skipped_not_fatal(tmp_path, monkeyp
     monkeypatch.setattr(folder_mod, "load_mesh_object", flaky)
     objects, skipped, _ = _load(tmp_path)
     assert [o.name for o in objects] == ["b"]
-    assert [p.name for p, _ in skipped] == ["a.stl"] and "IndexError: tuple index out of range" in skipped[0][1]
+    assert [p.name for p, _ in skipped] == ["a.stl"] and skipped[0][1] == "IndexError: tuple index out of range"
+
+    def buggy(path, **kw):  # an error of this package, not of the file: not hidden as a skipped file
+        raise TypeError("unexpected keyword")
+
+    monkeypatch.setattr(folder_mod, "load_mesh_object", buggy)
+    with pytest.raises(TypeError):
+        load_object_folder(tmp_path)
 
 
 # --- 2. primitives get the unit check meshes get ----------------------------------------------------------------
@@ -207,3 +214,17 @@ def test_a_path_that_is_no_folder_is_named_as_a_path_not_as_an_unknown_split(tmp
     with pytest.raises(ConfigError, match="is a file: objects are a folder"):
         load_objects(str(tmp_path / "brick.stl"))
     assert [o.name for o in load_objects(str(tmp_path))[0]] == ["brick"]
+
+
+def test_a_folders_content_key_follows_its_symlinked_sub_folders(tmp_path):
+    """The rig suites cache a folder's captures by ``folder_sha256``: an object edited behind a linked sub-folder, as
+    the loader reads it, makes another key (``dataset_hash``'s walk does not follow links: its key had not moved)."""
+    from surrogate.objects.folder import folder_sha256
+
+    _box_stl(tmp_path / "real" / "mug" / "mug.stl")
+    (tmp_path / "objs").mkdir()
+    os.symlink(tmp_path / "real" / "mug", tmp_path / "objs" / "mug")
+    before = folder_sha256(tmp_path / "objs")
+    assert before == folder_sha256(tmp_path / "objs")
+    _box_stl(tmp_path / "real" / "mug" / "mug.stl", extents=(0.05, 0.05, 0.05))
+    assert folder_sha256(tmp_path / "objs") != before

@@ -330,7 +330,7 @@ def test_law_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tiny_ca
         load_config(None, ["ckpt_path=some/file.ckpt"])
 
 
-def test_export_folders_are_checked_before_any_work(tmp_path, capsys):
+def test_export_folders_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
     """An export folder holding a user's file was found only at the export, after the whole training; one holding a
     colleague's checkpoint was replaced without --overwrite; and export.dir=<the release folder> without --release had
     replaced the shipped release. Each is now refused before the data are read (here there are none)."""
@@ -357,9 +357,14 @@ def test_export_folders_are_checked_before_any_work(tmp_path, capsys):
     release = ckpt(tmp_path / "release")
     code, err = run(f"export.dir={release}", f"export.release_dir={release}")
     assert code == 2 and "write it with --release" in err
-    from surrogate.paths import checkpoints_dir
+    import shutil
 
-    shipped = checkpoints_dir() / "cube_tosses"  # any shipped release, not only the config's release_dir
+    import surrogate.paths
+
+    releases = tmp_path / "checkpoints"  # a copy of the releases stands in for them: a regression cannot hurt them
+    shutil.copytree(surrogate.paths.checkpoints_dir() / "cube_tosses", releases / "cube_tosses")
+    monkeypatch.setattr(surrogate.paths, "checkpoints_dir", lambda: releases)
+    shipped = releases / "cube_tosses"  # any shipped release, not only the config's release_dir
     before = (shipped / "card.json").read_bytes()
     code, err = run(f"export.network_dir={shipped}", flags=["--overwrite"])
     assert code == 2 and "is a release (checkpoints/cube_tosses): write it with --release" in err

@@ -303,9 +303,9 @@ def test_a_cards_captures_made_outside_the_project_are_found_beside_its_checkpoi
 
 
 def test_a_toss_suite_fits_mujoco_on_a_checkpoints_tosses_only_where_its_card_names_the_suites_data(tmp_path, caplog):
-    """cube-real and elbow-real identify MuJoCo on the surrogate's own training tosses, found by episode id (a toss's
-    upstream number): a card of the same dataset (its hash, or its name: another import of the same tosses) is
-    matched; a card of another dataset (rig grasps named 0, 1, ...) is not, and a warning says so."""
+    """cube-real and elbow-real identify MuJoCo on the surrogate's own training tosses, found by episode id: only in
+    the dataset the card names by its hash. Ids name other tosses elsewhere, even under the same name (dair_pll's
+    copies of the cube tosses are numbered otherwise), and a rig checkpoint's grasps are 0, 1, ...: a warning."""
     import shutil
 
     from surrogate.bench.cube_real import given_training
@@ -318,8 +318,8 @@ def test_a_toss_suite_fits_mujoco_on_a_checkpoints_tosses_only_where_its_card_na
     same = {"name": card["data"]["name"], "hash": card["data"]["sha256"]}
     assert given_training(ck, by_id, set(), data=same) == ids
     assert given_training(ck, by_id, {ids[0]}, data=same) == ids[1:]  # a test toss is never a training toss
-    assert given_training(ck, by_id, set(), data={**same, "hash": "f" * 64}) == ids  # a subset or superset import
     with caplog.at_level("WARNING"):
+        assert given_training(ck, by_id, set(), data={**same, "hash": "f" * 64}) is None  # dair_pll's numbering
         assert given_training(ck, by_id, set(), data={"name": "rig_grasps", "hash": "f" * 64}) is None
     assert "not on this suite's 'rig_grasps'" in caplog.text and same["hash"][:12] in caplog.text
 

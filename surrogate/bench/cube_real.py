@@ -153,10 +153,9 @@ def given_training(checkpoint, by_id: dict, test_ids: set, *, data: dict | None 
     """The training tosses of the ``--checkpoint`` surrogate (its card's ``data.train_episodes``) that this
     suite has and does not test on, or None (no checkpoint, or a card naming none of them): the identified
     baseline is fitted on the same tosses, so the verdict compares like with like. With ``data`` (this suite's
-    dataset: ``name``, ``hash``), the card's ids are taken as this dataset's where the card names the same dataset:
-    its content hash, or its name (a toss's id is its upstream number, so another import of the same tosses, a
-    subset or a superset, keeps it); a card of another dataset (rig grasps, another object) is not matched by id,
-    and a warning says so."""
+    dataset: ``name``, ``hash``), only where the card's ``data.sha256`` is this dataset's: ids name other tosses in
+    another dataset, even of the same name (dair_pll's copies of the cube tosses are numbered otherwise than
+    ContactNets' own, and a rig checkpoint's grasps are 0, 1, ...); a warning then says so."""
     if checkpoint is None:
         return None
     from ..model.checkpoint import read_card
@@ -164,7 +163,7 @@ def given_training(checkpoint, by_id: dict, test_ids: set, *, data: dict | None 
     card_data = read_card(checkpoint).get("data") or {}
     ids = [str(i) for i in card_data.get("train_episodes") or []]
     ids = [i for i in ids if i in by_id and i not in test_ids]
-    if ids and data and card_data.get("sha256") != data.get("hash") and card_data.get("name") != data.get("name"):
+    if ids and data and card_data.get("sha256") != data.get("hash"):
         logger.warning("%s was trained on dataset %r (sha256 %s), not on this suite's %r (sha256 %s): its training "
                        "episodes' ids are not taken as tosses of this suite, and MuJoCo is identified on the suite's "
                        "own split", checkpoint, card_data.get("name"), str(card_data.get("sha256"))[:12],

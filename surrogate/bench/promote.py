@@ -34,7 +34,8 @@ def decide(ledger: dict, row: str, *, file=None) -> dict:
     if not isinstance(models, dict) or not isinstance(models.get(row, {}), dict):
         raise ConfigError(f"not a benchmark ledger: its models must map row names to rows, got "
                           f"{type(models if isinstance(ledger, dict) else ledger).__name__}"
-                          + (f" (row {row!r} is a {type(models.get(row)).__name__})" if isinstance(models, dict) else ""),
+                          + (f" (row {row!r} is a {type(models.get(row)).__name__})" if isinstance(models, dict)
+                             else ""),
                           file=file, key="models")
     if row not in models or row == "surrogate":
         learned = sorted(k for k, v in models.items() if isinstance(v, dict) and v.get("checkpoint") and k != "surrogate")

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..capture import dataset_hash, read_dataset
 from ..config import expand_env
 from ..errors import ConfigError
+from ..objects.folder import folder_sha256
 from ..paths import config_dir, project_root
 from .testsets import as_paths, require_kind, set_names
 
@@ -62,7 +63,7 @@ def generated_dataset(spec: dict, *, rig: dict, cache_dir: Path, workers: int, p
             return f"object folder {folder} not found"
         # keyed by what the folder holds, not only its path: an object added, removed or edited there makes new
         # captures (the path alone had replayed the old set without a word)
-        objects, content = str(folder), dataset_hash(folder)
+        objects, content = str(folder), folder_sha256(folder)  # the loader's own walk: linked folders too
     cfg = load_config(rig.get("config"), rig.get("overrides", ()))
     key = {"rig": rig_config_hash(cfg), "objects": objects, "episodes": int(spec["episodes"]), "seed": int(spec["seed"]),
            "hand": rig["hand"], "duration": rig.get("duration"), "format": RIG_FORMAT}

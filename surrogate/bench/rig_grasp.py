@@ -288,8 +288,8 @@ def run(cfg: dict, *, cache_dir: Path, checkpoint=None, test_data=None, progress
     model, card = load_checkpoint(checkpoint) if checkpoint is not None else (None, None)
     sim["surrogate_margin"] = float(((card or {}).get("data") or {}).get("margin_m", sim["margin"]))
     # the training captures first: where they cannot be found, say so before minutes of test-set generation
-    train_ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress,
-                                        checkpoint=checkpoint)
+    train_ds, train_ids = train_dataset(cfg, card=card, rig=rig, cache_dir=cache_dir, workers=workers,
+                                        progress=progress, checkpoint=checkpoint)
     sets, skipped = load_sets(cfg, test_data=test_data, rig=rig, cache_dir=cache_dir, workers=workers, progress=progress)
     target_sets = acceptance_sets(cfg, sets, test_data)
     # Episode ids are unique within a dataset only: key by "set/id".

@@ -102,7 +102,7 @@ def learned_row(*, description: str, checkpoint, card: dict, seen: list, metrics
     data = card.get("data") if isinstance(card.get("data"), dict) else {}
     return {"description": description, "checkpoint": str(checkpoint),
             "card": {**{k: card.get(k) for k in ("weights_sha256", "training", "model")},
-                     "data": {k: data.get(k) for k in ("name", "sha256")}},  # what it was trained on: the verdict names it
+                     "data": {k: data.get(k) for k in ("name", "sha256")}},  # what it was trained on: verdicts say
             **extra, "test_episodes_seen_in_training": seen, **metrics}
 
 

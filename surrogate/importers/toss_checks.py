@@ -151,8 +151,7 @@ def check_toss_gravity(ep, *, file) -> None:
     dev = np.linalg.norm(accel - g, axis=1)
     best = int(np.argmin(dev))
     if dev[best] > FREE_FLIGHT_TOL:
-        a = np.linalg.norm(accel[best])
-        raise CaptureError(f"no part of the toss falls at gravity ({np.linalg.norm(g):.3g} m/s^2): the closest "
-                           f"{W}-frame window (from frame {best}) accelerates at {a:.3g} m/s^2, {a / np.linalg.norm(g):.3g}x "
-                           "gravity: its lengths are in another unit than the dataset's?", file=file,
-                           episode=ep.episode_id, field="position")
+        a, gn = np.linalg.norm(accel[best]), np.linalg.norm(g)
+        raise CaptureError(f"no part of the toss falls at gravity ({gn:.3g} m/s^2): the closest {W}-frame window "
+                           f"(from frame {best}) accelerates at {a:.3g} m/s^2, {a / gn:.3g}x gravity: its lengths are "
+                           "in another unit than the dataset's?", file=file, episode=ep.episode_id, field="position")

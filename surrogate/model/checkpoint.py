@@ -267,8 +267,8 @@ def load_checkpoint(path):
     (``END_TO_END``, registered by ``surrogate.baselines.gns``; ``is_end_to_end(card)`` tells them apart). A v1
     card (``V1_CLASS``) is refused.
 
-    The weights must match the card's content hash (``weights_sha256``; cards written before it was
-    recorded load without the check) and be finite: a flipped byte or a NaN is refused, naming the file.
+    The weights must match the card's content hash (``weights_sha256``: a card without it is refused, since
+    deleting the key had switched the check off) and be finite: a flipped byte or a NaN is refused, naming the file.
     The card's hyperparameters are checked against their bounds (``INT_BOUNDS``, and for the law model
     ``bounds``, ``mu_max``, ``friction_iterations``, ``prior``/``prior_body``) before anything is built.
     """

@@ -10,8 +10,9 @@ The stepper's input-range check and the card's normalization section are the fir
 one dataset saw the same feature ranges).
 
 The ensemble is a candidate like any trained network: score it beside the release (``surrogate.rows`` of a suite)
-and release it by the paired rule (``surrogate release``). Members trained on other episodes are refused, so the card's data section is every member's; it names
-every member (folder and weights hash). A release under ``checkpoints/`` is never its ``--out``.
+and release it by the paired rule (``surrogate release``). Members trained on other episodes are refused, so the
+card's data section is every member's; it names every member (folder and weights hash). A release under
+``checkpoints/`` is never its ``--out``.
 """
 
 from __future__ import annotations

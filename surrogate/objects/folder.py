@@ -29,6 +29,11 @@ def _referenced_files(urdf: Path, mesh_root) -> set[Path]:
     return refs
 
 
+# what readers of a bad file raise (trimesh, numpy, XML, MuJoCo's compiler); a TypeError or AttributeError is a bug of
+# this package, not of the file, and is not turned into a skipped file
+READER_ERRORS = (OSError, ValueError, IndexError, KeyError, SyntaxError, ZeroDivisionError, OverflowError)
+
+
 def _files(folder: Path) -> list[Path]:
     """Every file under ``folder``, sorted, symlinked sub-folders followed (``Path.rglob`` does not follow them
     before Python 3.13, so a folder of links to downloads looked empty).
@@ -57,6 +62,17 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for _, p in best.values())
 
 
+def folder_sha256(folder: Path) -> str:
+    """sha256 over the files ``load_object_folder`` walks (``_files``: symlinked sub-folders followed), by relative
+    path and content: what a folder of objects is, for a cache of captures made of it."""
+    h = hashlib.sha256()
+    for p in _files(Path(folder)):
+        if p.is_file():
+            h.update(p.relative_to(folder).as_posix().encode() + b"\0")
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def _unique(obj: ObjectAsset, rel: Path, taken: set[str]) -> ObjectAsset:
     """``obj`` under a name no object in ``taken`` has: its own when free, else qualified by a short digest of its
     path relative to the folder (``_`` and 6 hex digits of its SHA-1; more digits on the rare clash)."""
@@ -76,14 +92,17 @@ def load_object_folder(
     reader does not take (``OTHER_3D_SUFFIXES``, e.g. COLLADA) that none references is skipped, named.
 
     Suffixes are matched in any case (``BALL.URDF``); symlinked sub-folders are scanned, each file once (``_files``).
-    Bad files are skipped, not fatal, whatever the error: a folder of downloaded assets usually has a few.
+    Bad files are skipped, not fatal, whatever their reader raises (``READER_ERRORS``): a folder of downloaded
+    assets usually has a few.
 
     Names: an object is named by its URDF's robot name or its mesh file (``meshes._name_from_path``). Two different
     files may give the same name (``cup.stl`` in two sub-folders, URDFs all called ``object``, stems in another
     script that ``safe_name`` reduces alike); all of them load. Objects take their names in load order (URDFs, then
     meshes, each sorted by path): the first keeps its name, a later one is qualified by a digest of its path relative
     to ``folder`` (``cup_3f2a9c``; ``_unique``). So the names are deterministic, a name that was unique before stays
-    as it was, and a renamed object's name depends only on its own path, not on which other files the folder holds.
+    as it was, and a qualified name depends only on its object's own path; but a file added whose object takes the
+    same name and sorts first takes the plain name, qualifying the other one (captures name objects by their files
+    too: ``geometry.path``).
 
     Returns:
       (objects sorted by path, skipped as (path, reason) pairs).
@@ -118,8 +137,8 @@ def load_object_folder(
         except AssetError as exc:
             skipped.append((p, str(exc)))
             continue
-        except Exception as exc:  # a reader's own error (trimesh, numpy, XML): still one file, not the folder
-            skipped.append((p, f"{p}: {type(exc).__name__}: {exc}"))
+        except READER_ERRORS as exc:  # a reader's own error (trimesh, numpy, XML): still one file, not the folder
+            skipped.append((p, f"{type(exc).__name__}: {exc}"))
             continue
         obj = _unique(obj, p.relative_to(folder), names)
         names.add(obj.name)
