@@ -351,12 +351,13 @@ def _read_frames(root: Path, wanted: list[str], numeric: set[str]) -> tuple[dict
     return frames, sources, text
 
 
-def dataset_hash(root: str | Path) -> str:
+def dataset_hash(root: str | Path, files=None) -> str:
     """sha256 over every file of a dataset (relative names and bytes): its identity in
-    checkpoint cards and benchmark ledgers."""
+    checkpoint cards and benchmark ledgers. ``files``: the files to hash, sorted (default every file under ``root``;
+    an object folder passes the loader's own walk, ``objects.folder.folder_sha256``)."""
     root = Path(root)
     h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
+    for p in sorted(root.rglob("*")) if files is None else files:
         if p.is_file():
             h.update(p.relative_to(root).as_posix().encode())
             h.update(hashlib.sha256(p.read_bytes()).digest())

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import CaptureError
-from ..estimate import FREE_FLIGHT_WINDOW, free_flight_start
+from ..estimate import FREE_FLIGHT_TOL, FREE_FLIGHT_WINDOW, free_flight_start
 
 EXPERIMENT = "experiment.json"
 # relative: the velocities in the files are backward differences of the positions, so each toss implies its step to
@@ -138,8 +138,6 @@ def check_toss_gravity(ep, *, file) -> None:
     another length unit than the dataset's falls at that unit's gravity (a cube toss in mm read as half-widths: 52x;
     in metres: 1/19x), and its velocities may still be under the validator's bound. On the cube's 555 real tosses
     the best window lies within 4.1 m/s^2 (median 0.19). A toss too short for a window is not checked."""
-    from ..estimate import FREE_FLIGHT_TOL
-
     W, t, p = FREE_FLIGHT_WINDOW, ep.timestamps, ep.object_pose[:, :3]
     if ep.num_frames < W:
         return

@@ -25,8 +25,8 @@ from scipy.spatial.transform import Rotation
 
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset, safe_name
-from surrogate.objects.meshes import origin_matrix, placed_pieces
-from surrogate.objects.urdf import Joint, _Collision, _primitive, welded_bodies
+from surrogate.objects.meshes import origin_matrix, placed_pieces, primitive_mesh
+from surrogate.objects.urdf import Joint, _Collision, welded_bodies
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _shape_pieces(shape: dict, *, file=None) -> list[trimesh.Trimesh]:
     if shape["kind"] == "mesh":
         return placed_pieces(Path(shape["path"]), tuple(shape["scale"]), tuple(shape["xyz"]), tuple(shape["rpy"]), True)
     size = {k: tuple(shape[k]) for k in ("size", "radius", "length") if k in shape}
-    prim = _primitive(_Collision(shape["kind"], tuple(shape["xyz"]), tuple(shape["rpy"]), size=size))
+    prim = primitive_mesh(shape["kind"], size)
     prim.apply_transform(origin_matrix(shape["xyz"], shape["rpy"], file=file))
     return [prim]
 

@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+from surrogate.capture import dataset_hash
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset
 from surrogate.objects.meshes import MESH_SUFFIXES, OTHER_3D_SUFFIXES, load_mesh_object
@@ -64,13 +65,9 @@ def _files(folder: Path) -> list[Path]:
 
 def folder_sha256(folder: Path) -> str:
     """sha256 over the files ``load_object_folder`` walks (``_files``: symlinked sub-folders followed), by relative
-    path and content: what a folder of objects is, for a cache of captures made of it."""
-    h = hashlib.sha256()
-    for p in _files(Path(folder)):
-        if p.is_file():
-            h.update(p.relative_to(folder).as_posix().encode() + b"\0")
-            h.update(hashlib.sha256(p.read_bytes()).digest())
-    return h.hexdigest()
+    path and content (``capture.dataset_hash`` of those files): what a folder of objects is, for a cache of captures
+    made of it."""
+    return dataset_hash(folder, files=_files(Path(folder)))
 
 
 def _unique(obj: ObjectAsset, rel: Path, taken: set[str]) -> ObjectAsset:

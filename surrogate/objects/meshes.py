@@ -276,6 +276,17 @@ def placed_pieces(path, scale, xyz, rpy, split, *, scale_field="scale") -> list[
     return hulls
 
 
+def primitive_mesh(kind: str, size: dict) -> trimesh.Trimesh:
+    """The mesh of a primitive centred on its frame, sized by URDF's attributes (``size``: {"size": full extents [3]}
+    of a ``box``, {"radius": (r,)} of a ``sphere``, {"radius": (r,), "length": (full length along z,)} of a
+    ``cylinder``): URDF's primitives, and MuJoCo's given so."""
+    if kind == "box":
+        return trimesh.creation.box(extents=size["size"])
+    if kind == "sphere":
+        return trimesh.creation.icosphere(subdivisions=3, radius=size["radius"][0])
+    return trimesh.creation.cylinder(radius=size["radius"][0], height=size["length"][0], sections=32)
+
+
 def _name_from_path(path: Path) -> str:
     """``ycb/025_mug/google_16k/textured_vhacd.stl`` -> ``025_mug``; ``cup.obj`` -> ``cup``."""
     if path.stem.lower() not in _GENERIC_STEMS:

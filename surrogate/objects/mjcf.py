@@ -20,7 +20,7 @@ import trimesh
 
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset, safe_name
-from surrogate.objects.meshes import _check_extents, _name_from_path
+from surrogate.objects.meshes import _check_extents, _name_from_path, primitive_mesh
 
 # a model name that says nothing about the object (the file's folder names it then)
 _GENERIC_MODELS = {"", "model", "object", "scanned objects", "mujoco model", "mujoco"}
@@ -83,14 +83,14 @@ def _geom_vertices(m: mujoco.MjModel, g: int) -> np.ndarray:
     if kind == mujoco.mjtGeom.mjGEOM_MESH:
         adr, n = m.mesh_vertadr[m.geom_dataid[g]], m.mesh_vertnum[m.geom_dataid[g]]
         return np.asarray(m.mesh_vert[adr:adr + n], dtype=float)
-    if kind == mujoco.mjtGeom.mjGEOM_BOX:
-        return trimesh.creation.box(extents=2 * size).vertices
+    if kind == mujoco.mjtGeom.mjGEOM_BOX:  # MuJoCo's sizes are half sizes
+        return primitive_mesh("box", {"size": 2 * size}).vertices
     if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
-        return trimesh.creation.icosphere(subdivisions=3, radius=size[0]).vertices
+        return primitive_mesh("sphere", {"radius": size[:1]}).vertices
     if kind == mujoco.mjtGeom.mjGEOM_ELLIPSOID:
-        return trimesh.creation.icosphere(subdivisions=3, radius=1.0).vertices * size[:3]
+        return primitive_mesh("sphere", {"radius": (1.0,)}).vertices * size[:3]
     if kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
-        return trimesh.creation.cylinder(radius=size[0], height=2 * size[1], sections=32).vertices
+        return primitive_mesh("cylinder", {"radius": size[:1], "length": (2 * size[1],)}).vertices
     if kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
         return trimesh.creation.capsule(radius=size[0], height=2 * size[1], count=[16, 16]).vertices
     raise AssetError(f"collision geom {m.geom(g).name or g!r} is a {mujoco.mjtGeom(kind).name}: an object's shape is "
@@ -126,7 +126,7 @@ def load_mjcf_object(path: str | Path, *, friction: float | None = None) -> Obje
     mass = float(m.body_subtreemass[body])
     if not mass > 0:
         raise AssetError("MuJoCo gives the object no mass (its geoms' density or mass is 0)", file=path, field="mass")
-    model_name = (ET.parse(path).getroot().get("model") or "").strip()
+    model_name = m.names.split(b"\0", 1)[0].decode().strip()  # <mujoco model=...>, "MuJoCo Model" when not given
     name = safe_name(model_name) if model_name.lower() not in _GENERIC_MODELS else _name_from_path(path)
     return ObjectAsset.from_pieces(
         name, "mesh", pieces, source=str(path), mass=mass,

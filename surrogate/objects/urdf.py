@@ -20,7 +20,14 @@ import trimesh
 
 from surrogate.errors import AssetError
 from surrogate.objects.asset import ObjectAsset, safe_name
-from surrogate.objects.meshes import MAX_EXTENT, MIN_EXTENT, _check_extents, origin_matrix, placed_pieces
+from surrogate.objects.meshes import (
+    MAX_EXTENT,
+    MIN_EXTENT,
+    _check_extents,
+    origin_matrix,
+    placed_pieces,
+    primitive_mesh,
+)
 
 
 @dataclass
@@ -212,14 +219,6 @@ def _parse_urdf(path: Path, mesh_root) -> tuple[str, float, list[_Collision]]:
     return root.get("name") or path.stem, mass, collisions
 
 
-def _primitive(col: _Collision) -> trimesh.Trimesh:
-    if col.kind == "box":
-        return trimesh.creation.box(extents=col.size["size"])
-    if col.kind == "sphere":
-        return trimesh.creation.icosphere(subdivisions=3, radius=col.size["radius"][0])
-    return trimesh.creation.cylinder(radius=col.size["radius"][0], height=col.size["length"][0], sections=32)
-
-
 def load_urdf_object(urdf_path: str | Path, *, mesh_root: str | Path | None = None, friction: float = 0.8) -> ObjectAsset:
     """An object from a one-link URDF, or one whose links are all welded by ``fixed`` joints (``welded_bodies``):
     collision geometry placed by its origin, mass from ``<mass>`` (summed over the links).
@@ -242,7 +241,7 @@ def load_urdf_object(urdf_path: str | Path, *, mesh_root: str | Path | None = No
     pieces: list[trimesh.Trimesh] = []
     for i, col in enumerate(collisions):
         if col.kind != "mesh":
-            prim = _primitive(col)
+            prim = primitive_mesh(col.kind, col.size)
             prim.apply_transform(origin_matrix(col.xyz, col.rpy, file=path))
             pieces.append(prim)
             continue
